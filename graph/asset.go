@@ -1,0 +1,61 @@
+package graph
+
+import (
+	"context"
+	"io/fs"
+)
+
+// Asset is a typed value the installer can produce. Implementations are
+// pointers to structs whose exported fields are JSON-serialisable: the store
+// persists them in the state file under ID().
+type Asset interface {
+	// ID is the stable key of the asset, e.g. "tls/admin-client". It is the
+	// state-file key, so it must never change once released.
+	ID() string
+	// Name is a human name used in messages, e.g. "Admin client certificate".
+	Name() string
+	// Dependencies lists the assets whose generated values Generate reads.
+	// Each entry is a zero value; only its ID and type matter.
+	Dependencies() []Asset
+	// Generate computes the asset from its parents.
+	Generate(ctx context.Context, parents Parents) error
+}
+
+// WritableAsset is an asset that becomes files in --dir.
+type WritableAsset interface {
+	Asset
+	// Files returns the files of the generated asset, paths relative to --dir.
+	Files() []*File
+	// Load reads a user-provided or user-edited version of the asset from
+	// disk. found is false when none of its files exist.
+	Load(files FileFetcher) (found bool, err error)
+}
+
+// File is one file of a WritableAsset.
+type File struct {
+	// Path is slash-separated and relative to --dir.
+	Path string `json:"path"`
+	// Data is the file's content.
+	Data []byte `json:"data"`
+	// Mode is the permission of the file; zero means 0644. Files holding
+	// secrets use 0600.
+	Mode fs.FileMode `json:"mode,omitempty"`
+}
+
+// FileFetcher reads files from --dir for WritableAsset.Load.
+type FileFetcher interface {
+	// FetchByName returns the file at path (relative to --dir); the error
+	// satisfies errors.Is(err, fs.ErrNotExist) when it is absent.
+	FetchByName(path string) (*File, error)
+	// FetchByPattern returns the files matching a path.Match pattern
+	// relative to --dir, sorted by path.
+	FetchByPattern(pattern string) ([]*File, error)
+}
+
+// Parents gives Generate the generated values of declared dependencies.
+type Parents interface {
+	// Get fills each pointer with the generated value of the asset with the
+	// same ID. Asking for an asset that was not declared in Dependencies is
+	// an error.
+	Get(assets ...Asset) error
+}
