@@ -1,0 +1,141 @@
+package installconfig
+
+// APIVersion is the only install-config apiVersion kiln accepts.
+const APIVersion = "kiln.dev/v1"
+
+// Config is the content of install-config.yaml.
+type Config struct {
+	// APIVersion is the schema version, kiln.dev/v1.
+	APIVersion string `json:"apiVersion"`
+	// Metadata names the cluster.
+	Metadata Metadata `json:"metadata"`
+	// BaseDomain is the DNS domain the cluster's names live under:
+	// api.<metadata.name>.<baseDomain>.
+	BaseDomain string `json:"baseDomain"`
+	// ControlPlane is the pool of control-plane (master) machines.
+	ControlPlane *MachinePool `json:"controlPlane,omitempty"`
+	// Compute lists the pools of worker machines.
+	Compute []MachinePool `json:"compute,omitempty"`
+	// Networking is the cluster's address plan.
+	Networking *Networking `json:"networking,omitempty"`
+	// Platform selects and configures exactly one platform.
+	Platform Platform `json:"platform"`
+	// SSHKey is an authorized_keys line installed for the core user.
+	SSHKey string `json:"sshKey,omitempty"`
+	// PullSecret is an optional JSON registry credential document.
+	PullSecret string `json:"pullSecret,omitempty"`
+	// AdditionalTrustBundle is PEM CA certificates the nodes also trust.
+	AdditionalTrustBundle string `json:"additionalTrustBundle,omitempty"`
+	// Proxy configures an egress HTTP proxy for the nodes.
+	Proxy *Proxy `json:"proxy,omitempty"`
+	// Timeouts bounds each wait of create cluster.
+	Timeouts *Timeouts `json:"timeouts,omitempty"`
+}
+
+// Metadata names the cluster.
+type Metadata struct {
+	// Name is the cluster name, a DNS-1123 label.
+	Name string `json:"name"`
+}
+
+// MachinePool is a set of identical machines.
+type MachinePool struct {
+	// Name is the pool name: "master" for the control plane, "worker" by default for compute.
+	Name string `json:"name"`
+	// Replicas is the number of machines; the control plane takes 1 or 3 (an odd etcd quorum).
+	Replicas *int64 `json:"replicas,omitempty"`
+	// Platform holds per-platform machine settings.
+	Platform MachinePoolPlatform `json:"platform,omitempty"`
+}
+
+// MachinePoolPlatform holds the machine settings of the selected platform.
+type MachinePoolPlatform struct {
+	// Local configures machines of the local platform.
+	Local *LocalMachinePool `json:"local,omitempty"`
+}
+
+// LocalMachinePool sizes a local (systemd-nspawn) machine.
+type LocalMachinePool struct {
+	// CPUs is the CPU quota in cores, e.g. 1.5; enforced where the host's cgroups allow it.
+	CPUs float64 `json:"cpus,omitempty"`
+	// MemoryMiB is the memory limit in MiB; enforced where the host's cgroups allow it.
+	MemoryMiB int64 `json:"memoryMiB,omitempty"`
+}
+
+// Networking is the cluster's address plan.
+type Networking struct {
+	// NetworkType names the pod network implementation.
+	NetworkType string `json:"networkType,omitempty"`
+	// ClusterNetwork are the pod address blocks; each node gets a /hostPrefix out of one.
+	ClusterNetwork []ClusterNetworkEntry `json:"clusterNetwork,omitempty"`
+	// ServiceNetwork is the Service ClusterIP block (exactly one).
+	ServiceNetwork []string `json:"serviceNetwork,omitempty"`
+	// MachineNetwork are the blocks the machines' addresses come from.
+	MachineNetwork []MachineNetworkEntry `json:"machineNetwork,omitempty"`
+}
+
+// ClusterNetworkEntry is one pod address block.
+type ClusterNetworkEntry struct {
+	// CIDR is the block, e.g. 10.128.0.0/14.
+	CIDR string `json:"cidr"`
+	// HostPrefix is the prefix length of each node's share, e.g. 23.
+	HostPrefix int32 `json:"hostPrefix"`
+}
+
+// MachineNetworkEntry is one machine address block.
+type MachineNetworkEntry struct {
+	// CIDR is the block, e.g. 10.0.0.0/16.
+	CIDR string `json:"cidr"`
+}
+
+// Platform holds exactly one platform's configuration.
+type Platform struct {
+	// Local is the embedded platform: systemd-nspawn machines on a host bridge.
+	Local *LocalPlatform `json:"local,omitempty"`
+	// None is user-provisioned infrastructure: kiln writes Ignition configs only.
+	None *NonePlatform `json:"none,omitempty"`
+	// AWS is Amazon Web Services (not implemented yet).
+	AWS *AWSPlatform `json:"aws,omitempty"`
+}
+
+// LocalPlatform configures the local platform.
+type LocalPlatform struct {
+	// BridgeName is the host bridge; defaults to "kiln-" + the first 8 characters of the infra ID.
+	BridgeName string `json:"bridgeName,omitempty"`
+	// APIVIP is the host address the API load balancer listens on; defaults to the
+	// first address of machineNetwork[0].
+	APIVIP string `json:"apiVIP,omitempty"`
+	// NodeImage is a node image directory or tarball; defaults to the one kiln builds into its cache.
+	NodeImage string `json:"nodeImage,omitempty"`
+	// DefaultMachinePlatform applies to pools that set no local section.
+	DefaultMachinePlatform *LocalMachinePool `json:"defaultMachinePlatform,omitempty"`
+}
+
+// NonePlatform is user-provisioned infrastructure.
+type NonePlatform struct{}
+
+// AWSPlatform configures Amazon Web Services.
+type AWSPlatform struct {
+	// Region is the AWS region.
+	Region string `json:"region"`
+}
+
+// Proxy configures an egress HTTP proxy.
+type Proxy struct {
+	// HTTPProxy is the URL of the proxy for http:// destinations.
+	HTTPProxy string `json:"httpProxy,omitempty"`
+	// HTTPSProxy is the URL of the proxy for https:// destinations.
+	HTTPSProxy string `json:"httpsProxy,omitempty"`
+	// NoProxy is a comma-separated list of destinations that bypass the proxy.
+	NoProxy string `json:"noProxy,omitempty"`
+}
+
+// Timeouts bounds the waits of create cluster; values are Go durations ("20m").
+type Timeouts struct {
+	// Bootstrap bounds the wait for bootstrap-complete (default 30m).
+	Bootstrap string `json:"bootstrap,omitempty"`
+	// Install bounds the wait for install-complete (default 30m).
+	Install string `json:"install,omitempty"`
+	// API bounds the wait for the Kubernetes API to answer (default 20m).
+	API string `json:"api,omitempty"`
+}
