@@ -1,4 +1,4 @@
-package installconfig
+package types
 
 // APIVersion is the only install-config apiVersion kiln accepts.
 const APIVersion = "kiln.dev/v1"
