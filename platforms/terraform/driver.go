@@ -1,0 +1,243 @@
+package terraform
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/terraform-exec/tfexec"
+	"github.com/sirupsen/logrus"
+)
+
+// Stages of a cluster, each a root module with its own state, applied in this
+// order and destroyed in reverse. The bootstrap stage is destroyed alone once
+// the control plane runs on the masters.
+const (
+	// StageNetwork holds the bridge and the API load balancer.
+	StageNetwork = "network"
+	// StageBootstrap holds the bootstrap machine.
+	StageBootstrap = "bootstrap"
+	// StageCluster holds the masters and workers.
+	StageCluster = "cluster"
+)
+
+// Names of the files the driver keeps under <dir>/.kiln/terraform.
+const (
+	workDirName   = ".kiln/terraform"
+	cliConfigName = "kiln.tfrc"
+	mirrorName    = "providers"
+	varFileName   = "kiln.tfvars.json"
+	stateFileName = "terraform.tfstate"
+	lockFileName  = ".terraform.lock.hcl"
+)
+
+// DriverOptions configures a Driver.
+type DriverOptions struct {
+	// Engine is the binary to run (see EnsureEngine).
+	Engine *Engine
+	// Dir is the cluster's --dir; the driver works in Dir/.kiln/terraform.
+	Dir string
+	// Modules is the platform's module tree: one directory per stage and
+	// *.tf files at its top (shared variables) copied into every stage.
+	Modules fs.FS
+	// Providers are the providers kiln serves, installed in a filesystem
+	// mirror under Dir/.kiln/terraform/providers.
+	Providers []Provider
+	// Log receives the engine's output line by line at Debug level.
+	Log logrus.FieldLogger
+}
+
+// Driver runs init, apply and destroy of a platform's stages; each stage has
+// its working directory and state file in Dir/.kiln/terraform/<stage>.
+type Driver struct {
+	o DriverOptions
+}
+
+// NewDriver returns a Driver.
+func NewDriver(o DriverOptions) *Driver {
+	return &Driver{o: o}
+}
+
+// root returns Dir/.kiln/terraform.
+func (d *Driver) root() string {
+	return filepath.Join(d.o.Dir, filepath.FromSlash(workDirName))
+}
+
+// StageDir returns the working directory of stage, which holds its state
+// file terraform.tfstate.
+func (d *Driver) StageDir(stage string) string {
+	return filepath.Join(d.root(), stage)
+}
+
+// Apply creates or updates the resources of stage from vars (marshalled to
+// the stage's tfvars JSON file, mode 0600: it may hold Ignition secrets).
+func (d *Driver) Apply(ctx context.Context, stage string, vars any) error {
+	tf, err := d.prepare(ctx, stage, vars)
+	if err != nil {
+		return err
+	}
+	return d.run(tf, stage, "apply", func() error {
+		return tf.Apply(ctx, d.applyOptions(stage)...)
+	})
+}
+
+// Destroy destroys the resources of stage. A stage that was never applied,
+// or is already destroyed, is a no-op.
+func (d *Driver) Destroy(ctx context.Context, stage string, vars any) error {
+	if _, err := os.Stat(filepath.Join(d.StageDir(stage), stateFileName)); errors.Is(err, fs.ErrNotExist) {
+		d.o.Log.Debugf("terraform stage %s has no state: nothing to destroy", stage)
+		return nil
+	}
+	tf, err := d.prepare(ctx, stage, vars)
+	if err != nil {
+		return err
+	}
+	return d.run(tf, stage, "destroy", func() error {
+		return tf.Destroy(ctx, d.destroyOptions(stage)...)
+	})
+}
+
+// Outputs returns the outputs of an applied stage as JSON values.
+func (d *Driver) Outputs(ctx context.Context, stage string) (map[string]json.RawMessage, error) {
+	tf, err := d.newTerraform(stage)
+	if err != nil {
+		return nil, err
+	}
+	var outs map[string]tfexec.OutputMeta
+	err = d.run(tf, stage, "output", func() error {
+		var err error
+		outs, err = tf.Output(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := make(map[string]json.RawMessage, len(outs))
+	for k, v := range outs {
+		res[k] = v.Value
+	}
+	return res, nil
+}
+
+// applyOptions are the options of `apply` for stage.
+func (d *Driver) applyOptions(stage string) []tfexec.ApplyOption {
+	return []tfexec.ApplyOption{tfexec.VarFile(filepath.Join(d.StageDir(stage), varFileName))}
+}
+
+// destroyOptions are the options of `destroy` for stage.
+func (d *Driver) destroyOptions(stage string) []tfexec.DestroyOption {
+	return []tfexec.DestroyOption{tfexec.VarFile(filepath.Join(d.StageDir(stage), varFileName))}
+}
+
+// initOptions are the options of `init`: no backend configuration other
+// than the default local state in the stage directory, never any input.
+func (d *Driver) initOptions() []tfexec.InitOption {
+	return []tfexec.InitOption{tfexec.Upgrade(false)}
+}
+
+// prepare writes the CLI configuration, the provider mirror, the stage's
+// module files and tfvars, and runs init.
+func (d *Driver) prepare(ctx context.Context, stage string, vars any) (*tfexec.Terraform, error) {
+	if err := WriteCLIConfig(filepath.Join(d.root(), cliConfigName), filepath.Join(d.root(), mirrorName), d.o.Providers); err != nil {
+		return nil, fmt.Errorf("write terraform CLI configuration: %w", err)
+	}
+	dir := d.StageDir(stage)
+	if err := unpackStage(d.o.Modules, stage, dir); err != nil {
+		return nil, fmt.Errorf("unpack terraform stage %s: %w", stage, err)
+	}
+	data, err := json.MarshalIndent(vars, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("terraform variables of stage %s: %w", stage, err)
+	}
+	if err := writeFileAtomic(filepath.Join(dir, varFileName), data, 0o600); err != nil {
+		return nil, err
+	}
+	// The lock file would pin the hash of the provider script, which names the
+	// kiln binary; kiln ships its providers itself, so it starts afresh.
+	if err := os.Remove(filepath.Join(dir, lockFileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	tf, err := d.newTerraform(stage)
+	if err != nil {
+		return nil, err
+	}
+	err = d.run(tf, stage, "init", func() error { return tf.Init(ctx, d.initOptions()...) })
+	return tf, err
+}
+
+// newTerraform returns a terraform-exec handle for stage with kiln's
+// environment and output logging.
+func (d *Driver) newTerraform(stage string) (*tfexec.Terraform, error) {
+	tf, err := tfexec.NewTerraform(d.StageDir(stage), d.o.Engine.Path)
+	if err != nil {
+		return nil, err
+	}
+	if err := tf.SetEnv(engineEnv(os.Environ(), filepath.Join(d.root(), cliConfigName))); err != nil {
+		return nil, err
+	}
+	return tf, nil
+}
+
+// run runs one engine command with its output logged, and wraps its error
+// once with the stage and command.
+func (d *Driver) run(tf *tfexec.Terraform, stage, verb string, f func() error) error {
+	ll := newLineLogger(d.o.Log, fmt.Sprintf("%s %s [%s]: ", d.o.Engine.Name, verb, stage))
+	tf.SetStdout(ll)
+	tf.SetStderr(ll)
+	d.o.Log.Debugf("%s %s of stage %s in %s", d.o.Engine.Name, verb, stage, d.StageDir(stage))
+	err := func() error {
+		defer ll.Close()
+		return f()
+	}()
+	if err != nil {
+		return fmt.Errorf("%s %s of stage %s: %w", d.o.Engine.Name, verb, stage, err)
+	}
+	return nil
+}
+
+// unpackStage replaces the *.tf files of dir with those of modules' stage
+// directory and its top level, keeping state and other files.
+func unpackStage(modules fs.FS, stage, dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	old, err := filepath.Glob(filepath.Join(dir, "*.tf"))
+	if err != nil {
+		return err
+	}
+	for _, f := range old {
+		if err := os.Remove(f); err != nil {
+			return err
+		}
+	}
+	found := false
+	for _, src := range []string{".", stage} {
+		entries, err := fs.ReadDir(modules, src)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if e.IsDir() || !strings.HasSuffix(e.Name(), ".tf") {
+				continue
+			}
+			data, err := fs.ReadFile(modules, path.Join(src, e.Name()))
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+				return err
+			}
+			found = found || src == stage
+		}
+	}
+	if !found {
+		return fmt.Errorf("no *.tf files for stage %q", stage)
+	}
+	return nil
+}

@@ -1,0 +1,250 @@
+package terraform
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+// golden compares got with testdata/name, rewriting it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (run with -update to accept):\n got:\n%s\nwant:\n%s", name, got, want)
+	}
+}
+
+func TestCLIConfigGolden(t *testing.T) {
+	golden(t, "kiln.tfrc", cliConfig("/cluster/.kiln/terraform/providers"))
+}
+
+func TestProviderScript(t *testing.T) {
+	p := Provider{
+		Source:  "kiln.dev/kiln/kilnlocal",
+		Version: "0.1.0",
+		Command: []string{"/opt/it's kiln/kiln", "terraform-provider-kilnlocal"},
+		Env:     map[string]string{"B": "2", "A": "1"},
+	}
+	golden(t, "provider.sh", providerScript(p))
+}
+
+func TestWriteCLIConfig(t *testing.T) {
+	dir := t.TempDir()
+	mirror := filepath.Join(dir, "providers")
+	out := filepath.Join(dir, "argv")
+	p := Provider{
+		Source:  "kiln.dev/kiln/kilnlocal",
+		Version: "0.1.0",
+		Command: []string{"/bin/sh", "-c", `echo "$KILN_X $*" > "$0"`, out},
+		Env:     map[string]string{"KILN_X": "served"},
+	}
+	cfg := filepath.Join(dir, "kiln.tfrc")
+	if err := WriteCLIConfig(cfg, mirror, []Provider{p}); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(mirror, "kiln.dev/kiln/kilnlocal/0.1.0", runtime.GOOS+"_"+runtime.GOARCH, "terraform-provider-kilnlocal")
+	st, err := os.Stat(exe)
+	if err != nil || st.Mode().Perm() != 0o755 {
+		t.Fatalf("provider executable: %v, %v", st, err)
+	}
+	// The engine starts the provider with no arguments; the script must
+	// exec the command with its environment.
+	if err := exec.Command(exe, "extra").Run(); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(out)
+	if strings.TrimSpace(string(got)) != "served extra" {
+		t.Errorf("provider script ran %q, want %q", got, "served extra")
+	}
+	data, _ := os.ReadFile(cfg)
+	if !bytes.Equal(data, cliConfig(mirror)) {
+		t.Errorf("CLI config content differs from cliConfig()")
+	}
+	for _, bad := range []Provider{
+		{Source: "registry.terraform.io/hashicorp/local", Version: "0.1.0"},
+		{Source: "kiln.dev/local", Version: "0.1.0"},
+		{Source: "kiln.dev/kiln/local", Version: "dev"},
+	} {
+		if err := WriteCLIConfig(cfg, mirror, []Provider{bad}); err == nil {
+			t.Errorf("WriteCLIConfig(%s %s) succeeded", bad.Source, bad.Version)
+		}
+	}
+}
+
+func TestEngineEnv(t *testing.T) {
+	environ := []string{
+		"PATH=/usr/bin", "HOME=/root", "TF_CLI_CONFIG_FILE=/root/.terraformrc",
+		"TF_PLUGIN_CACHE_DIR=/root/.tf-cache", "TF_VAR_x=1", "TF_CLI_ARGS=-no-color",
+		"TF_LOG=trace", "TOFU_CLI_CONFIG_FILE=/x", "CHECKPOINT_DISABLE=", "TF_DATA_DIR=/tmp/d",
+	}
+	got := engineEnv(environ, "/c/kiln.tfrc")
+	want := map[string]string{
+		"PATH": "/usr/bin", "HOME": "/root", "CHECKPOINT_DISABLE": "1",
+		"TF_CLI_CONFIG_FILE": "/c/kiln.tfrc", "TOFU_CLI_CONFIG_FILE": "/c/kiln.tfrc",
+	}
+	if len(got) != len(want) {
+		t.Errorf("engineEnv = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("engineEnv[%s] = %q, want %q", k, got[k], v)
+		}
+	}
+	list := engineEnvList(environ, "")
+	if strings.Join(list, " ") != "CHECKPOINT_DISABLE=1 HOME=/root PATH=/usr/bin TF_IN_AUTOMATION=1" {
+		t.Errorf("engineEnvList = %q", list)
+	}
+}
+
+// invocation is one recorded run of the fake engine.
+type invocation struct {
+	args string
+	env  map[string]string
+}
+
+func readInvocations(t *testing.T, path string) []invocation {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []invocation
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(line, "ARGS "):
+			out = append(out, invocation{args: strings.TrimPrefix(line, "ARGS "), env: map[string]string{}})
+		case strings.HasPrefix(line, "ENV "):
+			k, v, _ := strings.Cut(strings.TrimPrefix(line, "ENV "), "=")
+			out[len(out)-1].env[k] = v
+		}
+	}
+	return out
+}
+
+func TestDriverApplyDestroy(t *testing.T) {
+	bin := t.TempDir()
+	engine := &Engine{Name: OpenTofu, Path: fakeEngine(t, bin, "tofu", "1.12.6"), Version: "1.12.6"}
+	logFile := filepath.Join(t.TempDir(), "invocations")
+	t.Setenv("FAKE_ENGINE_LOG", logFile)
+	t.Setenv("TF_CLI_CONFIG_FILE", "/root/.terraformrc")
+	t.Setenv("TF_PLUGIN_CACHE_DIR", "/root/.terraform.d/plugin-cache")
+	t.Setenv("TF_VAR_cluster_name", "users")
+
+	dir := t.TempDir()
+	modules := fstest.MapFS{
+		"variables.tf":         {Data: []byte(`variable "cluster_name" {}`)},
+		"network/main.tf":      {Data: []byte(`# network`)},
+		"network/README":       {Data: []byte(`not copied`)},
+		"bootstrap/main.tf":    {Data: []byte(`# bootstrap`)},
+		"bootstrap/outputs.tf": {Data: []byte(`# outputs`)},
+	}
+	log, hook := test.NewNullLogger()
+	log.SetLevel(logrus.DebugLevel)
+	d := NewDriver(DriverOptions{
+		Engine:  engine,
+		Dir:     dir,
+		Modules: modules,
+		Providers: []Provider{{Source: "kiln.dev/kiln/kilnlocal", Version: "0.1.0",
+			Command: []string{"/usr/local/bin/kiln", "terraform-provider-kilnlocal"}}},
+		Log: log,
+	})
+	ctx := context.Background()
+
+	// Destroying a stage never applied runs nothing.
+	if err := d.Destroy(ctx, StageBootstrap, nil); err != nil {
+		t.Fatal(err)
+	}
+	if inv := readInvocations(t, logFile); len(inv) != 0 {
+		t.Fatalf("destroy without state ran %d commands", len(inv))
+	}
+
+	vars := map[string]any{"cluster_name": "c1", "bootstrap_ignition": "secret"}
+	if err := d.Apply(ctx, StageBootstrap, vars); err != nil {
+		t.Fatal(err)
+	}
+	stageDir := filepath.Join(dir, ".kiln/terraform/bootstrap")
+	for _, f := range []string{"main.tf", "outputs.tf", "variables.tf"} {
+		if _, err := os.Stat(filepath.Join(stageDir, f)); err != nil {
+			t.Errorf("stage file %s: %v", f, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(stageDir, "README")); err == nil {
+		t.Errorf("non-.tf file copied into the stage")
+	}
+	st, err := os.Stat(filepath.Join(stageDir, varFileName))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("tfvars file: %v %v, want mode 0600", st, err)
+	}
+	if err := d.Destroy(ctx, StageBootstrap, vars); err != nil {
+		t.Fatal(err)
+	}
+
+	inv := readInvocations(t, logFile)
+	varFile := filepath.Join(stageDir, varFileName)
+	initArgs := "init -no-color -input=false -backend=true -get=true -upgrade=false"
+	wantArgs := []string{
+		initArgs,
+		"apply -no-color -auto-approve -input=false",
+		initArgs,
+		"destroy -no-color -auto-approve -input=false",
+	}
+	if len(inv) != len(wantArgs) {
+		t.Fatalf("%d engine runs, want %d: %+v", len(inv), len(wantArgs), inv)
+	}
+	cfg := filepath.Join(dir, ".kiln/terraform/kiln.tfrc")
+	for i, in := range inv {
+		if !strings.HasPrefix(in.args, wantArgs[i]) {
+			t.Errorf("run %d: args %q, want prefix %q", i, in.args, wantArgs[i])
+		}
+		if hasVarFile := strings.Contains(in.args+" ", " -var-file="+varFile+" "); hasVarFile != (i%2 == 1) {
+			t.Errorf("run %d: args %q: -var-file=%s present=%v", i, in.args, varFile, hasVarFile)
+		}
+		for k, v := range map[string]string{"TF_CLI_CONFIG_FILE": cfg, "CHECKPOINT_DISABLE": "1", "TF_IN_AUTOMATION": "1"} {
+			if in.env[k] != v {
+				t.Errorf("run %d: %s=%q, want %q", i, k, in.env[k], v)
+			}
+		}
+		for _, k := range []string{"TF_PLUGIN_CACHE_DIR", "TF_VAR_cluster_name"} {
+			if _, ok := in.env[k]; ok {
+				t.Errorf("run %d: user's %s reached the engine", i, k)
+			}
+		}
+	}
+	if _, err := os.Stat(cfg); err != nil {
+		t.Errorf("CLI config not written: %v", err)
+	}
+	found := false
+	for _, e := range hook.AllEntries() {
+		if strings.Contains(e.Message, "fake apply done") && e.Level == logrus.DebugLevel {
+			found = true
+		}
+		if strings.Contains(e.Message, "secret") {
+			t.Errorf("a variable value reached the log: %q", e.Message)
+		}
+	}
+	if !found {
+		t.Errorf("engine output was not logged at debug level")
+	}
+}
