@@ -1,0 +1,70 @@
+package graph
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// StateFileName is the state file kept in --dir.
+const StateFileName = ".kiln_state.json"
+
+// stateVersion is the format version of the state file.
+const stateVersion = 1
+
+// State is the content of the state file: every asset kiln generated or
+// loaded for this --dir, keyed by asset ID. It holds secrets; it is 0600.
+type State struct {
+	// Version is the format version.
+	Version int `json:"version"`
+	// Assets maps asset IDs to their last value.
+	Assets map[string]*StateEntry `json:"assets"`
+}
+
+// StateEntry is one asset in the state file.
+type StateEntry struct {
+	// Hash is the content hash of Value.
+	Hash string `json:"hash"`
+	// Parents maps each dependency's ID to its Hash when this value was made.
+	Parents map[string]string `json:"parents,omitempty"`
+	// Disk maps each of the asset's files to the hash of its content as kiln
+	// last wrote or read it in --dir; it tells user edits apart.
+	Disk map[string]string `json:"disk,omitempty"`
+	// Value is the asset's JSON value.
+	Value json.RawMessage `json:"value"`
+}
+
+// readState reads dir's state file; a missing file is an empty state.
+func readState(dir string) (*State, error) {
+	st := &State{Version: stateVersion, Assets: map[string]*StateEntry{}}
+	b, err := os.ReadFile(filepath.Join(dir, StateFileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, st); err != nil {
+		return nil, WithKind(KindInput, fmt.Errorf("%s: %w", StateFileName, err))
+	}
+	if st.Version != stateVersion {
+		return nil, WithKind(KindInput, fmt.Errorf("%s: format version %d, this kiln reads version %d",
+			StateFileName, st.Version, stateVersion))
+	}
+	if st.Assets == nil {
+		st.Assets = map[string]*StateEntry{}
+	}
+	return st, nil
+}
+
+// write stores the state atomically with mode 0600.
+func (st *State) write(dir string) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, StateFileName), append(b, '\n'), 0o600)
+}

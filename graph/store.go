@@ -1,0 +1,290 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"reflect"
+	"slices"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/errgroup"
+)
+
+// Store resolves assets for one --dir. It generates what is missing or
+// stale, reuses what the state file holds, and lets files the user edited on
+// disk win. Nothing is written to --dir until Persist has every value.
+type Store struct {
+	dir   string
+	log   logrus.FieldLogger
+	force bool
+	state *State // as read from disk; never modified
+
+	mu    sync.Mutex
+	nodes map[string]*node
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithLogger sends the store's messages to l (default: discarded).
+func WithLogger(l logrus.FieldLogger) Option { return func(s *Store) { s.log = l } }
+
+// WithForceRegenerate makes the store regenerate a file the user edited when
+// the file's own dependencies changed too, discarding the edit, instead of
+// stopping with a ConflictError.
+func WithForceRegenerate(force bool) Option { return func(s *Store) { s.force = force } }
+
+// Open returns the store of dir, reading its state file if there is one.
+func Open(dir string, opts ...Option) (*Store, error) {
+	st, err := readState(dir)
+	if err != nil {
+		return nil, err
+	}
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	s := &Store{dir: dir, log: quiet, state: st, nodes: map[string]*node{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
+}
+
+// origin tells where a node's value came from.
+type origin int
+
+const (
+	fromGenerate origin = iota // Generate ran
+	fromState                  // restored from the state file
+	fromDisk                   // loaded from files in --dir
+)
+
+// node is one asset being resolved; done is closed when the fields are set.
+type node struct {
+	asset  Asset
+	done   chan struct{}
+	err    error
+	origin origin
+	entry  *StateEntry
+	// causes are the files (or IDs) whose change made this value differ
+	// from the state file, for conflict messages.
+	causes []string
+	// onDisk are the files Load found in --dir (path -> hash).
+	onDisk map[string]string
+}
+
+// Fetch resolves assets and their dependencies and fills each pointer with
+// its value. Independent branches are generated in parallel. An error is an
+// *AssetError carrying the path from the requested asset to the failing one,
+// or a *CycleError.
+func (s *Store) Fetch(ctx context.Context, assets ...Asset) error {
+	if err := walk(assets, nil); err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, a := range assets {
+		g.Go(func() error { return s.resolve(gctx, a).err })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for _, a := range assets {
+		if err := copyAsset(a, s.node(a.ID()).asset); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FromState fills a with its value in the state file; found is false when
+// the state file has none.
+func (s *Store) FromState(a Asset) (found bool, err error) {
+	e, ok := s.state.Assets[a.ID()]
+	if !ok {
+		return false, nil
+	}
+	return true, restore(a, e.Value)
+}
+
+func (s *Store) node(id string) *node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nodes[id]
+}
+
+// resolve returns the finished node of a, building it unless another
+// goroutine already is (then it waits for that one).
+func (s *Store) resolve(ctx context.Context, a Asset) *node {
+	s.mu.Lock()
+	if n, ok := s.nodes[a.ID()]; ok {
+		s.mu.Unlock()
+		<-n.done
+		return n
+	}
+	n := &node{asset: a, done: make(chan struct{})}
+	s.nodes[a.ID()] = n
+	s.mu.Unlock()
+	if err := s.build(ctx, n); err != nil {
+		n.err = under(a.ID(), err)
+	}
+	close(n.done)
+	return n
+}
+
+// build resolves n's dependencies in parallel, then takes n's value from
+// disk, from the state file or from Generate.
+func (s *Store) build(ctx context.Context, n *node) error {
+	id := n.asset.ID()
+	deps := n.asset.Dependencies()
+	depNodes := make([]*node, len(deps))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, d := range deps {
+		g.Go(func() error {
+			depNodes[i] = s.resolve(gctx, d)
+			return depNodes[i].err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	byID := make(map[string]*node, len(deps))
+	hashes := make(map[string]string, len(deps))
+	for _, dn := range depNodes {
+		byID[dn.asset.ID()] = dn
+		hashes[dn.asset.ID()] = dn.entry.Hash
+	}
+	prev := s.state.Assets[id]
+	var changed []string // causes of changed parents
+	if prev != nil {
+		for _, dn := range depNodes {
+			if prev.Parents[dn.asset.ID()] != dn.entry.Hash {
+				changed = append(changed, dn.causesOrID()...)
+			}
+		}
+		for pid := range prev.Parents {
+			if _, ok := hashes[pid]; !ok {
+				changed = append(changed, pid)
+			}
+		}
+		changed = sortedUnique(changed)
+	}
+	parentsSame := prev != nil && len(changed) == 0
+
+	if wa, ok := n.asset.(WritableAsset); ok {
+		fetcher := newDirFetcher(s.dir)
+		found, err := wa.Load(fetcher)
+		if err != nil {
+			return err
+		}
+		if found {
+			n.onDisk = fetcher.seen
+			files := slices.Sorted(maps.Keys(fetcher.seen))
+			switch {
+			case prev != nil && !diskEdited(prev.Disk, fetcher.seen) && parentsSame:
+				return s.restore(n, prev, hashes)
+			case prev != nil && !diskEdited(prev.Disk, fetcher.seen):
+				// kiln's own file, now stale: regenerate below.
+			case prev != nil && !parentsSame && !s.force:
+				return WithKind(KindInput, &ConflictError{Edited: files, Changed: changed})
+			case prev != nil && !parentsSame:
+				s.log.Warnf("Discarding your edit of %v (--force-regenerate)", files)
+			default:
+				if prev != nil {
+					s.log.Warnf("%v was edited since kiln wrote it; using the version on disk", files)
+				} else {
+					s.log.Infof("Using %v from %s", files, s.dir)
+				}
+				n.origin, n.causes = fromDisk, files
+				return s.finish(n, hashes, fetcher.seen)
+			}
+			zero(n.asset)
+		}
+	}
+	if parentsSame {
+		if err := s.restore(n, prev, hashes); err == nil {
+			return nil
+		}
+		s.log.Debugf("state of %s does not fit this kiln; generating it again", id)
+		zero(n.asset)
+	}
+	s.log.Debugf("Generating %s", n.asset.Name())
+	if err := n.asset.Generate(ctx, parents{owner: id, nodes: byID}); err != nil {
+		return err
+	}
+	n.origin, n.causes = fromGenerate, changed
+	return s.finish(n, hashes, nil)
+}
+
+// restore takes n's value from the state file.
+func (s *Store) restore(n *node, prev *StateEntry, hashes map[string]string) error {
+	if err := restore(n.asset, prev.Value); err != nil {
+		return err
+	}
+	n.origin = fromState
+	n.entry = &StateEntry{Hash: prev.Hash, Parents: hashes, Disk: prev.Disk, Value: prev.Value}
+	return nil
+}
+
+// finish records n's new value; disk is what Load read, if anything.
+func (s *Store) finish(n *node, hashes, disk map[string]string) error {
+	b, err := json.Marshal(n.asset)
+	if err != nil {
+		return fmt.Errorf("cannot store the value: %w", err)
+	}
+	if disk == nil {
+		if wa, ok := n.asset.(WritableAsset); ok {
+			disk = map[string]string{}
+			for _, f := range wa.Files() {
+				disk[f.Path] = hashBytes(f.Data)
+			}
+		}
+	}
+	n.entry = &StateEntry{Hash: hashBytes(b), Parents: hashes, Disk: disk, Value: b}
+	return nil
+}
+
+// causesOrID is what to name when n's change invalidates a dependent.
+func (n *node) causesOrID() []string {
+	if len(n.causes) > 0 {
+		return n.causes
+	}
+	return []string{n.asset.ID()}
+}
+
+// diskEdited tells whether the files read now differ from those recorded.
+func diskEdited(recorded, seen map[string]string) bool {
+	if len(seen) != len(recorded) {
+		return true
+	}
+	for p, h := range seen {
+		if recorded[p] != h {
+			return true
+		}
+	}
+	return false
+}
+
+// restore sets a to the JSON value v.
+func restore(a Asset, v json.RawMessage) error {
+	zero(a)
+	return json.Unmarshal(v, a)
+}
+
+// zero resets the value a points to.
+func zero(a Asset) {
+	v := reflect.ValueOf(a)
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		v.Elem().SetZero()
+	}
+}
+
+func sortedUnique(s []string) []string {
+	slices.Sort(s)
+	return slices.Compact(s)
+}
