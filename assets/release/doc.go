@@ -1,0 +1,10 @@
+// Package release is the one place where kiln pins the versions of the
+// components it builds from source (Kubernetes, etcd, CoreDNS, pause) and
+// names the container images the cluster runs. The node image builder
+// (platforms/local/nodeimage) builds exactly these versions, and the
+// manifests refer to images only through Image, so the two cannot drift.
+//
+// Every image is a local image (registry kiln.local) imported into
+// containerd at first boot; pods use imagePullPolicy: Never. Inside each
+// image the component's binary is /usr/local/bin/<name>.
+package release

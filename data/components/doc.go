@@ -1,0 +1,17 @@
+// Package components holds the wrapper Go modules kiln builds the cluster's
+// components from: kubernetes (kube-apiserver, kube-controller-manager,
+// kube-scheduler, kube-proxy, kubelet, kubectl), etcd (etcd, etcdctl),
+// coredns and pause. Each directory holds go.mod.in (a text/template filled
+// with the versions pinned in assets/release), go.sum.in (the checksums of
+// every module the build needs, so builds are verified and reproducible) and
+// optionally main.go.in. The ".in" suffixes exist because embed cannot
+// include a directory holding a go.mod; kiln writes the files without the
+// suffix into its cache and runs `go build` there.
+package components
+
+import "embed"
+
+// FS holds one directory per wrapper module.
+//
+//go:embed kubernetes etcd coredns pause
+var FS embed.FS
