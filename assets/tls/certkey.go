@@ -1,0 +1,163 @@
+package tls
+
+import (
+	"context"
+	"crypto"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+
+	"github.com/kiln-project/kiln/graph"
+)
+
+// File name suffixes and modes of certificate assets in --dir.
+const (
+	certSuffix = ".crt"
+	keySuffix  = ".key"
+	certMode   = 0o644
+	keyMode    = 0o600
+)
+
+// PEM block types kiln writes and reads.
+const (
+	pemCertificate = "CERTIFICATE"
+	pemPrivateKey  = "PRIVATE KEY"
+	pemPublicKey   = "PUBLIC KEY"
+)
+
+// CertKey is a PEM certificate and its PEM (PKCS#8) private key. It is the
+// shared base of every certificate asset: the asset's ID names its files,
+// ID+".crt" and ID+".key".
+type CertKey struct {
+	// Cert is the PEM certificate; a user-provided file may append its chain.
+	Cert []byte `json:"cert"`
+	// Key is the PEM private key. It is a secret: never log it.
+	Key []byte `json:"key"`
+}
+
+// caAsset is a certificate authority asset that can sign others.
+type caAsset interface {
+	graph.Asset
+	certKey() *CertKey
+}
+
+// certKey returns c; promoted to every asset that embeds CertKey.
+func (c *CertKey) certKey() *CertKey { return c }
+
+// Certificate parses the first certificate of Cert.
+func (c *CertKey) Certificate() (*x509.Certificate, error) {
+	return parseCert(c.Cert)
+}
+
+// PrivateKey parses Key.
+func (c *CertKey) PrivateKey() (crypto.Signer, error) {
+	return parseKey(c.Key)
+}
+
+// files returns the certificate (0644) and key (0600) files of the asset id.
+func (c *CertKey) files(id string) []*graph.File {
+	if len(c.Cert) == 0 {
+		return nil
+	}
+	return []*graph.File{
+		{Path: id + certSuffix, Data: c.Cert, Mode: certMode},
+		{Path: id + keySuffix, Data: c.Key, Mode: keyMode},
+	}
+}
+
+// selfSigned generates a new key and a certificate authority signed by it.
+func (c *CertKey) selfSigned(ctx context.Context, p graph.Parents, spec certSpec) error {
+	alg := &KeyAlgorithm{}
+	if err := p.Get(alg); err != nil {
+		return err
+	}
+	ck, err := issue(ctx, alg.Algorithm, nil, spec)
+	if err != nil {
+		return err
+	}
+	*c = ck
+	return nil
+}
+
+// signed generates a new key and a certificate signed by the asset ca.
+func (c *CertKey) signed(ctx context.Context, p graph.Parents, ca caAsset, spec certSpec) error {
+	alg := &KeyAlgorithm{}
+	if err := p.Get(alg, ca); err != nil {
+		return err
+	}
+	ck, err := issue(ctx, alg.Algorithm, ca.certKey(), spec)
+	if err != nil {
+		return err
+	}
+	*c = ck
+	return nil
+}
+
+// signedDeps are the dependencies of a certificate signed by ca, plus extra.
+func signedDeps(ca caAsset, extra ...graph.Asset) []graph.Asset {
+	return append([]graph.Asset{&KeyAlgorithm{}, ca}, extra...)
+}
+
+// parseCert decodes the first CERTIFICATE block of data.
+func parseCert(data []byte) (*x509.Certificate, error) {
+	for rest := data; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			return nil, errors.New("no PEM CERTIFICATE block")
+		}
+		if b.Type == pemCertificate {
+			return x509.ParseCertificate(b.Bytes)
+		}
+	}
+}
+
+// parseKey decodes a PEM private key in PKCS#8, PKCS#1 (RSA) or SEC 1 (EC)
+// form.
+func parseKey(data []byte) (crypto.Signer, error) {
+	b, _ := pem.Decode(data)
+	if b == nil {
+		return nil, errors.New("no PEM private key block")
+	}
+	var (
+		key any
+		err error
+	)
+	switch b.Type {
+	case pemPrivateKey:
+		key, err = x509.ParsePKCS8PrivateKey(b.Bytes)
+	case "RSA PRIVATE KEY":
+		key, err = x509.ParsePKCS1PrivateKey(b.Bytes)
+	case "EC PRIVATE KEY":
+		key, err = x509.ParseECPrivateKey(b.Bytes)
+	default:
+		return nil, fmt.Errorf("unexpected PEM block %q, want a private key", b.Type)
+	}
+	if err != nil {
+		return nil, err
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("unsupported private key type %T", key)
+	}
+	return signer, nil
+}
+
+// encodeKey returns key as a PEM PKCS#8 block.
+func encodeKey(key crypto.Signer) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: pemPrivateKey, Bytes: der}), nil
+}
+
+// encodePublicKey returns pub as a PEM PKIX block.
+func encodePublicKey(pub crypto.PublicKey) ([]byte, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: pemPublicKey, Bytes: der}), nil
+}

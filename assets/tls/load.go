@@ -1,0 +1,109 @@
+package tls
+
+import (
+	"crypto"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"time"
+
+	"github.com/kiln-project/kiln/graph"
+)
+
+// FileError is a problem with a user-provided file in --dir. Load returns it
+// wrapped in graph.KindInput.
+type FileError struct {
+	// Path is the file, relative to --dir.
+	Path string
+	// Err is what is wrong with it.
+	Err error
+}
+
+// Error names the file and the problem.
+func (e *FileError) Error() string { return e.Path + ": " + e.Err.Error() }
+
+// Unwrap returns the problem.
+func (e *FileError) Unwrap() error { return e.Err }
+
+// inputError returns a KindInput FileError for path.
+func inputError(path string, format string, args ...any) error {
+	return graph.WithKind(graph.KindInput, &FileError{Path: path, Err: fmt.Errorf(format, args...)})
+}
+
+// load reads the pair id.crt/id.key from --dir and checks what can be
+// checked without its CA: both files parse, the key matches the certificate,
+// it is valid now, and it is a CA (u == usageCA) or has the extended key
+// usages of u. Bundle checks that it is signed by its CA. found is false when
+// neither file exists.
+func (c *CertKey) load(f graph.FileFetcher, id string, u usage) (found bool, err error) {
+	ck, found, err := fetchPair(f, id+certSuffix, id+keySuffix)
+	if !found || err != nil {
+		return found, err
+	}
+	certPath, keyPath := id+certSuffix, id+keySuffix
+	cert, err := ck.Certificate()
+	if err != nil {
+		return true, inputError(certPath, "not a PEM certificate: %w", err)
+	}
+	key, err := ck.PrivateKey()
+	if err != nil {
+		return true, inputError(keyPath, "not a PEM private key: %w", err)
+	}
+	if !publicKeyMatches(cert.PublicKey, key) {
+		return true, inputError(keyPath, "private key does not match the certificate %s", certPath)
+	}
+	now := time.Now()
+	if now.After(cert.NotAfter) {
+		return true, inputError(certPath, "certificate expired on %s", cert.NotAfter.UTC().Format(time.RFC3339))
+	}
+	if now.Before(cert.NotBefore) {
+		return true, inputError(certPath, "certificate is not valid before %s", cert.NotBefore.UTC().Format(time.RFC3339))
+	}
+	if u == usageCA && (!cert.IsCA || cert.KeyUsage&x509.KeyUsageCertSign == 0) {
+		return true, inputError(certPath, "not a certificate authority (needs basicConstraints CA:TRUE and keyUsage keyCertSign)")
+	}
+	for _, want := range u.extKeyUsages() {
+		if len(cert.ExtKeyUsage) > 0 && !slices.Contains(cert.ExtKeyUsage, want) && !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageAny) {
+			return true, inputError(certPath, "extended key usage lacks %s", extKeyUsageName(want))
+		}
+	}
+	*c = ck
+	return true, nil
+}
+
+// extKeyUsageName returns the OpenSSL name of an extended key usage kiln sets.
+func extKeyUsageName(u x509.ExtKeyUsage) string {
+	if u == x509.ExtKeyUsageServerAuth {
+		return "serverAuth"
+	}
+	return "clientAuth"
+}
+
+// fetchPair reads a certificate and its key. found is false when neither
+// exists; one without the other is an input error.
+func fetchPair(f graph.FileFetcher, certPath, keyPath string) (ck CertKey, found bool, err error) {
+	certFile, certErr := f.FetchByName(certPath)
+	keyFile, keyErr := f.FetchByName(keyPath)
+	certMissing, keyMissing := errors.Is(certErr, fs.ErrNotExist), errors.Is(keyErr, fs.ErrNotExist)
+	switch {
+	case certMissing && keyMissing:
+		return CertKey{}, false, nil
+	case certErr != nil && !certMissing:
+		return CertKey{}, true, inputError(certPath, "%w", certErr)
+	case keyErr != nil && !keyMissing:
+		return CertKey{}, true, inputError(keyPath, "%w", keyErr)
+	case certMissing:
+		return CertKey{}, true, inputError(certPath, "missing, but its key %s is present: provide both or neither", keyPath)
+	case keyMissing:
+		return CertKey{}, true, inputError(keyPath, "missing, but its certificate %s is present: provide both or neither", certPath)
+	}
+	return CertKey{Cert: certFile.Data, Key: keyFile.Data}, true, nil
+}
+
+// publicKeyMatches reports whether key is the private half of pub.
+func publicKeyMatches(pub crypto.PublicKey, key crypto.Signer) bool {
+	eq, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
+	return ok && eq.Equal(pub)
+}
