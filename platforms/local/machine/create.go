@@ -1,0 +1,209 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kiln-project/kiln/graph"
+)
+
+// bootStartTimeout bounds the wait for the machine's init process.
+const bootStartTimeout = 30 * time.Second
+
+// Create prepares the machine's copy-on-write root and boots it. It
+// returns once the machine's init runs; use WaitBooted to wait for the
+// boot to finish. Creating a machine that runs with the same spec does
+// nothing; one that runs with another spec is an error; a stopped machine
+// is started again on its existing disk.
+func (m *Manager) Create(ctx context.Context, s Spec) error {
+	addr, err := s.validate()
+	if err != nil {
+		return graph.WithKind(graph.KindInput, err)
+	}
+	l, err := m.starter()
+	if err != nil {
+		return err
+	}
+	unlock, err := m.lock(s.Name)
+	if err != nil {
+		return graph.WithKind(graph.KindInfrastructure, err)
+	}
+	defer unlock()
+	rec, err := m.readRecord(s.Name)
+	if err != nil {
+		return graph.WithKind(graph.KindInfrastructure, err)
+	}
+	hash := s.hash()
+	if alive(rec) {
+		if rec.SpecHash == hash {
+			m.log.Debugf("machine %s already runs with this spec", s.Name)
+			return nil
+		}
+		return graph.WithKind(graph.KindInput, fmt.Errorf("machine %s already runs with a different spec; destroy it first", s.Name))
+	}
+	if err := m.release(ctx, s.Name, rec, l); err != nil {
+		return graph.WithKind(graph.KindInfrastructure, fmt.Errorf("cleaning up stopped machine %s: %w", s.Name, err))
+	}
+	if err := m.boot(ctx, &s, addr, hash, l); err != nil {
+		if derr := m.destroyLocked(ctx, s.Name); derr != nil {
+			m.log.Warnf("cleaning up after failed start of machine %s: %v", s.Name, derr)
+		}
+		return graph.WithKind(graph.KindInfrastructure, fmt.Errorf("starting machine %s: %w", s.Name, err))
+	}
+	return nil
+}
+
+// boot prepares the root and starts nspawn.
+func (m *Manager) boot(ctx context.Context, s *Spec, addr netip.Prefix, hash string, l launcher) error {
+	dir := m.dir(s.Name)
+	upper, work, root := filepath.Join(dir, "upper"), filepath.Join(dir, "work"), filepath.Join(dir, "root")
+	_, err := os.Stat(upper)
+	firstBoot := errors.Is(err, fs.ErrNotExist)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, d := range []string{upper, work, root} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	binds := make([]Bind, 0, len(hostBinds)+len(s.Binds))
+	for _, target := range hostBinds {
+		src := filepath.Join(dir, hostBindDir(target))
+		if err := m.seedBindDir(ctx, src, filepath.Join(s.Image, target)); err != nil {
+			return err
+		}
+		binds = append(binds, Bind{Source: src, Target: target})
+	}
+	binds = append(binds, s.Binds...)
+
+	if err := runQuiet(ctx, m.run, overlayMountArgv(s.Image, upper, work, root)); err != nil {
+		return err
+	}
+	var machineID string
+	if firstBoot {
+		if machineID, err = newMachineID(); err != nil {
+			return err
+		}
+	}
+	for _, f := range rootFiles(s, addr, machineID) {
+		if err := writeInRoot(root, f); err != nil {
+			return err
+		}
+	}
+	if err := enableNetworkd(root); err != nil {
+		return err
+	}
+
+	argv := nspawnArgv(nspawnArgs{Name: s.Name, Root: root, Bridge: s.Bridge, Binds: binds, Sysctls: true})
+	logPath := filepath.Join(dir, "console.log")
+	started := time.Now()
+	pid, err := l.Start(ctx, s.Name, limits{CPUs: s.CPUs, MemoryBytes: s.MemoryBytes}, argv, logPath)
+	if err != nil {
+		return err
+	}
+	p, ok := readProc(pid)
+	if !ok {
+		return fmt.Errorf("nspawn exited at once: %s", tail(logPath))
+	}
+	rec := &record{Name: s.Name, PID: pid, StartTime: p.StartTime, SpecHash: hash, Mode: l.Mode(),
+		Bridge: s.Bridge, Address: addr.String(), Image: s.Image, Started: started.UTC()}
+	if err := m.writeRecord(rec); err != nil {
+		return err
+	}
+	leader, err := waitLeader(ctx, rec)
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, tail(logPath))
+	}
+	rec.Veth = hostVeth(leader)
+	m.log.Infof("machine %s: started (pid %d, init %d, veth %s, cgroup mode %s) in %s",
+		s.Name, pid, leader, rec.Veth, rec.Mode, time.Since(started).Round(time.Millisecond))
+	return m.writeRecord(rec)
+}
+
+// seedBindDir creates a machine's plain host directory for a bind; a new
+// one gets what the image has at that place.
+func (m *Manager) seedBindDir(ctx context.Context, dir, from string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	if ents, err := os.ReadDir(from); err == nil && len(ents) > 0 {
+		return runQuiet(ctx, m.run, copyTreeArgv(from, dir))
+	}
+	return nil
+}
+
+// copyTreeArgv copies the contents of the directory from into to.
+func copyTreeArgv(from, to string) []string {
+	return []string{"cp", "-a", "--reflink=auto", from + "/.", to + "/"}
+}
+
+// waitLeader waits until the machine's init runs.
+func waitLeader(ctx context.Context, rec *record) (int, error) {
+	deadline := time.Now().Add(bootStartTimeout)
+	for {
+		if !alive(rec) {
+			return 0, errors.New("systemd-nspawn exited")
+		}
+		if leader := findLeader(rec.PID); leader > 0 {
+			return leader, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("no init process after %s", bootStartTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// hostVeth names the host end of the machine's veth: host0's peer index,
+// read through the machine's own sysfs.
+func hostVeth(leader int) string {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/root/sys/class/net/host0/iflink", leader))
+		if err == nil {
+			if idx, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				if ifc, err := net.InterfaceByIndex(idx); err == nil {
+					return ifc.Name
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return ""
+}
+
+// tail returns the end of a log file for an error message.
+func tail(path string) string {
+	data, _ := os.ReadFile(path)
+	s := strings.TrimSpace(string(data))
+	if len(s) > 2000 {
+		s = "..." + s[len(s)-2000:]
+	}
+	if s == "" {
+		return "(no output)"
+	}
+	return "output: " + s
+}
+
+// runQuiet runs argv and discards its standard output.
+func runQuiet(ctx context.Context, r Runner, argv []string) error {
+	_, err := r.Run(ctx, argv...)
+	return err
+}

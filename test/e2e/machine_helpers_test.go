@@ -1,0 +1,190 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/platforms/local/machine"
+)
+
+// requireMachineHost skips the test unless machines can run here.
+func requireMachineHost(t *testing.T, tools ...string) {
+	t.Helper()
+	if os.Getenv("KILN_E2E") != "1" {
+		t.Skip("end-to-end test: set KILN_E2E=1 to run it (needs root, systemd-nspawn, network to a Debian mirror)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("end-to-end test needs root to run systemd-nspawn machines")
+	}
+	for _, tool := range append([]string{"systemd-nspawn", "nsenter", "ip", "mount"}, tools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("end-to-end test needs %s on PATH", tool)
+		}
+	}
+}
+
+// testLogger sends log entries to the test log.
+func testLogger(t *testing.T) logrus.FieldLogger {
+	l := logrus.New()
+	l.SetLevel(logrus.DebugLevel)
+	l.Out = testWriter{t}
+	l.Formatter = &logrus.TextFormatter{DisableTimestamp: false, FullTimestamp: true}
+	return l
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// minimalRootfs returns a debootstrap'ed bookworm tree with systemd,
+// cached across runs (KILN_E2E_CACHE, default /var/cache/kiln-e2e).
+func minimalRootfs(t *testing.T) string {
+	t.Helper()
+	cache := os.Getenv("KILN_E2E_CACHE")
+	if cache == "" {
+		cache = "/var/cache/kiln-e2e"
+	}
+	dir := filepath.Join(cache, "rootfs-minimal")
+	if _, err := os.Stat(filepath.Join(dir, "etc/os-release")); err == nil {
+		return dir
+	}
+	if _, err := exec.LookPath("debootstrap"); err != nil {
+		t.Skip("end-to-end test needs debootstrap (apt-get install debootstrap) to build its minimal rootfs")
+	}
+	tmp := dir + ".tmp"
+	os.RemoveAll(tmp)
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	cmd := exec.Command("debootstrap", "--variant=minbase",
+		"--include=systemd,systemd-sysv,dbus,iproute2,iputils-ping,procps", "bookworm", tmp, debianMirror())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("debootstrap: %v\n%s", err, tail(string(out), 3000))
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("built minimal rootfs in %s", time.Since(start).Round(time.Second))
+	return dir
+}
+
+// debianMirror is the mirror the host's apt uses (the only one reachable).
+func debianMirror() string {
+	if m := os.Getenv("KILN_E2E_MIRROR"); m != "" {
+		return m
+	}
+	data, _ := os.ReadFile("/etc/apt/sources.list.d/debian.sources")
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "URIs:" && !strings.Contains(f[1], "security") {
+			return f[1]
+		}
+	}
+	return "http://deb.debian.org/debian"
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// dumpMachine logs a machine's console and journal, for failures.
+func dumpMachine(t *testing.T, m *machine.Manager, stateRoot, name string) {
+	t.Helper()
+	console, _ := os.ReadFile(filepath.Join(stateRoot, name, "console.log"))
+	t.Logf("=== console of %s ===\n%s", name, tail(string(console), 8000))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := m.Exec(ctx, name, "journalctl", "--no-pager", "-n", "300", "-o", "short-monotonic")
+	t.Logf("=== journal of %s (err %v) ===\n%s", name, err, tail(string(out), 30000))
+	out, _ = m.Exec(ctx, name, "systemctl", "--no-pager", "--failed")
+	t.Logf("=== failed units of %s ===\n%s", name, out)
+}
+
+// leftovers lists what of the machines is still on the host: mounts below
+// stateRoot, veths, cgroups and processes mentioning stateRoot.
+func leftovers(t *testing.T, stateRoot string, names, veths []string) []string {
+	t.Helper()
+	var found []string
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if strings.Contains(line, stateRoot) {
+			found = append(found, "mount: "+line)
+		}
+	}
+	links, _ := exec.Command("ip", "-o", "link", "show").Output()
+	for _, v := range veths {
+		if v != "" && bytes.Contains(links, []byte(" "+v+"@")) || v != "" && bytes.Contains(links, []byte(" "+v+":")) {
+			found = append(found, "link: "+v)
+		}
+	}
+	for _, n := range names {
+		cg, _ := filepath.Glob("/sys/fs/cgroup/*/kiln/" + n)
+		cg2, _ := filepath.Glob("/sys/fs/cgroup/kiln/" + n)
+		for _, c := range append(cg, cg2...) {
+			found = append(found, "cgroup: "+c)
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		data, _ := os.ReadFile(p)
+		if bytes.Contains(data, []byte(stateRoot)) {
+			found = append(found, fmt.Sprintf("process %s: %s", filepath.Base(filepath.Dir(p)), bytes.ReplaceAll(data, []byte{0}, []byte{' '})))
+		}
+	}
+	return found
+}
+
+// freeSubnet returns a /24 in 10.x not used by any host address.
+func freeSubnet(t *testing.T, third int) string {
+	t.Helper()
+	out, _ := exec.Command("ip", "-o", "addr", "show").Output()
+	for i := 0; i < 50; i++ {
+		s := fmt.Sprintf("10.%d.%d.", 200+i, third)
+		if !bytes.Contains(out, []byte(" "+s)) {
+			return s
+		}
+	}
+	t.Fatal("no free 10.x subnet")
+	return ""
+}
+
+// removeStateRoot removes a test's state root, refusing while anything is
+// mounted below it.
+func removeStateRoot(t *testing.T, dir string) {
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	if bytes.Contains(mounts, []byte(dir)) {
+		t.Errorf("not removing %s: still mounted", dir)
+		return
+	}
+	os.RemoveAll(dir)
+}
+
+// hostProcessAlive says whether pid runs (and is not a zombie).
+func hostProcessAlive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	return i > 0 && i+2 < len(data) && data[i+2] != 'Z'
+}
