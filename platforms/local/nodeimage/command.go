@@ -1,0 +1,121 @@
+package nodeimage
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+
+	"github.com/sirupsen/logrus"
+)
+
+// command is a child process kiln runs, as data so that tests can check
+// the argv without running anything.
+type command struct {
+	Path string
+	Args []string
+	// Env overrides variables of kiln's own environment.
+	Env []string
+	Dir string
+}
+
+// String returns the command line for logs.
+func (c command) String() string {
+	return strings.Join(append([]string{c.Path}, c.Args...), " ")
+}
+
+// runner runs commands, sending their output line by line to a logger at
+// Debug level.
+type runner struct {
+	log logrus.FieldLogger
+}
+
+// run runs c and returns its error with the last lines of its output.
+func (r runner) run(ctx context.Context, c command) error {
+	_, err := r.output(ctx, c, false)
+	return err
+}
+
+// output runs c and also returns its standard output when keep is set.
+func (r runner) output(ctx context.Context, c command, keep bool) (string, error) {
+	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
+	cmd.Dir = c.Dir
+	cmd.Env = append(os.Environ(), c.Env...)
+	log := r.log.WithField("cmd", c.Path)
+	log.Debugf("running %s", c)
+	tail := &tailLog{log: log}
+	var stdout strings.Builder
+	if keep {
+		cmd.Stdout = &stdout
+	} else {
+		cmd.Stdout = tail
+	}
+	cmd.Stderr = tail
+	err := cmd.Run()
+	tail.flush()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w%s", c, err, tail.last())
+	}
+	return stdout.String(), nil
+}
+
+// tailLog is an io.Writer that logs complete lines at Debug level and keeps
+// the last few for error messages.
+type tailLog struct {
+	mu      sync.Mutex
+	log     logrus.FieldLogger
+	partial []byte
+	lines   []string
+}
+
+var _ io.Writer = (*tailLog)(nil)
+
+// tailLines is how many output lines an error message quotes.
+const tailLines = 8
+
+// Write implements io.Writer.
+func (t *tailLog) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.partial = append(t.partial, p...)
+	for {
+		i := bytes.IndexByte(t.partial, '\n')
+		if i < 0 {
+			break
+		}
+		t.add(strings.TrimRight(string(t.partial[:i]), "\r"))
+		t.partial = t.partial[i+1:]
+	}
+	return len(p), nil
+}
+
+func (t *tailLog) add(line string) {
+	t.log.Debug(line)
+	t.lines = append(t.lines, line)
+	if len(t.lines) > tailLines {
+		t.lines = t.lines[1:]
+	}
+}
+
+func (t *tailLog) flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.partial) > 0 {
+		t.add(string(t.partial))
+		t.partial = nil
+	}
+}
+
+// last returns the kept lines as an indented block, or "".
+func (t *tailLog) last() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lines) == 0 {
+		return ""
+	}
+	return "\n    " + strings.Join(t.lines, "\n    ")
+}

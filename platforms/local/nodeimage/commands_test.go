@@ -1,0 +1,140 @@
+package nodeimage
+
+import (
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func TestCommandArgv(t *testing.T) {
+	tests := []struct {
+		name string
+		cmd  command
+		want []string
+	}{
+		{
+			name: "debootstrap",
+			cmd:  debootstrapCmd("http://deb.debian.org/debian", "/c/debootstrap/k.tmp/rootfs"),
+			want: []string{"debootstrap", "--variant=minbase",
+				"--include=systemd,systemd-sysv,dbus,iproute2,iptables,nftables,conntrack,ca-certificates,containerd,runc,containernetworking-plugins,ignition,procps,curl,less",
+				"bookworm", "/c/debootstrap/k.tmp/rootfs", "http://deb.debian.org/debian"},
+		},
+		{
+			name: "ctr import",
+			cmd:  ctrImportCmd("/opt/kiln/images/etcd.tar"),
+			want: []string{"ctr", "-n", "k8s.io", "images", "import", "/opt/kiln/images/etcd.tar"},
+		},
+		{
+			name: "ctr list",
+			cmd:  ctrListCmd(),
+			want: []string{"ctr", "-n", "k8s.io", "images", "ls", "-q"},
+		},
+		{
+			name: "systemctl enable",
+			cmd:  systemctlCmd("/r", "enable", []string{"a.service", "b.service"}),
+			want: []string{"chroot", "/r", "systemctl", "enable", "a.service", "b.service"},
+		},
+		{
+			name: "ldd",
+			cmd:  lddCmd("/r", []string{"/usr/sbin/xtables-nft-multi", "/usr/sbin/conntrack"}),
+			want: []string{"chroot", "/r", "ldd", "/usr/sbin/xtables-nft-multi", "/usr/sbin/conntrack"},
+		},
+		{
+			name: "copy base tree",
+			cmd:  copyTreeCmd("/c/debootstrap/k/rootfs", "/c/images/node-x.tmp/rootfs"),
+			want: []string{"cp", "-a", "--reflink=auto", "/c/debootstrap/k/rootfs", "/c/images/node-x.tmp/rootfs"},
+		},
+		{
+			name: "zstd",
+			cmd:  zstdCmd(),
+			want: []string{"zstd", "-q", "-T0", "-3", "-c"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := append([]string{tt.cmd.Path}, tt.cmd.Args...)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("argv\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestGoBuildCmd(t *testing.T) {
+	byName := map[string]component{}
+	for _, c := range components() {
+		byName[c.Name] = c
+	}
+	tests := []struct {
+		component string
+		wantLD    []string
+		wantPkgs  []string
+	}{
+		{
+			component: "kubernetes",
+			wantLD: []string{
+				"-s -w ",
+				"-X k8s.io/component-base/version.gitVersion=v1.36.3",
+				"-X k8s.io/component-base/version.gitMajor=1",
+				"-X k8s.io/component-base/version.gitMinor=36",
+				"-X k8s.io/component-base/version.gitTreeState=clean",
+				"-X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z",
+				"-X k8s.io/client-go/pkg/version.gitVersion=v1.36.3",
+			},
+			wantPkgs: []string{
+				"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager",
+				"k8s.io/kubernetes/cmd/kube-scheduler", "k8s.io/kubernetes/cmd/kube-proxy",
+				"k8s.io/kubernetes/cmd/kubelet", "k8s.io/kubernetes/cmd/kubectl",
+			},
+		},
+		{
+			component: "etcd",
+			wantLD:    []string{"-X go.etcd.io/etcd/api/v3/version.GitSHA=v3.5.35"},
+			wantPkgs:  []string{".", "go.etcd.io/etcd/etcdctl/v3"},
+		},
+		{
+			component: "coredns",
+			wantLD:    []string{"-X github.com/coredns/coredns/coremain.GitCommit=v1.15.0"},
+			wantPkgs:  []string{"github.com/coredns/coredns"},
+		},
+		{
+			component: "pause",
+			wantLD:    []string{"-X main.version=3.10"},
+			wantPkgs:  []string{"."},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.component, func(t *testing.T) {
+			c, ok := byName[tt.component]
+			if !ok {
+				t.Fatalf("no component %s", tt.component)
+			}
+			cmd := goBuildCmd("/usr/local/go/bin/go", "/cache", c, "/cache/components/x.tmp/src", "/cache/components/x.tmp/bin")
+			wantHead := []string{"build", "-trimpath", "-ldflags"}
+			if !reflect.DeepEqual(cmd.Args[:3], wantHead) {
+				t.Fatalf("args start %q, want %q", cmd.Args[:3], wantHead)
+			}
+			ld := cmd.Args[3]
+			for _, w := range tt.wantLD {
+				if !strings.Contains(ld, w) {
+					t.Errorf("-ldflags %q lacks %q", ld, w)
+				}
+			}
+			wantTail := append([]string{"-o", "/cache/components/x.tmp/bin/"}, tt.wantPkgs...)
+			if !reflect.DeepEqual(cmd.Args[4:], wantTail) {
+				t.Errorf("args after -ldflags %q, want %q", cmd.Args[4:], wantTail)
+			}
+			if cmd.Dir != "/cache/components/x.tmp/src" || cmd.Path != "/usr/local/go/bin/go" {
+				t.Errorf("dir %q path %q", cmd.Dir, cmd.Path)
+			}
+			wantEnv := []string{
+				"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + runtime.GOARCH, "GOFLAGS=-mod=mod",
+				"GOWORK=off", "GOTOOLCHAIN=local", "GOCACHE=/cache/go/build", "GOMODCACHE=/cache/go/mod",
+			}
+			if !reflect.DeepEqual(cmd.Env, wantEnv) {
+				t.Errorf("env\n got %q\nwant %q", cmd.Env, wantEnv)
+			}
+		})
+	}
+}

@@ -1,0 +1,213 @@
+package nodeimage
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"text/template"
+
+	"github.com/kiln-project/kiln/assets/release"
+	datacomponents "github.com/kiln-project/kiln/data/components"
+)
+
+// component is one wrapper module from data/components and what kiln builds
+// from it.
+type component struct {
+	// Name is the module's directory in data/components.
+	Name string
+	// Version and StagingVersion fill the go.mod.in template.
+	Version        string
+	StagingVersion string
+	// Packages are the `go build` arguments, relative to the module.
+	Packages []string
+	// Binaries are the files the build leaves in bin/.
+	Binaries []string
+	// LDFlags are -X flags that set version strings.
+	LDFlags []string
+}
+
+// kubernetesVersionVars are the packages whose version variables the
+// Kubernetes build sets (hack/lib/version.sh sets the same).
+var kubernetesVersionVars = [...]string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"}
+
+// buildDate is the build date the Kubernetes binaries report: fixed, so
+// builds are reproducible (as SOURCE_DATE_EPOCH=0 would make it).
+const buildDate = "1970-01-01T00:00:00Z"
+
+// components returns every module kiln builds, from the pinned release.
+func components() []component {
+	v := release.KubernetesVersion
+	major, minor, _ := strings.Cut(strings.TrimPrefix(v, "v"), ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	var k8sLD []string
+	for _, p := range kubernetesVersionVars {
+		k8sLD = append(k8sLD,
+			"-X "+p+".gitVersion="+v,
+			"-X "+p+".gitMajor="+major,
+			"-X "+p+".gitMinor="+minor,
+			"-X "+p+".gitTreeState=clean",
+			"-X "+p+".buildDate="+buildDate,
+		)
+	}
+	k8sBins := []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubelet", "kubectl"}
+	var k8sPkgs []string
+	for _, b := range k8sBins {
+		k8sPkgs = append(k8sPkgs, "k8s.io/kubernetes/cmd/"+b)
+	}
+	return []component{
+		{
+			Name: "kubernetes", Version: v, StagingVersion: release.KubernetesStagingVersion,
+			Packages: k8sPkgs, Binaries: k8sBins, LDFlags: k8sLD,
+		},
+		{
+			Name: "etcd", Version: release.EtcdVersion,
+			Packages: []string{".", "go.etcd.io/etcd/etcdctl/v3"}, Binaries: []string{"etcd", "etcdctl"},
+			LDFlags: []string{"-X go.etcd.io/etcd/api/v3/version.GitSHA=" + release.EtcdVersion},
+		},
+		{
+			Name: "coredns", Version: release.CoreDNSVersion,
+			Packages: []string{"github.com/coredns/coredns"}, Binaries: []string{"coredns"},
+			LDFlags: []string{"-X github.com/coredns/coredns/coremain.GitCommit=" + release.CoreDNSVersion},
+		},
+		{
+			Name: "pause", Version: release.PauseVersion,
+			Packages: []string{"."}, Binaries: []string{"pause"},
+			LDFlags: []string{"-X main.version=" + release.PauseVersion},
+		},
+	}
+}
+
+// sources returns the module's files, rendered: name without ".in" ->
+// content.
+func (c component) sources() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := fs.WalkDir(datacomponents.FS, c.Name, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(datacomponents.FS, p)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(p, c.Name+"/"), ".in")
+		if path.Base(name) == "go.mod" {
+			t, err := template.New(p).Option("missingkey=error").Parse(string(data))
+			if err != nil {
+				return err
+			}
+			var b bytes.Buffer
+			if err := t.Execute(&b, c); err != nil {
+				return err
+			}
+			data = b.Bytes()
+		}
+		out[name] = data
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wrapper module %s: %w", c.Name, err)
+	}
+	return out, nil
+}
+
+// goEnv is the environment of every component build: static binaries,
+// kiln's own build and module caches, the local toolchain, go.sum-verified
+// module resolution.
+func goEnv(cacheDir string) []string {
+	return []string{
+		"CGO_ENABLED=0",
+		"GOOS=linux",
+		"GOARCH=" + runtime.GOARCH,
+		"GOFLAGS=-mod=mod",
+		"GOWORK=off",
+		"GOTOOLCHAIN=local",
+		"GOCACHE=" + filepath.Join(cacheDir, "go", "build"),
+		"GOMODCACHE=" + filepath.Join(cacheDir, "go", "mod"),
+	}
+}
+
+// goBuildCmd returns the `go build` of c in the module directory src,
+// writing binaries into out.
+func goBuildCmd(goBin, cacheDir string, c component, src, out string) command {
+	ld := strings.Join(append([]string{"-s", "-w"}, c.LDFlags...), " ")
+	args := []string{"build", "-trimpath", "-ldflags", ld, "-o", out + string(filepath.Separator)}
+	return command{
+		Path: goBin,
+		Args: append(args, c.Packages...),
+		Env:  goEnv(cacheDir),
+		Dir:  src,
+	}
+}
+
+// key returns the cache key of c: its rendered sources, build flags and
+// the Go toolchain version.
+func (c component) key(goVersion string, files map[string][]byte) string {
+	h := newHasher("component/v1")
+	h.add("name", c.Name)
+	h.add("go", goVersion)
+	h.add("arch", runtime.GOARCH)
+	h.add("packages", strings.Join(c.Packages, " "))
+	h.add("binaries", strings.Join(c.Binaries, " "))
+	h.add("ldflags", strings.Join(c.LDFlags, " "))
+	h.addFiles(files)
+	return h.sum()
+}
+
+// builtComponent is a component in the cache.
+type builtComponent struct {
+	component
+	Key string
+	Bin string // directory holding Binaries
+}
+
+// ensureComponent builds c unless its cache entry exists.
+func (b *builder) ensureComponent(ctx context.Context, c component) (builtComponent, error) {
+	files, err := c.sources()
+	if err != nil {
+		return builtComponent{}, err
+	}
+	key := c.key(b.goVersion, files)
+	dir := filepath.Join(b.cache, "components", c.Name+"-"+key)
+	out := builtComponent{component: c, Key: key, Bin: filepath.Join(dir, "bin")}
+	if exists(dir) {
+		b.log.Debugf("component %s %s: cached in %s", c.Name, c.Version, dir)
+		return out, nil
+	}
+	end := b.progress.Start(fmt.Sprintf("Building %s %s (%s)", c.Name, c.Version, strings.Join(c.Binaries, ", ")))
+	err = b.buildComponent(ctx, c, files, dir)
+	end(err)
+	return out, err
+}
+
+func (b *builder) buildComponent(ctx context.Context, c component, files map[string][]byte, dir string) error {
+	tmp, err := scratch(dir)
+	if err != nil {
+		return err
+	}
+	src := filepath.Join(tmp, "src")
+	for name, data := range files {
+		p := filepath.Join(src, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return err
+		}
+	}
+	bin := filepath.Join(tmp, "bin")
+	if err := b.run.run(ctx, goBuildCmd(b.goBin, b.cache, c, src, bin)); err != nil {
+		return fmt.Errorf("building %s: %w", c.Name, err)
+	}
+	for _, name := range c.Binaries {
+		if !exists(filepath.Join(bin, name)) {
+			return fmt.Errorf("building %s: go build did not produce %s", c.Name, name)
+		}
+	}
+	return publish(tmp, dir)
+}

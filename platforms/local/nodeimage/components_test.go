@@ -1,0 +1,158 @@
+package nodeimage
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kiln-project/kiln/assets/release"
+)
+
+// TestComponentSources checks that every wrapper module renders with the
+// pinned versions and that its go.sum.in covers them, so a version bump in
+// assets/release without new checksums fails here and not in a long build.
+func TestComponentSources(t *testing.T) {
+	tests := []struct {
+		name     string
+		wantMod  []string
+		wantSum  []string
+		wantMain bool
+	}{
+		{
+			name: "kubernetes",
+			wantMod: []string{
+				"require k8s.io/kubernetes v1.36.3",
+				"k8s.io/api => k8s.io/api v0.36.3",
+				"k8s.io/cri-streaming => k8s.io/cri-streaming v0.36.3",
+				"k8s.io/streaming => k8s.io/streaming v0.36.3",
+				"k8s.io/kubelet => k8s.io/kubelet v0.36.3",
+			},
+			wantSum: []string{"k8s.io/kubernetes v1.36.3 h1:", "k8s.io/api v0.36.3 h1:", "k8s.io/kubelet v0.36.3 h1:"},
+		},
+		{
+			name:     "etcd",
+			wantMod:  []string{"go.etcd.io/etcd/server/v3 v3.5.35", "go.etcd.io/etcd/etcdctl/v3 v3.5.35"},
+			wantSum:  []string{"go.etcd.io/etcd/server/v3 v3.5.35 h1:", "go.etcd.io/etcd/etcdctl/v3 v3.5.35 h1:"},
+			wantMain: true,
+		},
+		{
+			name:    "coredns",
+			wantMod: []string{"require github.com/coredns/coredns v1.15.0"},
+			wantSum: []string{"github.com/coredns/coredns v1.15.0 h1:"},
+		},
+		{name: "pause", wantMod: []string{"module kiln.local/components/pause"}, wantMain: true},
+	}
+	comps := map[string]component{}
+	for _, c := range components() {
+		comps[c.Name] = c
+	}
+	if len(comps) != len(tests) {
+		t.Errorf("%d components, the test knows %d", len(comps), len(tests))
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			files, err := comps[tt.name].sources()
+			if err != nil {
+				t.Fatal(err)
+			}
+			mod := string(files["go.mod"])
+			if strings.Contains(mod, "{{") {
+				t.Errorf("go.mod not fully rendered:\n%s", mod)
+			}
+			for _, w := range tt.wantMod {
+				if !strings.Contains(mod, w) {
+					t.Errorf("go.mod lacks %q", w)
+				}
+			}
+			for _, w := range tt.wantSum {
+				if !strings.Contains(string(files["go.sum"]), w) {
+					t.Errorf("go.sum lacks %q", w)
+				}
+			}
+			if _, ok := files["main.go"]; ok != tt.wantMain {
+				t.Errorf("main.go present = %v, want %v", ok, tt.wantMain)
+			}
+		})
+	}
+}
+
+// TestKubernetesReplacesEveryStagingModule guards the list of replace
+// directives: k8s.io/kubernetes requires every staging module at v0.0.0, so
+// one missing replace breaks the build.
+func TestKubernetesReplacesEveryStagingModule(t *testing.T) {
+	var k8s component
+	for _, c := range components() {
+		if c.Name == "kubernetes" {
+			k8s = c
+		}
+	}
+	files, err := k8s.sources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	staging := []string{
+		"api", "apiextensions-apiserver", "apimachinery", "apiserver", "cli-runtime", "client-go",
+		"cloud-provider", "cluster-bootstrap", "code-generator", "component-base", "component-helpers",
+		"controller-manager", "cri-api", "cri-client", "cri-streaming", "csi-translation-lib",
+		"dynamic-resource-allocation", "endpointslice", "externaljwt", "kms", "kube-aggregator",
+		"kube-controller-manager", "kube-proxy", "kube-scheduler", "kubectl", "kubelet", "metrics",
+		"mount-utils", "pod-security-admission", "sample-apiserver", "sample-controller", "streaming",
+	}
+	mod := string(files["go.mod"])
+	for _, m := range staging {
+		line := "k8s.io/" + m + " => k8s.io/" + m + " " + release.KubernetesStagingVersion
+		if !strings.Contains(mod, line) {
+			t.Errorf("go.mod lacks %q", line)
+		}
+	}
+	if strings.Contains(mod, "sample-cli-plugin") {
+		t.Error("go.mod replaces k8s.io/sample-cli-plugin, which is not on the module proxy")
+	}
+}
+
+func TestComponentKey(t *testing.T) {
+	c := components()[0]
+	files := map[string][]byte{"go.mod": []byte("module a\n"), "go.sum": []byte("x h1:y\n")}
+	base := c.key("go1.26.8", files)
+	if again := c.key("go1.26.8", map[string][]byte{"go.sum": []byte("x h1:y\n"), "go.mod": []byte("module a\n")}); again != base {
+		t.Errorf("same inputs gave keys %s and %s", base, again)
+	}
+	changed := []struct {
+		name string
+		key  func() string
+	}{
+		{"go version", func() string { return c.key("go1.26.9", files) }},
+		{"file content", func() string {
+			return c.key("go1.26.8", map[string][]byte{"go.mod": []byte("module b\n"), "go.sum": []byte("x h1:y\n")})
+		}},
+		{"file name", func() string {
+			return c.key("go1.26.8", map[string][]byte{"go.mod": []byte("module a\n"), "go.sum2": []byte("x h1:y\n")})
+		}},
+		{"ldflags", func() string {
+			d := c
+			d.LDFlags = append(append([]string(nil), c.LDFlags...), "-X main.x=y")
+			return d.key("go1.26.8", files)
+		}},
+		{"packages", func() string {
+			d := c
+			d.Packages = d.Packages[1:]
+			return d.key("go1.26.8", files)
+		}},
+	}
+	for _, tt := range changed {
+		if tt.key() == base {
+			t.Errorf("changing the %s did not change the key", tt.name)
+		}
+	}
+}
+
+func TestHasherFraming(t *testing.T) {
+	a := newHasher("k")
+	a.add("x", "ab")
+	a.add("y", "c")
+	b := newHasher("k")
+	b.add("x", "a")
+	b.add("y", "bc")
+	if a.sum() == b.sum() {
+		t.Error("moving bytes between parts did not change the key")
+	}
+}

@@ -1,0 +1,161 @@
+package nodeimage
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/kiln-project/kiln/graph"
+)
+
+// Export writes the image's root tree as a tarball to path. The suffix
+// chooses the compression: .tar.zst (zstd, needs the zstd program),
+// .tar.gz or .tgz (gzip), .tar (none).
+func (img *Image) Export(ctx context.Context, path string) error {
+	compress, err := compressorFor(path)
+	if err != nil {
+		return graph.WithKind(graph.KindInput, err)
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return graph.WithKind(graph.KindInput, err)
+	}
+	defer os.Remove(tmp)
+	w, wait, err := compress(ctx, f)
+	if err == nil {
+		err = writeTree(ctx, w, img.RootFS)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if werr := wait(); err == nil {
+			err = werr
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return graph.WithKind(graph.KindInfrastructure, fmt.Errorf("exporting the node image to %s: %w", path, err))
+	}
+	return nil
+}
+
+// compressor wraps out; wait ends any helper process after the writer is
+// closed.
+type compressor func(ctx context.Context, out io.Writer) (w io.WriteCloser, wait func() error, err error)
+
+func compressorFor(path string) (compressor, error) {
+	switch {
+	case strings.HasSuffix(path, ".tar.zst"):
+		return zstdCompressor, nil
+	case strings.HasSuffix(path, ".tar.gz"), strings.HasSuffix(path, ".tgz"):
+		return func(_ context.Context, out io.Writer) (io.WriteCloser, func() error, error) {
+			return gzip.NewWriter(out), func() error { return nil }, nil
+		}, nil
+	case strings.HasSuffix(path, ".tar"):
+		return func(_ context.Context, out io.Writer) (io.WriteCloser, func() error, error) {
+			return nopCloser{out}, func() error { return nil }, nil
+		}, nil
+	}
+	return nil, fmt.Errorf("%s: unknown archive type (use .tar.zst, .tar.gz, .tgz or .tar)", path)
+}
+
+// zstdCmd compresses standard input to standard output on every core.
+func zstdCmd() command {
+	return command{Path: "zstd", Args: []string{"-q", "-T0", "-3", "-c"}}
+}
+
+func zstdCompressor(ctx context.Context, out io.Writer) (io.WriteCloser, func() error, error) {
+	c := zstdCmd()
+	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
+	cmd.Stdout = out
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("zstd: %w", err)
+	}
+	return in, cmd.Wait, nil
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// writeTree writes the tree at root as a tar stream with numeric owners,
+// hard links, symlinks and device nodes preserved.
+func writeTree(ctx context.Context, w io.Writer, root string) error {
+	tw := tar.NewWriter(w)
+	type inode struct{ dev, ino uint64 }
+	links := map[inode]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		var target string
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if target, err = os.Readlink(p); err != nil {
+				return err
+			}
+		}
+		h, err := tar.FileInfoHeader(fi, target)
+		if err != nil {
+			return err
+		}
+		h.Name, h.Uname, h.Gname, h.Format = filepath.ToSlash(rel), "", "", tar.FormatPAX
+		h.AccessTime, h.ChangeTime = fi.ModTime(), fi.ModTime()
+		if fi.IsDir() {
+			h.Name += "/"
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() && st.Nlink > 1 {
+			key := inode{uint64(st.Dev), st.Ino}
+			if first, ok := links[key]; ok {
+				h.Typeflag, h.Linkname, h.Size = tar.TypeLink, first, 0
+				return tw.WriteHeader(h)
+			}
+			links[key] = h.Name
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(tw, f)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}

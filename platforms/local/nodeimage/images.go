@@ -1,0 +1,202 @@
+package nodeimage
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/kiln-project/kiln/assets/release"
+)
+
+// ImagesDir is where the node image keeps its container images.
+const ImagesDir = "/opt/kiln/images"
+
+// proxyTools are the programs kube-proxy runs: iptables mode needs the
+// iptables family and conntrack, nftables mode needs nft. They are copied
+// from the node's own Debian tree with their shared libraries.
+var proxyTools = [...]string{
+	"iptables", "iptables-save", "iptables-restore",
+	"ip6tables", "ip6tables-save", "ip6tables-restore",
+	"conntrack", "nft",
+}
+
+// toolDirs are searched, in order, for proxyTools.
+var toolDirs = [...]string{"/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+
+// baseFiles are small files every image gets: a user database (os/user
+// and klog look up the current user) and a name service order.
+var baseFiles = [...]layerEntry{
+	{Name: "etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n")},
+	{Name: "etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnogroup:x:65534:\n")},
+	{Name: "etc/nsswitch.conf", Mode: 0o644, Data: []byte("hosts: files dns\n")},
+	{Name: "tmp", Dir: true, Mode: 0o1777},
+}
+
+// imageEntries returns the layer of spec: its binaries from bins (name ->
+// host path), the base files, and for kube-proxy the proxy tools.
+func (b *builder) imageEntries(ctx context.Context, spec release.ImageSpec, bins map[string]string, rootfs string) ([]layerEntry, error) {
+	entries := append([]layerEntry(nil), baseFiles[:]...)
+	for _, name := range spec.Binaries {
+		src, ok := bins[name]
+		if !ok {
+			return nil, fmt.Errorf("image %s: no binary %s was built", spec.Ref(), name)
+		}
+		entries = append(entries, layerEntry{Name: strings.TrimPrefix(release.BinDir, "/") + "/" + name, Source: src, Mode: 0o755})
+	}
+	if spec.Component == release.KubeProxy {
+		tools, err := b.toolEntries(ctx, rootfs, proxyTools[:])
+		if err != nil {
+			return nil, fmt.Errorf("image %s: %w", spec.Ref(), err)
+		}
+		entries = append(entries, tools...)
+	}
+	return entries, nil
+}
+
+// toolEntries returns layer entries for programs of the Debian tree at
+// rootfs: each program, the iptables extensions it loads at run time, the
+// shared libraries they link (found with ldd inside the tree), and the
+// symlinks that lead to them. usr-merged top-level links (/lib -> usr/lib)
+// are copied as they are.
+func (b *builder) toolEntries(ctx context.Context, rootfs string, tools []string) ([]layerEntry, error) {
+	t := &tree{root: rootfs, seen: map[string]bool{}}
+	for _, top := range []string{"bin", "sbin", "lib", "lib64"} {
+		if link, err := os.Readlink(filepath.Join(rootfs, top)); err == nil {
+			t.entries = append(t.entries, layerEntry{Name: top, Link: link})
+		}
+	}
+	var files []string
+	for _, tool := range tools {
+		p, err := t.find(tool)
+		if err != nil {
+			return nil, err
+		}
+		real, err := t.add(p)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, real)
+	}
+	// iptables loads its match and target extensions with dlopen, so ldd
+	// cannot see them: take the whole extension directory.
+	for _, f := range files {
+		if !strings.HasSuffix(f, "/xtables-nft-multi") && !strings.HasSuffix(f, "/xtables-legacy-multi") {
+			continue
+		}
+		out, err := b.run.output(ctx, lddCmd(rootfs, []string{f}), true)
+		if err != nil {
+			return nil, err
+		}
+		libs, err := parseLdd(out)
+		if err != nil {
+			return nil, err
+		}
+		for _, lib := range libs {
+			if strings.HasPrefix(path.Base(lib), "libxtables.so") {
+				ext, err := t.addDir(path.Join(path.Dir(lib), "xtables"))
+				if err != nil {
+					return nil, err
+				}
+				files = append(files, ext...)
+			}
+		}
+	}
+	out, err := b.run.output(ctx, lddCmd(rootfs, files), true)
+	if err != nil {
+		return nil, err
+	}
+	libs, err := parseLdd(out)
+	if err != nil {
+		return nil, err
+	}
+	for _, lib := range libs {
+		if _, err := t.add(lib); err != nil {
+			return nil, err
+		}
+	}
+	return t.entries, nil
+}
+
+// lddCmd lists the shared libraries of files (paths inside rootfs) with
+// the tree's own ldd and loader.
+func lddCmd(rootfs string, files []string) command {
+	return command{Path: "chroot", Args: append([]string{rootfs, "ldd"}, files...)}
+}
+
+// parseLdd returns the absolute library paths in ldd output, each once. A
+// library ldd cannot find is an error: the program would not start.
+func parseLdd(out string) ([]string, error) {
+	var libs []string
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasSuffix(line, "=> not found") {
+			return nil, fmt.Errorf("ldd: %s", line)
+		}
+		if _, after, ok := strings.Cut(line, "=> "); ok {
+			line = after
+		}
+		p, _, _ := strings.Cut(line, " ")
+		if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, ":") || seen[p] {
+			continue
+		}
+		seen[p] = true
+		libs = append(libs, p)
+	}
+	return libs, nil
+}
+
+// writeImages writes every image of the release as <component>.tar into
+// dir, plus images.txt ("<file> <ref>" lines, read by import-images) and
+// index.json (component -> {file, ref}).
+func (b *builder) writeImages(ctx context.Context, dir, rootfs string, bins map[string]string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	type indexEntry struct {
+		File string `json:"file"`
+		Ref  string `json:"ref"`
+	}
+	index := map[string]indexEntry{}
+	var list strings.Builder
+	for _, spec := range release.Images() {
+		entries, err := b.imageEntries(ctx, spec, bins, rootfs)
+		if err != nil {
+			return err
+		}
+		file := string(spec.Component) + ".tar"
+		if err := writeArchiveFile(filepath.Join(dir, file), imageArchive{
+			Ref: spec.Ref(), Entrypoint: []string{spec.Entrypoint()}, Entries: entries,
+		}); err != nil {
+			return err
+		}
+		index[string(spec.Component)] = indexEntry{File: file, Ref: spec.Ref()}
+		fmt.Fprintf(&list, "%s %s\n", file, spec.Ref())
+	}
+	data, err := json.MarshalIndent(index, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "index.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "images.txt"), []byte(list.String()), 0o644)
+}
+
+func writeArchiveFile(name string, a imageArchive) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := a.write(f, filepath.Dir(name)); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,152 @@
+package nodeimage
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
+)
+
+func TestCacheDir(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"KILN_CACHE_DIR": "/k", "XDG_CACHE_HOME": "/x", "HOME": "/h"}, "/k"},
+		{map[string]string{"XDG_CACHE_HOME": "/x", "HOME": "/h"}, "/x/kiln"},
+		{map[string]string{"HOME": "/h"}, "/h/.cache/kiln"},
+	}
+	for _, tt := range tests {
+		got, err := CacheDir(func(k string) string { return tt.env[k] })
+		if err != nil || got != tt.want {
+			t.Errorf("CacheDir(%v) = %q, %v; want %q", tt.env, got, err, tt.want)
+		}
+	}
+	if _, err := CacheDir(func(string) string { return "" }); err == nil {
+		t.Error("no KILN_CACHE_DIR, XDG_CACHE_HOME or HOME gave no error")
+	}
+}
+
+func TestBakedFiles(t *testing.T) {
+	files, err := bakedFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]bakedFile{}
+	for _, f := range files {
+		if strings.Contains(string(f.Data), "{{") {
+			t.Errorf("%s is not fully rendered", f.Path)
+		}
+		byPath[f.Path] = f
+	}
+	tests := []struct {
+		path string
+		mode os.FileMode
+		want []string
+	}{
+		{"/etc/containerd/config.toml", 0o644, []string{
+			`sandbox_image = "kiln.local/pause:3.10"`, "restrict_oom_score_adj = true",
+			"SystemdCgroup = true", `bin_dir = "/usr/lib/cni"`, `conf_dir = "/etc/cni/net.d"`,
+		}},
+		{"/usr/local/libexec/kiln/import-images", 0o755, []string{
+			"present=$(ctr -n k8s.io images ls -q)", `ctr -n k8s.io images import "$dir/$file"`,
+		}},
+		{"/usr/local/libexec/kiln/ignition-firstboot", 0o755, []string{
+			"/usr/lib/dracut/modules.d/30ignition/ignition", "-platform file", "for stage in fetch files",
+			"systemctl daemon-reload", "systemctl preset", "systemctl start --no-block", "touch /var/lib/kiln/ignition.done",
+		}},
+		{"/usr/local/libexec/kiln/cgroup-rw", 0o755, []string{"cgroup2fs", "mount -o remount,bind,rw"}},
+		{"/usr/local/sbin/setfiles", 0o755, []string{"exit 0"}},
+		{"/etc/selinux/config", 0o644, []string{"SELINUX=disabled", "SELINUXTYPE=targeted"}},
+		{"/etc/systemd/system/kiln-ignition.service", 0o644, []string{
+			"ConditionPathExists=!/var/lib/kiln/ignition.done", "After=network-online.target",
+			"Before=containerd.service kiln-images.service kubelet.service",
+		}},
+		{"/etc/systemd/system/kiln-images.service", 0o644, []string{"Requires=containerd.service", "Before=kubelet.service"}},
+		{"/etc/systemd/system/kiln-cgroup-rw.service", 0o644, []string{"Before=containerd.service kubelet.service"}},
+	}
+	for _, tt := range tests {
+		f, ok := byPath[tt.path]
+		if !ok {
+			t.Errorf("%s is not baked", tt.path)
+			continue
+		}
+		if f.Mode != tt.mode {
+			t.Errorf("%s mode %o, want %o", tt.path, f.Mode, tt.mode)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(string(f.Data), w) {
+				t.Errorf("%s lacks %q", tt.path, w)
+			}
+		}
+	}
+}
+
+func TestInstallBaked(t *testing.T) {
+	root := t.TempDir()
+	files := []bakedFile{{Path: "/usr/local/sbin/x", Data: []byte("#!/bin/sh\n"), Mode: 0o755}}
+	for i := 0; i < 2; i++ { // installing over an existing file works
+		if err := installBaked(root, files); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(root, "usr/local/sbin/x"))
+	if err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("stat: %v, mode %v", err, fi.Mode())
+	}
+}
+
+func TestPlanKey(t *testing.T) {
+	b := &builder{cache: "/cache", goVersion: "go1.26.8"}
+	p1, err := b.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := b.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p1.key != p2.key || p1.dir != "/cache/images/node-"+p1.key {
+		t.Errorf("plans %s (%s) and %s differ", p1.key, p1.dir, p2.key)
+	}
+	b.goVersion = "go1.26.9"
+	p3, err := b.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p3.key == p1.key {
+		t.Error("a different Go toolchain did not change the image key")
+	}
+}
+
+func TestTailLog(t *testing.T) {
+	log, hook := test.NewNullLogger()
+	log.SetLevel(logrus.DebugLevel)
+	tl := &tailLog{log: log}
+	for _, chunk := range []string{"one\ntw", "o\r\nthr", "ee"} {
+		if _, err := tl.Write([]byte(chunk)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tl.flush()
+	var got []string
+	for _, e := range hook.AllEntries() {
+		if e.Level != logrus.DebugLevel {
+			t.Errorf("logged at %v", e.Level)
+		}
+		got = append(got, e.Message)
+	}
+	if want := []string{"one", "two", "three"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("lines %q, want %q", got, want)
+	}
+	for i := 0; i < 20; i++ {
+		tl.Write([]byte("x\n"))
+	}
+	if n := strings.Count(tl.last(), "\n"); n != tailLines {
+		t.Errorf("last() kept %d lines, want %d", n, tailLines)
+	}
+}

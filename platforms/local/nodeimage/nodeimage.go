@@ -1,0 +1,174 @@
+package nodeimage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// Options configure Ensure. Every field is optional.
+type Options struct {
+	// CacheDir is kiln's cache directory; empty means CacheDir(os.Getenv).
+	CacheDir string
+	// Log receives child tools' output at Debug level.
+	Log logrus.FieldLogger
+	// Progress reports each build step with its elapsed time.
+	Progress platforms.Progress
+}
+
+// Image is a built node image in the cache.
+type Image struct {
+	// Dir is the image's cache directory, holding RootFS and image.json.
+	Dir string `json:"-"`
+	// RootFS is the image's root tree. Use it read-only, as the lower
+	// layer of each machine's copy-on-write root.
+	RootFS string `json:"-"`
+	// Hash is the content hash of everything the image was built from.
+	Hash string `json:"hash"`
+	// Release is what the image contains.
+	Release release.Info `json:"release"`
+	// Packages are the Debian packages added to debootstrap's minbase.
+	Packages []string `json:"packages"`
+	// Mirror is the Debian mirror the base tree came from.
+	Mirror string `json:"mirror,omitempty"`
+}
+
+// metadataFile is the name of the image's metadata in Image.Dir.
+const metadataFile = "image.json"
+
+// ErrNotRoot means the image must be built and the process is not root:
+// debootstrap and chroot need root.
+var ErrNotRoot = errors.New("building the node image needs root (debootstrap, chroot); run as root or use a cached image")
+
+// Ensure returns the node image of the pinned release, building whatever is
+// not in the cache yet. With nothing changed it only hashes its inputs and
+// returns. Concurrent calls (also from other processes) are serialized by
+// a lock file in the cache directory.
+func Ensure(ctx context.Context, opts Options) (*Image, error) {
+	b, err := newBuilder(opts)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := lock(filepath.Join(b.cache, "nodeimage.lock"))
+	if err != nil {
+		return nil, graph.WithKind(graph.KindInfrastructure, err)
+	}
+	defer unlock()
+	plan, err := b.plan()
+	if err != nil {
+		return nil, err
+	}
+	if img, err := load(plan.dir); err == nil {
+		b.log.Debugf("node image %s: cached in %s", img.Hash, img.Dir)
+		return img, nil
+	}
+	if os.Geteuid() != 0 {
+		return nil, graph.WithKind(graph.KindInput, ErrNotRoot)
+	}
+	img, err := b.build(ctx, plan)
+	if err != nil {
+		return nil, graph.WithKind(graph.KindInfrastructure, fmt.Errorf("building the node image: %w", err))
+	}
+	return img, nil
+}
+
+// load reads the metadata of the image in dir.
+func load(dir string) (*Image, error) {
+	data, err := os.ReadFile(filepath.Join(dir, metadataFile))
+	if err != nil {
+		return nil, err
+	}
+	img := &Image{}
+	if err := json.Unmarshal(data, img); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, metadataFile), err)
+	}
+	img.Dir, img.RootFS = dir, filepath.Join(dir, "rootfs")
+	return img, nil
+}
+
+// builder carries what every build step needs.
+type builder struct {
+	cache     string
+	hostRoot  string
+	goBin     string
+	goVersion string
+	log       logrus.FieldLogger
+	progress  platforms.Progress
+	run       runner
+}
+
+func newBuilder(opts Options) (*builder, error) {
+	b := &builder{cache: opts.CacheDir, hostRoot: "/", log: opts.Log, progress: opts.Progress}
+	if b.log == nil {
+		l := logrus.New()
+		l.SetOutput(nopWriter{})
+		b.log = l
+	}
+	if b.progress == nil {
+		b.progress = platforms.NoProgress{}
+	}
+	if b.cache == "" {
+		dir, err := CacheDir(os.Getenv)
+		if err != nil {
+			return nil, graph.WithKind(graph.KindInput, err)
+		}
+		b.cache = dir
+	}
+	if err := os.MkdirAll(b.cache, 0o755); err != nil {
+		return nil, graph.WithKind(graph.KindInfrastructure, err)
+	}
+	b.run = runner{log: b.log}
+	goBin, err := findGo()
+	if err != nil {
+		return nil, graph.WithKind(graph.KindInput, err)
+	}
+	b.goBin = goBin
+	out, err := exec.Command(goBin, "env", "GOVERSION").Output()
+	if err != nil {
+		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("%s env GOVERSION: %w", goBin, err))
+	}
+	b.goVersion = strings.TrimSpace(string(out))
+	return b, nil
+}
+
+// findGo returns the Go toolchain that builds the components: `go` on
+// PATH, else /usr/local/go/bin/go.
+func findGo() (string, error) {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p, nil
+	}
+	if p := "/usr/local/go/bin/go"; exists(p) {
+		return p, nil
+	}
+	return "", errors.New("the node image's components are built from source and need a Go toolchain (go on PATH); see docs/node-image.md")
+}
+
+// nopWriter discards log output when no logger is given.
+type nopWriter struct{}
+
+func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// lock takes an exclusive lock on path, waiting for other holders.
+func lock(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}

@@ -1,0 +1,98 @@
+package nodeimage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kiln-project/kiln/assets/release"
+)
+
+// packages are the Debian packages debootstrap adds to the minbase variant
+// (which already has dpkg, apt, coreutils, mount, util-linux, mawk ...).
+// Each is here for a reason; keep it that way.
+var packages = [...]string{
+	"systemd",                     // init of every machine (nspawn --boot)
+	"systemd-sysv",                // /sbin/init for systemd-nspawn --boot
+	"dbus",                        // systemctl, hostnamed, networkd talk over D-Bus
+	"iproute2",                    // ip: debugging and the CNI bridge plugin's peers
+	"iptables",                    // kubelet and CNI portmap/bridge masquerade rules
+	"nftables",                    // nft: kube-proxy's nftables mode and its cleanup
+	"conntrack",                   // kube-proxy clears stale UDP conntrack entries
+	"ca-certificates",             // TLS to anything outside the cluster PKI
+	"containerd",                  // container runtime (CRI) for kubelet
+	"runc",                        // OCI runtime under containerd
+	"containernetworking-plugins", // CNI plugins in /usr/lib/cni (bridge, host-local, portmap, loopback)
+	"ignition",                    // applies the machine's Ignition config at first boot
+	"procps",                      // ps, sysctl, pkill: debugging, kubelet checks
+	"curl",                        // health checks against API/etcd endpoints, debugging
+	"less",                        // reading logs on a machine
+}
+
+// Packages returns the packages added to debootstrap's minbase variant.
+func Packages() []string {
+	return append([]string(nil), packages[:]...)
+}
+
+// debootstrapCmd returns the debootstrap of the node's base tree into dir.
+func debootstrapCmd(mirror, dir string) command {
+	return command{
+		Path: "debootstrap",
+		Args: []string{
+			"--variant=minbase",
+			"--include=" + strings.Join(packages[:], ","),
+			release.DebianSuite,
+			dir,
+			mirror,
+		},
+	}
+}
+
+// debootstrapKey is the cache key of the base tree: suite and packages.
+// The mirror is not part of it: every Debian mirror serves the same
+// archive. Delete <cache>/debootstrap to pick up package updates.
+func debootstrapKey() string {
+	h := newHasher("debootstrap/v1")
+	h.add("suite", release.DebianSuite)
+	h.add("variant", "minbase")
+	h.add("packages", strings.Join(packages[:], ","))
+	return h.sum()
+}
+
+// mirrorFile records, next to the base tree, the mirror it came from.
+const mirrorFile = "mirror"
+
+// ensureBase runs debootstrap unless its cache entry exists and returns
+// the base tree's directory.
+func (b *builder) ensureBase(ctx context.Context) (string, error) {
+	dir := filepath.Join(b.cache, "debootstrap", debootstrapKey())
+	rootfs := filepath.Join(dir, "rootfs")
+	if exists(dir) {
+		b.log.Debugf("debootstrap: cached in %s", dir)
+		return rootfs, nil
+	}
+	mirror, err := detectMirror(b.hostRoot, release.DebianSuite)
+	if err != nil {
+		return "", err
+	}
+	end := b.progress.Start(fmt.Sprintf("Bootstrapping Debian %s from %s", release.DebianSuite, mirror))
+	err = b.debootstrap(ctx, mirror, dir)
+	end(err)
+	return rootfs, err
+}
+
+func (b *builder) debootstrap(ctx context.Context, mirror, dir string) error {
+	tmp, err := scratch(dir)
+	if err != nil {
+		return err
+	}
+	if err := b.run.run(ctx, debootstrapCmd(mirror, filepath.Join(tmp, "rootfs"))); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, mirrorFile), []byte(mirror+"\n"), 0o644); err != nil {
+		return err
+	}
+	return publish(tmp, dir)
+}
