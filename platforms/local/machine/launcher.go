@@ -80,10 +80,16 @@ func (d *directLauncher) Start(ctx context.Context, name string, lim limits, nsp
 // machine's cgroup.
 func (d *directLauncher) makeCgroup(dir string) error {
 	parent := filepath.Dir(dir)
-	for _, p := range []string{parent, dir} {
-		if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("creating cgroup: %w", err)
+	var err error
+	for range 3 { // another machine's Cleanup may remove the empty parent meanwhile
+		if err = os.MkdirAll(dir, 0o755); err == nil {
+			break
 		}
+	}
+	if err != nil {
+		return fmt.Errorf("creating cgroup: %w", err)
+	}
+	for _, p := range []string{parent, dir} {
 		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
 			own := filepath.Join(p, f)
 			if cur, err := os.ReadFile(own); err == nil && strings.TrimSpace(string(cur)) == "" {
@@ -112,6 +118,9 @@ func (d *directLauncher) Cleanup(ctx context.Context, name string) error {
 		if err := removeCgroupTree(ctx, dir); err != nil {
 			errs = append(errs, err)
 		}
+		// The shared parent goes with the last machine; it fails while
+		// other machines exist.
+		_ = syscall.Rmdir(filepath.Dir(dir))
 	}
 	return errors.Join(errs...)
 }

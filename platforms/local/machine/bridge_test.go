@@ -1,0 +1,91 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/kiln-project/kiln/graph"
+)
+
+const ipShow = "ip -json -details addr show"
+
+func TestEnsureBridge(t *testing.T) {
+	tests := []struct {
+		name    string
+		links   string
+		cidr    string
+		want    []string
+		wantErr graph.Kind
+	}{
+		{"absent", `[{"ifname":"lo","linkinfo":null,"addr_info":[]}]`, "10.66.0.1/24", []string{
+			ipShow,
+			"ip link add name kiln0 type bridge stp_state 0",
+			"ip addr add 10.66.0.1/24 dev kiln0",
+			"ip link set dev kiln0 up",
+		}, 0},
+		{"present with address", `[{"ifname":"kiln0","linkinfo":{"info_kind":"bridge"},"addr_info":[{"family":"inet","local":"10.66.0.1","prefixlen":24}]}]`,
+			"10.66.0.1/24", []string{ipShow, "ip link set dev kiln0 up"}, 0},
+		{"present, other prefix", `[{"ifname":"kiln0","linkinfo":{"info_kind":"bridge"},"addr_info":[{"family":"inet","local":"10.66.0.1","prefixlen":16}]}]`,
+			"10.66.0.1/24", []string{ipShow, "ip addr add 10.66.0.1/24 dev kiln0", "ip link set dev kiln0 up"}, 0},
+		{"not a bridge", `[{"ifname":"kiln0","linkinfo":{"info_kind":"veth"},"addr_info":[]}]`,
+			"10.66.0.1/24", []string{ipShow}, graph.KindInfrastructure},
+		{"bad address", `[]`, "10.66.0.1", nil, graph.KindInput},
+		{"ipv6", `[]`, "fd00::1/64", nil, graph.KindInput},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &fakeRunner{outputs: map[string]string{ipShow: tt.links}}
+			err := EnsureBridge(context.Background(), r, "kiln0", tt.cidr)
+			if tt.wantErr != 0 {
+				if err == nil || graph.KindOf(err) != tt.wantErr {
+					t.Errorf("err = %v (kind %d), want kind %d", err, graph.KindOf(err), tt.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if got := joined(r.calls); !slices.Equal(got, tt.want) {
+				t.Errorf("commands =\n%q\nwant\n%q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEnsureBridgeCommandFails(t *testing.T) {
+	r := &fakeRunner{outputs: map[string]string{ipShow: `[]`},
+		errs: map[string]error{"ip link add name kiln0 type bridge stp_state 0": &CommandError{ExitCode: 2, Err: errors.New("exit status 2")}}}
+	err := EnsureBridge(context.Background(), r, "kiln0", "10.66.0.1/24")
+	var ce *CommandError
+	if !errors.As(err, &ce) || graph.KindOf(err) != graph.KindInfrastructure {
+		t.Errorf("err = %v", err)
+	}
+	if len(r.calls) != 2 {
+		t.Errorf("went on after a failure: %q", joined(r.calls))
+	}
+}
+
+func TestDeleteBridge(t *testing.T) {
+	tests := []struct {
+		name    string
+		links   string
+		want    []string
+		wantErr bool
+	}{
+		{"present", `[{"ifname":"kiln0","linkinfo":{"info_kind":"bridge"}}]`, []string{ipShow, "ip link delete dev kiln0"}, false},
+		{"absent", `[{"ifname":"eth0"}]`, []string{ipShow}, false},
+		{"not a bridge", `[{"ifname":"kiln0","linkinfo":{"info_kind":"dummy"}}]`, []string{ipShow}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &fakeRunner{outputs: map[string]string{ipShow: tt.links}}
+			err := DeleteBridge(context.Background(), r, "kiln0")
+			if (err != nil) != tt.wantErr {
+				t.Errorf("err = %v", err)
+			}
+			if got := joined(r.calls); !slices.Equal(got, tt.want) {
+				t.Errorf("commands = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
