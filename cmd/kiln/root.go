@@ -96,6 +96,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 	root.PersistentFlags().StringVar(&o.logLevel, "log-level", "info", "console log level (debug, info, warn, error)")
 	root.AddCommand(
 		newVersionCmd(o),
+		newBuildCmd(o),
 	)
 	return root
 }

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+)
+
+// newBuildCmd groups the commands that build what kiln installs from.
+func newBuildCmd(o *rootOptions) *cobra.Command {
+	build := &cobra.Command{
+		Use:   "build",
+		Short: "Build artefacts that clusters are installed from",
+		Args:  cobra.NoArgs,
+	}
+	build.AddCommand(newBuildNodeImageCmd(o))
+	return build
+}
+
+// newBuildNodeImageCmd builds the local platform's node image, or finds it
+// in the cache.
+func newBuildNodeImageCmd(o *rootOptions) *cobra.Command {
+	var output, cacheDir string
+	cmd := &cobra.Command{
+		Use:   "node-image",
+		Short: "Build the local platform's node image (Debian + containerd + Kubernetes from source), cached",
+		Long: "Builds the node image that local machines boot from: Kubernetes, etcd, CoreDNS and pause\n" +
+			"from source, a Debian root file system from the host's apt mirror, and the container images.\n" +
+			"Every step is cached in the kiln cache directory ($KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln,\n" +
+			"else ~/.cache/kiln); with nothing changed the command returns in seconds. Needs root and Go.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.openDebugLog()
+			start := time.Now()
+			img, err := nodeimage.Ensure(cmd.Context(), nodeimage.Options{CacheDir: cacheDir, Log: o.log, Progress: o.status})
+			if err != nil {
+				return err
+			}
+			if output != "" {
+				end := o.status.Start("Exporting the node image to " + output)
+				err := img.Export(cmd.Context(), output)
+				end(err)
+				if err != nil {
+					return err
+				}
+			}
+			r := img.Release
+			fmt.Fprintf(o.stdout, "node image %s (%s)\n  rootfs: %s\n  kubernetes %s, etcd %s, coredns %s, pause %s, debian %s\n",
+				img.Hash, time.Since(start).Round(100*time.Millisecond), img.RootFS, r.Kubernetes, r.Etcd, r.CoreDNS, r.Pause, r.Debian)
+			if output != "" {
+				fmt.Fprintf(o.stdout, "  exported: %s\n", output)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "also export the root file system as a tarball (.tar.zst, .tar.gz, .tgz or .tar)")
+	cmd.Flags().StringVar(&cacheDir, "cache-dir", "", "kiln cache directory (default $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln or ~/.cache/kiln)")
+	return cmd
+}
