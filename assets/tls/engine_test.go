@@ -1,0 +1,137 @@
+package tls
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/kiln-project/kiln/graph"
+)
+
+// installConfigYAML is a minimal install-config for the real engine.
+const installConfigYAML = `apiVersion: kiln.dev/v1
+metadata:
+  name: demo
+baseDomain: example.test
+platform:
+  local:
+    apiVIP: 10.66.0.10
+`
+
+// newDir returns a --dir holding installConfigYAML and the given files.
+func newDir(t testing.TB, files map[string][]byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	files["install-config.yaml"] = []byte(installConfigYAML)
+	for p, data := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// persistTLS writes the TLS assets into dir with the real engine and returns
+// them with the warnings it logged.
+func persistTLS(t *testing.T, dir string) ([]graph.WritableAsset, []*logrus.Entry) {
+	t.Helper()
+	log, hook := logtest.NewNullLogger()
+	s, err := graph.Open(dir, graph.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Fetch(context.Background(), &Bundle{}); err != nil {
+		t.Fatal(err)
+	}
+	assets := Assets()
+	if err := s.Persist(context.Background(), graph.Target{Name: "tls", Assets: assets}); err != nil {
+		t.Fatal(err)
+	}
+	var warnings []*logrus.Entry
+	for _, e := range hook.AllEntries() {
+		if e.Level <= logrus.WarnLevel {
+			warnings = append(warnings, e)
+		}
+	}
+	return assets, warnings
+}
+
+// TestEngineRoundTrip runs the TLS assets through graph.Store with a
+// user-provided root CA: files get their modes, the CA is reused, and a
+// second run regenerates nothing and warns about nothing.
+func TestEngineRoundTrip(t *testing.T) {
+	userCA := mustIssue(t, nil, certSpec{Subject: pkix.Name{CommonName: "corp-ca"}, Usage: usageCA, Validity: CAValidity})
+	dir := newDir(t, map[string][]byte{"tls/root-ca.crt": userCA.Cert, "tls/root-ca.key": userCA.Key})
+	assets, w := persistTLS(t, dir)
+	if len(w) > 0 {
+		t.Errorf("first run warned: %v", w[0].Message)
+	}
+	first := map[string][]byte{}
+	caCert, _ := userCA.Certificate()
+	roots := x509.NewCertPool()
+	roots.AddCert(caCert)
+	for _, a := range assets {
+		if len(a.Files()) == 0 {
+			t.Errorf("%s has no files", a.ID())
+		}
+		for _, f := range a.Files() {
+			st, err := os.Stat(filepath.Join(dir, f.Path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Mode().Perm() != graph.ModeOf(f) || (filepath.Ext(f.Path) == ".key" && st.Mode().Perm() != 0o600) {
+				t.Errorf("%s: mode %o, want %o", f.Path, st.Mode().Perm(), graph.ModeOf(f))
+			}
+			first[f.Path], _ = os.ReadFile(filepath.Join(dir, f.Path))
+		}
+	}
+	if !bytes.Equal(first["tls/root-ca.crt"], userCA.Cert) || !bytes.Equal(first["tls/root-ca.key"], userCA.Key) {
+		t.Error("the user's root CA was replaced")
+	}
+	apiserver, err := parseCert(first["tls/apiserver.crt"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apiserver.Verify(x509.VerifyOptions{Roots: roots, DNSName: "api.demo.example.test"}); err != nil {
+		t.Errorf("tls/apiserver.crt is not signed by the user's CA for api.demo.example.test: %v", err)
+	}
+
+	if _, w := persistTLS(t, dir); len(w) > 0 {
+		t.Errorf("second run warned: %v", w[0].Message)
+	}
+	for p, data := range first {
+		now, _ := os.ReadFile(filepath.Join(dir, p))
+		if !bytes.Equal(now, data) {
+			t.Errorf("%s changed on the second run", p)
+		}
+	}
+}
+
+// TestEngineRejectsForeignLeaf puts a client certificate of another CA into
+// --dir: the engine stops with an input error naming it.
+func TestEngineRejectsForeignLeaf(t *testing.T) {
+	other := mustIssue(t, nil, certSpec{Subject: pkix.Name{CommonName: "other"}, Usage: usageCA})
+	leaf := mustIssue(t, &other, certSpec{Subject: pkix.Name{CommonName: "system:admin"}, Usage: usageClient})
+	dir := newDir(t, map[string][]byte{"tls/admin-client.crt": leaf.Cert, "tls/admin-client.key": leaf.Key})
+	s, err := graph.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Fetch(context.Background(), &Bundle{})
+	var fe *FileError
+	if graph.KindOf(err) != graph.KindInput || !errors.As(err, &fe) || fe.Path != "tls/admin-client.crt" {
+		t.Errorf("error %v, want an input error naming tls/admin-client.crt", err)
+	}
+}
