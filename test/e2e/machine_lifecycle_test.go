@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -181,6 +182,45 @@ func TestMachineLifecycle(t *testing.T) {
 	}
 	if host, _ := os.ReadFile("/proc/sys/vm/overcommit_memory"); strings.TrimSpace(string(host)) != "0" && strings.TrimSpace(string(host)) != "2" {
 		t.Logf("note: host vm.overcommit_memory is %s", host)
+	}
+
+	// A machine whose nspawn process dies is "stopped" (its init and the
+	// rest may live on in its cgroup); Create starts it again on its disk.
+	if out, err := m.Exec(ctx, names[0], "sh", "-c", "echo kept > /var/lib/kiln-e2e-disk"); err != nil {
+		t.Fatalf("writing to the machine's disk: %v %s", err, out)
+	}
+	info, err := m.Inspect(ctx, names[0])
+	if err != nil || info.PID == 0 {
+		t.Fatalf("Inspect = %+v, %v", info, err)
+	}
+	if err := syscall.Kill(info.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		st, _ := m.State(ctx, names[0])
+		if st == machine.StateStopped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("state after killing nspawn = %s, want stopped", st)
+		}
+	}
+	restart := time.Now()
+	if err := m.Create(ctx, specs[0]); err != nil {
+		t.Fatalf("Create of the stopped machine: %v", err)
+	}
+	if _, err := m.WaitBooted(ctx, names[0]); err != nil {
+		t.Fatalf("restarted machine did not boot: %v", err)
+	}
+	t.Logf("MEASURE restart of a crashed machine to multi-user: %s", time.Since(restart).Round(time.Millisecond))
+	if out := exec(names[0], "cat", "/var/lib/kiln-e2e-disk"); out != "kept" {
+		t.Errorf("disk after restart: %q, want kept", out)
+	}
+	if out := exec(names[0], "ping", "-c", "1", "-W", "2", addrs[1]); !strings.Contains(out, "1 received") {
+		t.Errorf("restarted machine cannot ping %s: %s", addrs[1], out)
+	}
+	if hostProcessAlive(info.Leader) {
+		t.Errorf("the crashed machine's old init %d still runs", info.Leader)
 	}
 
 	// A fresh Manager (as a later process would) sees and destroys them.
