@@ -55,6 +55,18 @@ func (c *CertKey) PrivateKey() (crypto.Signer, error) {
 	return parseKey(c.Key)
 }
 
+// String names the certificate and keeps the key out of formatted output.
+func (c *CertKey) String() string {
+	cert, err := c.Certificate()
+	if err != nil {
+		return "certificate (none; key redacted)"
+	}
+	return "certificate " + cert.Subject.String() + " (key redacted)"
+}
+
+// GoString keeps the key out of %#v output.
+func (c *CertKey) GoString() string { return c.String() }
+
 // files returns the certificate (0644) and key (0600) files of the asset id.
 func (c *CertKey) files(id string) []*graph.File {
 	if len(c.Cert) == 0 {

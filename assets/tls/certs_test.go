@@ -5,8 +5,10 @@ import (
 	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,5 +222,26 @@ func TestFilesAndModes(t *testing.T) {
 				t.Errorf("%s is empty", f.Path)
 			}
 		}
+	}
+}
+
+func TestFormattingRedactsKeys(t *testing.T) {
+	s := &miniStore{given: []graph.Asset{&KeyAlgorithm{Algorithm: ECDSAP256}, testInstallConfig("")}}
+	done, _ := s.mustRun(t, &AdminClient{}, &ServiceAccountKeyPair{})
+	admin := done["tls/admin-client"].(*AdminClient)
+	sa := done["tls/service-account"].(*ServiceAccountKeyPair)
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+		for _, v := range []struct {
+			value any
+			key   []byte
+		}{{admin, admin.Key}, {sa, sa.Key}, {&admin.CertKey, admin.Key}} {
+			out := fmt.Sprintf(verb, v.value)
+			if strings.Contains(out, "PRIVATE KEY") || strings.Contains(out, string(v.key[40:80])) {
+				t.Errorf("%s prints the private key: %s", verb, out)
+			}
+		}
+	}
+	if got := fmt.Sprint(admin); !strings.Contains(got, "CN=system:admin") {
+		t.Errorf("%q does not name the certificate", got)
 	}
 }

@@ -135,3 +135,34 @@ func TestEngineRejectsForeignLeaf(t *testing.T) {
 		t.Errorf("error %v, want an input error naming tls/admin-client.crt", err)
 	}
 }
+
+// TestEngineUserCAAfterGeneration replaces a generated root CA with the
+// user's: the leaves kiln wrote are stale and reissued by the user's CA.
+func TestEngineUserCAAfterGeneration(t *testing.T) {
+	dir := newDir(t, map[string][]byte{})
+	persistTLS(t, dir)
+	userCA := mustIssue(t, nil, certSpec{Subject: pkix.Name{CommonName: "corp-ca"}, Usage: usageCA, Validity: CAValidity})
+	for p, data := range map[string][]byte{"tls/root-ca.crt": userCA.Cert, "tls/root-ca.key": userCA.Key} {
+		if err := os.WriteFile(filepath.Join(dir, p), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	persistTLS(t, dir)
+	caCert, _ := userCA.Certificate()
+	roots := x509.NewCertPool()
+	roots.AddCert(caCert)
+	for _, p := range []string{"tls/apiserver.crt", "tls/admin-client.crt", "tls/machine-config-server.crt"} {
+		data, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := parseCert(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}
+		if _, err := cert.Verify(opts); err != nil {
+			t.Errorf("%s was not reissued by the user's CA: %v", p, err)
+		}
+	}
+}

@@ -35,6 +35,12 @@ func (*ServiceAccountKeyPair) Name() string { return "service account signing ke
 // Dependencies implements graph.Asset.
 func (*ServiceAccountKeyPair) Dependencies() []graph.Asset { return []graph.Asset{&KeyAlgorithm{}} }
 
+// String keeps the private key out of formatted output.
+func (*ServiceAccountKeyPair) String() string { return "service account key pair (key redacted)" }
+
+// GoString keeps the private key out of %#v output.
+func (s *ServiceAccountKeyPair) GoString() string { return s.String() }
+
 // Generate creates the key pair.
 func (s *ServiceAccountKeyPair) Generate(ctx context.Context, p graph.Parents) error {
 	alg := &KeyAlgorithm{}
