@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/kiln-project/kiln/graph"
 )
@@ -22,6 +23,9 @@ const InotifyInstancesPerMachine = 32
 type PreflightOptions struct {
 	// Machines is the number of machines that will run at once.
 	Machines int
+	// StateRoot is where machines will keep their disks; empty means
+	// DefaultStateRoot. It must not be on overlayfs.
+	StateRoot string
 }
 
 // Report is what Preflight found.
@@ -51,16 +55,17 @@ func (e *PreflightError) Error() string {
 
 // hostProbe is how Preflight looks at the host; tests replace it.
 type hostProbe struct {
-	euid     func() int
-	lookPath func(string) (string, error)
-	readFile func(string) ([]byte, error)
-	cgroups  func() (CgroupLayout, error)
-	inotify  func() int // inotify instances root holds now
+	euid      func() int
+	lookPath  func(string) (string, error)
+	readFile  func(string) ([]byte, error)
+	cgroups   func() (CgroupLayout, error)
+	inotify   func() int // inotify instances root holds now
+	onOverlay func(path string) bool
 }
 
 func realProbe() hostProbe {
 	return hostProbe{euid: os.Geteuid, lookPath: exec.LookPath, readFile: os.ReadFile,
-		cgroups: DetectCgroups, inotify: rootInotifyInstances}
+		cgroups: DetectCgroups, inotify: rootInotifyInstances, onOverlay: onOverlayFS}
 }
 
 // Preflight checks that the host can run opts.Machines machines and says
@@ -89,6 +94,13 @@ func preflight(opts PreflightOptions, p hostProbe) (Report, error) {
 		r.Problems = append(r.Problems, "the kernel has no overlayfs (machine roots are copy-on-write overlays): modprobe overlay")
 	}
 	checkInotify(&r, opts.Machines, p)
+	root := opts.StateRoot
+	if root == "" {
+		root = DefaultStateRoot
+	}
+	if p.onOverlay(root) {
+		r.Problems = append(r.Problems, fmt.Sprintf("%s is on overlayfs, which cannot hold the machines' overlay upper directories: choose a state directory on another file system", root))
+	}
 
 	layout, err := p.cgroups()
 	if err != nil {
@@ -150,4 +162,21 @@ func rootInotifyInstances() int {
 		}
 	}
 	return n
+}
+
+// overlayfsMagic is the f_type statfs(2) reports for overlayfs.
+const overlayfsMagic = 0x794c7630
+
+// onOverlayFS says whether path, or its nearest existing ancestor, is on
+// overlayfs.
+func onOverlayFS(path string) bool {
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(p, &st); err == nil {
+			return st.Type == overlayfsMagic
+		}
+		if p == "/" {
+			return false
+		}
+	}
 }

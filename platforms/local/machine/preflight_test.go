@@ -32,8 +32,9 @@ func TestPreflight(t *testing.T) {
 				}
 				return nil, fs.ErrNotExist
 			},
-			cgroups: func() (CgroupLayout, error) { return layout, nil },
-			inotify: func() int { return used },
+			cgroups:   func() (CgroupLayout, error) { return layout, nil },
+			inotify:   func() int { return used },
+			onOverlay: func(p string) bool { return p == "/overlay/state" },
 		}
 	}
 	tests := []struct {
@@ -51,10 +52,15 @@ func TestPreflight(t *testing.T) {
 			[]string{"fs.inotify.max_user_instances is 128, 20 are in use and 4 machines need about 128 more (32 each): run `sysctl -w fs.inotify.max_user_instances=512`"},
 			CgroupV1, true},
 		{"no limits", 1, probe(0, "", "8192", 0, CgroupLayout{}), nil, CgroupNoLimits, false},
+		{"state root on overlayfs", 1, probe(0, "", "8192", 0, hybrid), []string{"/overlay/state is on overlayfs"}, CgroupV1, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := preflight(PreflightOptions{Machines: tt.machines}, tt.probe)
+			opts := PreflightOptions{Machines: tt.machines}
+			if strings.Contains(tt.name, "overlayfs") {
+				opts.StateRoot = "/overlay/state"
+			}
+			r, err := preflight(opts, tt.probe)
 			if len(r.Problems) != len(tt.problems) {
 				t.Fatalf("problems = %q, want %d", r.Problems, len(tt.problems))
 			}
