@@ -34,15 +34,17 @@ type Config struct {
 
 // Metadata names the cluster.
 type Metadata struct {
-	// Name is the cluster name, a DNS-1123 label.
+	// Name is the cluster name: a DNS-1123 label of at most 27 characters, so the
+	// infra ID (<name>-<5 random characters>) keeps all of it.
 	Name string `json:"name"`
 }
 
 // MachinePool is a set of identical machines.
 type MachinePool struct {
-	// Name is the pool name: "master" for the control plane, "worker" by default for compute.
+	// Name is the pool name: "master" for the control plane, "worker" for compute.
 	Name string `json:"name"`
-	// Replicas is the number of machines; the control plane takes 1 or 3 (an odd etcd quorum).
+	// Replicas is the number of machines. The control plane takes 1, 3 or 5 (an odd
+	// number of etcd members; default 3); a compute pool 0 or more (default 1).
 	Replicas *int64 `json:"replicas,omitempty"`
 	// Platform holds per-platform machine settings.
 	Platform MachinePoolPlatform `json:"platform,omitempty"`
@@ -58,19 +60,25 @@ type MachinePoolPlatform struct {
 type LocalMachinePool struct {
 	// CPUs is the CPU quota in cores, e.g. 1.5; enforced where the host's cgroups allow it.
 	CPUs float64 `json:"cpus,omitempty"`
-	// MemoryMiB is the memory limit in MiB; enforced where the host's cgroups allow it.
+	// MemoryMiB is the memory limit in MiB, 0 (no limit) or at least 1024; enforced
+	// where the host's cgroups allow it.
 	MemoryMiB int64 `json:"memoryMiB,omitempty"`
 }
 
 // Networking is the cluster's address plan.
 type Networking struct {
-	// NetworkType names the pod network implementation.
+	// NetworkType names the pod network implementation. The only one is KilnBridge
+	// (the default): a CNI bridge on each node and one route per node pod block.
 	NetworkType string `json:"networkType,omitempty"`
-	// ClusterNetwork are the pod address blocks; each node gets a /hostPrefix out of one.
+	// ClusterNetwork are the pod address blocks; each node gets a /hostPrefix out of one
+	// (default 10.128.0.0/14 with hostPrefix 23).
 	ClusterNetwork []ClusterNetworkEntry `json:"clusterNetwork,omitempty"`
-	// ServiceNetwork is the Service ClusterIP block (exactly one).
+	// ServiceNetwork is the Service ClusterIP block: exactly one, between a /12 and a /24
+	// (default 172.30.0.0/16). Its first address is the kubernetes Service, its tenth
+	// the cluster DNS.
 	ServiceNetwork []string `json:"serviceNetwork,omitempty"`
-	// MachineNetwork are the blocks the machines' addresses come from.
+	// MachineNetwork are the blocks the machines' addresses come from; the platform
+	// chooses the default (local: 10.66.0.0/24; otherwise 10.0.0.0/16).
 	MachineNetwork []MachineNetworkEntry `json:"machineNetwork,omitempty"`
 }
 
@@ -78,7 +86,8 @@ type Networking struct {
 type ClusterNetworkEntry struct {
 	// CIDR is the block, e.g. 10.128.0.0/14.
 	CIDR string `json:"cidr"`
-	// HostPrefix is the prefix length of each node's share, e.g. 23.
+	// HostPrefix is the prefix length of each node's share, e.g. 23; at most 25, so a
+	// node holds kubelet's 110 pods.
 	HostPrefix int32 `json:"hostPrefix"`
 }
 

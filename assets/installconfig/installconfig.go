@@ -1,0 +1,132 @@
+package installconfig
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/platforms/all"
+)
+
+var _ graph.WritableAsset = (*InstallConfig)(nil)
+
+// ID is the install-config asset's ID in the state file.
+const ID = "install-config"
+
+// fileMode is install-config.yaml's mode: it may hold a pull secret.
+const fileMode fs.FileMode = 0o600
+
+// errNoConfig says how to provide an install-config.
+var errNoConfig = graph.WithKind(graph.KindInput, errors.New("no "+FileName+
+	" in --dir: write one (`kiln explain installconfig` lists the fields), pipe one in "+
+	"(`kiln create install-config < my-config.yaml`) or run `kiln create install-config` in a terminal to answer a few questions"))
+
+// InstallConfig is install-config.yaml, defaulted and validated. Config is
+// what every other asset reads; File is the defaulted YAML kiln writes.
+type InstallConfig struct {
+	// Config is the defaulted, valid configuration.
+	Config *types.Config `json:"config"`
+	// File is install-config.yaml as kiln writes it back.
+	File *graph.File `json:"file"`
+}
+
+// ID implements graph.Asset.
+func (*InstallConfig) ID() string { return ID }
+
+// Name implements graph.Asset.
+func (*InstallConfig) Name() string { return "Install Config" }
+
+// Dependencies implements graph.Asset: the install-config is the root.
+func (*InstallConfig) Dependencies() []graph.Asset { return nil }
+
+// Generate implements graph.Asset. It runs when --dir holds no
+// install-config.yaml and the state file none either: it asks the questions
+// of the survey on a terminal, or reads YAML from the Input in ctx.
+func (a *InstallConfig) Generate(ctx context.Context, _ graph.Parents) error {
+	in, ok := inputFrom(ctx)
+	if !ok {
+		return errNoConfig
+	}
+	if in.Terminal {
+		c, err := survey(ctx, in)
+		if err != nil {
+			return err
+		}
+		return a.set(c)
+	}
+	data, err := io.ReadAll(in.In)
+	if err != nil {
+		return fmt.Errorf("reading standard input: %w", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return errNoConfig
+	}
+	return a.load(data)
+}
+
+// Files implements graph.WritableAsset.
+func (a *InstallConfig) Files() []*graph.File {
+	if a.File == nil {
+		return nil
+	}
+	return []*graph.File{a.File}
+}
+
+// Load implements graph.WritableAsset: it parses, defaults and validates
+// install-config.yaml in --dir.
+func (a *InstallConfig) Load(f graph.FileFetcher) (bool, error) {
+	file, err := f.FetchByName(FileName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, a.load(file.Data)
+}
+
+// load parses, defaults and validates YAML.
+func (a *InstallConfig) load(data []byte) error {
+	c, err := Parse(data)
+	if err != nil {
+		return err
+	}
+	return a.set(c)
+}
+
+// set defaults and validates c, then keeps it with its YAML.
+func (a *InstallConfig) set(c *types.Config) error {
+	plats := all.Platforms()
+	SetDefaults(c, plats)
+	if err := invalid(Validate(c, plats)); err != nil {
+		return err
+	}
+	data, err := yaml.Marshal(c)
+	if err != nil {
+		return err
+	}
+	a.Config = c
+	a.File = &graph.File{Path: FileName, Data: data, Mode: fileMode}
+	return nil
+}
+
+// Redacted returns a copy of c safe to print: the pull secret is replaced.
+func Redacted(c *types.Config) *types.Config {
+	out := *c
+	if out.PullSecret != "" {
+		out.PullSecret = "REDACTED"
+	}
+	if out.Proxy != nil {
+		p := *out.Proxy
+		p.HTTPProxy, p.HTTPSProxy = redactURL(p.HTTPProxy), redactURL(p.HTTPSProxy)
+		out.Proxy = &p
+	}
+	return &out
+}

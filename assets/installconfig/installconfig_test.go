@@ -1,0 +1,139 @@
+package installconfig
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kiln-project/kiln/graph"
+)
+
+func TestGenerateWithoutInputSaysHowToCreateOne(t *testing.T) {
+	for name, ctx := range map[string]context.Context{
+		"no input":    context.Background(),
+		"empty stdin": WithInput(context.Background(), Input{In: strings.NewReader("  \n")}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := (&InstallConfig{}).Generate(ctx, nil)
+			if graph.KindOf(err) != graph.KindInput || !strings.Contains(err.Error(), "kiln create install-config") {
+				t.Errorf("err = %v, want an input error saying how to create one", err)
+			}
+		})
+	}
+}
+
+func TestGenerateReadsPipedYAML(t *testing.T) {
+	data, err := os.ReadFile("testdata/minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &InstallConfig{}
+	ctx := WithInput(context.Background(), Input{In: strings.NewReader(string(data))})
+	if err := a.Generate(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if a.Config.MasterReplicas() != DefaultControlPlaneReplicas || a.File.Path != FileName || a.File.Mode != 0o600 {
+		t.Errorf("asset = %+v, file %s %o", a.Config, a.File.Path, a.File.Mode)
+	}
+	if !strings.Contains(string(a.File.Data), "networkType: KilnBridge") {
+		t.Errorf("defaults not written back:\n%s", a.File.Data)
+	}
+}
+
+func TestGenerateRejectsInvalidPipedYAML(t *testing.T) {
+	ctx := WithInput(context.Background(), Input{In: strings.NewReader("apiVersion: v0\nmetadata: {name: dev}\nbaseDomain: example.com\nplatform: {none: {}}\n")})
+	err := (&InstallConfig{}).Generate(ctx, nil)
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Errs) != 1 || ve.Errs[0].Field != "apiVersion" {
+		t.Errorf("err = %v, want one apiVersion error", err)
+	}
+}
+
+func TestSurvey(t *testing.T) {
+	home := t.TempDir()
+	key := sshKey(t)
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519.pub"), []byte(key+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Wrong answers are asked again; Enter takes the default.
+	answers := strings.Join([]string{
+		"aws",          // not a platform
+		"",             // default: local
+		"Example..com", // not a domain
+		"example.com",
+		"Dev",  // not a label
+		"dev",  // cluster name
+		"9",    // no such key
+		"",     // default: key 1
+		"nope", // pull secret: not JSON
+		`{"auths":{}}`,
+	}, "\n") + "\n"
+	var out strings.Builder
+	a := &InstallConfig{}
+	ctx := WithInput(context.Background(), Input{In: strings.NewReader(answers), Out: &out, Terminal: true, HomeDir: home})
+	if err := a.Generate(ctx, nil); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	c := a.Config
+	if c.PlatformName() != "local" || c.BaseDomain != "example.com" || c.Metadata.Name != "dev" ||
+		c.SSHKey != key || c.PullSecret != `{"auths":{}}` {
+		t.Errorf("config = %+v", c)
+	}
+	if n := strings.Count(out.String(), "✗"); n != 5 {
+		t.Errorf("%d answers rejected, want 5:\n%s", n, out.String())
+	}
+	if strings.Contains(out.String(), "nope") || strings.Contains(out.String(), `{"auths":{}}`) {
+		t.Error("the pull secret was printed")
+	}
+}
+
+func TestSurveyEndsOnEOF(t *testing.T) {
+	ctx := WithInput(context.Background(), Input{In: strings.NewReader("none\n"), Out: &strings.Builder{}, Terminal: true})
+	err := (&InstallConfig{}).Generate(ctx, nil)
+	if graph.KindOf(err) != graph.KindInput || !strings.Contains(err.Error(), "Base domain") {
+		t.Errorf("err = %v, want an input error naming the unanswered question", err)
+	}
+}
+
+// fetcher serves files from a map.
+type fetcher map[string]string
+
+func (f fetcher) FetchByName(p string) (*graph.File, error) {
+	d, ok := f[p]
+	if !ok {
+		return nil, os.ErrNotExist
+	}
+	return &graph.File{Path: p, Data: []byte(d)}, nil
+}
+
+func (f fetcher) FetchByPattern(string) ([]*graph.File, error) { return nil, nil }
+
+func TestLoad(t *testing.T) {
+	data, _ := os.ReadFile("testdata/minimal.yaml")
+	a := &InstallConfig{}
+	if found, err := a.Load(fetcher{}); found || err != nil {
+		t.Errorf("Load without a file = %v, %v", found, err)
+	}
+	if found, err := a.Load(fetcher{FileName: string(data)}); !found || err != nil || a.Config.Metadata.Name != "dev" {
+		t.Errorf("Load = %v, %v", found, err)
+	}
+	if _, err := a.Load(fetcher{FileName: "bogus: 1\n"}); graph.KindOf(err) != graph.KindInput {
+		t.Errorf("Load of a bad file = %v, want an input error", err)
+	}
+}
+
+func TestRedacted(t *testing.T) {
+	c := defaulted(t)
+	c.PullSecret = `{"auths":{"x":{"auth":"c2VjcmV0"}}}`
+	c.Proxy = nil
+	r := Redacted(c)
+	if r.PullSecret != "REDACTED" || c.PullSecret == "REDACTED" {
+		t.Errorf("redacted %q, original %q", r.PullSecret, c.PullSecret)
+	}
+}

@@ -1,0 +1,117 @@
+package installconfig
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kiln-project/kiln/graph"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+func TestParseReportsUnknownFieldsAndTypesWithPaths(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []fieldErr
+	}{
+		{"unknown top-level field", "apiVersion: kiln.dev/v1\nbaseDomin: example.com\n",
+			[]fieldErr{{field.ErrorTypeForbidden, "baseDomin"}}},
+		{"unknown nested fields", "networking:\n  clusterNetwork:\n  - cidr: 10.128.0.0/14\n    hostprefix: 23\nplatform:\n  local:\n    vip: 1.2.3.4\n",
+			[]fieldErr{{field.ErrorTypeForbidden, "networking.clusterNetwork[0].hostprefix"}, {field.ErrorTypeForbidden, "platform.local.vip"}}},
+		{"wrong types", "metadata:\n  name: 12\ncontrolPlane:\n  replicas: three\ncompute: {}\nplatform:\n  local:\n    defaultMachinePlatform:\n      cpus: [1]\n",
+			[]fieldErr{{field.ErrorTypeTypeInvalid, "compute"}, {field.ErrorTypeTypeInvalid, "controlPlane.replicas"},
+				{field.ErrorTypeTypeInvalid, "metadata.name"}, {field.ErrorTypeTypeInvalid, "platform.local.defaultMachinePlatform.cpus"}}},
+		{"integer out of range", "networking:\n  clusterNetwork:\n  - hostPrefix: 99999999999\n",
+			[]fieldErr{{field.ErrorTypeTypeInvalid, "networking.clusterNetwork[0].hostPrefix"}}},
+		{"fraction for an integer", "controlPlane:\n  replicas: 1.5\n",
+			[]fieldErr{{field.ErrorTypeTypeInvalid, "controlPlane.replicas"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml))
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("err = %v, want a ValidationError", err)
+			}
+			if got := asData(ve.Errs); !slices.Equal(got, tt.want) {
+				t.Errorf("errors = %v\nwant %v", got, tt.want)
+			}
+			if graph.KindOf(err) != graph.KindInput {
+				t.Errorf("kind = %v, want input", graph.KindOf(err))
+			}
+		})
+	}
+}
+
+func TestParseRejectsMalformedYAML(t *testing.T) {
+	for _, in := range []string{"", "# only a comment\n", "a: [\n", "- a list\n", "just a string\n"} {
+		_, err := Parse([]byte(in))
+		if err == nil || graph.KindOf(err) != graph.KindInput {
+			t.Errorf("Parse(%q) = %v, want an input error", in, err)
+		}
+	}
+}
+
+// TestDefaultsGolden pins every default: go test -run Golden -update.
+func TestDefaultsGolden(t *testing.T) {
+	c := defaulted(t)
+	if errs := Validate(c, testPlatforms()); len(errs) > 0 {
+		t.Fatalf("defaults do not validate: %v", errs)
+	}
+	got, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const golden = "testdata/defaults.golden.yaml"
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("defaults changed; run with -update if intended:\n%s", got)
+	}
+	// Defaulting is idempotent: the written file loads to the same config.
+	c2, err := Parse(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	SetDefaults(c2, testPlatforms())
+	if again, _ := yaml.Marshal(c2); string(again) != string(got) {
+		t.Errorf("defaulting the defaulted file changed it:\n%s", again)
+	}
+}
+
+func FuzzParseInstallConfig(f *testing.F) {
+	for _, p := range []string{"testdata/minimal.yaml", "testdata/defaults.golden.yaml"} {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("networking:\n  clusterNetwork:\n  - cidr: 10.0.0.0/8\n    hostPrefix: 40\n"))
+	f.Add([]byte("controlPlane: {replicas: -3}\ncompute: [{}, {name: x}]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data)
+		if err != nil {
+			if graph.KindOf(err) != graph.KindInput {
+				t.Fatalf("parse error is not an input error: %v", err)
+			}
+			return
+		}
+		SetDefaults(c, testPlatforms())
+		_ = Validate(c, testPlatforms())
+		_ = c.FirstServiceIP()
+		_ = c.DNSServiceIP()
+	})
+}

@@ -1,0 +1,151 @@
+package types
+
+import (
+	"net/netip"
+)
+
+// dnsServiceIndex is the offset of the cluster DNS Service IP in the service
+// network, as kubeadm chooses it (x.y.z.10).
+const dnsServiceIndex = 10
+
+// ClusterDomain is <metadata.name>.<baseDomain>.
+func (c *Config) ClusterDomain() string {
+	return c.Metadata.Name + "." + c.BaseDomain
+}
+
+// APIName is the external API host name, api.<clusterDomain>.
+func (c *Config) APIName() string { return "api." + c.ClusterDomain() }
+
+// APIIntName is the internal API host name, api-int.<clusterDomain>.
+func (c *Config) APIIntName() string { return "api-int." + c.ClusterDomain() }
+
+// ServiceNetworkCIDR is networking.serviceNetwork[0]; the zero Prefix when
+// it is unset or invalid (validation rejects both).
+func (c *Config) ServiceNetworkCIDR() netip.Prefix {
+	if c.Networking == nil || len(c.Networking.ServiceNetwork) == 0 {
+		return netip.Prefix{}
+	}
+	p, err := netip.ParsePrefix(c.Networking.ServiceNetwork[0])
+	if err != nil {
+		return netip.Prefix{}
+	}
+	return p.Masked()
+}
+
+// FirstServiceIP is the ClusterIP of the kubernetes Service: the first host
+// address of the service network.
+func (c *Config) FirstServiceIP() netip.Addr {
+	return nthAddr(c.ServiceNetworkCIDR(), 1)
+}
+
+// DNSServiceIP is the ClusterIP of the cluster DNS Service: the tenth
+// address of the service network, as kubeadm chooses it.
+func (c *Config) DNSServiceIP() netip.Addr {
+	return nthAddr(c.ServiceNetworkCIDR(), dnsServiceIndex)
+}
+
+// ClusterNetworkCIDRs are the pod address blocks; invalid entries are
+// skipped (validation rejects them).
+func (c *Config) ClusterNetworkCIDRs() []netip.Prefix {
+	if c.Networking == nil {
+		return nil
+	}
+	var out []netip.Prefix
+	for _, e := range c.Networking.ClusterNetwork {
+		if p, err := netip.ParsePrefix(e.CIDR); err == nil {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
+}
+
+// MachineNetworkCIDRs are the machine address blocks; invalid entries are
+// skipped (validation rejects them).
+func (c *Config) MachineNetworkCIDRs() []netip.Prefix {
+	if c.Networking == nil {
+		return nil
+	}
+	var out []netip.Prefix
+	for _, e := range c.Networking.MachineNetwork {
+		if p, err := netip.ParsePrefix(e.CIDR); err == nil {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
+}
+
+// APIVIP is the address the API is reached at when the platform section
+// sets one (platform.local.apiVIP); "" otherwise.
+func (c *Config) APIVIP() string {
+	if c.Platform.Local != nil {
+		return c.Platform.Local.APIVIP
+	}
+	return ""
+}
+
+// MasterReplicas is controlPlane.replicas (0 when unset).
+func (c *Config) MasterReplicas() int {
+	if c.ControlPlane == nil || c.ControlPlane.Replicas == nil {
+		return 0
+	}
+	return int(*c.ControlPlane.Replicas)
+}
+
+// WorkerReplicas is the sum of the compute pools' replicas.
+func (c *Config) WorkerReplicas() int {
+	n := 0
+	for _, p := range c.Compute {
+		if p.Replicas != nil {
+			n += int(*p.Replicas)
+		}
+	}
+	return n
+}
+
+// PlatformName is the key of the one platform section that is set, or ""
+// when none or several are (validation rejects both).
+func (c *Config) PlatformName() string {
+	if names := c.Platform.Names(); len(names) == 1 {
+		return names[0]
+	}
+	return ""
+}
+
+// Names lists the keys of the platform sections that are set.
+func (p *Platform) Names() []string {
+	var names []string
+	if p.Local != nil {
+		names = append(names, "local")
+	}
+	if p.None != nil {
+		names = append(names, "none")
+	}
+	if p.AWS != nil {
+		names = append(names, "aws")
+	}
+	return names
+}
+
+// nthAddr returns the n-th address of p (0 is the network address), or the
+// zero Addr when p is invalid or too small.
+func nthAddr(p netip.Prefix, n int) netip.Addr {
+	if !p.IsValid() {
+		return netip.Addr{}
+	}
+	a := p.Addr()
+	for range n {
+		a = a.Next()
+		if !p.Contains(a) {
+			return netip.Addr{}
+		}
+	}
+	return a
+}
+
+// Names lists the keys of the platform sections set in a machine pool.
+func (p *MachinePoolPlatform) Names() []string {
+	if p.Local != nil {
+		return []string{"local"}
+	}
+	return nil
+}

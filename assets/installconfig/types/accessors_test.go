@@ -1,0 +1,50 @@
+package types
+
+import (
+	"net/netip"
+	"testing"
+)
+
+func TestAccessors(t *testing.T) {
+	three, two, one := int64(3), int64(2), int64(1)
+	c := &Config{
+		Metadata:     Metadata{Name: "dev"},
+		BaseDomain:   "example.com",
+		ControlPlane: &MachinePool{Replicas: &three},
+		Compute:      []MachinePool{{Replicas: &two}, {Replicas: &one}, {}},
+		Networking: &Networking{
+			ClusterNetwork: []ClusterNetworkEntry{{CIDR: "10.128.0.0/14"}, {CIDR: "bad"}},
+			ServiceNetwork: []string{"172.30.0.0/16"},
+		},
+		Platform: Platform{Local: &LocalPlatform{APIVIP: "10.66.0.1"}},
+	}
+	checks := []struct{ name, got, want string }{
+		{"ClusterDomain", c.ClusterDomain(), "dev.example.com"},
+		{"APIName", c.APIName(), "api.dev.example.com"},
+		{"APIIntName", c.APIIntName(), "api-int.dev.example.com"},
+		{"ServiceNetworkCIDR", c.ServiceNetworkCIDR().String(), "172.30.0.0/16"},
+		{"FirstServiceIP", c.FirstServiceIP().String(), "172.30.0.1"},
+		{"DNSServiceIP", c.DNSServiceIP().String(), "172.30.0.10"},
+		{"APIVIP", c.APIVIP(), "10.66.0.1"},
+		{"PlatformName", c.PlatformName(), "local"},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %q, want %q", ch.name, ch.got, ch.want)
+		}
+	}
+	if got := c.ClusterNetworkCIDRs(); len(got) != 1 || got[0] != netip.MustParsePrefix("10.128.0.0/14") {
+		t.Errorf("ClusterNetworkCIDRs = %v", got)
+	}
+	if c.MasterReplicas() != 3 || c.WorkerReplicas() != 3 {
+		t.Errorf("replicas = %d, %d", c.MasterReplicas(), c.WorkerReplicas())
+	}
+	empty := &Config{Platform: Platform{None: &NonePlatform{}, Local: &LocalPlatform{}}}
+	if empty.PlatformName() != "" || empty.FirstServiceIP().IsValid() || empty.MasterReplicas() != 0 {
+		t.Error("accessors of an empty config are not zero")
+	}
+	small := &Config{Networking: &Networking{ServiceNetwork: []string{"10.0.0.0/29"}}}
+	if small.DNSServiceIP().IsValid() {
+		t.Errorf("DNSServiceIP of a /29 = %v, want none", small.DNSServiceIP())
+	}
+}

@@ -1,0 +1,165 @@
+package installconfig
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// MaxNameLength bounds metadata.name so the infra ID (<name>-<5 random>)
+// keeps the whole name and the machine host names built from it
+// (<infraID>-master-0) stay within a 63-character DNS label.
+const MaxNameLength = 27
+
+// controlPlaneSizes are the etcd member counts kiln accepts: odd, so a
+// quorum survives (3 - 1) / 2 = 1 or (5 - 1) / 2 = 2 losses; 1 is for
+// development clusters without high availability.
+var controlPlaneSizes = []int64{1, 3, 5}
+
+// Validate checks a defaulted install-config and returns every problem at
+// once; plats are the platforms kiln implements.
+func Validate(c *types.Config, plats []platforms.Platform) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case c.APIVersion == "":
+		errs = append(errs, field.Required(field.NewPath("apiVersion"), "must be "+types.APIVersion))
+	case c.APIVersion != types.APIVersion:
+		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), c.APIVersion, []string{types.APIVersion}))
+	}
+	errs = append(errs, validateNames(c)...)
+	errs = append(errs, validatePools(c)...)
+	errs = append(errs, validateNetworking(c)...)
+	errs = append(errs, validatePlatform(c, plats)...)
+	errs = append(errs, validateNodeAccess(c)...)
+	errs = append(errs, validateTimeouts(c.Timeouts, field.NewPath("timeouts"))...)
+	return errs
+}
+
+func validateNames(c *types.Config) field.ErrorList {
+	var errs field.ErrorList
+	name := field.NewPath("metadata", "name")
+	switch {
+	case c.Metadata.Name == "":
+		errs = append(errs, field.Required(name, "the cluster name, a DNS label such as \"dev\""))
+	case len(c.Metadata.Name) > MaxNameLength:
+		errs = append(errs, field.TooLong(name, c.Metadata.Name, MaxNameLength))
+	default:
+		for _, msg := range validation.IsDNS1123Label(c.Metadata.Name) {
+			errs = append(errs, field.Invalid(name, c.Metadata.Name, msg))
+		}
+	}
+	bd := field.NewPath("baseDomain")
+	if c.BaseDomain == "" {
+		return append(errs, field.Required(bd, "the DNS domain the cluster lives under, such as \"example.com\""))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(c.BaseDomain) {
+		errs = append(errs, field.Invalid(bd, c.BaseDomain, msg))
+	}
+	if n := len(c.APIIntName()); n > validation.DNS1123SubdomainMaxLength {
+		errs = append(errs, field.Invalid(bd, c.BaseDomain,
+			fmt.Sprintf("%s is %d characters, more than %d", c.APIIntName(), n, validation.DNS1123SubdomainMaxLength)))
+	}
+	return errs
+}
+
+func validatePools(c *types.Config) field.ErrorList {
+	var errs field.ErrorList
+	cp := field.NewPath("controlPlane")
+	if c.ControlPlane == nil {
+		return append(errs, field.Required(cp, ""))
+	}
+	if c.ControlPlane.Name != ControlPlanePoolName {
+		errs = append(errs, field.NotSupported(cp.Child("name"), c.ControlPlane.Name, []string{ControlPlanePoolName}))
+	}
+	if r := c.ControlPlane.Replicas; r == nil || !slices.Contains(controlPlaneSizes, *r) {
+		var v any = field.OmitValueType{}
+		if r != nil {
+			v = *r
+		}
+		errs = append(errs, field.Invalid(cp.Child("replicas"), v,
+			"must be 1, 3 or 5: etcd needs an odd number of members for a quorum"))
+	}
+	errs = append(errs, validatePoolPlatform(c, &c.ControlPlane.Platform, cp.Child("platform"))...)
+	seen := map[string]bool{}
+	for i := range c.Compute {
+		p, pp := &c.Compute[i], field.NewPath("compute").Index(i)
+		switch {
+		case p.Name != ComputePoolName:
+			errs = append(errs, field.NotSupported(pp.Child("name"), p.Name, []string{ComputePoolName}))
+		case seen[p.Name]:
+			errs = append(errs, field.Duplicate(pp.Child("name"), p.Name))
+		}
+		seen[p.Name] = true
+		if p.Replicas == nil || *p.Replicas < 0 {
+			var v any = field.OmitValueType{}
+			if p.Replicas != nil {
+				v = *p.Replicas
+			}
+			errs = append(errs, field.Invalid(pp.Child("replicas"), v, "must be 0 or more"))
+		}
+		errs = append(errs, validatePoolPlatform(c, &p.Platform, pp.Child("platform"))...)
+	}
+	return errs
+}
+
+// validatePoolPlatform rejects a pool's section for a platform that is not
+// the selected one; the selected platform validates its own section.
+func validatePoolPlatform(c *types.Config, p *types.MachinePoolPlatform, fp *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, name := range p.Names() {
+		if name != c.PlatformName() {
+			errs = append(errs, field.Forbidden(fp.Child(name), "platform."+name+" is not the selected platform"))
+		}
+	}
+	return errs
+}
+
+func validatePlatform(c *types.Config, plats []platforms.Platform) field.ErrorList {
+	fp := field.NewPath("platform")
+	supported := make([]string, len(plats))
+	for i, p := range plats {
+		supported[i] = p.Name()
+	}
+	names := c.Platform.Names()
+	switch len(names) {
+	case 0:
+		return field.ErrorList{field.Required(fp, "set exactly one of: "+strings.Join(supported, ", "))}
+	case 1:
+	default:
+		return field.ErrorList{field.Invalid(fp, strings.Join(names, ", "), "set exactly one platform")}
+	}
+	p := lookup(plats, names[0])
+	if p == nil {
+		return field.ErrorList{field.NotSupported(fp, names[0], supported)}
+	}
+	return p.Validate(c, fp.Child(names[0]))
+}
+
+func validateTimeouts(t *types.Timeouts, fp *field.Path) field.ErrorList {
+	if t == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, d := range []struct {
+		name, value string
+	}{{"bootstrap", t.Bootstrap}, {"install", t.Install}, {"api", t.API}} {
+		if d.value == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.value)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(fp.Child(d.name), d.value, "must be a duration such as \"30m\" or \"1h30m\""))
+		case v <= 0:
+			errs = append(errs, field.Invalid(fp.Child(d.name), d.value, "must be positive"))
+		}
+	}
+	return errs
+}

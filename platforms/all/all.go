@@ -1,0 +1,35 @@
+// Package all lists every platform kiln implements. Platform packages must
+// import only assets/installconfig/types (never assets/installconfig) so that
+// the install-config asset can import this list without a cycle.
+package all
+
+import (
+	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/local"
+	"github.com/kiln-project/kiln/platforms/none"
+)
+
+// Platforms returns every implemented platform, the default first.
+func Platforms() []platforms.Platform {
+	return []platforms.Platform{local.New(), none.Config{}}
+}
+
+// Names returns the platforms' install-config keys, the default first.
+func Names() []string {
+	ps := Platforms()
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.Name()
+	}
+	return names
+}
+
+// Get returns the platform called name.
+func Get(name string) (platforms.Platform, bool) {
+	for _, p := range Platforms() {
+		if p.Name() == name {
+			return p, true
+		}
+	}
+	return nil, false
+}
