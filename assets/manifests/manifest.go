@@ -1,0 +1,31 @@
+package manifests
+
+import "github.com/kiln-project/kiln/graph"
+
+// ManifestsDir is the folder of --dir that holds the cluster's objects.
+const ManifestsDir = "manifests"
+
+// objects is the base of an asset rendering one template of
+// data/manifests/cluster into ManifestsDir from Values (and extra data).
+type objects struct{ fileSet }
+
+// generate renders template with the Values parent and extra fields.
+func (o *objects) generate(p graph.Parents, template string, extra func(*Values) any) error {
+	v := &Values{}
+	if err := p.Get(v); err != nil {
+		return err
+	}
+	var data any = v
+	if extra != nil {
+		data = extra(v)
+	}
+	return o.render(ManifestsDir, data, template)
+}
+
+// loadOne loads the single file rendered from template.
+func (o *objects) loadOne(f graph.FileFetcher, template string) (bool, error) {
+	return o.load(f, targetPaths(ManifestsDir, []string{template}))
+}
+
+// valuesOnly is the Dependencies of an asset that needs only Values.
+func valuesOnly(more ...graph.Asset) []graph.Asset { return append([]graph.Asset{&Values{}}, more...) }

@@ -1,0 +1,112 @@
+package manifests
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/kiln-project/kiln/assets/clusterid"
+	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/assets/tls"
+	"github.com/kiln-project/kiln/graph"
+)
+
+var _ graph.Asset = (*Values)(nil)
+
+// ClusterDNSDomain is the cluster's internal DNS domain for Services.
+const ClusterDNSDomain = "cluster.local"
+
+// Images are the image references the templates use.
+type Images struct {
+	Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, KubeProxy, CoreDNS, Pause string
+}
+
+// Values is everything the manifest templates read, computed once from the
+// install-config. It is an asset so templates render from one consistent
+// set of values and `kiln graph` shows where they come from.
+type Values struct {
+	ClusterName       string
+	ClusterDomain     string
+	APIIntName        string
+	InfraID           string
+	Platform          string
+	NetworkType       string
+	ClusterCIDRs      string
+	NodeCIDRMaskSize  int32
+	ServiceCIDR       string
+	DNSServiceIP      string
+	ClusterDNSDomain  string
+	MasterReplicas    int
+	WorkerReplicas    int
+	CoreDNSReplicas   int
+	KubernetesVersion string
+	KubeletAPIGroup   string
+	// FrontProxyClientCN is the CN the API server accepts request headers from.
+	FrontProxyClientCN string
+	Images             Images
+}
+
+// ID implements graph.Asset.
+func (*Values) ID() string { return "manifests/values" }
+
+// Name implements graph.Asset.
+func (*Values) Name() string { return "manifest template values" }
+
+// Dependencies implements graph.Asset.
+func (*Values) Dependencies() []graph.Asset {
+	return []graph.Asset{&installconfig.InstallConfig{}, &clusterid.ClusterID{}, &tls.FrontProxyClient{}}
+}
+
+// Generate implements graph.Asset.
+func (v *Values) Generate(_ context.Context, p graph.Parents) error {
+	ic, cid, fp := &installconfig.InstallConfig{}, &clusterid.ClusterID{}, &tls.FrontProxyClient{}
+	if err := p.Get(ic, cid, fp); err != nil {
+		return err
+	}
+	fpCert, err := fp.Certificate()
+	if err != nil {
+		return fmt.Errorf("front-proxy client certificate: %w", err)
+	}
+	c := ic.Config
+	var cidrs []string
+	for _, n := range c.Networking.ClusterNetwork {
+		cidrs = append(cidrs, n.CIDR)
+	}
+	if len(cidrs) == 0 || len(c.Networking.ServiceNetwork) == 0 {
+		return fmt.Errorf("install-config has no cluster or service network after defaulting")
+	}
+	coreDNS := 2
+	if c.MasterReplicas()+c.WorkerReplicas() < 2 {
+		coreDNS = 1
+	}
+	*v = Values{
+		ClusterName:        c.Metadata.Name,
+		ClusterDomain:      c.ClusterDomain(),
+		APIIntName:         c.APIIntName(),
+		InfraID:            cid.InfraID,
+		Platform:           c.PlatformName(),
+		NetworkType:        c.Networking.NetworkType,
+		ClusterCIDRs:       strings.Join(cidrs, ","),
+		NodeCIDRMaskSize:   c.Networking.ClusterNetwork[0].HostPrefix,
+		ServiceCIDR:        c.Networking.ServiceNetwork[0],
+		DNSServiceIP:       c.DNSServiceIP().String(),
+		ClusterDNSDomain:   ClusterDNSDomain,
+		MasterReplicas:     c.MasterReplicas(),
+		WorkerReplicas:     c.WorkerReplicas(),
+		CoreDNSReplicas:    coreDNS,
+		KubernetesVersion:  release.KubernetesVersion,
+		KubeletAPIGroup:    tls.KubeletAPIGroup,
+		FrontProxyClientCN: fpCert.Subject.CommonName,
+		Images: Images{
+			Etcd:                  release.Image(release.Etcd),
+			KubeAPIServer:         release.Image(release.KubeAPIServer),
+			KubeControllerManager: release.Image(release.KubeControllerManager),
+			KubeScheduler:         release.Image(release.KubeScheduler),
+			KubeProxy:             release.Image(release.KubeProxy),
+			CoreDNS:               release.Image(release.CoreDNS),
+			Pause:                 release.Image(release.Pause),
+		},
+	}
+	return nil
+}
