@@ -56,7 +56,8 @@ func (c *CertKey) load(f graph.FileFetcher, id string, u usage) (found bool, err
 	}
 	now := time.Now()
 	if now.After(cert.NotAfter) {
-		return true, inputError(certPath, "certificate expired on %s", cert.NotAfter.UTC().Format(time.RFC3339))
+		return true, inputError(certPath, "certificate expired on %s: replace it, or remove it and %s so that kiln issues a new one",
+			cert.NotAfter.UTC().Format(time.RFC3339), keyPath)
 	}
 	if now.Before(cert.NotBefore) {
 		return true, inputError(certPath, "certificate is not valid before %s", cert.NotBefore.UTC().Format(time.RFC3339))
