@@ -106,7 +106,7 @@ func DeleteBridge(ctx context.Context, r Runner, name string) error {
 	if link.LinkInfo == nil || link.LinkInfo.InfoKind != "bridge" {
 		return graph.WithKind(graph.KindInfrastructure, fmt.Errorf("interface %s is not a bridge; not deleting it", name))
 	}
-	if err := runQuiet(ctx, r, []string{"ip", "link", "delete", "dev", name}); err != nil {
+	if err := runQuiet(ctx, r, linkDeleteArgv(name)); err != nil {
 		return graph.WithKind(graph.KindInfrastructure, fmt.Errorf("deleting bridge %s: %w", name, err))
 	}
 	return nil

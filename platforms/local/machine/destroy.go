@@ -136,7 +136,7 @@ func (m *Manager) release(ctx context.Context, name string, rec *record, l launc
 	}
 	if rec != nil && rec.Veth != "" {
 		if _, err := net.InterfaceByName(rec.Veth); err == nil {
-			if err := runQuiet(ctx, m.run, []string{"ip", "link", "delete", "dev", rec.Veth}); err != nil {
+			if err := runQuiet(ctx, m.run, linkDeleteArgv(rec.Veth)); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -166,4 +166,9 @@ func (m *Manager) unmountAll(ctx context.Context, dir string) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// linkDeleteArgv deletes a network link.
+func linkDeleteArgv(name string) []string {
+	return []string{"ip", "link", "delete", "dev", name}
 }
