@@ -335,4 +335,3 @@ spec:
   - {name: pki, hostPath: {path: /etc/kubernetes/pki, type: Directory}}
 `, spec.Ref(), spec.Entrypoint(), ip)
 }
-
