@@ -17,3 +17,8 @@ test: unit
 
 clean:
 	rm -rf bin
+
+# Builds (or reuses from the kiln cache) the local platform's node image.
+# Needs root and Go; a cold build takes tens of minutes (docs/node-image.md).
+node-image: build
+	$(BIN) build node-image
