@@ -184,6 +184,17 @@ func TestMachineLifecycle(t *testing.T) {
 		t.Logf("note: host vm.overcommit_memory is %s", host)
 	}
 
+	// Why /var/lib/containerd is a plain host directory: an overlay (what
+	// containerd's snapshotter mounts) cannot have its upper directory on
+	// the machine's overlayfs root, but can on the bind mount.
+	const tryOverlay = `d=$1; mkdir -p $d/l $d/u $d/w $d/m && mount -t overlay overlay -o lowerdir=$d/l,upperdir=$d/u,workdir=$d/w $d/m && umount $d/m`
+	if _, err := m.Exec(ctx, names[0], "sh", "-c", tryOverlay, "sh", "/var/lib/containerd/kiln-e2e-ovl"); err != nil {
+		t.Errorf("overlay with its upper directory in /var/lib/containerd: %v", err)
+	}
+	if _, err := m.Exec(ctx, names[0], "sh", "-c", tryOverlay, "sh", "/var/tmp/kiln-e2e-ovl"); err == nil {
+		t.Errorf("overlay with its upper directory on the overlayfs root worked; the containerd bind may be unnecessary")
+	}
+
 	// A machine whose nspawn process dies is "stopped" (its init and the
 	// rest may live on in its cgroup); Create starts it again on its disk.
 	if out, err := m.Exec(ctx, names[0], "sh", "-c", "echo kept > /var/lib/kiln-e2e-disk"); err != nil {
