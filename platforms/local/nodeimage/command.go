@@ -32,6 +32,9 @@ func (c command) String() string {
 // Debug level.
 type runner struct {
 	log logrus.FieldLogger
+	// update, when set, also receives every output line, e.g. to show the
+	// latest one as a progress detail.
+	update func(line string)
 }
 
 // run runs c and returns its error with the last lines of its output.
@@ -47,7 +50,7 @@ func (r runner) output(ctx context.Context, c command, keep bool) (string, error
 	cmd.Env = append(os.Environ(), c.Env...)
 	log := r.log.WithField("cmd", c.Path)
 	log.Debugf("running %s", c)
-	tail := &tailLog{log: log}
+	tail := &tailLog{log: log, update: r.update}
 	var stdout strings.Builder
 	if keep {
 		cmd.Stdout = &stdout
@@ -68,6 +71,7 @@ func (r runner) output(ctx context.Context, c command, keep bool) (string, error
 type tailLog struct {
 	mu      sync.Mutex
 	log     logrus.FieldLogger
+	update  func(string)
 	partial []byte
 	lines   []string
 }
@@ -95,6 +99,9 @@ func (t *tailLog) Write(p []byte) (int, error) {
 
 func (t *tailLog) add(line string) {
 	t.log.Debug(line)
+	if t.update != nil {
+		t.update(line)
+	}
 	t.lines = append(t.lines, line)
 	if len(t.lines) > tailLines {
 		t.lines = t.lines[1:]

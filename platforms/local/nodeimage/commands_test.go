@@ -111,19 +111,19 @@ func TestGoBuildCmd(t *testing.T) {
 				t.Fatalf("no component %s", tt.component)
 			}
 			cmd := goBuildCmd("/usr/local/go/bin/go", "/cache", c, "/cache/components/x.tmp/src", "/cache/components/x.tmp/bin")
-			wantHead := []string{"build", "-trimpath", "-ldflags"}
-			if !reflect.DeepEqual(cmd.Args[:3], wantHead) {
-				t.Fatalf("args start %q, want %q", cmd.Args[:3], wantHead)
+			wantHead := []string{"build", "-v", "-trimpath", "-ldflags"}
+			if !reflect.DeepEqual(cmd.Args[:4], wantHead) {
+				t.Fatalf("args start %q, want %q", cmd.Args[:4], wantHead)
 			}
-			ld := cmd.Args[3]
+			ld := cmd.Args[4]
 			for _, w := range tt.wantLD {
 				if !strings.Contains(ld, w) {
 					t.Errorf("-ldflags %q lacks %q", ld, w)
 				}
 			}
 			wantTail := append([]string{"-o", "/cache/components/x.tmp/bin/"}, tt.wantPkgs...)
-			if !reflect.DeepEqual(cmd.Args[4:], wantTail) {
-				t.Errorf("args after -ldflags %q, want %q", cmd.Args[4:], wantTail)
+			if !reflect.DeepEqual(cmd.Args[5:], wantTail) {
+				t.Errorf("args after -ldflags %q, want %q", cmd.Args[5:], wantTail)
 			}
 			if cmd.Dir != "/cache/components/x.tmp/src" || cmd.Path != "/usr/local/go/bin/go" {
 				t.Errorf("dir %q path %q", cmd.Dir, cmd.Path)

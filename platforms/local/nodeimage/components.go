@@ -136,7 +136,9 @@ func goEnv(cacheDir string) []string {
 // writing binaries into out.
 func goBuildCmd(goBin, cacheDir string, c component, src, out string) command {
 	ld := strings.Join(append([]string{"-s", "-w"}, c.LDFlags...), " ")
-	args := []string{"build", "-trimpath", "-ldflags", ld, "-o", out + string(filepath.Separator)}
+	// -v names each package as it is compiled: the debug log and the
+	// progress line show how far a long build has come.
+	args := []string{"build", "-v", "-trimpath", "-ldflags", ld, "-o", out + string(filepath.Separator)}
 	return command{
 		Path: goBin,
 		Args: append(args, c.Packages...),
@@ -145,16 +147,16 @@ func goBuildCmd(goBin, cacheDir string, c component, src, out string) command {
 	}
 }
 
-// key returns the cache key of c: its rendered sources, build flags and
-// the Go toolchain version.
+// key returns the cache key of c: its rendered sources, the whole go build
+// command line (flags, packages, environment) and the Go toolchain version.
 func (c component) key(goVersion string, files map[string][]byte) string {
 	h := newHasher("component/v1")
 	h.add("name", c.Name)
 	h.add("go", goVersion)
-	h.add("arch", runtime.GOARCH)
-	h.add("packages", strings.Join(c.Packages, " "))
+	cmd := goBuildCmd("go", "", c, "", "")
+	h.add("argv", strings.Join(cmd.Args, "\x00"))
+	h.add("env", strings.Join(cmd.Env, "\x00"))
 	h.add("binaries", strings.Join(c.Binaries, " "))
-	h.add("ldflags", strings.Join(c.LDFlags, " "))
 	h.addFiles(files)
 	return h.sum()
 }
@@ -201,7 +203,8 @@ func (b *builder) buildComponent(ctx context.Context, c component, files map[str
 		}
 	}
 	bin := filepath.Join(tmp, "bin")
-	if err := b.run.run(ctx, goBuildCmd(b.goBin, b.cache, c, src, bin)); err != nil {
+	run := runner{log: b.log, update: b.progress.Update}
+	if err := run.run(ctx, goBuildCmd(b.goBin, b.cache, c, src, bin)); err != nil {
 		return fmt.Errorf("building %s: %w", c.Name, err)
 	}
 	for _, name := range c.Binaries {

@@ -88,7 +88,12 @@ func (b *builder) debootstrap(ctx context.Context, mirror, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := b.run.run(ctx, debootstrapCmd(mirror, filepath.Join(tmp, "rootfs"))); err != nil {
+	run := runner{log: b.log, update: func(line string) {
+		if strings.HasPrefix(line, "I: ") {
+			b.progress.Update(strings.TrimPrefix(line, "I: "))
+		}
+	}}
+	if err := run.run(ctx, debootstrapCmd(mirror, filepath.Join(tmp, "rootfs"))); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, mirrorFile), []byte(mirror+"\n"), 0o644); err != nil {
