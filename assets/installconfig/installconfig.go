@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"sigs.k8s.io/yaml"
 
@@ -59,7 +63,7 @@ func (a *InstallConfig) Generate(ctx context.Context, _ graph.Parents) error {
 		if err != nil {
 			return err
 		}
-		return a.set(c)
+		return a.set(c, nil)
 	}
 	data, err := io.ReadAll(in.In)
 	if err != nil {
@@ -95,17 +99,28 @@ func (a *InstallConfig) Load(f graph.FileFetcher) (bool, error) {
 // load parses, defaults and validates YAML.
 func (a *InstallConfig) load(data []byte) error {
 	c, err := Parse(data)
-	if err != nil {
+	if c == nil {
 		return err
 	}
-	return a.set(c)
+	var shape field.ErrorList
+	if ve := (*ValidationError)(nil); errors.As(err, &ve) {
+		shape = ve.Errs
+	}
+	return a.set(c, shape)
 }
 
-// set defaults and validates c, then keeps it with its YAML.
-func (a *InstallConfig) set(c *types.Config) error {
+// set defaults and validates c, then keeps it with its YAML. Problems
+// found while parsing come first; validation adds those in other fields.
+func (a *InstallConfig) set(c *types.Config, parseErrs field.ErrorList) error {
 	plats := all.Platforms()
 	SetDefaults(c, plats)
-	if err := invalid(Validate(c, plats)); err != nil {
+	errs := parseErrs
+	for _, e := range Validate(c, plats) {
+		if !slices.ContainsFunc(parseErrs, func(p *field.Error) bool { return strings.HasPrefix(e.Field, p.Field) }) {
+			errs = append(errs, e)
+		}
+	}
+	if err := invalid(errs); err != nil {
 		return err
 	}
 	data, err := yaml.Marshal(c)

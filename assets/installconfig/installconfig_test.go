@@ -5,8 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kiln-project/kiln/graph"
 )
@@ -135,5 +138,21 @@ func TestRedacted(t *testing.T) {
 	r := Redacted(c)
 	if r.PullSecret != "REDACTED" || c.PullSecret == "REDACTED" {
 		t.Errorf("redacted %q, original %q", r.PullSecret, c.PullSecret)
+	}
+}
+
+func TestLoadReportsParseAndValidationErrorsTogether(t *testing.T) {
+	a := &InstallConfig{}
+	_, err := a.Load(fetcher{FileName: "apiVersion: x\nfoo: 1\nmetadata: {name: 12}\n"})
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v, want a ValidationError", err)
+	}
+	want := []fieldErr{
+		{field.ErrorTypeForbidden, "foo"}, {field.ErrorTypeTypeInvalid, "metadata.name"},
+		{field.ErrorTypeNotSupported, "apiVersion"}, {field.ErrorTypeRequired, "baseDomain"}, {field.ErrorTypeRequired, "platform"},
+	}
+	if got := asData(ve.Errs); !slices.Equal(got, want) {
+		t.Errorf("errors = %v\nwant %v", got, want)
 	}
 }

@@ -46,7 +46,10 @@ func invalid(errs field.ErrorList) error {
 }
 
 // Parse decodes install-config YAML strictly: an unknown field or a value
-// of the wrong type is a field error; all of them are reported at once.
+// of the wrong type is a field error; all of them are reported at once, as
+// a *ValidationError. With such errors Parse still returns what it could
+// decode, so validation can report the remaining problems too; with
+// malformed YAML it returns no config.
 func Parse(data []byte) (*types.Config, error) {
 	j, err := yaml.YAMLToJSON(data)
 	if err != nil {
@@ -61,14 +64,12 @@ func Parse(data []byte) (*types.Config, error) {
 	if tree == nil {
 		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("%s: the file is empty", FileName))
 	}
-	if err := invalid(checkShape(tree, reflect.TypeFor[types.Config](), nil)); err != nil {
-		return nil, err
-	}
+	shape := checkShape(tree, reflect.TypeFor[types.Config](), nil)
 	c := &types.Config{}
-	if err := json.Unmarshal(j, c); err != nil {
+	if err := json.Unmarshal(j, c); err != nil && len(shape) == 0 {
 		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("%s: %w", FileName, err))
 	}
-	return c, nil
+	return c, invalid(shape)
 }
 
 // checkShape compares a decoded JSON tree with the Go type it must fill:

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/targets"
+	"github.com/kiln-project/kiln/graph"
+)
+
+// createOptions are the flags every `kiln create` subcommand shares.
+type createOptions struct {
+	forceRegenerate bool
+}
+
+// newCreateCmd is `kiln create <target>`. A further target subcommand (such
+// as `cluster`) is added with one create.AddCommand line below.
+func newCreateCmd(o *rootOptions) *cobra.Command {
+	co := &createOptions{}
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create install-config.yaml, manifests or Ignition configs in --dir",
+		Args:  cobra.NoArgs,
+	}
+	create.PersistentFlags().BoolVar(&co.forceRegenerate, "force-regenerate", false,
+		"regenerate files you edited whose own inputs changed too, discarding the edits")
+	create.AddCommand(
+		newCreateTargetCmd(o, co, targets.InstallConfig(),
+			"Create install-config.yaml: validate the one in --dir, read one from standard input, or ask on a terminal"),
+		newCreateTargetCmd(o, co, targets.Manifests(), "Create the Kubernetes manifests (edit them before creating Ignition configs)"),
+		newCreateTargetCmd(o, co, targets.IgnitionConfigs(), "Create bootstrap.ign, master.ign and worker.ign"),
+	)
+	return create
+}
+
+func newCreateTargetCmd(o *rootOptions, co *createOptions, t graph.Target, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   t.Name,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.createTarget(cmd.Context(), co, t)
+		},
+	}
+}
+
+// createTarget generates a target and writes it into --dir; on any error
+// --dir is left as it was.
+func (o *rootOptions) createTarget(ctx context.Context, co *createOptions, t graph.Target) error {
+	if len(t.Assets) == 0 {
+		return fmt.Errorf("target %s lists no assets yet", t.Name)
+	}
+	store, err := graph.Open(o.dir, graph.WithLogger(o.log), graph.WithForceRegenerate(co.forceRegenerate))
+	if err != nil {
+		return err
+	}
+	ctx = installconfig.WithInput(ctx, o.installConfigInput())
+	if err := store.Persist(ctx, t); err != nil {
+		return err
+	}
+	var files []string
+	for _, a := range t.Assets {
+		for _, f := range a.Files() {
+			files = append(files, f.Path)
+		}
+	}
+	o.log.Infof("Created %s in %s: %v", t.Name, o.dir, files)
+	return nil
+}
+
+// installConfigInput is where a new install-config comes from: the survey
+// on a terminal, else YAML on standard input.
+func (o *rootOptions) installConfigInput() installconfig.Input {
+	home, _ := os.UserHomeDir()
+	in := installconfig.Input{In: o.stdin, Out: o.stderr, HomeDir: home}
+	if f, ok := o.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		in.Terminal = true
+		in.ReadSecret = func() ([]byte, error) { return term.ReadPassword(int(f.Fd())) }
+	}
+	return in
+}
+
+// writeAll writes b to w, returning the error.
+func writeAll(w io.Writer, b []byte) error {
+	_, err := w.Write(b)
+	return err
+}
