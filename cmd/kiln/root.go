@@ -97,6 +97,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 	root.AddCommand(
 		newVersionCmd(o),
 		newBuildCmd(o),
+		newCreateCmd(o), newGraphCmd(o), newShowCmd(o), newExplainCmd(o),
 	)
 	return root
 }
