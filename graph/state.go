@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,5 +67,10 @@ func (st *State) write(dir string) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, StateFileName), append(b, '\n'), 0o600)
+	b = append(b, '\n')
+	name := filepath.Join(dir, StateFileName)
+	if old, err := os.ReadFile(name); err == nil && bytes.Equal(old, b) {
+		return nil // unchanged: leave the file (and its mtime) alone
+	}
+	return WriteFileAtomic(name, b, 0o600)
 }
