@@ -28,6 +28,7 @@ import (
 //	replace PATH OLD NEW     edit a file
 //
 // Quote words with spaces: 'raw' or "Go syntax".
+//
 //	cmp PATH NAME            PATH has exactly the content of NAME
 //	mode PATH PERM           PATH has permission PERM (octal)
 //	snapshot                 remember every file under $WORK
