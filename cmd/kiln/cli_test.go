@@ -26,13 +26,12 @@ import (
 //	[!] exists PATH          a file exists under $WORK
 //	cp NAME PATH             write archive file NAME to PATH
 //	replace PATH OLD NEW     edit a file
-//
-// Quote words with spaces: 'raw' or "Go syntax".
-//
 //	cmp PATH NAME            PATH has exactly the content of NAME
 //	mode PATH PERM           PATH has permission PERM (octal)
 //	snapshot                 remember every file under $WORK
 //	unchanged [-log]         $WORK is byte-for-byte as snapshot (-log: but .kiln.log)
+//
+// Quote words with spaces: 'raw' or "Go syntax".
 func TestCLIScripts(t *testing.T) {
 	scripts, err := filepath.Glob("../../test/cli/*.txtar")
 	if err != nil || len(scripts) == 0 {
