@@ -288,3 +288,18 @@ func sortedUnique(s []string) []string {
 	slices.Sort(s)
 	return slices.Compact(s)
 }
+
+// Generated lists, sorted, the IDs of the assets whose Generate ran in this
+// store (not restored from the state file or loaded from --dir).
+func (s *Store) Generated() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for id, n := range s.nodes {
+		if n.err == nil && n.entry != nil && n.origin == fromGenerate {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}

@@ -156,6 +156,12 @@ func TestPersistRoundTripRegeneratesNothing(t *testing.T) {
 	if err := s2.Persist(ctx2, target(&fileAsset[sIC]{}, &fileAsset[sMan]{})); err != nil {
 		t.Fatal(err)
 	}
+	if got := s2.Generated(); len(got) != 0 {
+		t.Errorf("Generated() = %v after a no-op run", got)
+	}
+	if got := s.Generated(); !reflect.DeepEqual(got, []string{"cert", "ic", "key1", "man"}) {
+		t.Errorf("first run Generated() = %v", got)
+	}
 	if h.count("man") != 1 || len(h2.calls) != 0 {
 		t.Errorf("second run generated %v, want nothing", h2.calls)
 	}
