@@ -1,0 +1,267 @@
+package lb
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// dialTimeout bounds a connection attempt to one backend.
+const dialTimeout = 3 * time.Second
+
+// Balancer proxies TCP connections for a set of services. Apply starts,
+// updates and stops services to match a Config; Shutdown stops them all.
+type Balancer struct {
+	log logrus.FieldLogger
+
+	mu       sync.Mutex
+	services map[string]*service
+	conns    map[net.Conn]struct{}
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+// New returns a Balancer with no services.
+func New(log logrus.FieldLogger) *Balancer {
+	return &Balancer{log: log, services: map[string]*service{}, conns: map[net.Conn]struct{}{}}
+}
+
+// service is one listener with its backend pool.
+type service struct {
+	cfg      Service
+	ln       net.Listener
+	backends atomic.Pointer[[]*backend]
+	next     atomic.Uint64
+	stop     context.CancelFunc
+}
+
+// backend is one backend address and its last health-check result.
+type backend struct {
+	addr    string
+	healthy atomic.Bool
+}
+
+// serviceKey identifies a listener across reloads.
+func serviceKey(listen string, s Service) string {
+	return s.Name + "@" + s.listenAddr(listen)
+}
+
+// Apply makes the running services match cfg: new services start listening,
+// removed ones stop (their open connections continue), and the backends and
+// health checks of kept ones are replaced, keeping the health of backends
+// present before and after.
+func (b *Balancer) Apply(cfg *Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	want := map[string]Service{}
+	for _, s := range cfg.Services {
+		want[serviceKey(cfg.Listen, s)] = s
+	}
+	for key, svc := range b.services {
+		if _, ok := want[key]; !ok {
+			b.log.Infof("Stopping %s on %s", svc.cfg.Name, svc.ln.Addr())
+			svc.stop()
+			svc.ln.Close()
+			delete(b.services, key)
+		}
+	}
+	for key, s := range want {
+		svc, ok := b.services[key]
+		if !ok {
+			ln, err := net.Listen("tcp", s.listenAddr(cfg.Listen))
+			if err != nil {
+				return fmt.Errorf("service %s: %w", s.Name, err)
+			}
+			svc = &service{ln: ln}
+			b.services[key] = svc
+			b.wg.Add(1)
+			go b.accept(svc)
+			b.log.Infof("Balancing %s on %s", s.Name, ln.Addr())
+		} else {
+			svc.stop()
+		}
+		svc.cfg = s
+		svc.backends.Store(mergeBackends(svc.backends.Load(), s.backendAddrs()))
+		ctx, cancel := context.WithCancel(context.Background())
+		svc.stop = cancel
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.checkLoop(ctx, svc)
+		}()
+	}
+	return nil
+}
+
+// mergeBackends returns backends for addrs, reusing old entries (and their
+// health) for addresses already known.
+func mergeBackends(old *[]*backend, addrs []string) *[]*backend {
+	known := map[string]*backend{}
+	if old != nil {
+		for _, be := range *old {
+			known[be.addr] = be
+		}
+	}
+	out := make([]*backend, 0, len(addrs))
+	for _, a := range addrs {
+		if be, ok := known[a]; ok {
+			out = append(out, be)
+			continue
+		}
+		out = append(out, &backend{addr: a})
+	}
+	return &out
+}
+
+// Addr returns the bound address of the named service, or nil.
+func (b *Balancer) Addr(name string) net.Addr {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, svc := range b.services {
+		if svc.cfg.Name == name {
+			return svc.ln.Addr()
+		}
+	}
+	return nil
+}
+
+// Shutdown stops listening and health checking, waits for open connections
+// to finish until ctx is done, then closes those left.
+func (b *Balancer) Shutdown(ctx context.Context) error {
+	b.mu.Lock()
+	for key, svc := range b.services {
+		svc.stop()
+		svc.ln.Close()
+		delete(b.services, key)
+	}
+	b.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		b.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	b.closed = true
+	for c := range b.conns {
+		c.Close()
+	}
+	b.mu.Unlock()
+	<-done
+	return ctx.Err()
+}
+
+// accept serves a service's listener until it is closed.
+func (b *Balancer) accept(svc *service) {
+	defer b.wg.Done()
+	for {
+		c, err := svc.ln.Accept()
+		if err != nil {
+			return
+		}
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.handle(svc, c)
+		}()
+	}
+}
+
+// healthy returns the backends whose last check passed.
+func (svc *service) healthy() []*backend {
+	all := svc.backends.Load()
+	out := make([]*backend, 0, len(*all))
+	for _, be := range *all {
+		if be.healthy.Load() {
+			out = append(out, be)
+		}
+	}
+	return out
+}
+
+// dial connects to the next healthy backend round-robin, trying the others
+// when it fails; it returns nil when none answers.
+func (svc *service) dial() net.Conn {
+	hs := svc.healthy()
+	if len(hs) == 0 {
+		return nil
+	}
+	start := svc.next.Add(1) - 1
+	for i := range hs {
+		be := hs[(start+uint64(i))%uint64(len(hs))]
+		c, err := net.DialTimeout("tcp", be.addr, dialTimeout)
+		if err == nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// handle proxies one client connection; with no healthy backend it closes it.
+func (b *Balancer) handle(svc *service, client net.Conn) {
+	up := svc.dial()
+	if up == nil {
+		b.log.Debugf("%s: no healthy backend for %s", svc.cfg.Name, client.RemoteAddr())
+		client.Close()
+		return
+	}
+	if !b.track(client, up) {
+		client.Close()
+		up.Close()
+		return
+	}
+	defer b.untrack(client, up)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); copyHalf(up, client) }()
+	go func() { defer wg.Done(); copyHalf(client, up) }()
+	wg.Wait()
+	client.Close()
+	up.Close()
+}
+
+// track records open connections for Shutdown; it returns false once
+// Shutdown has closed the connections left.
+func (b *Balancer) track(cs ...net.Conn) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	for _, c := range cs {
+		b.conns[c] = struct{}{}
+	}
+	return true
+}
+
+func (b *Balancer) untrack(cs ...net.Conn) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range cs {
+		delete(b.conns, c)
+	}
+}
+
+// copyHalf copies src to dst, then half-closes dst for writing so the peer
+// sees EOF while the other direction continues.
+func copyHalf(dst, src net.Conn) {
+	io.Copy(dst, src)
+	if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	} else {
+		dst.Close()
+	}
+}

@@ -1,0 +1,131 @@
+package lb
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Health check kinds.
+const (
+	// CheckHTTPS is an HTTPS GET of Service.HealthPath that must answer 200.
+	CheckHTTPS = "https"
+	// CheckTCP is a TCP connect.
+	CheckTCP = "tcp"
+)
+
+// DefaultInterval is the health-check interval when a service sets none.
+const DefaultInterval = 2 * time.Second
+
+// Config is the load balancer's JSON configuration file.
+type Config struct {
+	// Listen is the address the services listen on (the API VIP).
+	Listen string `json:"listen"`
+	// Services are the balanced ports.
+	Services []Service `json:"services"`
+}
+
+// Service is one balanced port.
+type Service struct {
+	// Name names the service in logs ("api", "machine-config").
+	Name string `json:"name"`
+	// Port is the port listened on; backends use it too unless they name a
+	// port. 0 picks a free port (tests).
+	Port int `json:"port"`
+	// Backends are "ip" or "ip:port" addresses.
+	Backends []string `json:"backends"`
+	// Health is CheckHTTPS or CheckTCP.
+	Health string `json:"health"`
+	// HealthPath is the HTTPS path checked (CheckHTTPS), e.g. "/readyz".
+	HealthPath string `json:"healthPath,omitempty"`
+	// CAFile is a PEM bundle the HTTPS check verifies backends with; without
+	// it the check does not verify certificates (it sends no secret and only
+	// decides where connections go; proxied traffic is end-to-end TLS).
+	CAFile string `json:"caFile,omitempty"`
+	// IntervalMillis is the health-check interval; DefaultInterval when 0.
+	IntervalMillis int `json:"intervalMillis,omitempty"`
+}
+
+// interval returns the service's health-check interval.
+func (s Service) interval() time.Duration {
+	if s.IntervalMillis > 0 {
+		return time.Duration(s.IntervalMillis) * time.Millisecond
+	}
+	return DefaultInterval
+}
+
+// listenAddr returns the service's listen address.
+func (s Service) listenAddr(listen string) string {
+	return net.JoinHostPort(listen, strconv.Itoa(s.Port))
+}
+
+// backendAddrs returns the backends as host:port.
+func (s Service) backendAddrs() []string {
+	out := make([]string, 0, len(s.Backends))
+	for _, b := range s.Backends {
+		if _, _, err := net.SplitHostPort(b); err == nil {
+			out = append(out, b)
+			continue
+		}
+		out = append(out, net.JoinHostPort(b, strconv.Itoa(s.Port)))
+	}
+	return out
+}
+
+// Validate checks the configuration and returns every problem found.
+func (c *Config) Validate() error {
+	var errs []error
+	if net.ParseIP(c.Listen) == nil {
+		errs = append(errs, fmt.Errorf("listen: %q is not an IP address", c.Listen))
+	}
+	seen := map[int]bool{}
+	for i, s := range c.Services {
+		p := fmt.Sprintf("services[%d]", i)
+		if s.Port < 0 || s.Port > 65535 {
+			errs = append(errs, fmt.Errorf("%s.port: %d out of range", p, s.Port))
+		}
+		if s.Port != 0 && seen[s.Port] {
+			errs = append(errs, fmt.Errorf("%s.port: %d used twice", p, s.Port))
+		}
+		seen[s.Port] = true
+		switch s.Health {
+		case CheckTCP:
+		case CheckHTTPS:
+			if s.HealthPath == "" {
+				errs = append(errs, fmt.Errorf("%s.healthPath: required for %s checks", p, CheckHTTPS))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("%s.health: %q is not %s or %s", p, s.Health, CheckHTTPS, CheckTCP))
+		}
+		for j, b := range s.Backends {
+			host := b
+			if h, _, err := net.SplitHostPort(b); err == nil {
+				host = h
+			}
+			if net.ParseIP(host) == nil {
+				errs = append(errs, fmt.Errorf("%s.backends[%d]: %q is not an IP address", p, j, b))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LoadConfig reads and validates a configuration file.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &c, nil
+}

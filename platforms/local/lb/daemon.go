@@ -1,0 +1,157 @@
+package lb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Process describes a detached `kiln lb` process and its files.
+type Process struct {
+	// Kiln is the kiln binary that runs `kiln lb`.
+	Kiln string
+	// ConfigPath is its configuration file.
+	ConfigPath string
+	// PIDFile is where it writes its pid once listening.
+	PIDFile string
+	// LogFile receives its output (appended).
+	LogFile string
+}
+
+// Command returns the argv of the load balancer process.
+func (p Process) Command() []string {
+	return []string{p.Kiln, "lb", "--config", p.ConfigPath, "--pid-file", p.PIDFile}
+}
+
+// ErrNotRunning is returned by PID when no load balancer process runs.
+var ErrNotRunning = errors.New("load balancer is not running")
+
+// Start launches the process detached from kiln (its own session, output to
+// LogFile) and waits until it has written its pid file, which it does once
+// every service listens. If it exits first, the error names its log file.
+func (p Process) Start(ctx context.Context) (int, error) {
+	logf, err := os.OpenFile(p.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer logf.Close()
+	os.Remove(p.PIDFile)
+	argv := p.Command()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-exited:
+			return 0, fmt.Errorf("load balancer exited (%v); see %s", err, p.LogFile)
+		case <-ctx.Done():
+			cmd.Process.Kill()
+			return 0, ctx.Err()
+		case <-tick.C:
+			if pid, err := p.PID(); err == nil {
+				return pid, nil
+			}
+		}
+	}
+}
+
+// PID returns the pid of the running process named by the pid file; it
+// checks that the pid is a `kiln lb` process with this configuration, so a
+// reused pid is never signalled.
+func (p Process) PID() (int, error) {
+	data, err := os.ReadFile(p.PIDFile)
+	if err != nil {
+		return 0, ErrNotRunning
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return 0, ErrNotRunning
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return 0, ErrNotRunning
+	}
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	if !containsSeq(args, []string{"lb", "--config", p.ConfigPath}) {
+		return 0, ErrNotRunning
+	}
+	return pid, nil
+}
+
+// containsSeq reports whether seq appears in args in order, contiguously.
+func containsSeq(args, seq []string) bool {
+	for i := 0; i+len(seq) <= len(args); i++ {
+		match := true
+		for j := range seq {
+			if args[i+j] != seq[j] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// Reload asks the running process to re-read its configuration (SIGHUP).
+func (p Process) Reload() error {
+	pid, err := p.PID()
+	if err != nil {
+		return err
+	}
+	return syscall.Kill(pid, syscall.SIGHUP)
+}
+
+// Stop terminates the running process (SIGTERM, then SIGKILL after
+// timeout) and waits for it to exit. Stopping a process that does not run
+// is not an error.
+func (p Process) Stop(ctx context.Context, timeout time.Duration) error {
+	pid, err := p.PID()
+	if errors.Is(err, ErrNotRunning) {
+		os.Remove(p.PIDFile)
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			deadline = time.Now().Add(timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	os.Remove(p.PIDFile)
+	return nil
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}

@@ -1,0 +1,461 @@
+package lb
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
+)
+
+// TestMain lets the test binary act as `kiln lb` for the detached-process
+// test: with KILN_LB_TEST_SERVE=1 it serves the config named in its argv.
+func TestMain(m *testing.M) {
+	if os.Getenv("KILN_LB_TEST_SERVE") == "1" {
+		args := os.Args[1:]
+		var cfg, pid string
+		for i := 0; i+1 < len(args); i++ {
+			switch args[i] {
+			case "--config":
+				cfg = args[i+1]
+			case "--pid-file":
+				pid = args[i+1]
+			}
+		}
+		log := logrus.New()
+		if err := Serve(context.Background(), ServeOptions{ConfigPath: cfg, PIDFile: pid, Log: log}); err != nil {
+			log.Fatal(err)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// nameServer is a TCP backend that writes its name to every connection and
+// closes it.
+func nameServer(t testing.TB, name string) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(name))
+			c.Close()
+		}
+	}()
+	return ln
+}
+
+// readName dials addr and returns what the backend wrote ("" when the
+// balancer closed the connection without a backend).
+func readName(t testing.TB, addr string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Second))
+	data, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("read through balancer: %v", err)
+	}
+	return string(data)
+}
+
+// eventually polls cond until it holds or 5 s pass.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func startBalancer(t testing.TB, cfg *Config) *Balancer {
+	t.Helper()
+	log, _ := test.NewNullLogger()
+	b := New(log)
+	if err := b.Apply(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		b.Shutdown(ctx)
+	})
+	return b
+}
+
+// healthyCount returns how many backends of service name passed a check.
+func healthyCount(b *Balancer, name string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, svc := range b.services {
+		if svc.cfg.Name == name {
+			return len(svc.healthy())
+		}
+	}
+	return -1
+}
+
+func tcpService(name string, backends ...net.Listener) Service {
+	s := Service{Name: name, Health: CheckTCP, IntervalMillis: 50}
+	for _, b := range backends {
+		s.Backends = append(s.Backends, b.Addr().String())
+	}
+	return s
+}
+
+func TestRoundRobin(t *testing.T) {
+	a, b2, c := nameServer(t, "a"), nameServer(t, "b"), nameServer(t, "c")
+	b := startBalancer(t, &Config{Listen: "127.0.0.1", Services: []Service{tcpService("mcs", a, b2, c)}})
+	eventually(t, "3 healthy backends", func() bool { return healthyCount(b, "mcs") == 3 })
+	addr := b.Addr("mcs").String()
+	var got []string
+	for range 6 {
+		got = append(got, readName(t, addr))
+	}
+	// Each backend gets every third connection.
+	for i := range got {
+		if got[i] == "" || got[i] != got[(i+3)%6] || got[i] == got[(i+1)%6] {
+			t.Fatalf("connections went to %v, want a round-robin rotation", got)
+		}
+	}
+}
+
+func TestUnhealthySkipped(t *testing.T) {
+	var failing atomic.Bool
+	failing.Store(true)
+	https := func(name string, fail *atomic.Bool) *httptest.Server {
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/readyz" && fail != nil && fail.Load() {
+				http.Error(w, "etcd not ready", http.StatusInternalServerError)
+				return
+			}
+			io.WriteString(w, name)
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	good, bad := https("good", nil), https("bad", &failing)
+	down := nameServer(t, "down")
+	down.Close()
+	api := Service{Name: "api", Health: CheckHTTPS, HealthPath: "/readyz", IntervalMillis: 50,
+		Backends: []string{strings.TrimPrefix(good.URL, "https://"), strings.TrimPrefix(bad.URL, "https://"), down.Addr().String()}}
+	b := startBalancer(t, &Config{Listen: "127.0.0.1", Services: []Service{api}})
+	eventually(t, "1 healthy backend", func() bool { return healthyCount(b, "api") == 1 })
+	client := good.Client()
+	// One proxied connection per request, so each is balanced.
+	client.Transport.(*http.Transport).DisableKeepAlives = true
+	get := func() string {
+		resp, err := client.Get("https://" + b.Addr("api").String() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return string(body)
+	}
+	for i := range 4 {
+		if got := get(); got != "good" {
+			t.Fatalf("request %d answered by %q, want only the healthy backend", i, got)
+		}
+	}
+	failing.Store(false)
+	eventually(t, "2 healthy backends", func() bool { return healthyCount(b, "api") == 2 })
+	seen := map[string]bool{}
+	for range 4 {
+		seen[get()] = true
+	}
+	if !seen["good"] || !seen["bad"] {
+		t.Errorf("after recovery, requests reached %v, want both backends", seen)
+	}
+}
+
+func TestNoHealthyBackendClosesConnection(t *testing.T) {
+	down := nameServer(t, "down")
+	down.Close()
+	b := startBalancer(t, &Config{Listen: "127.0.0.1", Services: []Service{tcpService("mcs", down)}})
+	time.Sleep(100 * time.Millisecond)
+	if got := readName(t, b.Addr("mcs").String()); got != "" {
+		t.Errorf("got %q, want the connection closed", got)
+	}
+}
+
+func TestReloadRemovesBackend(t *testing.T) {
+	boot, master := nameServer(t, "bootstrap"), nameServer(t, "master")
+	cfg := &Config{Listen: "127.0.0.1", Services: []Service{tcpService("mcs", boot, master)}}
+	b := startBalancer(t, cfg)
+	eventually(t, "2 healthy backends", func() bool { return healthyCount(b, "mcs") == 2 })
+	addr := b.Addr("mcs").String()
+	seen := map[string]bool{readName(t, addr): true, readName(t, addr): true}
+	if !seen["bootstrap"] || !seen["master"] {
+		t.Fatalf("before reload, connections reached %v", seen)
+	}
+	if err := b.Apply(&Config{Listen: "127.0.0.1", Services: []Service{tcpService("mcs", master)}}); err != nil {
+		t.Fatal(err)
+	}
+	if b.Addr("mcs").String() != addr {
+		t.Fatalf("reload moved the listener from %s to %s", addr, b.Addr("mcs"))
+	}
+	// The kept backend stays healthy across the reload: no gap.
+	for i := range 4 {
+		if got := readName(t, addr); got != "master" {
+			t.Fatalf("after reload, connection %d reached %q", i, got)
+		}
+	}
+	// Removing a service closes its listener.
+	if err := b.Apply(&Config{Listen: "127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Errorf("listener of a removed service still accepts")
+	}
+}
+
+// echoServer echoes everything it reads.
+func echoServer(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				io.Copy(c, c)
+				c.Close()
+			}()
+		}
+	}()
+	return ln
+}
+
+func TestGracefulStop(t *testing.T) {
+	echo := echoServer(t)
+	log, _ := test.NewNullLogger()
+	b := New(log)
+	if err := b.Apply(&Config{Listen: "127.0.0.1", Services: []Service{tcpService("api", echo)}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "healthy backend", func() bool { return healthyCount(b, "api") == 1 })
+	addr := b.Addr("api").String()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		done <- b.Shutdown(ctx)
+	}()
+	eventually(t, "listener closed", func() bool {
+		nc, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
+			nc.Close()
+		}
+		return err != nil
+	})
+	// The open connection still works during the grace period.
+	c.Write([]byte("ping"))
+	buf := make([]byte, 4)
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
+		t.Fatalf("open connection during shutdown: %q, %v", buf, err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned %v with a connection open", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	c.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Shutdown = %v", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Shutdown did not return after the last connection closed")
+	}
+}
+
+func TestShutdownDeadlineClosesConnections(t *testing.T) {
+	echo := echoServer(t)
+	log, _ := test.NewNullLogger()
+	b := New(log)
+	b.Apply(&Config{Listen: "127.0.0.1", Services: []Service{tcpService("api", echo)}})
+	eventually(t, "healthy backend", func() bool { return healthyCount(b, "api") == 1 })
+	c, err := net.Dial("tcp", b.Addr("api").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("x"))
+	io.ReadFull(c, make([]byte, 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := b.Shutdown(ctx); err == nil {
+		t.Errorf("Shutdown = nil, want the deadline error")
+	}
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	if n, err := c.Read(make([]byte, 1)); err == nil {
+		t.Errorf("connection still open after forced shutdown (read %d)", n)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want []string // substrings of the error, none when valid
+	}{
+		{"valid", Config{Listen: "10.88.0.1", Services: []Service{
+			{Name: "api", Port: 6443, Health: CheckHTTPS, HealthPath: "/readyz", Backends: []string{"10.88.0.10", "10.88.0.11:6443"}},
+			{Name: "mcs", Port: 22623, Health: CheckTCP, Backends: []string{"10.88.0.10"}},
+		}}, nil},
+		{"every problem", Config{Listen: "gateway", Services: []Service{
+			{Name: "api", Port: 6443, Health: CheckHTTPS, Backends: []string{"master-0"}},
+			{Name: "mcs", Port: 6443, Health: "icmp"},
+		}}, []string{"listen:", "services[0].healthPath", "services[0].backends[0]", "services[1].port: 6443 used twice", "services[1].health"}},
+	}
+	for _, tt := range tests {
+		err := tt.cfg.Validate()
+		if (err == nil) != (len(tt.want) == 0) {
+			t.Fatalf("%s: Validate = %v", tt.name, err)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q lacks %q", tt.name, err, w)
+			}
+		}
+	}
+	s := Service{Port: 22623, Backends: []string{"10.0.0.1", "10.0.0.2:1234", "fd00::1"}}
+	if got := strings.Join(s.backendAddrs(), ","); got != "10.0.0.1:22623,10.0.0.2:1234,[fd00::1]:22623" {
+		t.Errorf("backendAddrs = %s", got)
+	}
+}
+
+func writeConfig(t *testing.T, path string, cfg *Config) {
+	t.Helper()
+	data, _ := json.Marshal(cfg)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// freePort returns a port free on 127.0.0.1 at the time of the call.
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestProcess runs the balancer as a detached process (the test binary in
+// the role of kiln), reloads it with SIGHUP and stops it.
+func TestProcess(t *testing.T) {
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KILN_LB_TEST_SERVE", "1")
+	boot, master := nameServer(t, "bootstrap"), nameServer(t, "master")
+	port := freePort(t)
+	svc := tcpService("mcs", boot, master)
+	svc.Port = port
+	p := Process{Kiln: self, ConfigPath: filepath.Join(dir, "lb.json"), PIDFile: filepath.Join(dir, "lb.pid"), LogFile: filepath.Join(dir, "lb.log")}
+	writeConfig(t, p.ConfigPath, &Config{Listen: "127.0.0.1", Services: []Service{svc}})
+	ctx := context.Background()
+	pid, err := p.Start(ctx)
+	if err != nil {
+		log, _ := os.ReadFile(p.LogFile)
+		t.Fatalf("Start: %v\n%s", err, log)
+	}
+	t.Cleanup(func() { p.Stop(ctx, time.Second) })
+	if got, err := p.PID(); err != nil || got != pid {
+		t.Fatalf("PID = %d, %v; want %d", got, err, pid)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	eventually(t, "both backends used", func() bool {
+		seen := map[string]bool{readName(t, addr): true, readName(t, addr): true}
+		return seen["bootstrap"] && seen["master"]
+	})
+	svc = tcpService("mcs", master)
+	svc.Port = port
+	writeConfig(t, p.ConfigPath, &Config{Listen: "127.0.0.1", Services: []Service{svc}})
+	if err := p.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "bootstrap removed", func() bool {
+		for range 3 {
+			if readName(t, addr) != "master" {
+				return false
+			}
+		}
+		return true
+	})
+	if err := p.Stop(ctx, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if alive(pid) {
+		t.Errorf("process %d still alive after Stop", pid)
+	}
+	if _, err := p.PID(); err != ErrNotRunning {
+		t.Errorf("PID after Stop = %v, want ErrNotRunning", err)
+	}
+	if err := p.Stop(ctx, time.Second); err != nil {
+		t.Errorf("second Stop = %v, want nil", err)
+	}
+}
+
+func TestPIDRefusesForeignProcess(t *testing.T) {
+	dir := t.TempDir()
+	p := Process{ConfigPath: filepath.Join(dir, "lb.json"), PIDFile: filepath.Join(dir, "lb.pid")}
+	// Our own pid is alive but not a `kiln lb` with this config.
+	os.WriteFile(p.PIDFile, []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o644)
+	if _, err := p.PID(); err != ErrNotRunning {
+		t.Errorf("PID = %v, want ErrNotRunning for a foreign process", err)
+	}
+	want := []string{"/usr/bin/kiln", "lb", "--config", p.ConfigPath, "--pid-file", p.PIDFile}
+	p.Kiln = "/usr/bin/kiln"
+	if got := p.Command(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("Command = %q, want %q", got, want)
+	}
+}
