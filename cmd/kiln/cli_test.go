@@ -20,7 +20,7 @@ import (
 // expected outputs. Commands (a leading "!" expects failure or negates):
 //
 //	stdin NAME               standard input of the next kiln run
-//	[!] kiln ARGS...         run kiln; $WORK is the test's directory
+//	[!] kiln ARGS...         run kiln; $WORK is the test's directory (the default --dir)
 //	code N                   exit code of the last run
 //	[!] stdout|stderr RE     output of the last run matches RE
 //	[!] exists PATH          a file exists under $WORK
@@ -85,7 +85,11 @@ func (s *scriptState) run(line string) {
 	case "kiln":
 		var out, errb bytes.Buffer
 		o := &rootOptions{stdin: strings.NewReader(s.stdin), stdout: &out, stderr: &errb}
-		s.code = execute(context.Background(), o, args[1:])
+		kargs := args[1:]
+		if !slices.ContainsFunc(kargs, func(a string) bool { return strings.HasPrefix(a, "--dir") }) {
+			kargs = append(kargs, "--dir", s.work) // never the source tree
+		}
+		s.code = execute(context.Background(), o, kargs)
 		s.stdin, s.stdout, s.stderr = "", out.String(), errb.String()
 		if (s.code != 0) != neg {
 			s.fatalf("exit code %d", s.code)
