@@ -98,6 +98,8 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		newVersionCmd(o),
 		newBuildCmd(o),
 		newCreateCmd(o), newGraphCmd(o), newShowCmd(o), newExplainCmd(o),
+		newProviderCmd(o),
+		newLBCmd(o),
 	)
 	return root
 }

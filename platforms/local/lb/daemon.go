@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,9 +25,10 @@ type Process struct {
 	LogFile string
 }
 
-// Command returns the argv of the load balancer process.
+// Command returns the argv of the load balancer process; kiln's --dir (where
+// its debug log goes) is the configuration's directory.
 func (p Process) Command() []string {
-	return []string{p.Kiln, "lb", "--config", p.ConfigPath, "--pid-file", p.PIDFile}
+	return []string{p.Kiln, "--dir", filepath.Dir(p.ConfigPath), "lb", "--config", p.ConfigPath, "--pid-file", p.PIDFile}
 }
 
 // ErrNotRunning is returned by PID when no load balancer process runs.
@@ -45,6 +47,7 @@ func (p Process) Start(ctx context.Context) (int, error) {
 	argv := p.Command()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = filepath.Dir(p.ConfigPath)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return 0, err

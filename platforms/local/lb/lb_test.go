@@ -453,7 +453,7 @@ func TestPIDRefusesForeignProcess(t *testing.T) {
 	if _, err := p.PID(); err != ErrNotRunning {
 		t.Errorf("PID = %v, want ErrNotRunning for a foreign process", err)
 	}
-	want := []string{"/usr/bin/kiln", "lb", "--config", p.ConfigPath, "--pid-file", p.PIDFile}
+	want := []string{"/usr/bin/kiln", "--dir", dir, "lb", "--config", p.ConfigPath, "--pid-file", p.PIDFile}
 	p.Kiln = "/usr/bin/kiln"
 	if got := p.Command(); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("Command = %q, want %q", got, want)

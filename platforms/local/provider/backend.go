@@ -1,0 +1,99 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/platforms/local/machine"
+)
+
+// Machines is what the machine resource needs of the machine runtime;
+// *machine.Manager implements it.
+type Machines interface {
+	// Create creates and boots a machine.
+	Create(ctx context.Context, s machine.Spec) error
+	// Destroy stops and removes a machine; an absent one is fine.
+	Destroy(ctx context.Context, name string) error
+	// State reports whether a machine runs, is stopped or is absent.
+	State(ctx context.Context, name string) (machine.State, error)
+}
+
+// Networks is what the network resource needs of the host.
+type Networks interface {
+	// EnsureBridge creates the bridge with the host address gatewayCIDR.
+	EnsureBridge(ctx context.Context, name, gatewayCIDR string) error
+	// DeleteBridge deletes the bridge; an absent one is fine.
+	DeleteBridge(ctx context.Context, name string) error
+	// BridgeExists reports whether the bridge exists.
+	BridgeExists(ctx context.Context, name string) (bool, error)
+}
+
+// Settings is the provider's configuration after defaults.
+type Settings struct {
+	// MachineDir is the machines' state root.
+	MachineDir string
+	// ImageDir is the default node image of machines.
+	ImageDir string
+	// LBDir holds one directory per load balancer (config, pid, log).
+	LBDir string
+}
+
+// Backend is what the resources act on; Factory builds it once the
+// provider is configured.
+type Backend struct {
+	Machines Machines
+	Networks Networks
+	// Kiln is the binary that runs `kiln lb`.
+	Kiln     string
+	Settings Settings
+}
+
+// Factory returns the Backend for the provider's settings.
+type Factory func(Settings) (*Backend, error)
+
+// HostFactory is the production Factory: machines are managed by
+// machine.Manager, bridges with ip(8), and `kiln lb` is the running binary.
+func HostFactory(log logrus.FieldLogger) Factory {
+	return func(s Settings) (*Backend, error) {
+		kiln, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		run := machine.ExecRunner{Log: log}
+		return &Backend{
+			Machines: machine.NewManager(machine.Options{StateRoot: s.MachineDir, Log: log, Runner: run}),
+			Networks: hostNetworks{run: run},
+			Kiln:     kiln,
+			Settings: s,
+		}, nil
+	}
+}
+
+// hostNetworks manages bridges on the host with machine's bridge helpers.
+type hostNetworks struct {
+	run machine.Runner
+}
+
+// EnsureBridge implements Networks.
+func (h hostNetworks) EnsureBridge(ctx context.Context, name, gatewayCIDR string) error {
+	return machine.EnsureBridge(ctx, h.run, name, gatewayCIDR)
+}
+
+// DeleteBridge implements Networks.
+func (h hostNetworks) DeleteBridge(ctx context.Context, name string) error {
+	return machine.DeleteBridge(ctx, h.run, name)
+}
+
+// BridgeExists implements Networks from /sys/class/net.
+func (hostNetworks) BridgeExists(_ context.Context, name string) (bool, error) {
+	_, err := os.Stat(filepath.Join("/sys/class/net", name, "bridge"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -1,0 +1,14 @@
+// Package provider is the Terraform provider of the local platform, served
+// by the kiln binary itself (`kiln terraform-provider-kilnlocal`, plugin
+// protocol 6) and installed by kiln into a filesystem mirror, so one build
+// ships the installer and its provider and their versions never drift.
+//
+// Its source address is kiln.dev/kiln/kilnlocal. Resources:
+//   - kilnlocal_network: a host bridge with the host's address on it
+//     (machine.EnsureBridge / machine.DeleteBridge); no NAT, no route off the
+//     host.
+//   - kilnlocal_machine: one systemd-nspawn machine (machine.Manager); its
+//     attributes map 1:1 to machine.Spec and any change replaces it.
+//   - kilnlocal_load_balancer: the API load balancer, a detached `kiln lb`
+//     process (package lb) whose backends are updated in place.
+package provider

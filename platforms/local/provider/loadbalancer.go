@@ -1,0 +1,222 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/kiln-project/kiln/platforms/local/lb"
+)
+
+var (
+	_ resource.Resource              = (*loadBalancerResource)(nil)
+	_ resource.ResourceWithConfigure = (*loadBalancerResource)(nil)
+)
+
+// Load balancer ports and timing.
+const (
+	// APIPort is the Kubernetes API port.
+	APIPort = 6443
+	// MCSPort is the machine-config server port.
+	MCSPort = 22623
+	// lbStopTimeout bounds the load balancer's graceful stop.
+	lbStopTimeout = 10 * time.Second
+	// lbStartTimeout bounds its start.
+	lbStartTimeout = 30 * time.Second
+)
+
+// loadBalancerResource is kilnlocal_load_balancer: a detached `kiln lb`
+// process. Its backends change in place (config rewritten, SIGHUP), which
+// is how the bootstrap machine leaves the pools.
+type loadBalancerResource struct {
+	b *Backend
+}
+
+// loadBalancerModel is the resource's data.
+type loadBalancerModel struct {
+	ID          types.String `tfsdk:"id"`
+	Name        types.String `tfsdk:"name"`
+	Listen      types.String `tfsdk:"listen"`
+	APIPort     types.Int64  `tfsdk:"api_port"`
+	MCSPort     types.Int64  `tfsdk:"mcs_port"`
+	APIBackends []string     `tfsdk:"api_backends"`
+	MCSBackends []string     `tfsdk:"mcs_backends"`
+	CAFile      types.String `tfsdk:"ca_file"`
+	PID         types.Int64  `tfsdk:"pid"`
+}
+
+// config returns the lb configuration for the model.
+func (m *loadBalancerModel) config() *lb.Config {
+	return &lb.Config{
+		Listen: m.Listen.ValueString(),
+		Services: []lb.Service{
+			{Name: "api", Port: int(m.APIPort.ValueInt64()), Backends: m.APIBackends,
+				Health: lb.CheckHTTPS, HealthPath: "/readyz", CAFile: m.CAFile.ValueString()},
+			{Name: "machine-config", Port: int(m.MCSPort.ValueInt64()), Backends: m.MCSBackends, Health: lb.CheckTCP},
+		},
+	}
+}
+
+// process returns the lb process of the model, its files in <lb_dir>/<name>.
+func (r *loadBalancerResource) process(m *loadBalancerModel) lb.Process {
+	dir := filepath.Join(r.b.Settings.LBDir, m.Name.ValueString())
+	return lb.Process{
+		Kiln:       r.b.Kiln,
+		ConfigPath: filepath.Join(dir, "lb.json"),
+		PIDFile:    filepath.Join(dir, "lb.pid"),
+		LogFile:    filepath.Join(dir, "lb.log"),
+	}
+}
+
+// Metadata implements resource.Resource.
+func (r *loadBalancerResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_load_balancer"
+}
+
+// Schema implements resource.Resource.
+func (r *loadBalancerResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	str := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	port := []planmodifier.Int64{int64planmodifier.RequiresReplace()}
+	resp.Schema = schema.Schema{
+		Description: "The API load balancer: a `kiln lb` process on the host balancing the API (HTTPS /readyz checks) and the machine-config server (TCP checks).",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, Description: "The load balancer name.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"name":     schema.StringAttribute{Required: true, PlanModifiers: str, Description: "Name; its files are in <lb_dir>/<name>."},
+			"listen":   schema.StringAttribute{Required: true, PlanModifiers: str, Description: "Address listened on: the bridge gateway, the API VIP."},
+			"api_port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(APIPort), PlanModifiers: port},
+			"mcs_port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(MCSPort), PlanModifiers: port},
+			"api_backends": schema.ListAttribute{Required: true, ElementType: types.StringType,
+				Description: "Addresses of the API servers (bootstrap and masters)."},
+			"mcs_backends": schema.ListAttribute{Required: true, ElementType: types.StringType,
+				Description: "Addresses of the machine-config servers."},
+			"ca_file": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(""),
+				Description: "CA bundle the API health check verifies with; unverified when empty."},
+			"pid": schema.Int64Attribute{Computed: true, Description: "Process id of the load balancer."},
+		},
+	}
+}
+
+// Configure implements resource.ResourceWithConfigure.
+func (r *loadBalancerResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.b = configureBackend(req, resp)
+}
+
+// writeConfig validates and writes the model's configuration file.
+func (r *loadBalancerResource) writeConfig(m *loadBalancerModel) (lb.Process, error) {
+	p := r.process(m)
+	cfg := m.config()
+	if err := cfg.Validate(); err != nil {
+		return p, err
+	}
+	if err := os.MkdirAll(filepath.Dir(p.ConfigPath), 0o700); err != nil {
+		return p, err
+	}
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return p, err
+	}
+	tmp := p.ConfigPath + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return p, err
+	}
+	return p, os.Rename(tmp, p.ConfigPath)
+}
+
+// start writes the configuration and starts the process, or reloads it
+// when it already runs.
+func (r *loadBalancerResource) start(ctx context.Context, m *loadBalancerModel) error {
+	p, err := r.writeConfig(m)
+	if err != nil {
+		return err
+	}
+	if pid, err := p.PID(); err == nil {
+		m.PID = types.Int64Value(int64(pid))
+		return p.Reload()
+	}
+	ctx, cancel := context.WithTimeout(ctx, lbStartTimeout)
+	defer cancel()
+	pid, err := p.Start(ctx)
+	if err != nil {
+		return err
+	}
+	m.PID = types.Int64Value(int64(pid))
+	return nil
+}
+
+// Create implements resource.Resource.
+func (r *loadBalancerResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var m loadBalancerModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := r.start(ctx, &m); err != nil {
+		addErr(&resp.Diagnostics, "create", "load balancer "+m.Name.ValueString(), err)
+		return
+	}
+	m.ID = m.Name
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// Read implements resource.Resource: a load balancer that no longer runs
+// leaves the state, so the next apply starts it again.
+func (r *loadBalancerResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var m loadBalancerModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	pid, err := r.process(&m).PID()
+	if err != nil {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	m.PID = types.Int64Value(int64(pid))
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// Update implements resource.Resource: new backends are written to the
+// configuration and the process reloads it.
+func (r *loadBalancerResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var m loadBalancerModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := r.start(ctx, &m); err != nil {
+		addErr(&resp.Diagnostics, "update", "load balancer "+m.Name.ValueString(), err)
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// Delete implements resource.Resource: it stops the process and removes
+// its directory.
+func (r *loadBalancerResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var m loadBalancerModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	p := r.process(&m)
+	err := p.Stop(ctx, lbStopTimeout)
+	if err == nil {
+		err = os.RemoveAll(filepath.Dir(p.ConfigPath))
+	}
+	if err != nil {
+		addErr(&resp.Diagnostics, "delete", fmt.Sprintf("load balancer %s", m.Name.ValueString()), err)
+	}
+}
