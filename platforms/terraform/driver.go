@@ -103,6 +103,29 @@ func (d *Driver) Destroy(ctx context.Context, stage string, vars any) error {
 	})
 }
 
+// Validate checks stage's configuration with vars (init, then validate):
+// syntax, references, types and the provider's schema.
+func (d *Driver) Validate(ctx context.Context, stage string, vars any) error {
+	tf, err := d.prepare(ctx, stage, vars)
+	if err != nil {
+		return err
+	}
+	return d.run(tf, stage, "validate", func() error {
+		out, err := tf.Validate(ctx)
+		if err != nil {
+			return err
+		}
+		if !out.Valid {
+			var msgs []string
+			for _, m := range out.Diagnostics {
+				msgs = append(msgs, fmt.Sprintf("%s: %s: %s", m.Severity, m.Summary, m.Detail))
+			}
+			return fmt.Errorf("invalid configuration: %s", strings.Join(msgs, "; "))
+		}
+		return nil
+	})
+}
+
 // Outputs returns the outputs of an applied stage as JSON values.
 func (d *Driver) Outputs(ctx context.Context, stage string) (map[string]json.RawMessage, error) {
 	tf, err := d.newTerraform(stage)

@@ -1,0 +1,58 @@
+package terraform
+
+// LocalVars are the variables of the local platform's stages (local/variables.tf),
+// written by kiln as each stage's kiln.tfvars.json. Every stage declares all
+// of them, so one value serves every stage.
+type LocalVars struct {
+	// ClusterName is metadata.name of the install-config.
+	ClusterName string `json:"cluster_name"`
+	// BaseDomain is baseDomain of the install-config.
+	BaseDomain string `json:"base_domain"`
+	// InfraID prefixes every machine name.
+	InfraID string `json:"infra_id"`
+	// Bridge is the host bridge's name.
+	Bridge string `json:"bridge"`
+	// MachineCIDR is the machine network, e.g. "10.66.0.0/24".
+	MachineCIDR string `json:"machine_cidr"`
+	// APIVIP is the host's address on the bridge, where the load balancer listens.
+	APIVIP string `json:"api_vip"`
+	// NodeImage is the node image rootfs directory.
+	NodeImage string `json:"node_image"`
+	// KilnBinary is bound read-only at /usr/local/bin/kiln in every machine.
+	KilnBinary string `json:"kiln_binary"`
+	// MachineDir is the machines' state root; the provider's default when nil.
+	MachineDir *string `json:"machine_dir"`
+	// LBDir holds the load balancer's files; the provider's default when nil.
+	LBDir *string `json:"lb_dir"`
+	// BootstrapIgnition is bootstrap.ign (secret).
+	BootstrapIgnition string `json:"bootstrap_ignition"`
+	// MasterIgnition is master.ign.
+	MasterIgnition string `json:"master_ignition"`
+	// WorkerIgnition is worker.ign.
+	WorkerIgnition string `json:"worker_ignition"`
+	// BootstrapAddress is the bootstrap machine's address, without prefix.
+	BootstrapAddress string `json:"bootstrap_address"`
+	// BootstrapInLB keeps the bootstrap machine in the load balancer pools;
+	// set false and re-apply the network stage before destroying it.
+	BootstrapInLB bool `json:"bootstrap_in_lb"`
+	// MasterCount is the number of masters.
+	MasterCount int `json:"master_count"`
+	// MasterAddresses are the masters' addresses, without prefix.
+	MasterAddresses []string `json:"master_addresses"`
+	// WorkerCount is the number of workers.
+	WorkerCount int `json:"worker_count"`
+	// WorkerAddresses are the workers' addresses, without prefix.
+	WorkerAddresses []string `json:"worker_addresses"`
+	// BootstrapCPUs is the bootstrap machine's CPU quota in cores; 0 is unlimited.
+	BootstrapCPUs float64 `json:"bootstrap_cpus"`
+	// BootstrapMemoryMiB is its memory limit; 0 is unlimited.
+	BootstrapMemoryMiB int64 `json:"bootstrap_memory_mib"`
+	// MasterCPUs is each master's CPU quota in cores; 0 is unlimited.
+	MasterCPUs float64 `json:"master_cpus"`
+	// MasterMemoryMiB is each master's memory limit; 0 is unlimited.
+	MasterMemoryMiB int64 `json:"master_memory_mib"`
+	// WorkerCPUs is each worker's CPU quota in cores; 0 is unlimited.
+	WorkerCPUs float64 `json:"worker_cpus"`
+	// WorkerMemoryMiB is each worker's memory limit; 0 is unlimited.
+	WorkerMemoryMiB int64 `json:"worker_memory_mib"`
+}

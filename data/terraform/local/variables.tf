@@ -1,0 +1,148 @@
+# Variables of every stage of the local platform. kiln copies this file into
+# each stage and writes their values to kiln.tfvars.json (the Go type is
+# data/terraform.LocalVars; a test keeps both in step).
+
+variable "cluster_name" {
+  type        = string
+  description = "metadata.name of the install-config."
+}
+
+variable "base_domain" {
+  type        = string
+  description = "baseDomain of the install-config."
+}
+
+variable "infra_id" {
+  type        = string
+  description = "Cluster name plus a random suffix; prefixes every machine name."
+  validation {
+    condition     = can(regex("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", var.infra_id))
+    error_message = "infra_id must be a DNS label."
+  }
+}
+
+variable "bridge" {
+  type        = string
+  description = "Name of the host bridge."
+}
+
+variable "machine_cidr" {
+  type        = string
+  description = "Machine network, e.g. 10.66.0.0/24."
+  validation {
+    condition     = can(cidrhost(var.machine_cidr, 1))
+    error_message = "machine_cidr must be an IPv4 CIDR block."
+  }
+}
+
+variable "api_vip" {
+  type        = string
+  description = "Host address on the bridge: API VIP, load balancer address."
+}
+
+variable "node_image" {
+  type        = string
+  description = "Node image rootfs directory."
+}
+
+variable "kiln_binary" {
+  type        = string
+  description = "Host path of the kiln binary, bound read-only at /usr/local/bin/kiln in every machine."
+}
+
+variable "machine_dir" {
+  type        = string
+  default     = null
+  description = "State root of machines; the provider's default when null."
+}
+
+variable "lb_dir" {
+  type        = string
+  default     = null
+  description = "Directory of load balancer files; the provider's default when null."
+}
+
+variable "bootstrap_ignition" {
+  type        = string
+  sensitive   = true
+  description = "bootstrap.ign."
+}
+
+variable "master_ignition" {
+  type        = string
+  sensitive   = true
+  description = "master.ign (a pointer config)."
+}
+
+variable "worker_ignition" {
+  type        = string
+  sensitive   = true
+  description = "worker.ign (a pointer config)."
+}
+
+variable "bootstrap_address" {
+  type        = string
+  description = "Address of the bootstrap machine (no prefix)."
+}
+
+variable "bootstrap_in_lb" {
+  type        = bool
+  default     = true
+  description = "Whether the load balancer sends traffic to the bootstrap machine; false once it is to be destroyed."
+}
+
+variable "master_count" {
+  type        = number
+  description = "Number of masters."
+}
+
+variable "master_addresses" {
+  type        = list(string)
+  description = "Addresses of the masters (no prefix), master_count of them."
+}
+
+variable "worker_count" {
+  type        = number
+  description = "Number of workers."
+}
+
+variable "worker_addresses" {
+  type        = list(string)
+  description = "Addresses of the workers (no prefix), worker_count of them."
+}
+
+variable "bootstrap_cpus" {
+  type        = number
+  default     = 0
+  description = "CPU quota of the bootstrap machine in cores; 0 is unlimited."
+}
+
+variable "bootstrap_memory_mib" {
+  type        = number
+  default     = 0
+  description = "Memory limit of the bootstrap machine in MiB; 0 is unlimited."
+}
+
+variable "master_cpus" {
+  type        = number
+  default     = 0
+  description = "CPU quota of each master in cores; 0 is unlimited."
+}
+
+variable "master_memory_mib" {
+  type        = number
+  default     = 0
+  description = "Memory limit of each master in MiB; 0 is unlimited."
+}
+
+variable "worker_cpus" {
+  type        = number
+  default     = 0
+  description = "CPU quota of each worker in cores; 0 is unlimited."
+}
+
+variable "worker_memory_mib" {
+  type        = number
+  default     = 0
+  description = "Memory limit of each worker in MiB; 0 is unlimited."
+}

@@ -1,0 +1,133 @@
+package terraform
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"os/exec"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/platforms/local/provider"
+	tf "github.com/kiln-project/kiln/platforms/terraform"
+)
+
+// TestMain lets the test binary serve the kilnlocal provider when the
+// engine starts it during TestValidate.
+func TestMain(m *testing.M) {
+	if os.Getenv("KILN_TEST_SERVE_PROVIDER") == "1" {
+		factory := func(provider.Settings) (*provider.Backend, error) {
+			return nil, os.ErrInvalid // validation never configures the provider
+		}
+		if err := provider.Serve(context.Background(), factory); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+var stages = []string{tf.StageNetwork, tf.StageBootstrap, tf.StageCluster}
+
+func TestStages(t *testing.T) {
+	local, err := Platform("local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stages {
+		if _, err := fs.Stat(local, s+"/main.tf"); err != nil {
+			t.Errorf("stage %s: %v", s, err)
+		}
+	}
+	if _, err := Platform("aws"); err == nil {
+		t.Errorf("Platform(aws) succeeded without modules")
+	}
+}
+
+// TestLocalVarsMatchVariables keeps LocalVars and variables.tf in step:
+// every variable has a field and every field a variable.
+func TestLocalVarsMatchVariables(t *testing.T) {
+	data, err := fs.ReadFile(modules, "local/variables.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var declared []string
+	for _, m := range regexp.MustCompile(`(?m)^variable "([a-z0-9_]+)"`).FindAllStringSubmatch(string(data), -1) {
+		declared = append(declared, m[1])
+	}
+	var fields []string
+	rt := reflect.TypeOf(LocalVars{})
+	for i := range rt.NumField() {
+		fields = append(fields, strings.Split(rt.Field(i).Tag.Get("json"), ",")[0])
+	}
+	sort.Strings(declared)
+	sort.Strings(fields)
+	if !reflect.DeepEqual(declared, fields) {
+		t.Errorf("variables.tf declares %v\nLocalVars has %v", declared, fields)
+	}
+}
+
+// sampleVars is a valid set of variables for every stage.
+func sampleVars() LocalVars {
+	return LocalVars{
+		ClusterName: "demo", BaseDomain: "example.test", InfraID: "demo-x7k2p",
+		Bridge: "kiln-demo", MachineCIDR: "10.66.0.0/24", APIVIP: "10.66.0.1",
+		NodeImage: "/var/lib/kiln/images/node", KilnBinary: "/usr/local/bin/kiln",
+		BootstrapIgnition: "{}", MasterIgnition: "{}", WorkerIgnition: "{}",
+		BootstrapAddress: "10.66.0.10", BootstrapInLB: true,
+		MasterCount: 1, MasterAddresses: []string{"10.66.0.11"},
+		WorkerCount: 2, WorkerAddresses: []string{"10.66.0.21", "10.66.0.22"},
+		MasterCPUs: 2, MasterMemoryMiB: 4096,
+	}
+}
+
+// TestValidate runs `validate` of every stage with a real engine (tofu or
+// terraform on PATH) and the provider served by this test binary.
+func TestValidate(t *testing.T) {
+	var engine *tf.Engine
+	for _, name := range []string{tf.OpenTofu, tf.Terraform} {
+		if p, err := exec.LookPath(name); err == nil {
+			if e, err := tf.ProbeEngine(context.Background(), name, p); err == nil {
+				engine = e
+				break
+			}
+		}
+	}
+	if engine == nil {
+		t.Skip("no tofu >= 1.6 or terraform >= 1.5 on PATH; `validate` of the modules not run")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, _ := Platform("local")
+	log := logrus.New()
+	log.SetOutput(testWriter{t})
+	log.SetLevel(logrus.DebugLevel)
+	d := tf.NewDriver(tf.DriverOptions{
+		Engine:  engine,
+		Dir:     t.TempDir(),
+		Modules: local,
+		Providers: []tf.Provider{{Source: provider.Source, Version: provider.Version,
+			Command: []string{self}, Env: map[string]string{"KILN_TEST_SERVE_PROVIDER": "1"}}},
+		Log: log,
+	})
+	for _, s := range stages {
+		if err := d.Validate(context.Background(), s, sampleVars()); err != nil {
+			t.Errorf("stage %s: %v", s, err)
+		}
+	}
+}
+
+// testWriter sends log output to t.Log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
