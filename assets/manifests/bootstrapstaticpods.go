@@ -28,4 +28,6 @@ func (s *BootstrapStaticPods) Generate(_ context.Context, p graph.Parents) error
 }
 
 // Load implements graph.WritableAsset.
-func (s *BootstrapStaticPods) Load(f graph.FileFetcher) (bool, error) { return s.loadRole(f, "bootstrap") }
+func (s *BootstrapStaticPods) Load(f graph.FileFetcher) (bool, error) {
+	return s.loadRole(f, "bootstrap")
+}

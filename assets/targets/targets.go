@@ -4,7 +4,12 @@
 package targets
 
 import (
+	"github.com/kiln-project/kiln/assets/ignitionconfigs"
 	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/kubeconfig"
+	"github.com/kiln-project/kiln/assets/manifests"
+	"github.com/kiln-project/kiln/assets/metadata"
+	"github.com/kiln-project/kiln/assets/password"
 	"github.com/kiln-project/kiln/graph"
 )
 
@@ -28,9 +33,7 @@ func InstallConfig() graph.Target {
 // Manifests is `kiln create manifests`: the manifests the bootstrap machine
 // applies, which the user may edit before creating the Ignition configs.
 func Manifests() graph.Target {
-	return graph.Target{Name: ManifestsName, Assets: []graph.WritableAsset{
-		// The manifests assets (assets/manifests) are listed here.
-	}}
+	return graph.Target{Name: ManifestsName, Assets: append([]graph.WritableAsset{}, manifests.Assets()...)}
 }
 
 // IgnitionConfigs is `kiln create ignition-configs`: the Ignition configs,
@@ -38,8 +41,8 @@ func Manifests() graph.Target {
 // consumes install-config.yaml and the manifests.
 func IgnitionConfigs() graph.Target {
 	return graph.Target{Name: IgnitionConfigsName, Assets: []graph.WritableAsset{
-		// The ignition assets (assets/ignition*), kubeconfig/admin and
-		// password/kubeadmin are listed here.
+		&ignitionconfigs.Bootstrap{}, &ignitionconfigs.Master{}, &ignitionconfigs.Worker{},
+		&kubeconfig.Admin{}, &password.KubeadminPassword{}, &metadata.Metadata{},
 	}}
 }
 

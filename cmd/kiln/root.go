@@ -100,6 +100,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		newCreateCmd(o), newGraphCmd(o), newShowCmd(o), newExplainCmd(o),
 		newProviderCmd(o),
 		newLBCmd(o),
+		newNodeCmd(o),
 	)
 	return root
 }

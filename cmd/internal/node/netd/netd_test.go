@@ -44,7 +44,7 @@ func TestDesiredRoutes(t *testing.T) {
 	nodes := []*corev1.Node{
 		node("m0", "10.66.0.11", "10.128.0.0/23"),
 		node("m1", "10.66.0.12", "10.128.2.0/23"),
-		node("w0", "10.66.0.21", ""),   // no podCIDR yet
+		node("w0", "10.66.0.21", ""),    // no podCIDR yet
 		node("w1", "", "10.128.6.0/23"), // no address yet
 		node("w2", "10.66.0.22", "10.128.4.0/23"),
 	}

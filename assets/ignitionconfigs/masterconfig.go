@@ -1,0 +1,69 @@
+package ignitionconfigs
+
+import (
+	"context"
+
+	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/kubeconfig"
+	"github.com/kiln-project/kiln/assets/manifests"
+	"github.com/kiln-project/kiln/assets/tls"
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/ignition"
+)
+
+var _ graph.Asset = (*MasterConfig)(nil)
+
+// MasterConfig is the full Ignition config of a master, served by the
+// bootstrap machine's machine-config server at /config/master. A master
+// starts with its control plane's static pods staged: bootkube's installer
+// activates them once the master's etcd member votes. Each master serves the
+// worker config in turn. It is not written to --dir.
+type MasterConfig struct {
+	// Config is the marshalled, validated config.
+	Config []byte `json:"config"`
+}
+
+// ID implements graph.Asset.
+func (*MasterConfig) ID() string { return "ignition/master-config" }
+
+// Name implements graph.Asset.
+func (*MasterConfig) Name() string { return "master machine config" }
+
+// Dependencies implements graph.Asset.
+func (*MasterConfig) Dependencies() []graph.Asset {
+	return []graph.Asset{
+		&installconfig.InstallConfig{}, &manifests.Values{}, &tls.Bundle{}, &manifests.MasterStaticPods{},
+		&kubeconfig.KubeletBootstrap{}, &kubeconfig.KubeControllerManager{}, &kubeconfig.KubeScheduler{},
+		&WorkerConfig{},
+	}
+}
+
+// Generate implements graph.Asset.
+func (m *MasterConfig) Generate(_ context.Context, p graph.Parents) error {
+	ic, v, bundle, pods := &installconfig.InstallConfig{}, &manifests.Values{}, &tls.Bundle{}, &manifests.MasterStaticPods{}
+	kubelet, kcm, sched, worker := &kubeconfig.KubeletBootstrap{}, &kubeconfig.KubeControllerManager{}, &kubeconfig.KubeScheduler{}, &WorkerConfig{}
+	if err := p.Get(ic, v, bundle, pods, kubelet, kcm, sched, worker); err != nil {
+		return err
+	}
+	cfg, err := baseConfig(RoleMaster, ic, v)
+	if err != nil {
+		return err
+	}
+	if err := place(&cfg, bundle, controlPlanePKI()); err != nil {
+		return err
+	}
+	ignition.AddFile(&cfg, bootstrapKubecf, 0o600, kubelet.File.Data)
+	ignition.AddFile(&cfg, kubeconfigDir+"/controller-manager.kubeconfig", 0o600, kcm.File.Data)
+	ignition.AddFile(&cfg, kubeconfigDir+"/scheduler.kubeconfig", 0o600, sched.File.Data)
+	for _, f := range pods.Files() {
+		if baseName(f.Path) != "etcd.yaml" { // etcd is installed by bootkube once the member is added
+			ignition.AddFile(&cfg, stagedPodDir+"/"+baseName(f.Path), 0o644, f.Data)
+		}
+	}
+	ignition.AddFile(&cfg, mcsDir+"/worker.ign", 0o600, worker.Config)
+	m.Config, err = ignition.Marshal(cfg)
+	return err
+}
+
+// String keeps the credentials in the config out of formatted output.
+func (m *MasterConfig) String() string { return "master machine config" }

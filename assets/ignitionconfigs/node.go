@@ -1,0 +1,135 @@
+package ignitionconfigs
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+	"text/template"
+
+	"github.com/coreos/ignition/v2/config/v3_3/types"
+
+	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/manifests"
+	"github.com/kiln-project/kiln/assets/tls"
+	butanefs "github.com/kiln-project/kiln/data/butane"
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/ignition"
+)
+
+// Roles of kiln's machines.
+const (
+	RoleBootstrap = "bootstrap"
+	RoleMaster    = "master"
+	RoleWorker    = "worker"
+)
+
+// Paths on the machines.
+const (
+	pkiDir          = "/etc/kubernetes/pki"
+	kubeconfigDir   = "/etc/kubernetes/kubeconfigs"
+	staticPodDir    = "/etc/kubernetes/manifests"
+	stagedPodDir    = "/etc/kubernetes/staged-manifests"
+	bootstrapKubecf = "/etc/kubernetes/bootstrap-kubeconfig"
+	mcsDir          = "/etc/kiln/mcs"
+	trustBundlePath = "/etc/kiln/additional-trust-bundle.pem"
+)
+
+// nodeValues is what data/butane's templates read.
+type nodeValues struct {
+	Role             string
+	Joins            bool // the kubelet registers with the API (not the bootstrap machine's standalone kubelet)
+	Taint            bool // masters refuse ordinary pods because workers exist
+	SSHKey           string
+	Proxy            string
+	ClusterDNSDomain string
+	DNSServiceIP     string
+	ClusterCIDRs     string
+	MasterReplicas   int
+}
+
+// baseConfig renders common.bu and <role>.bu and merges them.
+func baseConfig(role string, ic *installconfig.InstallConfig, v *manifests.Values) (types.Config, error) {
+	c := ic.Config
+	nv := nodeValues{
+		Role:             role,
+		Joins:            role != RoleBootstrap,
+		Taint:            role == RoleMaster && v.WorkerReplicas > 0,
+		SSHKey:           strings.TrimSpace(c.SSHKey),
+		ClusterDNSDomain: v.ClusterDNSDomain,
+		DNSServiceIP:     v.DNSServiceIP,
+		ClusterCIDRs:     v.ClusterCIDRs,
+		MasterReplicas:   v.MasterReplicas,
+	}
+	if p := c.Proxy; p != nil {
+		var env []string
+		for k, val := range map[string]string{"HTTP_PROXY": p.HTTPProxy, "HTTPS_PROXY": p.HTTPSProxy, "NO_PROXY": p.NoProxy} {
+			if val != "" {
+				env = append(env, fmt.Sprintf("%q", k+"="+val))
+			}
+		}
+		sort.Strings(env)
+		nv.Proxy = strings.Join(env, " ")
+	}
+	cfg := ignition.New()
+	for _, name := range []string{"common.bu", role + ".bu"} {
+		part, err := renderButane(name, nv)
+		if err != nil {
+			return types.Config{}, err
+		}
+		cfg = ignition.Merge(cfg, part)
+	}
+	if c.AdditionalTrustBundle != "" {
+		ignition.AddFile(&cfg, trustBundlePath, 0o644, []byte(c.AdditionalTrustBundle))
+	}
+	return cfg, nil
+}
+
+func renderButane(name string, data nodeValues) (types.Config, error) {
+	src, err := fs.ReadFile(butanefs.FS, name)
+	if err != nil {
+		return types.Config{}, err
+	}
+	t, err := template.New(name).Option("missingkey=error").Funcs(template.FuncMap{
+		"quote": func(s string) string { b, _ := json.Marshal(s); return string(b) },
+	}).Parse(string(src))
+	if err != nil {
+		return types.Config{}, fmt.Errorf("data/butane/%s: %w", name, err)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return types.Config{}, fmt.Errorf("data/butane/%s: %w", name, err)
+	}
+	return ignition.FromButane(name, buf.Bytes())
+}
+
+// placement puts a file of --dir (by path, from a bundle of files) on the
+// machine at dest with mode.
+type placement struct {
+	src, dest string
+	mode      int
+}
+
+// place adds each placement's file from the bundle; a missing source is a
+// programming error in the placement tables.
+func place(cfg *types.Config, bundle *tls.Bundle, ps []placement) error {
+	for _, p := range ps {
+		f := bundle.File(p.src)
+		if f == nil {
+			return fmt.Errorf("no %s to place at %s", p.src, p.dest)
+		}
+		ignition.AddFile(cfg, p.dest, p.mode, f.Data)
+	}
+	return nil
+}
+
+// addFileSet places rendered manifest files under dir, keeping base names.
+func addFileSet(cfg *types.Config, dir string, files []*graph.File, mode int) {
+	for _, f := range files {
+		ignition.AddFile(cfg, dir+"/"+baseName(f.Path), mode, f.Data)
+	}
+}
+
+func baseName(p string) string { return p[strings.LastIndex(p, "/")+1:] }

@@ -1,0 +1,44 @@
+package ignitionconfigs
+
+// Which of --dir's TLS files each role gets, and where. Keys (0600) go only
+// where they are used: the root CA key to the bootstrap machine and masters
+// (kube-controller-manager signs kubelet certificates with it), the etcd CA
+// key only to the bootstrap machine (it issues every etcd member's
+// certificates), the front-proxy CA key nowhere.
+
+func cert(name, dest string) placement { return placement{"tls/" + name + ".crt", dest, 0o644} }
+func key(name, dest string) placement  { return placement{"tls/" + name + ".key", dest, 0o600} }
+
+// controlPlanePKI is what kube-apiserver and kube-controller-manager read on
+// the bootstrap machine and on masters.
+func controlPlanePKI() []placement {
+	return []placement{
+		cert("root-ca", pkiDir+"/ca.crt"),
+		key("root-ca", pkiDir+"/ca.key"),
+		cert("root-ca", pkiDir+"/client-ca.crt"),
+		cert("apiserver", pkiDir+"/apiserver.crt"),
+		key("apiserver", pkiDir+"/apiserver.key"),
+		cert("apiserver-etcd-client", pkiDir+"/apiserver-etcd-client.crt"),
+		key("apiserver-etcd-client", pkiDir+"/apiserver-etcd-client.key"),
+		cert("apiserver-kubelet-client", pkiDir+"/apiserver-kubelet-client.crt"),
+		key("apiserver-kubelet-client", pkiDir+"/apiserver-kubelet-client.key"),
+		cert("front-proxy-ca", pkiDir+"/front-proxy-ca.crt"),
+		cert("front-proxy-client", pkiDir+"/front-proxy-client.crt"),
+		key("front-proxy-client", pkiDir+"/front-proxy-client.key"),
+		{"tls/service-account.key", pkiDir + "/sa.key", 0o600},
+		{"tls/service-account.pub", pkiDir + "/sa.pub", 0o644},
+		cert("etcd-ca", pkiDir+"/etcd/ca.crt"),
+		cert("machine-config-server", mcsDir+"/tls.crt"),
+		key("machine-config-server", mcsDir+"/tls.key"),
+	}
+}
+
+// bootstrapOnlyPKI is the etcd CA key.
+func bootstrapOnlyPKI() []placement {
+	return []placement{key("etcd-ca", pkiDir+"/etcd/ca.key")}
+}
+
+// workerPKI is the CA kubelets verify clients with.
+func workerPKI() []placement {
+	return []placement{cert("root-ca", pkiDir+"/ca.crt")}
+}

@@ -1,0 +1,18 @@
+package manifests
+
+import "github.com/kiln-project/kiln/graph"
+
+// Objects returns the assets of manifests/, in apply order: what bootkube
+// applies on the bootstrap machine.
+func Objects() []graph.WritableAsset {
+	return []graph.WritableAsset{
+		&Namespaces{}, &NodeBootstrapRBAC{}, &BootstrapTokenSecret{}, &ClusterConfig{},
+		&KubeadminSecret{}, &KubeProxy{}, &CoreDNS{},
+	}
+}
+
+// Assets returns every asset of the manifests target: the objects and the
+// static pods of both roles.
+func Assets() []graph.WritableAsset {
+	return append(Objects(), &BootstrapStaticPods{}, &MasterStaticPods{})
+}

@@ -1,0 +1,208 @@
+package bootkube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Names shared with the installer (`kiln wait-for bootstrap-complete`).
+const (
+	// CompleteNamespace and CompleteConfigMap name the ConfigMap whose
+	// data "status" is "complete" once the control plane is handed over.
+	CompleteNamespace = "kube-system"
+	CompleteConfigMap = "bootstrap"
+	// RoleLabel is the label kubelets register with (--node-labels).
+	RoleLabel = "node.kiln.dev/role"
+	// ControlPlaneLabel is the well-known role label bootkube adds to masters;
+	// kubelets may not set it themselves.
+	ControlPlaneLabel = "node-role.kubernetes.io/control-plane"
+	// SystemNamespace holds kiln's own objects.
+	SystemNamespace = "kiln-system"
+)
+
+// Config configures a bootkube run.
+type Config struct {
+	Kubeconfig         string // admin kubeconfig for the local API server
+	ManifestsDir       string // objects to apply
+	EtcdPKIDir         string // etcd ca.crt and ca.key
+	EtcdClientCert     string
+	EtcdClientKey      string
+	MasterEtcdManifest string // masters' etcd static pod with EtcdInitialClusterMarker
+	InstallerImage     string // any image present on every node; the installer runs the kiln binary
+	Masters            int    // how many masters the handoff waits for
+	NodeName           string // the bootstrap machine's node (and etcd member) name
+	DoneFile           string
+	Kubectl            string
+	Log                logrus.FieldLogger
+	Poll               time.Duration
+}
+
+// Run performs the bootstrap until completion or ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Poll == 0 {
+		cfg.Poll = 3 * time.Second
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	log := cfg.Log
+	masters, err := loadMasters(cfg.DoneFile)
+	if err != nil {
+		return err
+	}
+	if masters == nil {
+		if masters, err = grow(ctx, cfg, client); err != nil {
+			return err
+		}
+	} else {
+		log.Info("etcd already grown onto the masters; resuming the handover")
+	}
+	g := &grower{cfg: cfg}
+	if err := poll(ctx, cfg.Poll, log, func() error { return g.handOver(ctx, restCfg, masters) }); err != nil {
+		return err
+	}
+	if cfg.DoneFile != "" {
+		if err := os.WriteFile(cfg.DoneFile, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	log.Info("bootstrap complete")
+	return nil
+}
+
+// grow applies the manifests and grows etcd onto the masters; the masters
+// are recorded so that a restarted bootkube (whose local etcd member may be
+// gone by then) resumes with the handover.
+func grow(ctx context.Context, cfg Config, client kubernetes.Interface) ([]master, error) {
+	log := cfg.Log
+	log.Info("waiting for the temporary control plane's API")
+	if err := poll(ctx, cfg.Poll, log, func() error { return readyz(ctx, client.Discovery().RESTClient()) }); err != nil {
+		return nil, err
+	}
+	log.Info("API up; applying manifests")
+	if err := poll(ctx, cfg.Poll, log, func() error { return apply(ctx, cfg) }); err != nil {
+		return nil, err
+	}
+	log.Infof("manifests applied from %s", cfg.ManifestsDir)
+	g, err := newGrower(cfg, client)
+	if err != nil {
+		return nil, err
+	}
+	defer g.close()
+	var masters []master
+	if err := poll(ctx, cfg.Poll, log, func() error {
+		var err error
+		masters, err = g.step(ctx)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	data, _ := json.Marshal(masters)
+	return masters, os.WriteFile(mastersFile(cfg.DoneFile), data, 0o644)
+}
+
+func mastersFile(doneFile string) string { return doneFile + ".masters" }
+
+// loadMasters reads the masters recorded by grow; nil when there are none.
+func loadMasters(doneFile string) ([]master, error) {
+	data, err := os.ReadFile(mastersFile(doneFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ms []master
+	return ms, json.Unmarshal(data, &ms)
+}
+
+// apply server-side applies every manifest; it is safe to repeat.
+func apply(ctx context.Context, cfg Config) error {
+	cmd := exec.CommandContext(ctx, cfg.Kubectl, ApplyArgv(cfg.Kubeconfig, cfg.ManifestsDir)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kubectl apply: %v: %s", err, out)
+	}
+	cfg.Log.Debugf("kubectl apply: %s", out)
+	return nil
+}
+
+// ApplyArgv is the kubectl command line (after the program) that applies dir.
+func ApplyArgv(kubeconfig, dir string) []string {
+	return []string{"--kubeconfig", kubeconfig, "apply", "--server-side", "--force-conflicts",
+		"--field-manager", "kiln-bootkube", "-f", dir}
+}
+
+func readyz(ctx context.Context, c rest.Interface) error {
+	return c.Get().AbsPath("/readyz").Do(ctx).Error()
+}
+
+// poll calls f until it succeeds or ctx ends; failures are retried.
+// Progress (errNotYet) is logged at Info and other failures at Warn, each
+// only when the message changes.
+func poll(ctx context.Context, every time.Duration, log logrus.FieldLogger, f func() error) error {
+	var last error
+	said := ""
+	for {
+		if last = f(); last == nil {
+			return nil
+		}
+		if msg := last.Error(); msg != said {
+			said = msg
+			if isNotYet(last) {
+				log.Info(msg)
+			} else {
+				log.Warn(msg)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
+		case <-time.After(every):
+		}
+	}
+}
+
+// markComplete records bootstrap-complete through client.
+func markComplete(ctx context.Context, client kubernetes.Interface) error {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: CompleteConfigMap, Namespace: CompleteNamespace},
+		Data:       map[string]string{"status": "complete"},
+	}
+	_, err := client.CoreV1().ConfigMaps(CompleteNamespace).Create(ctx, cm, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		_, err = client.CoreV1().ConfigMaps(CompleteNamespace).Update(ctx, cm, metav1.UpdateOptions{})
+	}
+	return err
+}
+
+// nodeIP returns a node's InternalIP.
+func nodeIP(n *corev1.Node) net.IP {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			if ip := net.ParseIP(a.Address); ip != nil {
+				return ip
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package bootkube
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Paths inside the installer pod.
+const (
+	installerSecretDir = "/secret"
+	installerHostDir   = "/host/etc/kubernetes"
+	kilnBinary         = "/usr/local/bin/kiln"
+)
+
+// install stores a master's etcd files in a Secret and starts the installer
+// pod on that master: it writes them under /etc/kubernetes, waits for the
+// member to become a voter and then activates the master's staged control
+// plane static pods.
+func (g *grower) install(ctx context.Context, m master, files map[string][]byte) error {
+	secrets := g.client.CoreV1().Secrets(SystemNamespace)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: installerName("etcd", m), Namespace: SystemNamespace},
+		Data:       files,
+	}
+	if _, err := secrets.Create(ctx, secret, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		if _, err := secrets.Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	pods := g.client.CoreV1().Pods(SystemNamespace)
+	if err := pods.Delete(ctx, installerName("etcd-installer", m), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if _, err := pods.Create(ctx, InstallerPod(m.Name, g.cfg.InstallerImage), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("installer pod for %s: %w", m.Name, err)
+	}
+	return nil
+}
+
+// cleanupInstaller removes the installer's Secret (it holds keys) and pod.
+func (g *grower) cleanupInstaller(ctx context.Context, m master) {
+	if err := g.client.CoreV1().Secrets(SystemNamespace).Delete(ctx, installerName("etcd", m), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		g.cfg.Log.Warnf("delete installer secret of %s: %v", m.Name, err)
+	}
+}
+
+func installerName(prefix string, m master) string { return prefix + "-" + m.Name }
+
+// InstallerPod is the pod that installs a master's etcd member. It runs the
+// kiln binary bound into every machine, in an image every node has.
+func InstallerPod(node, image string) *corev1.Pod {
+	privileged := true
+	file, dir := corev1.HostPathFile, corev1.HostPathDirectoryOrCreate
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      "etcd-installer-" + node,
+			Namespace: SystemNamespace,
+			Labels:    map[string]string{"app.kubernetes.io/name": "etcd-installer"},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:          node,
+			HostNetwork:       true,
+			RestartPolicy:     corev1.RestartPolicyOnFailure,
+			PriorityClassName: "system-node-critical",
+			Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{{
+				Name:            "installer",
+				Image:           image,
+				ImagePullPolicy: corev1.PullNever,
+				Command: []string{kilnBinary, "node", "etcd-install",
+					"--from=" + installerSecretDir, "--kubernetes-dir=" + installerHostDir},
+				SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "files", MountPath: installerSecretDir, ReadOnly: true},
+					{Name: "kubernetes", MountPath: installerHostDir},
+					{Name: "kiln", MountPath: kilnBinary, ReadOnly: true},
+				},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "files", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-" + node}}},
+				{Name: "kubernetes", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc/kubernetes", Type: &dir}}},
+				{Name: "kiln", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: kilnBinary, Type: &file}}},
+			},
+		},
+	}
+}

@@ -1,0 +1,137 @@
+// Package etcdmember issues and installs the certificates of one etcd member
+// and checks a member's state. The bootstrap machine, which alone holds the
+// etcd CA key, issues its own member's certificates at first boot and each
+// master's before that master's member is added.
+package etcdmember
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	kilntls "github.com/kiln-project/kiln/assets/tls"
+)
+
+// File names of a member's certificates in its PKI directory.
+const (
+	CACert     = "ca.crt"
+	CAKey      = "ca.key"
+	ServerCert = "server.crt"
+	ServerKey  = "server.key"
+	PeerCert   = "peer.crt"
+	PeerKey    = "peer.key"
+)
+
+// LoadCA reads the etcd CA certificate and key from dir.
+func LoadCA(dir string) (*kilntls.CertKey, error) {
+	cert, err := os.ReadFile(filepath.Join(dir, CACert))
+	if err != nil {
+		return nil, err
+	}
+	key, err := os.ReadFile(filepath.Join(dir, CAKey))
+	if err != nil {
+		return nil, err
+	}
+	return &kilntls.CertKey{Cert: cert, Key: key}, nil
+}
+
+// Issue issues the member certificates of node name at ip, with a key of the
+// CA's own type.
+func Issue(ctx context.Context, ca *kilntls.CertKey, name string, ip net.IP) (kilntls.EtcdMember, error) {
+	key, err := ca.PrivateKey()
+	if err != nil {
+		return kilntls.EtcdMember{}, fmt.Errorf("etcd CA key: %w", err)
+	}
+	return kilntls.IssueEtcdMember(ctx, algorithmOf(key), ca, name, []net.IP{ip})
+}
+
+// Files returns the member's certificate files by name, keys included.
+func Files(caCert []byte, m kilntls.EtcdMember) map[string][]byte {
+	return map[string][]byte{
+		CACert:     caCert,
+		ServerCert: m.Server.Cert,
+		ServerKey:  m.Server.Key,
+		PeerCert:   m.Peer.Cert,
+		PeerKey:    m.Peer.Key,
+	}
+}
+
+// WriteFiles writes files into dir atomically; names ending in .key are 0600.
+func WriteFiles(dir string, files map[string][]byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, data := range files {
+		mode := os.FileMode(0o644)
+		if filepath.Ext(name) == ".key" {
+			mode = 0o600
+		}
+		if err := WriteAtomic(filepath.Join(dir, name), data, mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteAtomic writes data to path through a temporary file and a rename.
+func WriteAtomic(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Client returns an etcd client for endpoints authenticated with a client
+// certificate and trusting caFile.
+func Client(endpoints []string, caFile, certFile, keyFile string) (*clientv3.Client, error) {
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("%s: no certificate", caFile)
+	}
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	return clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: 5 * time.Second,
+		TLS:         &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
+		Logger:      nopLogger(),
+	})
+}
+
+func algorithmOf(key crypto.Signer) kilntls.Algorithm {
+	if _, ok := key.(*ecdsa.PrivateKey); ok {
+		return kilntls.ECDSAP256
+	}
+	return kilntls.RSA2048
+}

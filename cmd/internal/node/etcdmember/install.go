@@ -1,0 +1,84 @@
+package etcdmember
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// Layout of /etc/kubernetes on a master.
+const (
+	// StagedDir holds the master's control plane static pods until its
+	// etcd member votes; then they move to ManifestsDir.
+	StagedDir    = "staged-manifests"
+	ManifestsDir = "manifests"
+	PKIDir       = "pki/etcd"
+	// ManifestFile is the etcd static pod's key in the installer's files.
+	ManifestFile = "etcd.yaml"
+)
+
+// Install is the installer pod's work on a master: write the member's
+// certificates and static pod from fromDir into kubeDir, wait until the local
+// member is a voter, then activate the staged control plane static pods.
+func Install(ctx context.Context, fromDir, kubeDir string, log logrus.FieldLogger) error {
+	files := map[string][]byte{}
+	for _, name := range []string{CACert, ServerCert, ServerKey, PeerCert, PeerKey} {
+		data, err := os.ReadFile(filepath.Join(fromDir, name))
+		if err != nil {
+			return err
+		}
+		files[name] = data
+	}
+	manifest, err := os.ReadFile(filepath.Join(fromDir, ManifestFile))
+	if err != nil {
+		return err
+	}
+	pki := filepath.Join(kubeDir, PKIDir)
+	if err := WriteFiles(pki, files); err != nil {
+		return err
+	}
+	if err := WriteAtomic(filepath.Join(kubeDir, ManifestsDir, ManifestFile), manifest, 0o644); err != nil {
+		return err
+	}
+	log.Info("etcd member files installed; waiting for the member to vote")
+	c, err := Client([]string{"https://127.0.0.1:2379"}, filepath.Join(pki, CACert), filepath.Join(pki, ServerCert), filepath.Join(pki, ServerKey))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for {
+		st, err := c.Status(ctx, "https://127.0.0.1:2379")
+		if err == nil && !st.IsLearner {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("etcd member did not become a voter: %w", ctx.Err())
+		case <-time.After(2 * time.Second):
+		}
+	}
+	return ActivateStaged(kubeDir, log)
+}
+
+// ActivateStaged moves every staged static pod into the kubelet's manifests.
+func ActivateStaged(kubeDir string, log logrus.FieldLogger) error {
+	staged := filepath.Join(kubeDir, StagedDir)
+	entries, err := os.ReadDir(staged)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		if err := os.Rename(filepath.Join(staged, e.Name()), filepath.Join(kubeDir, ManifestsDir, e.Name())); err != nil {
+			return err
+		}
+		log.Infof("activated static pod %s", e.Name())
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/cmd/internal/node/bootkube"
+	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
+	"github.com/kiln-project/kiln/cmd/internal/node/mcs"
+	"github.com/kiln-project/kiln/cmd/internal/node/netd"
+	"github.com/kiln-project/kiln/graph"
+)
+
+// newNodeCmd groups the agents that run on kiln's machines, from the kiln
+// binary bound into each of them. They log to stderr (the journal).
+func newNodeCmd(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:    "node",
+		Short:  "Agents that run on cluster machines (used by kiln's Ignition configs)",
+		Hidden: true,
+	}
+	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o))
+	return cmd
+}
+
+func newNodeMCSCmd(o *rootOptions) *cobra.Command {
+	var dir, listen string
+	cmd := &cobra.Command{
+		Use:   "mcs",
+		Short: "Serve Ignition configs to joining machines over TLS",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return mcs.Serve(cmd.Context(), listen, dir, o.log)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "config-dir", "/etc/kiln/mcs", "directory with <role>.ign, tls.crt and tls.key")
+	cmd.Flags().StringVar(&listen, "listen", ":22623", "listen address")
+	return cmd
+}
+
+func newNodeBootkubeCmd(o *rootOptions) *cobra.Command {
+	cfg := bootkube.Config{Kubectl: "/usr/local/bin/kubectl", InstallerImage: release.Image(release.Pause)}
+	cmd := &cobra.Command{
+		Use:   "bootkube",
+		Short: "Bootstrap the cluster from the bootstrap machine",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Log = o.log
+			return bootkube.Run(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "admin kubeconfig of the local API server")
+	f.StringVar(&cfg.ManifestsDir, "manifests-dir", "/opt/kiln/manifests", "objects to apply")
+	f.StringVar(&cfg.EtcdPKIDir, "etcd-pki-dir", "/etc/kubernetes/pki/etcd", "etcd CA certificate and key")
+	f.StringVar(&cfg.EtcdClientCert, "etcd-client-cert", "", "etcd client certificate")
+	f.StringVar(&cfg.EtcdClientKey, "etcd-client-key", "", "etcd client key")
+	f.StringVar(&cfg.MasterEtcdManifest, "master-etcd-manifest", "", "masters' etcd static pod template")
+	f.IntVar(&cfg.Masters, "masters", 1, "number of masters to hand over to")
+	f.StringVar(&cfg.NodeName, "node-name", "", "this machine's node and etcd member name")
+	f.StringVar(&cfg.DoneFile, "done-file", "/opt/kiln/bootkube.done", "written when bootstrap is complete")
+	return cmd
+}
+
+func newNodeNetdCmd(o *rootOptions) *cobra.Command {
+	var kubeconfig string
+	cfg := netd.Config{CNIConfPath: "/etc/cni/net.d/10-kiln.conflist", Runner: execRunner{}}
+	cmd := &cobra.Command{
+		Use:   "netd",
+		Short: "Maintain this node's pod network (CNI config and routes to other nodes' pods)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return err
+			}
+			client, err := kubernetes.NewForConfig(rc)
+			if err != nil {
+				return err
+			}
+			cfg.Log = o.log
+			return netd.Run(cmd.Context(), client, cfg)
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "/var/lib/kubelet/kubeconfig", "kubeconfig with the node's credentials")
+	cmd.Flags().StringVar(&cfg.NodeName, "node-name", "", "this node's name")
+	cmd.Flags().StringVar(&cfg.CNIConfPath, "cni-conf", cfg.CNIConfPath, "CNI configuration file to write")
+	cmd.Flags().String("cluster-cidr", "", "cluster pod network (informational)")
+	return cmd
+}
+
+func newNodeEtcdCertsCmd(o *rootOptions) *cobra.Command {
+	var dir, name, ip string
+	cmd := &cobra.Command{
+		Use:   "etcd-certs",
+		Short: "Issue this machine's etcd member certificates with the etcd CA in --pki-dir",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			addr := net.ParseIP(ip)
+			if addr == nil {
+				return graph.WithKind(graph.KindInput, fmt.Errorf("--node-ip: %q is not an IP address", ip))
+			}
+			ca, err := etcdmember.LoadCA(dir)
+			if err != nil {
+				return err
+			}
+			m, err := etcdmember.Issue(cmd.Context(), ca, name, addr)
+			if err != nil {
+				return err
+			}
+			files := etcdmember.Files(ca.Cert, m)
+			delete(files, etcdmember.CACert)
+			o.log.Infof("issued etcd member certificates for %s (%s) in %s", name, ip, dir)
+			return etcdmember.WriteFiles(dir, files)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "pki-dir", "/etc/kubernetes/pki/etcd", "directory with ca.crt and ca.key; certificates are written there")
+	cmd.Flags().StringVar(&name, "node-name", "", "node name")
+	cmd.Flags().StringVar(&ip, "node-ip", "", "node IP address")
+	return cmd
+}
+
+func newNodeEtcdInstallCmd(o *rootOptions) *cobra.Command {
+	var from, kubeDir string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "etcd-install",
+		Short: "Install an etcd member on this master and activate its control plane once the member votes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			return etcdmember.Install(ctx, from, filepath.Clean(kubeDir), o.log)
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "/secret", "directory with the member's files")
+	cmd.Flags().StringVar(&kubeDir, "kubernetes-dir", "/etc/kubernetes", "the node's /etc/kubernetes")
+	cmd.Flags().DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait for the member to vote")
+	return cmd
+}
+
+// execRunner runs commands on the local machine.
+type execRunner struct{}
+
+// Run implements netd.Runner.
+func (execRunner) Run(ctx context.Context, argv ...string) ([]byte, error) {
+	return exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+}
