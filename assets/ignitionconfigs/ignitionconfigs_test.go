@@ -1,0 +1,236 @@
+package ignitionconfigs_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/coreos/ignition/v2/config/v3_3"
+	"github.com/coreos/ignition/v2/config/v3_3/types"
+	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/assets/targets"
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/ignition"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// newDir returns a --dir holding testdata/install-config.yaml.
+func newDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	data, err := os.ReadFile("testdata/install-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "install-config.yaml"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func persist(t *testing.T, dir string, target graph.Target) *bytes.Buffer {
+	t.Helper()
+	var logs bytes.Buffer
+	log := logrus.New()
+	log.SetOutput(&logs)
+	store, err := graph.Open(dir, graph.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Persist(context.Background(), target); err != nil {
+		t.Fatalf("%s: %v", target.Name, err)
+	}
+	return &logs
+}
+
+func parse(t *testing.T, raw []byte) types.Config {
+	t.Helper()
+	if err := ignition.Validate(raw); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := v3_3.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// served returns the full config the machine-config server in c serves for role.
+func served(t *testing.T, c types.Config, role string) types.Config {
+	t.Helper()
+	raw, ok, err := ignition.FileContents(c, "/etc/kiln/mcs/"+role+".ign")
+	if err != nil || !ok {
+		t.Fatalf("no served %s config: %v", role, err)
+	}
+	return parse(t, raw)
+}
+
+// structure describes a config without its (random) key material.
+func structure(name string, c types.Config) string {
+	var lines []string
+	for _, f := range c.Storage.Files {
+		lines = append(lines, fmt.Sprintf("%s file %s %04o", name, f.Path, *f.Mode))
+	}
+	for _, d := range c.Storage.Directories {
+		lines = append(lines, fmt.Sprintf("%s dir %s", name, d.Path))
+	}
+	for _, u := range c.Systemd.Units {
+		enabled := u.Enabled != nil && *u.Enabled
+		lines = append(lines, fmt.Sprintf("%s unit %s enabled=%v dropins=%d", name, u.Name, enabled, len(u.Dropins)))
+	}
+	for _, u := range c.Passwd.Users {
+		lines = append(lines, fmt.Sprintf("%s user %s keys=%d", name, u.Name, len(u.SSHAuthorizedKeys)))
+	}
+	for _, m := range c.Ignition.Config.Merge {
+		lines = append(lines, fmt.Sprintf("%s merge %s", name, *m.Source))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func TestIgnitionConfigs(t *testing.T) {
+	dir := newDir(t)
+	persist(t, dir, targets.IgnitionConfigs())
+	read := func(name string) []byte {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	boot := parse(t, read("bootstrap.ign"))
+	master, worker := served(t, boot, "master"), served(t, boot, "worker")
+	// Each master serves the worker config too, the same bytes as the bootstrap machine.
+	mw, _, _ := ignition.FileContents(master, "/etc/kiln/mcs/worker.ign")
+	bw, _, _ := ignition.FileContents(boot, "/etc/kiln/mcs/worker.ign")
+	if !bytes.Equal(mw, bw) {
+		t.Error("masters serve a different worker config than the bootstrap machine")
+	}
+	got := structure("bootstrap", boot) + structure("master-full", master) + structure("worker-full", worker) +
+		structure("master.ign", parse(t, read("master.ign"))) + structure("worker.ign", parse(t, read("worker.ign")))
+	golden := filepath.Join("testdata", "structure.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("config structure differs from %s (run with -update if intended):\n%s", golden, diff(string(want), got))
+	}
+	// Private keys are root-only on every machine.
+	for name, c := range map[string]types.Config{"bootstrap": boot, "master": master, "worker": worker} {
+		for _, f := range c.Storage.Files {
+			if (strings.HasSuffix(f.Path, ".key") || strings.Contains(f.Path, "kubeconfig")) && *f.Mode != 0o600 {
+				t.Errorf("%s: %s has mode %04o, want 0600", name, f.Path, *f.Mode)
+			}
+		}
+	}
+	// The etcd CA key never leaves the bootstrap machine.
+	for name, c := range map[string]types.Config{"master": master, "worker": worker} {
+		if _, ok, _ := ignition.FileContents(c, "/etc/kubernetes/pki/etcd/ca.key"); ok {
+			t.Errorf("%s config holds the etcd CA key", name)
+		}
+	}
+	motd, _, _ := ignition.FileContents(boot, "/etc/motd")
+	if !strings.HasPrefix(string(motd), "This is the bootstrap node; it will be destroyed when the master is fully up.") {
+		t.Errorf("motd = %q", motd)
+	}
+	if info, err := os.Stat(filepath.Join(dir, "bootstrap.ign")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("bootstrap.ign holds keys and must be 0600: %v %v", info.Mode(), err)
+	}
+}
+
+func TestRegenerationIsByteIdentical(t *testing.T) {
+	dir := newDir(t)
+	persist(t, dir, targets.IgnitionConfigs())
+	before := snapshot(t, dir)
+	logs := persist(t, dir, targets.IgnitionConfigs())
+	after := snapshot(t, dir)
+	for name, data := range before {
+		if !bytes.Equal(data, after[name]) {
+			t.Errorf("%s changed on a second run", name)
+		}
+	}
+	if strings.Contains(logs.String(), "level=warn") {
+		t.Errorf("second run warned:\n%s", logs)
+	}
+}
+
+func TestEditedManifestFlowsIntoBootstrap(t *testing.T) {
+	dir := newDir(t)
+	persist(t, dir, targets.Manifests())
+	path := filepath.Join(dir, "manifests", "11-coredns.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(data), "cache 30", "cache 60", 1)
+	if edited == string(data) {
+		t.Fatal("template changed: the edit does not apply")
+	}
+	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := persist(t, dir, targets.IgnitionConfigs())
+	raw, err := os.ReadFile(filepath.Join(dir, "bootstrap.ign"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := ignition.FileContents(parse(t, raw), "/opt/kiln/manifests/11-coredns.yaml")
+	if string(got) != edited {
+		t.Errorf("bootstrap.ign carries the generated manifest, not the edited one")
+	}
+	if !strings.Contains(logs.String(), "11-coredns.yaml") {
+		t.Errorf("no log line names the edited file:\n%s", logs)
+	}
+}
+
+func snapshot(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, name := range []string{"bootstrap.ign", "master.ign", "worker.ign", "metadata.json", "auth/kubeconfig", "auth/kubeadmin-password"} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = data
+	}
+	return out
+}
+
+func diff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	set := func(l []string) map[string]bool {
+		m := map[string]bool{}
+		for _, s := range l {
+			m[s] = true
+		}
+		return m
+	}
+	ws, gs := set(w), set(g)
+	var out []string
+	for _, s := range w {
+		if !gs[s] {
+			out = append(out, "- "+s)
+		}
+	}
+	for _, s := range g {
+		if !ws[s] {
+			out = append(out, "+ "+s)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
