@@ -17,6 +17,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
 	"github.com/kiln-project/kiln/cmd/internal/node/mcs"
 	"github.com/kiln-project/kiln/cmd/internal/node/netd"
+	"github.com/kiln-project/kiln/cmd/internal/node/probe"
 	"github.com/kiln-project/kiln/graph"
 )
 
@@ -28,7 +29,7 @@ func newNodeCmd(o *rootOptions) *cobra.Command {
 		Short:  "Agents that run on cluster machines (used by kiln's Ignition configs)",
 		Hidden: true,
 	}
-	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o))
+	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o), newNodeProbeCmd(o))
 	return cmd
 }
 
@@ -145,6 +146,41 @@ func newNodeEtcdInstallCmd(o *rootOptions) *cobra.Command {
 	cmd.Flags().StringVar(&from, "from", "/secret", "directory with the member's files")
 	cmd.Flags().StringVar(&kubeDir, "kubernetes-dir", "/etc/kubernetes", "the node's /etc/kubernetes")
 	cmd.Flags().DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait for the member to vote")
+	return cmd
+}
+
+func newNodeProbeCmd(o *rootOptions) *cobra.Command {
+	var serve, body, resolve, get string
+	cmd := &cobra.Command{
+		Use:   "probe",
+		Short: "Network checks from inside a pod: serve HTTP, resolve a name, fetch a URL",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if resolve != "" {
+				addrs, err := probe.Resolve(ctx, resolve)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(o.stdout, "%s has address %s\n", resolve, addrs[0])
+			}
+			if get != "" {
+				out, err := probe.Get(ctx, get)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(o.stdout, "%s: %s\n", get, out)
+			}
+			if serve != "" {
+				return probe.Serve(ctx, serve, body)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&serve, "serve", "", "serve HTTP on this address until stopped")
+	cmd.Flags().StringVar(&body, "body", "ok", "body of every HTTP answer")
+	cmd.Flags().StringVar(&resolve, "resolve", "", "name to resolve")
+	cmd.Flags().StringVar(&get, "get", "", "URL to fetch")
 	return cmd
 }
 
