@@ -1,0 +1,239 @@
+// Package waitfor waits for the milestones of an install through the
+// Kubernetes API: the API answering, bootstrap-complete (the handover from
+// the bootstrap machine) and install-complete (every node Ready, cluster DNS
+// and the service proxy running). Each wait reports what it waits for, what
+// it has seen and how long it has left.
+package waitfor
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// Names shared with bootkube, which writes the bootstrap ConfigMap.
+const (
+	bootstrapNamespace = "kube-system"
+	bootstrapConfigMap = "bootstrap"
+	installerNamespace = "kiln-system"
+	installerLabel     = "app.kubernetes.io/name=etcd-installer"
+)
+
+// Waiter waits on one cluster.
+type Waiter struct {
+	Client   kubernetes.Interface
+	Log      logrus.FieldLogger
+	Progress platforms.Progress
+	// Poll is the interval between checks (default 2s).
+	Poll time.Duration
+}
+
+// API waits until the API server answers /readyz and returns its version.
+func (w *Waiter) API(ctx context.Context, server string, timeout time.Duration) (string, error) {
+	end := w.Progress.Start(fmt.Sprintf("Waiting up to %s for the Kubernetes API at %s", timeout, server))
+	var version string
+	err := w.until(ctx, timeout, func(ctx context.Context) (bool, string, error) {
+		if err := w.Client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
+			return false, "API not ready: " + shorten(err), nil
+		}
+		v, err := w.Client.Discovery().ServerVersion()
+		if err != nil {
+			return false, "API not ready: " + shorten(err), nil
+		}
+		version = v.GitVersion
+		return true, "", nil
+	})
+	end(err)
+	if err != nil {
+		return "", graph.WithKind(graph.KindBootstrap, fmt.Errorf("the Kubernetes API at %s did not answer: %w", server, err))
+	}
+	w.Log.Infof("API %s up", version)
+	return version, nil
+}
+
+// BootstrapComplete waits for bootkube's bootstrap-complete record, telling
+// the user about nodes registering and etcd members joining meanwhile.
+func (w *Waiter) BootstrapComplete(ctx context.Context, timeout time.Duration) error {
+	end := w.Progress.Start(fmt.Sprintf("Waiting up to %s for bootstrapping to complete", timeout))
+	seen := map[string]bool{}
+	err := w.until(ctx, timeout, func(ctx context.Context) (bool, string, error) {
+		w.reportNodes(ctx, seen)
+		w.reportEtcdMembers(ctx, seen)
+		cm, err := w.Client.CoreV1().ConfigMaps(bootstrapNamespace).Get(ctx, bootstrapConfigMap, metav1.GetOptions{})
+		if err == nil && cm.Data["status"] == "complete" {
+			return true, "", nil
+		}
+		return false, fmt.Sprintf("%d nodes registered", countPrefix(seen, "node/")), nil
+	})
+	end(err)
+	if err != nil {
+		return graph.WithKind(graph.KindBootstrap, fmt.Errorf("bootstrap did not complete: %w; run `kiln gather bootstrap` to collect logs", err))
+	}
+	w.Log.Info("Bootstrap complete: the control plane runs on the masters")
+	return nil
+}
+
+// InstallComplete waits until nodes machines are Ready and the cluster's
+// DNS and service proxy run on them.
+func (w *Waiter) InstallComplete(ctx context.Context, nodes int, timeout time.Duration) error {
+	end := w.Progress.Start(fmt.Sprintf("Waiting up to %s for the cluster to initialize (%d nodes)", timeout, nodes))
+	seen := map[string]bool{}
+	err := w.until(ctx, timeout, func(ctx context.Context) (bool, string, error) {
+		w.reportNodes(ctx, seen)
+		ready, err := w.readyNodes(ctx)
+		if err != nil {
+			return false, shorten(err), nil
+		}
+		if ready < nodes {
+			return false, fmt.Sprintf("%d of %d nodes Ready", ready, nodes), nil
+		}
+		ds, err := w.Client.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
+		if err != nil || !daemonSetReady(ds, nodes) {
+			return false, "kube-proxy not running on every node", nil
+		}
+		dep, err := w.Client.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+		if err != nil || !deploymentAvailable(dep) {
+			return false, "CoreDNS not available", nil
+		}
+		return true, "", nil
+	})
+	end(err)
+	if err != nil {
+		return graph.WithKind(graph.KindInstall, fmt.Errorf("the cluster did not initialize: %w", err))
+	}
+	w.Log.Infof("Install complete: %d nodes Ready, CoreDNS and kube-proxy running", nodes)
+	return nil
+}
+
+// until calls check every Poll until it is done, fails, or timeout passes;
+// its detail is shown with the time left.
+func (w *Waiter) until(ctx context.Context, timeout time.Duration, check func(context.Context) (bool, string, error)) error {
+	poll := w.Poll
+	if poll == 0 {
+		poll = 2 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	last := ""
+	for {
+		reqCtx, reqCancel := context.WithTimeout(ctx, 10*time.Second)
+		done, detail, err := check(reqCtx)
+		reqCancel()
+		if err != nil || done {
+			return err
+		}
+		last = detail
+		w.Progress.Update(fmt.Sprintf("%s, %s left", detail, time.Until(deadline).Round(time.Second)))
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last state: %s)", ctx.Err(), last)
+		case <-time.After(poll):
+		}
+	}
+}
+
+// reportNodes logs each node the first time it registers and becomes Ready.
+func (w *Waiter) reportNodes(ctx context.Context, seen map[string]bool) {
+	list, err := w.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	for i := range list.Items {
+		n := &list.Items[i]
+		if key := "node/" + n.Name; !seen[key] {
+			seen[key] = true
+			w.Log.Infof("Node %s registered", n.Name)
+		}
+		if key := "ready/" + n.Name; !seen[key] && nodeReady(n) {
+			seen[key] = true
+			w.Log.Infof("Node %s Ready", n.Name)
+		}
+	}
+}
+
+// reportEtcdMembers logs each master whose etcd member installer finished:
+// the member votes and the master's control plane is active.
+func (w *Waiter) reportEtcdMembers(ctx context.Context, seen map[string]bool) {
+	pods, err := w.Client.CoreV1().Pods(installerNamespace).List(ctx, metav1.ListOptions{LabelSelector: installerLabel})
+	if err != nil {
+		return
+	}
+	for _, p := range pods.Items {
+		if key := "etcd/" + p.Spec.NodeName; !seen[key] && p.Status.Phase == corev1.PodSucceeded {
+			seen[key] = true
+			w.Log.Infof("etcd member %s added; its control plane is starting", p.Spec.NodeName)
+		}
+	}
+}
+
+func (w *Waiter) readyNodes(ctx context.Context) (int, error) {
+	list, err := w.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range list.Items {
+		if nodeReady(&list.Items[i]) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func daemonSetReady(ds *appsv1.DaemonSet, nodes int) bool {
+	s := ds.Status
+	return s.ObservedGeneration >= ds.Generation && int(s.NumberReady) >= nodes && s.NumberReady == s.DesiredNumberScheduled
+}
+
+func deploymentAvailable(d *appsv1.Deployment) bool {
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
+			return d.Status.AvailableReplicas > 0
+		}
+	}
+	return false
+}
+
+func countPrefix(m map[string]bool, prefix string) int {
+	n := 0
+	for k := range m {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// shorten keeps the first line of an error, for one-line progress.
+func shorten(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 120 {
+		s = s[:120] + "..."
+	}
+	return s
+}

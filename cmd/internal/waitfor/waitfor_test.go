@@ -1,0 +1,95 @@
+package waitfor
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+func waiter() (*Waiter, *fake.Clientset, *bytes.Buffer) {
+	var out bytes.Buffer
+	log := logrus.New()
+	log.SetOutput(&out)
+	client := fake.NewClientset()
+	return &Waiter{Client: client, Log: log, Progress: platforms.NoProgress{}, Poll: 5 * time.Millisecond}, client, &out
+}
+
+func readyNode(name string, ready bool) *corev1.Node {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}}}
+}
+
+func TestBootstrapComplete(t *testing.T) {
+	w, client, logs := waiter()
+	ctx := context.Background()
+	client.CoreV1().Nodes().Create(ctx, readyNode("m-0", false), metav1.CreateOptions{})
+	client.CoreV1().Pods(installerNamespace).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd-installer-m-0", Labels: map[string]string{"app.kubernetes.io/name": "etcd-installer"}},
+		Spec:       corev1.PodSpec{NodeName: "m-0"}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded},
+	}, metav1.CreateOptions{})
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "bootstrap"}, Data: map[string]string{"status": "complete"},
+		}, metav1.CreateOptions{})
+	}()
+	if err := w.BootstrapComplete(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Node m-0 registered", "etcd member m-0 added", "Bootstrap complete"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+}
+
+func TestBootstrapTimeoutIsBootstrapKind(t *testing.T) {
+	w, _, _ := waiter()
+	err := w.BootstrapComplete(context.Background(), 30*time.Millisecond)
+	if err == nil || graph.KindOf(err) != graph.KindBootstrap {
+		t.Fatalf("err = %v (kind %d), want a bootstrap error", err, graph.KindOf(err))
+	}
+	if !strings.Contains(err.Error(), "kiln gather bootstrap") {
+		t.Errorf("error does not say how to proceed: %v", err)
+	}
+}
+
+func TestInstallComplete(t *testing.T) {
+	w, client, _ := waiter()
+	ctx := context.Background()
+	client.CoreV1().Nodes().Create(ctx, readyNode("m-0", true), metav1.CreateOptions{})
+	client.CoreV1().Nodes().Create(ctx, readyNode("w-0", false), metav1.CreateOptions{})
+	client.AppsV1().DaemonSets("kube-system").Create(ctx, &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy"},
+		Status:     appsv1.DaemonSetStatus{NumberReady: 2, DesiredNumberScheduled: 2},
+	}, metav1.CreateOptions{})
+	client.AppsV1().Deployments("kube-system").Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "coredns"},
+		Status: appsv1.DeploymentStatus{AvailableReplicas: 1, Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}},
+	}, metav1.CreateOptions{})
+	// One node is not Ready: the wait times out as an install error.
+	err := w.InstallComplete(ctx, 2, 40*time.Millisecond)
+	if graph.KindOf(err) != graph.KindInstall || !strings.Contains(err.Error(), "1 of 2 nodes Ready") {
+		t.Fatalf("err = %v", err)
+	}
+	client.CoreV1().Nodes().Update(ctx, readyNode("w-0", true), metav1.UpdateOptions{})
+	if err := w.InstallComplete(ctx, 2, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
