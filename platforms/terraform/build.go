@@ -179,7 +179,7 @@ func buildOne(ctx context.Context, o BuildOptions, s buildSpec, goBin string) (e
 		} else {
 			o.Progress.Update("downloading " + s.module() + " v" + s.Version + " and its dependencies")
 		}
-		if err := runLogged(cmd, o.Log, "go: "); err != nil {
+		if err := runLogged(cmd, o.Log, "build "+s.Name+": "); err != nil {
 			return nil, fmt.Errorf("build %s %s: %w", s.Title, s.Version, err)
 		}
 	}

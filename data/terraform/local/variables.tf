@@ -98,6 +98,8 @@ variable "master_count" {
 
 variable "master_addresses" {
   type        = list(string)
+  default     = []
+  nullable    = false
   description = "Addresses of the masters (no prefix), master_count of them."
 }
 
@@ -108,6 +110,8 @@ variable "worker_count" {
 
 variable "worker_addresses" {
   type        = list(string)
+  default     = []
+  nullable    = false
   description = "Addresses of the workers (no prefix), worker_count of them."
 }
 
