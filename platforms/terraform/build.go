@@ -12,6 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -143,7 +144,8 @@ func BuildEngine(ctx context.Context, o BuildOptions) (*Engine, error) {
 	}
 	goBin, err := o.lookPath("go")
 	if err != nil {
-		return nil, fmt.Errorf("no OpenTofu (>= 1.6) or Terraform (>= 1.5) on PATH, and no go command to build one: %w", err)
+		return nil, graph.WithKind(graph.KindInfrastructure,
+			fmt.Errorf("no OpenTofu (>= 1.6) or Terraform (>= 1.5) on PATH, and no go command to build one: %w", err))
 	}
 	var errs []error
 	for _, s := range engineBuilds {
@@ -157,7 +159,7 @@ func BuildEngine(ctx context.Context, o BuildOptions) (*Engine, error) {
 		o.Log.Warnf("Building %s %s failed: %v", s.Title, s.Version, err)
 		errs = append(errs, err)
 	}
-	return nil, errors.Join(errs...)
+	return nil, graph.WithKind(graph.KindInfrastructure, errors.Join(errs...))
 }
 
 // buildOne builds spec s with goBin and probes the result.

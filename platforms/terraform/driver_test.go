@@ -14,6 +14,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/kiln-project/kiln/graph"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -246,5 +248,28 @@ func TestDriverApplyDestroy(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("engine output was not logged at debug level")
+	}
+}
+
+func TestDriverApplyError(t *testing.T) {
+	bin := t.TempDir()
+	engine := &Engine{Name: OpenTofu, Path: fakeEngine(t, bin, "tofu", "1.12.6"), Version: "1.12.6"}
+	t.Setenv("FAKE_ENGINE_LOG", filepath.Join(t.TempDir(), "invocations"))
+	t.Setenv("FAKE_ENGINE_FAIL", "1")
+	log, _ := test.NewNullLogger()
+	d := NewDriver(DriverOptions{Engine: engine, Dir: t.TempDir(), Log: log,
+		Modules: fstest.MapFS{"network/main.tf": {Data: []byte("# network")}}})
+	err := d.Apply(context.Background(), StageNetwork, map[string]any{})
+	if err == nil {
+		t.Fatal("Apply succeeded with a failing engine")
+	}
+	if graph.KindOf(err) != graph.KindInfrastructure {
+		t.Errorf("Apply error kind = %d, want KindInfrastructure", graph.KindOf(err))
+	}
+	if !strings.Contains(err.Error(), "tofu apply of stage network") || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("Apply error %q lacks the stage or the engine's message", err)
+	}
+	if err := d.Apply(context.Background(), "nosuchstage", nil); err == nil {
+		t.Errorf("Apply of a stage without modules succeeded")
 	}
 }

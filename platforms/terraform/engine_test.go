@@ -25,6 +25,7 @@ if [ "$1" = version ]; then
   echo '{"terraform_version":"` + version + `","platform":"linux_amd64","provider_selections":{},"terraform_outdated":false}'
   exit 0
 fi
+if [ "$1" = apply ] && [ -n "$FAKE_ENGINE_FAIL" ]; then echo "Error: boom" >&2; exit 1; fi
 echo "ARGS $*" >> "$FAKE_ENGINE_LOG"
 env | sort | sed 's/^/ENV /' >> "$FAKE_ENGINE_LOG"
 if [ "$1" = apply ]; then echo '{}' > terraform.tfstate; fi

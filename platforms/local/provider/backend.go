@@ -46,10 +46,13 @@ type Settings struct {
 // Backend is what the resources act on; Factory builds it once the
 // provider is configured.
 type Backend struct {
+	// Machines creates and destroys machines.
 	Machines Machines
+	// Networks creates and deletes bridges.
 	Networks Networks
 	// Kiln is the binary that runs `kiln lb`.
-	Kiln     string
+	Kiln string
+	// Settings is the provider configuration.
 	Settings Settings
 }
 
