@@ -82,10 +82,10 @@ func readName(t testing.TB, addr string) string {
 	return string(data)
 }
 
-// eventually polls cond until it holds or 5 s pass.
+// eventually polls cond until it holds or 10 s pass.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -459,3 +459,55 @@ func TestPIDRefusesForeignProcess(t *testing.T) {
 		t.Errorf("Command = %q, want %q", got, want)
 	}
 }
+
+// TestServeReloadsChangedFile runs Serve in-process and edits its
+// configuration file: the balancer picks the change up without a signal.
+func TestServeReloadsChangedFile(t *testing.T) {
+	dir := t.TempDir()
+	boot, master := nameServer(t, "bootstrap"), nameServer(t, "master")
+	port := freePort(t)
+	svc := tcpService("mcs", boot, master)
+	svc.Port = port
+	cfgPath, pidPath := filepath.Join(dir, "lb.json"), filepath.Join(dir, "lb.pid")
+	writeConfig(t, cfgPath, &Config{Listen: "127.0.0.1", Services: []Service{svc}})
+	log := logrus.New()
+	log.SetOutput(testWriterLB{t})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- Serve(ctx, ServeOptions{ConfigPath: cfgPath, PIDFile: pidPath, Log: log}) }()
+	eventually(t, "pid file", func() bool { _, err := os.Stat(pidPath); return err == nil })
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	eventually(t, "both backends used", func() bool {
+		seen := map[string]bool{readName(t, addr): true, readName(t, addr): true}
+		return seen["bootstrap"] && seen["master"]
+	})
+	svc = tcpService("mcs", master)
+	svc.Port = port
+	writeConfig(t, cfgPath, &Config{Listen: "127.0.0.1", Services: []Service{svc}})
+	eventually(t, "bootstrap removed after the file changed", func() bool {
+		for range 3 {
+			if readName(t, addr) != "master" {
+				return false
+			}
+		}
+		return true
+	})
+	// A broken file keeps the running configuration.
+	os.WriteFile(cfgPath, []byte("{not json"), 0o644)
+	time.Sleep(configPoll + 500*time.Millisecond)
+	if got := readName(t, addr); got != "master" {
+		t.Errorf("after a broken reload, connection reached %q", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Serve = %v", err)
+	}
+	if _, err := os.Stat(pidPath); err == nil {
+		t.Errorf("pid file left after Serve returned")
+	}
+}
+
+type testWriterLB struct{ t *testing.T }
+
+func (w testWriterLB) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
