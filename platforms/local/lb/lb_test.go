@@ -510,4 +510,7 @@ func TestServeReloadsChangedFile(t *testing.T) {
 
 type testWriterLB struct{ t *testing.T }
 
-func (w testWriterLB) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (w testWriterLB) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
