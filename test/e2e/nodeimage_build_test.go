@@ -121,8 +121,14 @@ func TestNodeImageBuild(t *testing.T) {
 				} {
 					chrootRun(t, layer, argv...)
 				}
-				if _, err := os.Stat(filepath.Join(layer, "usr/lib/x86_64-linux-gnu/xtables/libxt_comment.so")); err != nil {
-					t.Errorf("kube-proxy image lacks the iptables extensions: %v", err)
+				// The rules kube-proxy writes load iptables extensions
+				// (dlopen): add one in a private network namespace.
+				rule := exec.Command("unshare", "-n", "sh", "-c",
+					"chroot \"$0\" /usr/sbin/iptables -t nat -A POSTROUTING -m comment --comment kiln "+
+						"-m statistic --mode random --probability 0.5 -j MASQUERADE && chroot \"$0\" /usr/sbin/iptables-save -t nat", layer)
+				out, err := rule.CombinedOutput()
+				if err != nil || !strings.Contains(string(out), "--comment kiln") {
+					t.Errorf("iptables in the kube-proxy image: %v\n%s", err, out)
 				}
 			}
 		}
