@@ -35,6 +35,7 @@ func newCreateCmd(o *rootOptions) *cobra.Command {
 			"Create install-config.yaml: validate the one in --dir, read one from standard input, or ask on a terminal"),
 		newCreateTargetCmd(o, co, targets.Manifests(), "Create the Kubernetes manifests (edit them before creating Ignition configs)"),
 		newCreateTargetCmd(o, co, targets.IgnitionConfigs(), "Create bootstrap.ign, master.ign and worker.ign"),
+		newCreateClusterCmd(o, co),
 	)
 	return create
 }

@@ -101,6 +101,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		newProviderCmd(o),
 		newLBCmd(o),
 		newNodeCmd(o),
+		newDestroyCmd(o), newWaitForCmd(o),
 	)
 	return root
 }

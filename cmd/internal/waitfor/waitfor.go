@@ -237,3 +237,12 @@ func shorten(err error) string {
 	}
 	return s
 }
+
+// IsBootstrapComplete reports whether bootstrap-complete was recorded; an
+// unreachable API counts as not complete.
+func (w *Waiter) IsBootstrapComplete(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cm, err := w.Client.CoreV1().ConfigMaps(bootstrapNamespace).Get(ctx, bootstrapConfigMap, metav1.GetOptions{})
+	return err == nil && cm.Data["status"] == "complete"
+}

@@ -1,0 +1,90 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/assets/metadata"
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// ErrNoMetadata is returned when nothing names the cluster to destroy.
+var ErrNoMetadata = errors.New("no metadata.json in --dir: pass --infra-id <id> (the cluster's machines are named <id>-bootstrap, <id>-master-0, ...)")
+
+// Target names the cluster a destroy removes.
+type Target struct {
+	InfraID  string
+	Platform string
+}
+
+// FindTarget reads metadata.json in dir; infraID, when set, wins (it is
+// how a cluster whose metadata.json was lost is destroyed, by its machines'
+// names, on the local platform).
+func FindTarget(dir, infraID string) (Target, error) {
+	data, err := os.ReadFile(filepath.Join(dir, metadata.FileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		if infraID == "" {
+			return Target{}, graph.WithKind(graph.KindInput, ErrNoMetadata)
+		}
+		return Target{InfraID: infraID, Platform: "local"}, nil
+	}
+	if err != nil {
+		return Target{}, err
+	}
+	m, err := metadata.Parse(data)
+	if err != nil {
+		return Target{}, graph.WithKind(graph.KindInput, err)
+	}
+	t := Target{InfraID: m.InfraID, Platform: m.PlatformName}
+	if infraID != "" && infraID != m.InfraID {
+		return Target{}, graph.WithKind(graph.KindInput, fmt.Errorf("--infra-id %s does not match %s's infraID %s", infraID, metadata.FileName, m.InfraID))
+	}
+	return t, nil
+}
+
+// Destroy destroys the cluster and, once that succeeded, removes what kiln
+// generated in dir, so the same --dir can create a new cluster: the state
+// file, metadata.json, the Ignition configs, auth/ and kiln's Terraform
+// state. install-config.yaml is put back from .kiln/consumed if it was
+// consumed; the debug log and .kiln/consumed stay.
+func Destroy(ctx context.Context, dir string, t Target, prov platforms.Provisioner, log logrus.FieldLogger) error {
+	if err := prov.Destroy(ctx, dir, t.InfraID); err != nil {
+		return err
+	}
+	return cleanDir(dir, log)
+}
+
+// generated returns the paths kiln writes into --dir, removed after a destroy.
+func generated() []string {
+	return []string{
+		graph.StateFileName, metadata.FileName, "bootstrap.ign", "master.ign", "worker.ign",
+		"auth", "manifests", "static-pods", ".kiln/terraform",
+	}
+}
+
+func cleanDir(dir string, log logrus.FieldLogger) error {
+	ic := filepath.Join(dir, "install-config.yaml")
+	consumed := filepath.Join(dir, graph.ConsumedDir, "install-config.yaml")
+	if _, err := os.Stat(ic); errors.Is(err, fs.ErrNotExist) {
+		if data, err := os.ReadFile(consumed); err == nil {
+			if err := graph.WriteFileAtomic(ic, data, 0o600); err != nil {
+				return err
+			}
+			log.Infof("Restored install-config.yaml from %s", consumed)
+		}
+	}
+	var errs []error
+	for _, p := range generated() {
+		if err := os.RemoveAll(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kiln-project/kiln/assets/targets"
+	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/all"
+	"github.com/kiln-project/kiln/platforms/terraform"
+)
+
+func addTimeoutFlags(cmd *cobra.Command, t *install.Timeouts) {
+	cmd.Flags().DurationVar(&t.API, "api-timeout", 0, "how long to wait for the Kubernetes API (default: install-config timeouts.api, else 20m)")
+	cmd.Flags().DurationVar(&t.Bootstrap, "bootstrap-timeout", 0, "how long to wait for bootstrap-complete (default: timeouts.bootstrap, else 30m)")
+	cmd.Flags().DurationVar(&t.Install, "install-timeout", 0, "how long to wait for install-complete (default: timeouts.install, else 30m)")
+}
+
+func newCreateClusterCmd(o *rootOptions, co *createOptions) *cobra.Command {
+	var flags install.Timeouts
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Create the Ignition configs (if needed) and a cluster from them; re-run to resume",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if err := o.createTarget(ctx, co, targets.IgnitionConfigs()); err != nil {
+				return err
+			}
+			o.openDebugLog()
+			c, err := install.Load(ctx, o.dir, o.log, flags)
+			if err != nil {
+				return err
+			}
+			env, err := o.platformEnv()
+			if err != nil {
+				return err
+			}
+			prov, err := all.Provisioner(c.Config.PlatformName(), env)
+			if err != nil {
+				return err
+			}
+			return install.Create(ctx, c, prov, env, o.stdout)
+		},
+	}
+	addTimeoutFlags(cmd, &flags)
+	return cmd
+}
+
+func newDestroyCmd(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "destroy",
+		Short: "Destroy a cluster or its bootstrap machine",
+		Args:  cobra.NoArgs,
+	}
+	var infraID string
+	cluster := &cobra.Command{
+		Use:   "cluster",
+		Short: "Destroy the cluster of --dir (or --infra-id) and everything kiln created for it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, err := install.FindTarget(o.dir, infraID)
+			if err != nil {
+				return err
+			}
+			o.openDebugLog()
+			env, err := o.platformEnv()
+			if err != nil {
+				return err
+			}
+			prov, err := all.Provisioner(t.Platform, env)
+			if err != nil {
+				return err
+			}
+			if err := install.Destroy(cmd.Context(), o.dir, t, prov, o.log); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.stdout, "Cluster %s destroyed\n", t.InfraID)
+			return nil
+		},
+	}
+	cluster.Flags().StringVar(&infraID, "infra-id", "", "destroy by infra ID when metadata.json is lost (local platform: machines, load balancer and bridge named after it)")
+	bootstrap := &cobra.Command{
+		Use:   "bootstrap",
+		Short: "Destroy the bootstrap machine (after bootstrap-complete)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := install.Load(cmd.Context(), o.dir, o.log, install.Timeouts{})
+			if err != nil {
+				return err
+			}
+			o.openDebugLog()
+			env, err := o.platformEnv()
+			if err != nil {
+				return err
+			}
+			prov, err := all.Provisioner(c.Config.PlatformName(), env)
+			if err != nil {
+				return err
+			}
+			return prov.DestroyBootstrap(cmd.Context(), &c.Cluster)
+		},
+	}
+	cmd.AddCommand(cluster, bootstrap)
+	return cmd
+}
+
+func newWaitForCmd(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "wait-for", Short: "Wait for an install milestone", Args: cobra.NoArgs}
+	var flags install.Timeouts
+	bootstrap := &cobra.Command{
+		Use:   "bootstrap-complete",
+		Short: "Wait until the control plane has moved from the bootstrap machine to the masters",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := install.Load(cmd.Context(), o.dir, o.log, flags)
+			if err != nil {
+				return err
+			}
+			w, server, err := c.Waiter(o.log, o.status)
+			if err != nil {
+				return err
+			}
+			if _, err := w.API(cmd.Context(), server, c.Timeouts.API); err != nil {
+				return err
+			}
+			if err := w.BootstrapComplete(cmd.Context(), c.Timeouts.Bootstrap); err != nil {
+				return err
+			}
+			fmt.Fprintln(o.stdout, "It is now safe to remove the bootstrap resources: kiln destroy bootstrap")
+			return nil
+		},
+	}
+	installComplete := &cobra.Command{
+		Use:   "install-complete",
+		Short: "Wait until every node is Ready and cluster DNS and the service proxy run",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := install.Load(cmd.Context(), o.dir, o.log, flags)
+			if err != nil {
+				return err
+			}
+			w, _, err := c.Waiter(o.log, o.status)
+			if err != nil {
+				return err
+			}
+			if err := w.InstallComplete(cmd.Context(), c.Nodes(), c.Timeouts.Install); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.stdout, "Install complete! export KUBECONFIG=%s\n", c.Kubeconfig)
+			return nil
+		},
+	}
+	for _, c := range []*cobra.Command{bootstrap, installComplete} {
+		addTimeoutFlags(c, &flags)
+	}
+	cmd.AddCommand(bootstrap, installComplete)
+	return cmd
+}
+
+// platformEnv is what provisioners log to, report to and cache in. The kiln
+// binary that machines and Terraform run is a copy in the cache named by its
+// hash, so a rebuilt or removed kiln never pulls it from under a cluster.
+func (o *rootOptions) platformEnv() (platforms.Env, error) {
+	cache, err := terraform.CacheDir(os.Getenv)
+	if err != nil {
+		return platforms.Env{}, err
+	}
+	kiln, err := stableKiln(cache)
+	if err != nil {
+		return platforms.Env{}, graph.WithKind(graph.KindInfrastructure, fmt.Errorf("copy the kiln binary into %s: %w", cache, err))
+	}
+	return platforms.Env{Log: o.log, Progress: o.status, CacheDir: cache, Kiln: kiln}, nil
+}
+
+// stableKiln copies the running executable to <cache>/bin/kiln-<hash>.
+func stableKiln(cache string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(self)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(cache, "bin", "kiln-"+hex.EncodeToString(h.Sum(nil))[:16])
+	if _, err := os.Stat(dst); err == nil {
+		return dst, nil
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", err
+	}
+	return dst, graph.WriteFileAtomic(dst, data, 0o755)
+}

@@ -1,0 +1,55 @@
+package platforms
+
+import (
+	"context"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+)
+
+// Cluster is what provisioning needs from the assets.
+type Cluster struct {
+	// Dir is the cluster's --dir (Terraform state lives under it).
+	Dir string
+	// Config is the effective install-config.
+	Config *types.Config
+	// InfraID prefixes every piece of infrastructure.
+	InfraID string
+	// Ignition configs of the three roles.
+	Bootstrap, Master, Worker []byte
+}
+
+// Env is what a provisioner reports to and caches in.
+type Env struct {
+	Log      logrus.FieldLogger
+	Progress Progress
+	// CacheDir is kiln's cache (node images, built engines).
+	CacheDir string
+	// Kiln is the path of the running kiln binary.
+	Kiln string
+}
+
+// Provisioner creates and destroys a platform's infrastructure. Every
+// method is idempotent: a create that failed or was interrupted resumes when
+// run again, and a destroy of something already gone succeeds.
+type Provisioner interface {
+	// Preflight checks that the platform can host c and says what it will
+	// change; it changes nothing.
+	Preflight(ctx context.Context, c *Cluster) error
+	// Provision creates the whole infrastructure, bootstrap machine included.
+	Provision(ctx context.Context, c *Cluster) error
+	// DestroyBootstrap takes the bootstrap machine out of the load balancer
+	// and destroys it.
+	DestroyBootstrap(ctx context.Context, c *Cluster) error
+	// Destroy removes everything of infraID: what Terraform state in dir
+	// records, then anything left that is named after infraID.
+	Destroy(ctx context.Context, dir, infraID string) error
+}
+
+// Gatherer collects diagnostics from a cluster's machines.
+type Gatherer interface {
+	// Gather writes the logs of the bootstrap machine and the masters into
+	// dir (one sub-directory per machine).
+	Gather(ctx context.Context, infraID, dir string) error
+}
