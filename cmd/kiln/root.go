@@ -101,7 +101,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		newProviderCmd(o),
 		newLBCmd(o),
 		newNodeCmd(o),
-		newDestroyCmd(o), newWaitForCmd(o),
+		newDestroyCmd(o), newWaitForCmd(o), newGatherCmd(o),
 	)
 	return root
 }

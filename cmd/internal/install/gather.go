@@ -1,0 +1,73 @@
+package install
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// Gather collects the bootstrap machine's and the masters' diagnostics into
+// dir/log-bundle-<time>.tar.gz and returns its path.
+func Gather(ctx context.Context, dir string, t Target, prov platforms.Provisioner, now time.Time) (string, error) {
+	g, ok := prov.(platforms.Gatherer)
+	if !ok {
+		return "", graph.WithKind(graph.KindInput, fmt.Errorf("platform %s cannot gather logs", t.Platform))
+	}
+	tmp, err := os.MkdirTemp("", "kiln-gather-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	gatherErr := g.Gather(ctx, t.InfraID, tmp)
+	out := filepath.Join(dir, "log-bundle-"+now.UTC().Format("20060102-150405")+".tar.gz")
+	if err := tarGz(tmp, out); err != nil {
+		return "", err
+	}
+	return out, gatherErr
+}
+
+// tarGz writes the tree under src into a gzip-compressed tar at dst (0600:
+// logs may name secrets' paths and hold cluster details).
+func tarGz(src, dst string) error {
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	zw := gzip.NewWriter(f)
+	tw := tar.NewWriter(zw)
+	walkErr := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
+		if err != nil || path == src {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		hdr, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		hdr.Name = filepath.ToSlash(rel)
+		if err := tw.WriteHeader(hdr); err != nil || !info.Mode().IsRegular() {
+			return err
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		_, err = io.Copy(tw, in)
+		return err
+	})
+	for _, c := range []io.Closer{tw, zw, f} {
+		if err := c.Close(); err != nil && walkErr == nil {
+			walkErr = err
+		}
+	}
+	return walkErr
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/platforms/all"
+)
+
+func newGatherCmd(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "gather", Short: "Collect diagnostics from a cluster", Args: cobra.NoArgs}
+	var infraID string
+	bootstrap := &cobra.Command{
+		Use:   "bootstrap",
+		Short: "Collect journals (bootkube, kubelet, etcd, ...) and pod logs of the bootstrap machine and masters into a tar.gz in --dir",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, err := install.FindTarget(o.dir, infraID)
+			if err != nil {
+				return err
+			}
+			o.openDebugLog()
+			env, err := o.platformEnv()
+			if err != nil {
+				return err
+			}
+			prov, err := all.Provisioner(t.Platform, env)
+			if err != nil {
+				return err
+			}
+			path, err := install.Gather(cmd.Context(), o.dir, t, prov, time.Now())
+			if path != "" {
+				fmt.Fprintf(o.stdout, "Log bundle written to %s\n", path)
+			}
+			return err
+		},
+	}
+	bootstrap.Flags().StringVar(&infraID, "infra-id", "", "the cluster's infra ID when metadata.json is lost")
+	cmd.AddCommand(bootstrap)
+	return cmd
+}
