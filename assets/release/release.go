@@ -105,12 +105,3 @@ func Spec(c Component) ImageSpec {
 func Image(c Component) string {
 	return Spec(c).Ref()
 }
-
-// HostBinaries are the binaries kiln builds that run on the node itself
-// (not only in an image); they are installed into BinDir of the node image.
-var hostBinaries = [...]string{"kubelet", "kubectl"}
-
-// HostBinaries returns the binaries that run directly on the node.
-func HostBinaries() []string {
-	return append([]string(nil), hostBinaries[:]...)
-}

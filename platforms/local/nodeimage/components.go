@@ -168,6 +168,16 @@ type builtComponent struct {
 	Bin string // directory holding Binaries
 }
 
+// complete reports whether every binary is in the cache.
+func (bc builtComponent) complete() bool {
+	for _, n := range bc.Binaries {
+		if !exists(filepath.Join(bc.Bin, n)) {
+			return false
+		}
+	}
+	return true
+}
+
 // ensureComponent builds c unless its cache entry exists.
 func (b *builder) ensureComponent(ctx context.Context, c component) (builtComponent, error) {
 	files, err := c.sources()
@@ -177,9 +187,12 @@ func (b *builder) ensureComponent(ctx context.Context, c component) (builtCompon
 	key := c.key(b.goVersion, files)
 	dir := filepath.Join(b.cache, "components", c.Name+"-"+key)
 	out := builtComponent{component: c, Key: key, Bin: filepath.Join(dir, "bin")}
-	if exists(dir) {
+	if out.complete() {
 		b.log.Debugf("component %s %s: cached in %s", c.Name, c.Version, dir)
 		return out, nil
+	}
+	if err := os.RemoveAll(dir); err != nil { // an incomplete entry, e.g. a binary deleted by hand
+		return out, err
 	}
 	end := b.progress.Start(fmt.Sprintf("Building %s %s (%s)", c.Name, c.Version, strings.Join(c.Binaries, ", ")))
 	err = b.buildComponent(ctx, c, files, dir)

@@ -70,14 +70,21 @@ func Ensure(ctx context.Context, opts Options) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	if img, err := load(plan.dir); err == nil {
+	img, err := load(plan.dir)
+	if err == nil {
 		b.log.Debugf("node image %s: cached in %s", img.Hash, img.Dir)
 		return img, nil
 	}
 	if os.Geteuid() != 0 {
 		return nil, graph.WithKind(graph.KindInput, ErrNotRoot)
 	}
-	img, err := b.build(ctx, plan)
+	if exists(plan.dir) {
+		b.log.Warnf("removing the incomplete node image %s (%v)", plan.dir, err)
+		if err := os.RemoveAll(plan.dir); err != nil {
+			return nil, graph.WithKind(graph.KindInfrastructure, err)
+		}
+	}
+	img, err = b.build(ctx, plan)
 	if err != nil {
 		return nil, graph.WithKind(graph.KindInfrastructure, fmt.Errorf("building the node image: %w", err))
 	}
@@ -95,6 +102,9 @@ func load(dir string) (*Image, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, metadataFile), err)
 	}
 	img.Dir, img.RootFS = dir, filepath.Join(dir, "rootfs")
+	if _, err := os.Stat(filepath.Join(img.RootFS, "usr/bin/systemctl")); err != nil {
+		return nil, fmt.Errorf("root tree incomplete: %w", err)
+	}
 	return img, nil
 }
 

@@ -69,9 +69,12 @@ const mirrorFile = "mirror"
 func (b *builder) ensureBase(ctx context.Context) (string, error) {
 	dir := filepath.Join(b.cache, "debootstrap", debootstrapKey())
 	rootfs := filepath.Join(dir, "rootfs")
-	if exists(dir) {
+	if exists(filepath.Join(rootfs, "usr/bin/systemctl")) {
 		b.log.Debugf("debootstrap: cached in %s", dir)
 		return rootfs, nil
+	}
+	if err := os.RemoveAll(dir); err != nil { // an incomplete entry
+		return "", err
 	}
 	mirror, err := detectMirror(b.hostRoot, release.DebianSuite)
 	if err != nil {
