@@ -40,21 +40,31 @@ type plan struct {
 	files []bakedFile
 }
 
-// plan computes the image's cache key from every input: the base tree's
-// key, each component's key, the baked files and the unit lists.
+// plan computes what Ensure builds and the key that names it.
 func (b *builder) plan() (*plan, error) {
-	h := newHasher("node-image/v1")
-	h.add("base", debootstrapKey())
-	for _, c := range components() {
-		files, err := c.sources()
-		if err != nil {
-			return nil, err
-		}
-		h.add("component:"+c.Name, c.key(b.goVersion, files))
-	}
 	files, err := bakedFiles()
 	if err != nil {
 		return nil, err
+	}
+	key, err := imageKey(b.goVersion, files)
+	if err != nil {
+		return nil, err
+	}
+	return &plan{key: key, dir: filepath.Join(b.cache, "images", "node-"+key), files: files}, nil
+}
+
+// imageKey hashes every input of the image: the base tree's key, each
+// component's key, the baked files with their modes, the unit lists, the
+// proxy tools and the release.
+func imageKey(goVersion string, files []bakedFile) (string, error) {
+	h := newHasher("node-image/v1")
+	h.add("base", debootstrapKey())
+	for _, c := range components() {
+		src, err := c.sources()
+		if err != nil {
+			return "", err
+		}
+		h.add("component:"+c.Name, c.key(goVersion, src))
 	}
 	for _, f := range files {
 		h.add(fmt.Sprintf("baked:%s:%o", f.Path, f.Mode), string(f.Data))
@@ -64,11 +74,10 @@ func (b *builder) plan() (*plan, error) {
 	h.add("proxy-tools", strings.Join(proxyTools[:], " "))
 	rel, err := json.Marshal(release.Current())
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	h.add("release", string(rel))
-	key := h.sum()
-	return &plan{key: key, dir: filepath.Join(b.cache, "images", "node-"+key), files: files}, nil
+	return h.sum(), nil
 }
 
 // build builds what is missing: components, base tree, then the image.

@@ -123,6 +123,46 @@ func TestPlanKey(t *testing.T) {
 	}
 }
 
+func TestImageKey(t *testing.T) {
+	files, err := bakedFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := imageKey("go1.26.8", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(f func(fs []bakedFile) []bakedFile) string {
+		c := append([]bakedFile(nil), files...)
+		key, err := imageKey("go1.26.8", f(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return key
+	}
+	tests := []struct {
+		name string
+		edit func([]bakedFile) []bakedFile
+		same bool
+	}{
+		{"nothing", func(fs []bakedFile) []bakedFile { return fs }, true},
+		{"content", func(fs []bakedFile) []bakedFile {
+			fs[0].Data = append(append([]byte(nil), fs[0].Data...), '\n')
+			return fs
+		}, false},
+		{"mode", func(fs []bakedFile) []bakedFile { fs[0].Mode = 0o600; return fs }, false},
+		{"path", func(fs []bakedFile) []bakedFile { fs[0].Path += ".orig"; return fs }, false},
+		{"file added", func(fs []bakedFile) []bakedFile {
+			return append(fs, bakedFile{Path: "/etc/x", Mode: 0o644})
+		}, false},
+	}
+	for _, tt := range tests {
+		if got := edit(tt.edit); (got == base) != tt.same {
+			t.Errorf("%s: key %s, base %s, want same=%v", tt.name, got, base, tt.same)
+		}
+	}
+}
+
 func TestTailLog(t *testing.T) {
 	log, hook := test.NewNullLogger()
 	log.SetLevel(logrus.DebugLevel)
