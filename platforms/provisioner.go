@@ -18,6 +18,9 @@ type Cluster struct {
 	InfraID string
 	// Ignition configs of the three roles.
 	Bootstrap, Master, Worker []byte
+	// BootstrapDone is set once bootstrap-complete was recorded: a resumed
+	// create must not bring the bootstrap machine back.
+	BootstrapDone bool
 }
 
 // Env is what a provisioner reports to and caches in.

@@ -167,10 +167,14 @@ func addrStrings(as []netip.Addr) []string {
 // Preflight implements platforms.Provisioner.
 func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error {
 	end := p.Env.Progress.Start("Checking the host")
-	rep, err := machine.Preflight(ctx, machine.PreflightOptions{
-		Machines:  1 + c.Config.MasterReplicas() + c.Config.WorkerReplicas(),
-		StateRoot: p.StateRoot,
-	})
+	// A resumed create counts only the machines still to start: the running
+	// ones already hold their share of the host's resources.
+	want := 1 + c.Config.MasterReplicas() + c.Config.WorkerReplicas()
+	running, err := machine.NewManager(machine.Options{StateRoot: p.StateRoot, Log: p.Env.Log}).List(ctx, c.InfraID+"-")
+	if err == nil {
+		want = max(want-len(running), 0)
+	}
+	rep, err := machine.Preflight(ctx, machine.PreflightOptions{Machines: want, StateRoot: p.StateRoot})
 	end(err)
 	for _, w := range rep.Warnings {
 		p.Env.Log.Warn(w)
@@ -195,7 +199,16 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 	if err != nil {
 		return graph.WithKind(graph.KindInput, err)
 	}
-	image := c.Config.Platform.Local.NodeImage
+	drv, err := p.driver(ctx, c.Dir)
+	if err != nil {
+		return err
+	}
+	// A cluster keeps the node image and kiln binary it was created with: a
+	// resumed create with a newer kiln must not replace running machines.
+	image, kiln := c.Config.Platform.Local.NodeImage, p.Env.Kiln
+	if prev, err := stageVars(drv, terraform.StageNetwork); err == nil {
+		image, kiln = prev.NodeImage, prev.KilnBinary
+	}
 	if image == "" {
 		img, err := nodeimage.Ensure(ctx, nodeimage.Options{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress})
 		if err != nil {
@@ -203,16 +216,17 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 		}
 		image = img.RootFS
 	}
-	drv, err := p.driver(ctx, c.Dir)
-	if err != nil {
-		return err
-	}
-	vars := plan.Vars(c, image, p.Env.Kiln)
-	for _, stage := range []struct{ name, title string }{
+	vars := plan.Vars(c, image, kiln)
+	vars.BootstrapInLB = !c.BootstrapDone
+	stages := []struct{ name, title string }{
 		{terraform.StageNetwork, fmt.Sprintf("Creating bridge %s and the API load balancer on %s", plan.Bridge, plan.VIP)},
 		{terraform.StageBootstrap, "Creating the bootstrap machine"},
 		{terraform.StageCluster, fmt.Sprintf("Creating %d masters and %d workers", len(plan.Masters), len(plan.Workers))},
-	} {
+	}
+	if c.BootstrapDone {
+		stages = append(stages[:1], stages[2])
+	}
+	for _, stage := range stages {
 		end := p.Env.Progress.Start(stage.title)
 		err := drv.Apply(ctx, stage.name, vars)
 		end(err)

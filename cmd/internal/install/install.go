@@ -172,7 +172,8 @@ func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, env pla
 	phases := []Phase{
 		phase{"check the bootstrap credentials", func(ctx context.Context) error {
 			if w.IsBootstrapComplete(ctx) {
-				return nil // resuming after the handover: the bootstrap credentials are no longer used
+				c.BootstrapDone = true // resuming after the handover: no bootstrap machine, no bootstrap credentials
+				return nil
 			}
 			return c.checkCredentials(time.Now())
 		}},

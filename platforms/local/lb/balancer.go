@@ -43,8 +43,9 @@ type service struct {
 
 // backend is one backend address and its last health-check result.
 type backend struct {
-	addr    string
-	healthy atomic.Bool
+	addr     string
+	healthy  atomic.Bool
+	sessions sessions
 }
 
 // serviceKey identifies a listener across reloads.
@@ -103,7 +104,8 @@ func (b *Balancer) Apply(cfg *Config) error {
 }
 
 // mergeBackends returns backends for addrs, reusing old entries (and their
-// health) for addresses already known.
+// health) for addresses already known. The sessions of backends no longer
+// listed are closed.
 func mergeBackends(old *[]*backend, addrs []string) *[]*backend {
 	known := map[string]*backend{}
 	if old != nil {
@@ -115,9 +117,13 @@ func mergeBackends(old *[]*backend, addrs []string) *[]*backend {
 	for _, a := range addrs {
 		if be, ok := known[a]; ok {
 			out = append(out, be)
+			delete(known, a)
 			continue
 		}
 		out = append(out, &backend{addr: a})
+	}
+	for _, gone := range known {
+		gone.sessions.closeAll()
 	}
 	return &out
 }
@@ -194,25 +200,25 @@ func (svc *service) healthy() []*backend {
 
 // dial connects to the next healthy backend round-robin, trying the others
 // when it fails; it returns nil when none answers.
-func (svc *service) dial() net.Conn {
+func (svc *service) dial() (net.Conn, *backend) {
 	hs := svc.healthy()
 	if len(hs) == 0 {
-		return nil
+		return nil, nil
 	}
 	start := svc.next.Add(1) - 1
 	for i := range hs {
 		be := hs[(start+uint64(i))%uint64(len(hs))]
 		c, err := net.DialTimeout("tcp", be.addr, dialTimeout)
 		if err == nil {
-			return c
+			return c, be
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // handle proxies one client connection; with no healthy backend it closes it.
 func (b *Balancer) handle(svc *service, client net.Conn) {
-	up := svc.dial()
+	up, be := svc.dial()
 	if up == nil {
 		b.log.Debugf("%s: no healthy backend for %s", svc.cfg.Name, client.RemoteAddr())
 		client.Close()
@@ -224,6 +230,8 @@ func (b *Balancer) handle(svc *service, client net.Conn) {
 		return
 	}
 	defer b.untrack(client, up)
+	be.sessions.add(client)
+	defer be.sessions.remove(client)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); copyHalf(up, client) }()

@@ -95,7 +95,8 @@ func (b *Balancer) checkLoop(ctx context.Context, svc *service) {
 					if err == nil {
 						b.log.Infof("%s: backend %s is healthy", cfg.Name, be.addr)
 					} else {
-						b.log.Infof("%s: backend %s is unhealthy: %v", cfg.Name, be.addr, err)
+						n := be.sessions.closeAll()
+						b.log.Infof("%s: backend %s is unhealthy (%d sessions closed): %v", cfg.Name, be.addr, n, err)
 					}
 				}
 			}()

@@ -3,6 +3,7 @@ package lb
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -513,4 +514,60 @@ type testWriterLB struct{ t *testing.T }
 func (w testWriterLB) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// TestMarkedDownClosesSessions: a long-lived connection to a backend that
+// starts failing its health check is closed, so the client reconnects to a
+// healthy backend instead of waiting forever on a dead API server.
+func TestMarkedDownClosesSessions(t *testing.T) {
+	var failing atomic.Bool
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" && failing.Load() {
+			http.Error(w, "etcd member removed", http.StatusInternalServerError)
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	api := Service{Name: "api", Health: CheckHTTPS, HealthPath: "/readyz", IntervalMillis: 50,
+		Backends: []string{strings.TrimPrefix(srv.URL, "https://")}}
+	b := startBalancer(t, &Config{Listen: "127.0.0.1", Services: []Service{api}})
+	eventually(t, "backend healthy", func() bool { return healthyCount(b, "api") == 1 })
+	conn, err := net.Dial("tcp", b.Addr("api").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	time.Sleep(50 * time.Millisecond) // the proxy has dialled the backend
+	failing.Store(true)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("session to a backend marked down was not closed: %v", err)
+	}
+}
+
+func TestRemovedBackendSessionsClosed(t *testing.T) {
+	boot := echoServer(t)
+	cfg := &Config{Listen: "127.0.0.1", Services: []Service{tcpService("mcs", boot)}}
+	b := startBalancer(t, cfg)
+	eventually(t, "healthy", func() bool { return healthyCount(b, "mcs") == 1 })
+	conn, err := net.Dial("tcp", b.Addr("mcs").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); err != nil {
+		t.Fatalf("echo through the proxy: %v", err)
+	}
+	other := echoServer(t)
+	if err := b.Apply(&Config{Listen: "127.0.0.1", Services: []Service{tcpService("mcs", other)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("session to a removed backend was not closed: %v", err)
+	}
 }
