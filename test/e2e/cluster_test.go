@@ -1,0 +1,328 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kiln-project/kiln/assets/metadata"
+	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/platforms/local/machine"
+)
+
+// TestClusterHA is the issue's main scenario: 3 masters and 1 worker through
+// `kiln create cluster`, checked through the API and the machines, then
+// `kiln destroy cluster` leaves nothing behind.
+func TestClusterHA(t *testing.T) { testCluster(t, 3, 1) }
+
+// TestClusterSingleMaster is the same with one master.
+func TestClusterSingleMaster(t *testing.T) { testCluster(t, 1, 1) }
+
+func testCluster(t *testing.T, masters, workers int) {
+	requireMachineHost(t)
+	if os.Getenv("KILN_E2E_CLUSTER") == "0" {
+		t.Skip("KILN_E2E_CLUSTER=0")
+	}
+	kiln := buildStaticKiln(t)
+	dir := t.TempDir()
+	name := fmt.Sprintf("e2e%d%d", masters, workers)
+	writeInstallConfig(t, dir, name, masters, workers)
+
+	start := time.Now()
+	out, err := runKiln(t, kiln, 45*time.Minute, "create", "cluster", "--dir", dir)
+	infraID := readInfraID(t, dir)
+	t.Cleanup(func() { assertDestroyed(t, kiln, dir, infraID) })
+	if err != nil {
+		gather(t, kiln, dir)
+		t.Fatalf("create cluster: %v\n%s", err, lastLines(out, 60))
+	}
+	t.Logf("create cluster: %s", time.Since(start).Round(time.Second))
+	for _, want := range []string{"Install complete!", "export KUBECONFIG=" + filepath.Join(dir, "auth", "kubeconfig"), "auth/kubeadmin-password", "Time elapsed:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("create cluster output lacks %q", want)
+		}
+	}
+	if info, err := os.Stat(filepath.Join(dir, "auth", "kubeadmin-password")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("kubeadmin-password: %v %v", info, err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	client := adminClient(t, dir)
+	if body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil || string(body) != "ok" {
+		t.Fatalf("/readyz = %q, %v", body, err)
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != masters+workers {
+		t.Fatalf("%d nodes, want %d", len(nodes.Items), masters+workers)
+	}
+	for _, n := range nodes.Items {
+		if !nodeReady(&n) {
+			t.Errorf("node %s is not Ready", n.Name)
+		}
+		if strings.Contains(n.Name, "bootstrap") {
+			t.Errorf("the bootstrap machine registered as node %s", n.Name)
+		}
+	}
+	assertEtcdMembers(t, infraID, masters)
+	if _, err := os.Stat(filepath.Join(machine.DefaultStateRoot, infraID+"-bootstrap")); !os.IsNotExist(err) {
+		t.Errorf("the bootstrap machine still exists after install-complete: %v", err)
+	}
+	assertPodNetwork(ctx, t, client, infraID)
+}
+
+func buildStaticKiln(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kiln")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/kiln")
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // it runs inside machines and pods too
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/kiln: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func writeInstallConfig(t *testing.T, dir, name string, masters, workers int) {
+	t.Helper()
+	cfg := fmt.Sprintf(`apiVersion: kiln.dev/v1
+baseDomain: e2e.example.com
+metadata:
+  name: %s
+controlPlane:
+  name: master
+  replicas: %d
+compute:
+- name: worker
+  replicas: %d
+platform:
+  local:
+    defaultMachinePlatform:
+      memoryMiB: 3072
+`, name, masters, workers)
+	if err := os.WriteFile(filepath.Join(dir, "install-config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func runKiln(t *testing.T, kiln string, timeout time.Duration, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, kiln, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdin = nil
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func readInfraID(t *testing.T, dir string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, metadata.FileName))
+	if err != nil {
+		t.Fatalf("metadata.json: %v", err)
+	}
+	m, err := metadata.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.InfraID
+}
+
+func adminClient(t *testing.T, dir string) kubernetes.Interface {
+	t.Helper()
+	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "auth", "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// assertEtcdMembers checks with etcdctl on master-0 that etcd has exactly the
+// masters as voting members: the bootstrap member is gone.
+func assertEtcdMembers(t *testing.T, infraID string, masters int) {
+	t.Helper()
+	mgr := machine.NewManager(machine.Options{})
+	out, err := mgr.Exec(context.Background(), infraID+"-master-0", "etcdctl",
+		"--endpoints=https://127.0.0.1:2379", "--cacert=/etc/kubernetes/pki/etcd/ca.crt",
+		"--cert=/etc/kubernetes/pki/apiserver-etcd-client.crt", "--key=/etc/kubernetes/pki/apiserver-etcd-client.key",
+		"member", "list", "-w", "json")
+	if err != nil {
+		t.Fatalf("etcdctl member list: %v\n%s", err, out)
+	}
+	var list struct {
+		Members []struct {
+			Name      string `json:"name"`
+			IsLearner bool   `json:"isLearner"`
+		} `json:"members"`
+	}
+	if err := json.Unmarshal(out, &list); err != nil {
+		t.Fatalf("etcdctl output: %v\n%s", err, out)
+	}
+	if len(list.Members) != masters {
+		t.Fatalf("etcd has %d members, want %d: %+v", len(list.Members), masters, list.Members)
+	}
+	for _, m := range list.Members {
+		if m.IsLearner || !strings.HasPrefix(m.Name, infraID+"-master-") {
+			t.Errorf("unexpected etcd member %+v", m)
+		}
+	}
+}
+
+// assertPodNetwork runs an HTTP server pod on master-0 behind a ClusterIP
+// Service, and a client pod on the worker that resolves kubernetes.default
+// through cluster DNS and fetches from the Service: pod network across
+// nodes, kube-proxy and CoreDNS. Both run the kiln binary bound into every
+// machine (no other image exists offline) in the pause image.
+func assertPodNetwork(ctx context.Context, t *testing.T, client kubernetes.Interface, infraID string) {
+	t.Helper()
+	ns := "default"
+	kilnVol := corev1.Volume{Name: "kiln", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/usr/local/bin/kiln"}}}
+	mount := corev1.VolumeMount{Name: "kiln", MountPath: "/kiln", ReadOnly: true}
+	pod := func(name, node string, restart corev1.RestartPolicy, args ...string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name}},
+			Spec: corev1.PodSpec{
+				NodeSelector:  map[string]string{"kubernetes.io/hostname": node},
+				Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+				RestartPolicy: restart,
+				Volumes:       []corev1.Volume{kilnVol},
+				Containers: []corev1.Container{{
+					Name: name, Image: release.Image(release.Pause), ImagePullPolicy: corev1.PullNever,
+					Command: append([]string{"/kiln", "node", "probe"}, args...), VolumeMounts: []corev1.VolumeMount{mount},
+				}},
+			},
+		}
+	}
+	server := pod("probe-server", infraID+"-master-0", corev1.RestartPolicyAlways, "--serve=:8080", "--body=hello from master-0")
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, server, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "probe-server"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	if _, err := client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(ctx, t, client, ns, "probe-server", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && len(p.Status.PodIP) > 0
+	})
+	// The client retries until the Service's endpoints are programmed.
+	clientPod := pod("probe-client", infraID+"-worker-0", corev1.RestartPolicyOnFailure,
+		"--resolve=kubernetes.default", "--get=http://probe.default.svc.cluster.local/")
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, clientPod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(ctx, t, client, ns, "probe-client", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	logs, err := client.CoreV1().Pods(ns).GetLogs("probe-client", &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kubernetes.default has address 172.30.0.1", ": hello from master-0"} {
+		if !strings.Contains(string(logs), want) {
+			t.Errorf("client pod log lacks %q:\n%s", want, logs)
+		}
+	}
+}
+
+func waitPod(ctx context.Context, t *testing.T, client kubernetes.Interface, ns, name string, done func(*corev1.Pod) bool) {
+	t.Helper()
+	var last *corev1.Pod
+	for ctx.Err() == nil {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			last = p
+			if done(p) {
+				return
+			}
+		}
+		time.Sleep(2 * time.Second)
+	}
+	t.Fatalf("pod %s did not get there: %+v", name, last.Status)
+}
+
+// assertDestroyed runs destroy cluster and checks nothing of the cluster is
+// left on the host and only the debug log (and consumed inputs) in --dir.
+func assertDestroyed(t *testing.T, kiln, dir, infraID string) {
+	start := time.Now()
+	out, err := runKiln(t, kiln, 10*time.Minute, "destroy", "cluster", "--dir", dir)
+	if err != nil {
+		t.Fatalf("destroy cluster: %v\n%s", err, lastLines(out, 40))
+	}
+	t.Logf("destroy cluster: %s", time.Since(start).Round(100*time.Millisecond))
+	if ps, _ := exec.Command("pgrep", "-f", "systemd-nspawn.*"+infraID).Output(); len(ps) > 0 {
+		t.Errorf("nspawn processes left: %s", ps)
+	}
+	if links, _ := exec.Command("ip", "-br", "link").Output(); strings.Contains(string(links), "kiln-"+infraID[strings.LastIndex(infraID, "-")+1:]) {
+		t.Errorf("bridge left:\n%s", links)
+	}
+	if mounts, _ := os.ReadFile("/proc/mounts"); strings.Contains(string(mounts), infraID) {
+		t.Errorf("mounts left of %s", infraID)
+	}
+	if entries, _ := filepath.Glob(filepath.Join(machine.DefaultStateRoot, infraID+"-*")); len(entries) > 0 {
+		t.Errorf("machine state left: %v", entries)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		switch {
+		case e.Name() == ".kiln.log", e.Name() == ".kiln", e.Name() == "install-config.yaml", strings.HasPrefix(e.Name(), "log-bundle-"):
+		default:
+			t.Errorf("%s left in --dir after destroy", e.Name())
+		}
+	}
+	if sub, _ := os.ReadDir(filepath.Join(dir, ".kiln")); len(sub) > 1 || (len(sub) == 1 && sub[0].Name() != "consumed") {
+		t.Errorf(".kiln holds more than consumed inputs: %v", sub)
+	}
+}
+
+func gather(t *testing.T, kiln, dir string) {
+	out, err := runKiln(t, kiln, 5*time.Minute, "gather", "bootstrap", "--dir", dir)
+	t.Logf("gather bootstrap: %v\n%s", err, lastLines(out, 5))
+	if a := os.Getenv("KILN_E2E_ARTIFACTS"); a != "" {
+		bundles, _ := filepath.Glob(filepath.Join(dir, "log-bundle-*.tar.gz"))
+		for _, b := range bundles {
+			data, _ := os.ReadFile(b)
+			_ = os.WriteFile(filepath.Join(a, filepath.Base(b)), data, 0o600)
+		}
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
