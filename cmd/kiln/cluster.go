@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -68,6 +69,10 @@ func newDestroyCmd(o *rootOptions) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := install.FindTarget(o.dir, infraID)
+			if errors.Is(err, install.ErrNothingToDestroy) {
+				o.log.Warn(err.Error())
+				return nil
+			}
 			if err != nil {
 				return err
 			}

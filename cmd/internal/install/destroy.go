@@ -10,6 +10,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/kiln-project/kiln/assets/clusterid"
+	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/metadata"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
@@ -17,6 +19,10 @@ import (
 
 // ErrNoMetadata is returned when nothing names the cluster to destroy.
 var ErrNoMetadata = errors.New("no metadata.json in --dir: pass --infra-id <id> (the cluster's machines are named <id>-bootstrap, <id>-master-0, ...)")
+
+// ErrNothingToDestroy is returned when --dir holds no cluster: it was never
+// created there or is already destroyed.
+var ErrNothingToDestroy = errors.New("no cluster in --dir (no metadata.json and no kiln state): nothing to destroy; pass --infra-id <id> to remove a cluster created elsewhere")
 
 // Target names the cluster a destroy removes.
 type Target struct {
@@ -30,10 +36,10 @@ type Target struct {
 func FindTarget(dir, infraID string) (Target, error) {
 	data, err := os.ReadFile(filepath.Join(dir, metadata.FileName))
 	if errors.Is(err, fs.ErrNotExist) {
-		if infraID == "" {
-			return Target{}, graph.WithKind(graph.KindInput, ErrNoMetadata)
+		if infraID != "" {
+			return Target{InfraID: infraID, Platform: "local"}, nil
 		}
-		return Target{InfraID: infraID, Platform: "local"}, nil
+		return targetFromState(dir)
 	}
 	if err != nil {
 		return Target{}, err
@@ -87,4 +93,25 @@ func cleanDir(dir string, log logrus.FieldLogger) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// targetFromState names the cluster from the state file when metadata.json
+// is gone: the cluster ID and install-config are kept there.
+func targetFromState(dir string) (Target, error) {
+	if _, err := os.Stat(filepath.Join(dir, graph.StateFileName)); errors.Is(err, fs.ErrNotExist) {
+		return Target{}, ErrNothingToDestroy
+	}
+	store, err := graph.Open(dir)
+	if err != nil {
+		return Target{}, err
+	}
+	cid, ic := &clusterid.ClusterID{}, &installconfig.InstallConfig{}
+	foundID, err := store.FromState(cid)
+	if err != nil || !foundID {
+		return Target{}, graph.WithKind(graph.KindInput, ErrNoMetadata)
+	}
+	if ok, err := store.FromState(ic); err != nil || !ok {
+		return Target{}, graph.WithKind(graph.KindInput, ErrNoMetadata)
+	}
+	return Target{InfraID: cid.InfraID, Platform: ic.Config.PlatformName()}, nil
 }

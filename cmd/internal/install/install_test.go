@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -46,8 +47,8 @@ func TestCheckCredentials(t *testing.T) {
 
 func TestFindTarget(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := FindTarget(dir, ""); !errors.Is(err, ErrNoMetadata) || graph.KindOf(err) != graph.KindInput {
-		t.Fatalf("no metadata, no --infra-id: %v", err)
+	if _, err := FindTarget(dir, ""); !errors.Is(err, ErrNothingToDestroy) {
+		t.Fatalf("empty dir, no --infra-id: %v", err)
 	}
 	if tg, err := FindTarget(dir, "demo-ab12c"); err != nil || tg != (Target{InfraID: "demo-ab12c", Platform: "local"}) {
 		t.Fatalf("--infra-id only: %+v %v", tg, err)
@@ -118,5 +119,33 @@ func TestRunStopsAtFirstError(t *testing.T) {
 	err := Run(context.Background(), logrus.New(), []Phase{step("a", nil), step("b", boom), step("c", nil)})
 	if !errors.Is(err, boom) || strings.Join(ran, ",") != "a,b" {
 		t.Fatalf("err = %v, ran %v", err, ran)
+	}
+}
+
+// A cluster whose metadata.json was lost is still found through the state file.
+func TestFindTargetFromState(t *testing.T) {
+	dir := t.TempDir()
+	ic, err := os.ReadFile("../../../assets/ignitionconfigs/testdata/install-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "install-config.yaml"), ic, 0o600)
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	store, err := graph.Open(dir, graph.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Persist(context.Background(), targets.IgnitionConfigs()); err != nil {
+		t.Fatal(err)
+	}
+	want, err := FindTarget(dir, "")
+	if err != nil || want.Platform != "local" || !strings.HasPrefix(want.InfraID, "demo-") {
+		t.Fatalf("with metadata.json: %+v %v", want, err)
+	}
+	os.Remove(filepath.Join(dir, "metadata.json"))
+	got, err := FindTarget(dir, "")
+	if err != nil || got != want {
+		t.Fatalf("without metadata.json: %+v %v, want %+v", got, err, want)
 	}
 }

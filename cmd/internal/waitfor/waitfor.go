@@ -30,6 +30,9 @@ const (
 	installerLabel     = "app.kubernetes.io/name=etcd-installer"
 )
 
+// updateEvery is how often a wait repeats an unchanged state.
+const updateEvery = 30 * time.Second
+
 // Waiter waits on one cluster.
 type Waiter struct {
 	Client   kubernetes.Interface
@@ -126,7 +129,7 @@ func (w *Waiter) until(ctx context.Context, timeout time.Duration, check func(co
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	last := ""
+	last, shown := "", time.Time{}
 	for {
 		reqCtx, reqCancel := context.WithTimeout(ctx, 10*time.Second)
 		done, detail, err := check(reqCtx)
@@ -134,8 +137,12 @@ func (w *Waiter) until(ctx context.Context, timeout time.Duration, check func(co
 		if err != nil || done {
 			return err
 		}
+		// Say what changed at once; otherwise remind every updateEvery.
+		if detail != last || time.Since(shown) >= updateEvery {
+			w.Progress.Update(fmt.Sprintf("%s, %s left", detail, time.Until(deadline).Round(time.Second)))
+			shown = time.Now()
+		}
 		last = detail
-		w.Progress.Update(fmt.Sprintf("%s, %s left", detail, time.Until(deadline).Round(time.Second)))
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (last state: %s)", ctx.Err(), last)
