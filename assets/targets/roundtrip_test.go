@@ -26,9 +26,13 @@ platform:
 func TestRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	ctx := installconfig.WithInput(context.Background(), installconfig.Input{In: strings.NewReader(config)})
+	// Each target, in the order a user runs them, generated then run again:
+	// the second run regenerates nothing and leaves --dir byte-identical.
+	// (Running an earlier target after a later one writes its consumed files
+	// back, as openshift-install does, so that is not a no-op.)
 	for _, tg := range All() {
 		if len(tg.Assets) == 0 {
-			continue // not filled in yet
+			t.Fatalf("target %s lists no assets", tg.Name)
 		}
 		s, err := graph.Open(dir)
 		if err != nil {
@@ -37,13 +41,8 @@ func TestRoundTrip(t *testing.T) {
 		if err := s.Persist(ctx, tg); err != nil {
 			t.Fatalf("%s: %v", tg.Name, err)
 		}
-	}
-	before := snapshot(t, dir)
-	for _, tg := range All() {
-		if len(tg.Assets) == 0 {
-			continue
-		}
-		s, err := graph.Open(dir)
+		before := snapshot(t, dir)
+		s, err = graph.Open(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,9 +52,9 @@ func TestRoundTrip(t *testing.T) {
 		if g := s.Generated(); len(g) > 0 {
 			t.Errorf("second %s regenerated %v", tg.Name, g)
 		}
-	}
-	if after := snapshot(t, dir); !maps.Equal(before, after) {
-		t.Errorf("second pass changed --dir")
+		if after := snapshot(t, dir); !maps.Equal(before, after) {
+			t.Errorf("second %s changed --dir", tg.Name)
+		}
 	}
 }
 
