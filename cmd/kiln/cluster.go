@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/cmd/internal/waitfor"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/all"
@@ -36,16 +38,11 @@ func newCreateClusterCmd(o *rootOptions, co *createOptions) *cobra.Command {
 			if err := o.createTarget(ctx, co, targets.IgnitionConfigs()); err != nil {
 				return err
 			}
-			o.openDebugLog()
 			c, err := install.Load(ctx, o.dir, o.log, flags)
 			if err != nil {
 				return err
 			}
-			env, err := o.platformEnv()
-			if err != nil {
-				return err
-			}
-			prov, err := all.Provisioner(c.Config.PlatformName(), env)
+			prov, env, err := o.provisioner(c.Config.PlatformName())
 			if err != nil {
 				return err
 			}
@@ -76,12 +73,7 @@ func newDestroyCmd(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o.openDebugLog()
-			env, err := o.platformEnv()
-			if err != nil {
-				return err
-			}
-			prov, err := all.Provisioner(t.Platform, env)
+			prov, _, err := o.provisioner(t.Platform)
 			if err != nil {
 				return err
 			}
@@ -102,12 +94,7 @@ func newDestroyCmd(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o.openDebugLog()
-			env, err := o.platformEnv()
-			if err != nil {
-				return err
-			}
-			prov, err := all.Provisioner(c.Config.PlatformName(), env)
+			prov, _, err := o.provisioner(c.Config.PlatformName())
 			if err != nil {
 				return err
 			}
@@ -121,54 +108,59 @@ func newDestroyCmd(o *rootOptions) *cobra.Command {
 func newWaitForCmd(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "wait-for", Short: "Wait for an install milestone", Args: cobra.NoArgs}
 	var flags install.Timeouts
-	bootstrap := &cobra.Command{
-		Use:   "bootstrap-complete",
-		Short: "Wait until the control plane has moved from the bootstrap machine to the masters",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := install.Load(cmd.Context(), o.dir, o.log, flags)
-			if err != nil {
-				return err
-			}
-			w, server, err := c.Waiter(o.log, o.status)
-			if err != nil {
-				return err
-			}
-			if _, err := w.API(cmd.Context(), server, c.Timeouts.API); err != nil {
-				return err
-			}
-			if err := w.BootstrapComplete(cmd.Context(), c.Timeouts.Bootstrap); err != nil {
-				return err
-			}
-			fmt.Fprintln(o.stdout, "It is now safe to remove the bootstrap resources: kiln destroy bootstrap")
-			return nil
-		},
-	}
-	installComplete := &cobra.Command{
-		Use:   "install-complete",
-		Short: "Wait until every node is Ready and cluster DNS and the service proxy run",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := install.Load(cmd.Context(), o.dir, o.log, flags)
-			if err != nil {
-				return err
-			}
-			w, _, err := c.Waiter(o.log, o.status)
-			if err != nil {
-				return err
-			}
-			if err := w.InstallComplete(cmd.Context(), c.Nodes(), c.Timeouts.Install); err != nil {
-				return err
-			}
-			fmt.Fprintf(o.stdout, "Install complete! export KUBECONFIG=%s\n", c.Kubeconfig)
-			return nil
-		},
-	}
-	for _, c := range []*cobra.Command{bootstrap, installComplete} {
+	// waitCmd loads the cluster of --dir and runs wait with a waiter on its API.
+	waitCmd := func(use, short string, wait func(context.Context, *install.Cluster, *waitfor.Waiter, string) error) *cobra.Command {
+		c := &cobra.Command{
+			Use: use, Short: short, Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				c, err := install.Load(cmd.Context(), o.dir, o.log, flags)
+				if err != nil {
+					return err
+				}
+				w, server, err := c.Waiter(o.log, o.status)
+				if err != nil {
+					return err
+				}
+				return wait(cmd.Context(), c, w, server)
+			},
+		}
 		addTimeoutFlags(c, &flags)
+		return c
 	}
-	cmd.AddCommand(bootstrap, installComplete)
+	cmd.AddCommand(
+		waitCmd("bootstrap-complete", "Wait until the control plane has moved from the bootstrap machine to the masters",
+			func(ctx context.Context, c *install.Cluster, w *waitfor.Waiter, server string) error {
+				if _, err := w.API(ctx, server, c.Timeouts.API); err != nil {
+					return err
+				}
+				if err := w.BootstrapComplete(ctx, c.Timeouts.Bootstrap); err != nil {
+					return err
+				}
+				fmt.Fprintln(o.stdout, "It is now safe to remove the bootstrap resources: kiln destroy bootstrap")
+				return nil
+			}),
+		waitCmd("install-complete", "Wait until every node is Ready and cluster DNS and the service proxy run",
+			func(ctx context.Context, c *install.Cluster, w *waitfor.Waiter, _ string) error {
+				if err := w.InstallComplete(ctx, c.Nodes(), c.Timeouts.Install); err != nil {
+					return err
+				}
+				fmt.Fprintf(o.stdout, "Install complete! export KUBECONFIG=%s\n", c.Kubeconfig)
+				return nil
+			}),
+	)
 	return cmd
+}
+
+// provisioner opens the debug log in --dir and returns the provisioner of
+// the named platform with its environment.
+func (o *rootOptions) provisioner(platform string) (platforms.Provisioner, platforms.Env, error) {
+	o.openDebugLog()
+	env, err := o.platformEnv()
+	if err != nil {
+		return nil, env, err
+	}
+	prov, err := all.Provisioner(platform, env)
+	return prov, env, err
 }
 
 // platformEnv is what provisioners log to, report to and cache in. The kiln

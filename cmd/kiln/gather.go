@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-project/kiln/cmd/internal/install"
-	"github.com/kiln-project/kiln/platforms/all"
 )
 
 func newGatherCmd(o *rootOptions) *cobra.Command {
@@ -22,12 +21,7 @@ func newGatherCmd(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o.openDebugLog()
-			env, err := o.platformEnv()
-			if err != nil {
-				return err
-			}
-			prov, err := all.Provisioner(t.Platform, env)
+			prov, _, err := o.provisioner(t.Platform)
 			if err != nil {
 				return err
 			}

@@ -26,12 +26,14 @@ import (
 // TestClusterHA is the issue's main scenario: 3 masters and 1 worker through
 // `kiln create cluster`, checked through the API and the machines, then
 // `kiln destroy cluster` leaves nothing behind.
-func TestClusterHA(t *testing.T) { testCluster(t, 3, 1) }
+func TestClusterHA(t *testing.T) { testCluster(t, 3, 1, "10.66.101.0/24") }
 
 // TestClusterSingleMaster is the same with one master.
-func TestClusterSingleMaster(t *testing.T) { testCluster(t, 1, 1) }
+func TestClusterSingleMaster(t *testing.T) { testCluster(t, 1, 1, "10.66.102.0/24") }
 
-func testCluster(t *testing.T, masters, workers int) {
+// testCluster runs on its own machine network, apart from the default one a
+// user's `make cluster` takes.
+func testCluster(t *testing.T, masters, workers int, machineCIDR string) {
 	requireMachineHost(t)
 	if os.Getenv("KILN_E2E_CLUSTER") == "0" {
 		t.Skip("KILN_E2E_CLUSTER=0")
@@ -39,7 +41,7 @@ func testCluster(t *testing.T, masters, workers int) {
 	kiln := buildStaticKiln(t)
 	dir := t.TempDir()
 	name := fmt.Sprintf("e2e%d%d", masters, workers)
-	writeInstallConfig(t, dir, name, masters, workers)
+	writeInstallConfig(t, dir, name, masters, workers, machineCIDR)
 
 	start := time.Now()
 	out, err := runKiln(t, kiln, 45*time.Minute, "create", "cluster", "--dir", dir)
@@ -99,7 +101,7 @@ func buildStaticKiln(t *testing.T) string {
 	return bin
 }
 
-func writeInstallConfig(t *testing.T, dir, name string, masters, workers int) {
+func writeInstallConfig(t *testing.T, dir, name string, masters, workers int, machineCIDR string) {
 	t.Helper()
 	cfg := fmt.Sprintf(`apiVersion: kiln.dev/v1
 baseDomain: e2e.example.com
@@ -111,11 +113,14 @@ controlPlane:
 compute:
 - name: worker
   replicas: %d
+networking:
+  machineNetwork:
+  - cidr: %s
 platform:
   local:
     defaultMachinePlatform:
       memoryMiB: 3072
-`, name, masters, workers)
+`, name, masters, workers, machineCIDR)
 	if err := os.WriteFile(filepath.Join(dir, "install-config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	kilntls "github.com/kiln-project/kiln/assets/tls"
+	"github.com/kiln-project/kiln/graph"
 )
 
 // File names of a member's certificates in its PKI directory.
@@ -75,35 +76,11 @@ func WriteFiles(dir string, files map[string][]byte) error {
 		if filepath.Ext(name) == ".key" {
 			mode = 0o600
 		}
-		if err := WriteAtomic(filepath.Join(dir, name), data, mode); err != nil {
+		if err := graph.WriteFileAtomic(filepath.Join(dir, name), data, mode); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// WriteAtomic writes data to path through a temporary file and a rename.
-func WriteAtomic(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // Client returns an etcd client for endpoints authenticated with a client
