@@ -2,8 +2,8 @@ package clusterid
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"

@@ -233,4 +233,3 @@ func diff(want, got string) string {
 	}
 	return strings.Join(out, "\n")
 }
-
