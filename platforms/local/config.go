@@ -64,11 +64,13 @@ func New() *Config { return &Config{HostNetworks: ReadHostNetworks} }
 // Name implements platforms.Platform.
 func (*Config) Name() string { return Name }
 
-// SetDefaults implements platforms.Platform: the machine network and the
-// API VIP (the first address of the machine network, the host's bridge).
-func (*Config) SetDefaults(c *types.Config) {
+// SetDefaults implements platforms.Platform: the machine network — the
+// first of 10.66.0.0/24, 10.66.1.0/24, ... that the host does not use, so a
+// second cluster on the same host needs no edit — and the API VIP (the
+// first address of the machine network, the host's bridge).
+func (cfg *Config) SetDefaults(c *types.Config) {
 	if c.Networking != nil && len(c.Networking.MachineNetwork) == 0 {
-		c.Networking.MachineNetwork = []types.MachineNetworkEntry{{CIDR: DefaultMachineNetwork}}
+		c.Networking.MachineNetwork = []types.MachineNetworkEntry{{CIDR: cfg.freeMachineNetwork().String()}}
 	}
 	l := c.Platform.Local
 	if l == nil || l.APIVIP != "" {
@@ -125,6 +127,36 @@ func (cfg *Config) Validate(c *types.Config, fp *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// freeMachineNetwork returns the first /24 of 10.66.0.0/16 that overlaps no
+// host network, or DefaultMachineNetwork (which validation then reports)
+// when the host networks cannot be read or all are taken.
+func (cfg *Config) freeMachineNetwork() netip.Prefix {
+	def := netip.MustParsePrefix(DefaultMachineNetwork)
+	if cfg.HostNetworks == nil {
+		return def
+	}
+	host, err := cfg.HostNetworks()
+	if err != nil {
+		return def
+	}
+	base := def.Addr().As4()
+	for n := 0; n < 256; n++ {
+		base[2] = byte(n)
+		cand := netip.PrefixFrom(netip.AddrFrom4(base), def.Bits())
+		free := true
+		for _, h := range host {
+			if h.Prefix.Bits() > 0 && h.Prefix.Overlaps(cand) {
+				free = false
+				break
+			}
+		}
+		if free {
+			return cand
+		}
+	}
+	return def
 }
 
 func validatePool(p *types.LocalMachinePool, fp *field.Path) field.ErrorList {

@@ -53,6 +53,27 @@ func TestDefaultsAndHostOverlap(t *testing.T) {
 	}
 }
 
+// A host that already runs a cluster on 10.66.0.0/24 gets 10.66.1.0/24 for
+// the next one; an explicit machine network is kept.
+func TestDefaultMachineNetworkSkipsUsedBlocks(t *testing.T) {
+	cfg := &Config{HostNetworks: func() ([]HostNetwork, error) {
+		return []HostNetwork{{netip.MustParsePrefix("0.0.0.0/0"), "eth0"}, {netip.MustParsePrefix("10.66.0.0/24"), "kiln-ab12c"}}, nil
+	}}
+	c := &types.Config{Networking: &types.Networking{}, Platform: types.Platform{Local: &types.LocalPlatform{}}}
+	cfg.SetDefaults(c)
+	if got := c.Networking.MachineNetwork[0].CIDR; got != "10.66.1.0/24" || c.Platform.Local.APIVIP != "10.66.1.1" {
+		t.Fatalf("machine network = %s, VIP %s; want the next free /24", got, c.Platform.Local.APIVIP)
+	}
+	if errs := cfg.Validate(c, field.NewPath("platform", "local")); len(errs) != 0 {
+		t.Fatalf("the chosen default does not validate: %v", errs)
+	}
+	set := &types.Config{Networking: &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: "10.66.0.0/24"}}}, Platform: types.Platform{Local: &types.LocalPlatform{}}}
+	cfg.SetDefaults(set)
+	if set.Networking.MachineNetwork[0].CIDR != "10.66.0.0/24" {
+		t.Fatal("an explicit machine network was replaced")
+	}
+}
+
 func TestReadHostNetworksOnThisHost(t *testing.T) {
 	nets, err := ReadHostNetworks()
 	if err != nil {
