@@ -1,63 +1,21 @@
 package kubeconfig
 
 import (
-	"context"
-	"fmt"
-	"io/fs"
-	"reflect"
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/graphtest"
 )
 
-// fakeFetcher is a graph.FileFetcher over an in-memory --dir.
-type fakeFetcher map[string][]byte
-
-func (f fakeFetcher) FetchByName(p string) (*graph.File, error) {
-	data, ok := f[p]
-	if !ok {
-		return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
-	}
-	return &graph.File{Path: p, Data: data}, nil
-}
-
-func (f fakeFetcher) FetchByPattern(string) ([]*graph.File, error) { return nil, fmt.Errorf("unused") }
-
-// fakeParents gives an asset the values of its declared dependencies.
-type fakeParents struct {
-	declared map[string]bool
-	values   map[string]graph.Asset
-}
-
-func (p *fakeParents) Get(assets ...graph.Asset) error {
-	for _, a := range assets {
-		if !p.declared[a.ID()] {
-			return fmt.Errorf("%s was not declared as a dependency", a.ID())
-		}
-		v, ok := p.values[a.ID()]
-		if !ok {
-			return fmt.Errorf("%s was not given", a.ID())
-		}
-		reflect.ValueOf(a).Elem().Set(reflect.ValueOf(v).Elem())
-	}
-	return nil
-}
+// fakeFetcher is an in-memory --dir.
+type fakeFetcher = graphtest.Fetcher
 
 // generate runs a.Generate with the given values for its dependencies.
 func generate(t testing.TB, a graph.Asset, values ...graph.Asset) {
 	t.Helper()
-	p := &fakeParents{declared: map[string]bool{}, values: map[string]graph.Asset{}}
-	for _, d := range a.Dependencies() {
-		p.declared[d.ID()] = true
-	}
-	for _, v := range values {
-		p.values[v.ID()] = v
-	}
-	if err := a.Generate(context.Background(), p); err != nil {
-		t.Fatalf("%s: %v", a.ID(), err)
-	}
+	graphtest.Generate(t, a, values...)
 }
 
 // testInstallConfig returns an install-config with an API VIP, or without

@@ -3,59 +3,20 @@ package tls
 import (
 	"context"
 	"fmt"
-	"io/fs"
-	"path"
-	"reflect"
-	"sort"
 	"sync"
 	"testing"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/graphtest"
 )
 
-// fakeFetcher is a graph.FileFetcher over an in-memory --dir.
-type fakeFetcher map[string][]byte
+// fakeFetcher is an in-memory --dir.
+type fakeFetcher = graphtest.Fetcher
 
-func (f fakeFetcher) FetchByName(p string) (*graph.File, error) {
-	data, ok := f[p]
-	if !ok {
-		return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
-	}
-	return &graph.File{Path: p, Data: data}, nil
-}
-
-func (f fakeFetcher) FetchByPattern(pattern string) ([]*graph.File, error) {
-	var out []*graph.File
-	for p, data := range f {
-		if ok, _ := path.Match(pattern, p); ok {
-			out = append(out, &graph.File{Path: p, Data: data})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
-}
-
-// fakeParents gives an asset the values of its declared dependencies.
-type fakeParents struct {
-	declared map[string]bool
-	values   map[string]graph.Asset
-}
-
-func (p *fakeParents) Get(assets ...graph.Asset) error {
-	for _, a := range assets {
-		if !p.declared[a.ID()] {
-			return fmt.Errorf("%s was not declared as a dependency", a.ID())
-		}
-		v, ok := p.values[a.ID()]
-		if !ok {
-			return fmt.Errorf("%s was not generated", a.ID())
-		}
-		reflect.ValueOf(a).Elem().Set(reflect.ValueOf(v).Elem())
-	}
-	return nil
-}
+// fakeParents serves declared dependencies only, like the engine.
+type fakeParents = graphtest.Parents
 
 // miniStore resolves a set of assets the way the engine does (load from
 // --dir, else generate once all dependencies are done), generating
@@ -102,7 +63,7 @@ func (s *miniStore) run(ctx context.Context, targets ...graph.Asset) (map[string
 	for _, a := range order {
 		g.Go(func() error {
 			deps := a.Dependencies()
-			p := &fakeParents{declared: map[string]bool{}, values: map[string]graph.Asset{}}
+			p := graphtest.NewParents(nil)
 			for _, d := range deps {
 				if w, ok := waits[d.ID()]; ok {
 					select {
@@ -112,7 +73,7 @@ func (s *miniStore) run(ctx context.Context, targets ...graph.Asset) (map[string
 					}
 				}
 				mu.Lock()
-				p.declared[d.ID()], p.values[d.ID()] = true, done[d.ID()]
+				p.Declared[d.ID()], p.Values[d.ID()] = true, done[d.ID()]
 				mu.Unlock()
 			}
 			found := false
