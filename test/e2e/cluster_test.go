@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,14 +28,18 @@ import (
 // TestClusterHA is the issue's main scenario: 3 masters and 1 worker through
 // `kiln create cluster`, checked through the API and the machines, then
 // `kiln destroy cluster` leaves nothing behind.
-func TestClusterHA(t *testing.T) { testCluster(t, 3, 1, "10.66.101.0/24") }
+func TestClusterHA(t *testing.T) { testCluster(t, 3, 1, "10.66.101.0/24", false) }
 
-// TestClusterSingleMaster is the same with one master.
-func TestClusterSingleMaster(t *testing.T) { testCluster(t, 1, 1, "10.66.102.0/24") }
+// TestClusterSingleMaster is the same with one master, and the resilience
+// the reference installer lacks: create is interrupted (SIGINT) while it
+// waits for bootstrap-complete and exits 130; running it again resumes to
+// install-complete; with metadata.json and the state file lost, destroy
+// --infra-id still removes everything.
+func TestClusterSingleMaster(t *testing.T) { testCluster(t, 1, 1, "10.66.102.0/24", true) }
 
 // testCluster runs on its own machine network, apart from the default one a
 // user's `make cluster` takes.
-func testCluster(t *testing.T, masters, workers int, machineCIDR string) {
+func testCluster(t *testing.T, masters, workers int, machineCIDR string, interrupt bool) {
 	requireMachineHost(t)
 	if os.Getenv("KILN_E2E_CLUSTER") == "0" {
 		t.Skip("KILN_E2E_CLUSTER=0")
@@ -44,9 +50,19 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string) {
 	writeInstallConfig(t, dir, name, masters, workers, machineCIDR)
 
 	start := time.Now()
+	if interrupt {
+		interruptCreate(t, kiln, dir, "Waiting up to 30m0s for bootstrapping to complete")
+	}
 	out, err := runKiln(t, kiln, 45*time.Minute, "create", "cluster", "--dir", dir)
 	infraID := readInfraID(t, dir)
-	t.Cleanup(func() { assertDestroyed(t, kiln, dir, infraID) })
+	t.Cleanup(func() {
+		if interrupt {
+			// Lose what names the cluster: destroy must find it by its infra ID.
+			os.Remove(filepath.Join(dir, metadata.FileName))
+			os.Remove(filepath.Join(dir, ".kiln_state.json"))
+		}
+		assertDestroyed(t, kiln, dir, infraID, interrupt)
+	})
 	if err != nil {
 		gather(t, kiln, dir)
 		t.Fatalf("create cluster: %v\n%s", err, lastLines(out, 60))
@@ -136,6 +152,44 @@ func runKiln(t *testing.T, kiln string, timeout time.Duration, args ...string) (
 	cmd.Stdin = nil
 	err := cmd.Run()
 	return out.String(), err
+}
+
+// interruptCreate starts `kiln create cluster`, sends SIGINT once its output
+// shows marker and checks it exits with the interrupted code, 130.
+func interruptCreate(t *testing.T, kiln, dir, marker string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kiln, "create", "cluster", "--dir", dir)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	var out bytes.Buffer
+	buf := make([]byte, 4096)
+	for !strings.Contains(out.String(), marker) {
+		n, err := pr.Read(buf)
+		out.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("create cluster ended before %q:\n%s", marker, lastLines(out.String(), 40))
+		}
+	}
+	time.Sleep(5 * time.Second) // well inside the wait
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(&out, pr) }()
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("interrupted create cluster: %v, want exit code 130\n%s", err, lastLines(out.String(), 20))
+	}
+	t.Logf("create cluster interrupted with SIGINT while waiting: exit 130")
 }
 
 func readInfraID(t *testing.T, dir string) string {
@@ -280,9 +334,13 @@ func waitPod(ctx context.Context, t *testing.T, client kubernetes.Interface, ns,
 
 // assertDestroyed runs destroy cluster and checks nothing of the cluster is
 // left on the host and only the debug log (and consumed inputs) in --dir.
-func assertDestroyed(t *testing.T, kiln, dir, infraID string) {
+func assertDestroyed(t *testing.T, kiln, dir, infraID string, byInfraID bool) {
 	start := time.Now()
-	out, err := runKiln(t, kiln, 10*time.Minute, "destroy", "cluster", "--dir", dir)
+	args := []string{"destroy", "cluster", "--dir", dir}
+	if byInfraID {
+		args = append(args, "--infra-id", infraID)
+	}
+	out, err := runKiln(t, kiln, 10*time.Minute, args...)
 	if err != nil {
 		t.Fatalf("destroy cluster: %v\n%s", err, lastLines(out, 40))
 	}
