@@ -68,7 +68,7 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 		t.Fatalf("create cluster: %v\n%s", err, lastLines(out, 60))
 	}
 	t.Logf("create cluster: %s", time.Since(start).Round(time.Second))
-	for _, want := range []string{"Install complete!", "export KUBECONFIG=" + filepath.Join(dir, "auth", "kubeconfig"), "auth/kubeadmin-password", "Time elapsed:"} {
+	for _, want := range []string{"Pod network works", "Install complete!", "export KUBECONFIG=" + filepath.Join(dir, "auth", "kubeconfig"), "auth/kubeadmin-password", "Time elapsed:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("create cluster output lacks %q", want)
 		}

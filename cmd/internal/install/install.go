@@ -184,6 +184,11 @@ func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, env pla
 		phase{"destroy the bootstrap machine", func(ctx context.Context) error { return prov.DestroyBootstrap(ctx, &c.Cluster) }},
 		phase{"wait for install-complete", func(ctx context.Context) error { return w.InstallComplete(ctx, c.Nodes(), c.Timeouts.Install) }},
 	}
+	if p, ok := prov.(waitfor.Prober); ok {
+		phases = append(phases, phase{"check the pod network", func(ctx context.Context) error {
+			return w.NetworkCheck(ctx, p, c.Timeouts.Install)
+		}})
+	}
 	if err := Run(ctx, env.Log, phases); err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ const (
 	bootstrapConfigMap = "bootstrap"
 	installerNamespace = "kiln-system"
 	installerLabel     = "app.kubernetes.io/name=etcd-installer"
+	controlPlaneLabel  = "node-role.kubernetes.io/control-plane"
 )
 
 // updateEvery is how often a wait repeats an unchanged state.
