@@ -15,7 +15,9 @@ func newLBCmd(o *rootOptions) *cobra.Command {
 		Use:    "lb",
 		Short:  "Run the local platform's API load balancer (started by the kilnlocal provider)",
 		Hidden: true,
-		Args:   cobra.NoArgs,
+		// It runs for the cluster's life: stream the debug log, never buffer it.
+		Annotations: map[string]string{debugLogAnnotation: debugLogStream},
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Log = o.log
 			return graph.WithKind(graph.KindInfrastructure, lb.Serve(cmd.Context(), opts))

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
 
 	"github.com/kiln-project/kiln/graph"
 )
@@ -19,16 +20,40 @@ import (
 // fails on bad input never creates the file in --dir (the directory must stay
 // as it was): its buffer goes to a temporary file instead.
 type debugLog struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	file *os.File
+	mu       sync.Mutex
+	buf      bytes.Buffer
+	file     *os.File
+	disabled bool
+}
+
+// Annotation values of debugLogAnnotation, for commands that run for a
+// long time and so must not buffer their log until they exit.
+const (
+	// debugLogAnnotation on a command (or a parent) says how it logs.
+	debugLogAnnotation = "kiln/debug-log"
+	// debugLogStream writes the debug log to --dir from the start.
+	debugLogStream = "stream"
+	// debugLogNone keeps no debug log: the console (the journal, for node
+	// agents) is the log.
+	debugLogNone = "none"
+)
+
+// disable drops what was buffered and everything after.
+func (d *debugLog) disable() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.disabled = true
+	d.buf = bytes.Buffer{}
 }
 
 // Write implements io.Writer.
 func (d *debugLog) Write(p []byte) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.file != nil {
+	switch {
+	case d.disabled:
+		return len(p), nil
+	case d.file != nil:
 		return d.file.Write(p)
 	}
 	return d.buf.Write(p)
@@ -80,6 +105,9 @@ func (o *rootOptions) openDebugLog() {
 // temporary file whose path is printed.
 func (o *rootOptions) finishDebugLog(err error, kind graph.Kind) {
 	defer o.debug.close()
+	if o.debug.disabled {
+		return
+	}
 	if err != nil && kind == graph.KindInput && o.debug.file == nil {
 		f, terr := os.CreateTemp("", "kiln-*.log")
 		if terr != nil {
@@ -95,6 +123,16 @@ func (o *rootOptions) finishDebugLog(err error, kind graph.Kind) {
 	if _, serr := os.Stat(o.dir); serr == nil {
 		o.openDebugLog()
 	}
+}
+
+// debugLogMode is the debugLogAnnotation of cmd or its nearest parent.
+func debugLogMode(cmd *cobra.Command) string {
+	for c := cmd; c != nil; c = c.Parent() {
+		if m, ok := c.Annotations[debugLogAnnotation]; ok {
+			return m
+		}
+	}
+	return ""
 }
 
 // consoleHook prints entries at or above a level to the console.

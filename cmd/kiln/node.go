@@ -28,6 +28,8 @@ func newNodeCmd(o *rootOptions) *cobra.Command {
 		Use:    "node",
 		Short:  "Agents that run on cluster machines (used by kiln's Ignition configs)",
 		Hidden: true,
+		// Agents run for the machine's life; their log is the journal.
+		Annotations: map[string]string{debugLogAnnotation: debugLogNone},
 	}
 	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o), newNodeProbeCmd(o))
 	return cmd

@@ -85,6 +85,12 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 			}
 			o.log.SetLevel(logrus.TraceLevel)
 			consoleLevel(o.log, lvl)
+			switch debugLogMode(cmd) {
+			case debugLogNone:
+				o.debug.disable()
+			case debugLogStream:
+				o.openDebugLog()
+			}
 			o.log.Debugf("kiln %s, --dir %s", cmd.CommandPath(), o.dir)
 			return nil
 		},
