@@ -18,7 +18,6 @@ import (
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/all"
-	"github.com/kiln-project/kiln/platforms/terraform"
 )
 
 func addTimeoutFlags(cmd *cobra.Command, t *install.Timeouts) {
@@ -167,7 +166,7 @@ func (o *rootOptions) provisioner(platform string) (platforms.Provisioner, platf
 // binary that machines and Terraform run is a copy in the cache named by its
 // hash, so a rebuilt or removed kiln never pulls it from under a cluster.
 func (o *rootOptions) platformEnv() (platforms.Env, error) {
-	cache, err := terraform.CacheDir(os.Getenv)
+	cache, err := platforms.CacheDir(os.Getenv)
 	if err != nil {
 		return platforms.Env{}, err
 	}

@@ -115,7 +115,7 @@ next:
 
 // BuildOptions configures BuildEngine and EnsureEngine.
 type BuildOptions struct {
-	// CacheDir is kiln's cache directory (see CacheDir).
+	// CacheDir is kiln's cache directory (see platforms.CacheDir).
 	CacheDir string
 	// LookPath finds binaries on PATH; exec.LookPath when nil.
 	LookPath func(string) (string, error)

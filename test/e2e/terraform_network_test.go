@@ -75,7 +75,7 @@ func TestTerraformNetwork(t *testing.T) {
 	cache := os.Getenv("KILN_E2E_CACHE_DIR")
 	if cache == "" {
 		var err error
-		if cache, err = tf.CacheDir(os.Getenv); err != nil {
+		if cache, err = platforms.CacheDir(os.Getenv); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,30 +3,12 @@ package nodeimage
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
 	"os"
 	"path/filepath"
 	"sort"
 )
-
-// CacheDir returns kiln's cache directory: $KILN_CACHE_DIR, else
-// $XDG_CACHE_HOME/kiln, else ~/.cache/kiln. getenv is os.Getenv outside
-// tests.
-func CacheDir(getenv func(string) string) (string, error) {
-	if d := getenv("KILN_CACHE_DIR"); d != "" {
-		return filepath.Abs(d)
-	}
-	if d := getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "kiln"), nil
-	}
-	home := getenv("HOME")
-	if home == "" {
-		return "", errors.New("cannot locate the kiln cache: set KILN_CACHE_DIR or HOME")
-	}
-	return filepath.Join(home, ".cache", "kiln"), nil
-}
 
 // hasher builds a cache key from named parts. Each part is framed with its
 // name and length, so moving bytes between parts changes the key.

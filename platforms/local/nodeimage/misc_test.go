@@ -11,26 +11,6 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 )
 
-func TestCacheDir(t *testing.T) {
-	tests := []struct {
-		env  map[string]string
-		want string
-	}{
-		{map[string]string{"KILN_CACHE_DIR": "/k", "XDG_CACHE_HOME": "/x", "HOME": "/h"}, "/k"},
-		{map[string]string{"XDG_CACHE_HOME": "/x", "HOME": "/h"}, "/x/kiln"},
-		{map[string]string{"HOME": "/h"}, "/h/.cache/kiln"},
-	}
-	for _, tt := range tests {
-		got, err := CacheDir(func(k string) string { return tt.env[k] })
-		if err != nil || got != tt.want {
-			t.Errorf("CacheDir(%v) = %q, %v; want %q", tt.env, got, err, tt.want)
-		}
-	}
-	if _, err := CacheDir(func(string) string { return "" }); err == nil {
-		t.Error("no KILN_CACHE_DIR, XDG_CACHE_HOME or HOME gave no error")
-	}
-}
-
 func TestBakedFiles(t *testing.T) {
 	files, err := bakedFiles()
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 
 // Options configure Ensure. Every field is optional.
 type Options struct {
-	// CacheDir is kiln's cache directory; empty means CacheDir(os.Getenv).
+	// CacheDir is kiln's cache directory; empty means platforms.CacheDir(os.Getenv).
 	CacheDir string
 	// Log receives child tools' output at Debug level.
 	Log logrus.FieldLogger
@@ -130,7 +130,7 @@ func newBuilder(opts Options) (*builder, error) {
 		b.progress = platforms.NoProgress{}
 	}
 	if b.cache == "" {
-		dir, err := CacheDir(os.Getenv)
+		dir, err := platforms.CacheDir(os.Getenv)
 		if err != nil {
 			return nil, graph.WithKind(graph.KindInput, err)
 		}

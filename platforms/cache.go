@@ -1,13 +1,13 @@
-package terraform
+package platforms
 
 import (
 	"errors"
 	"path/filepath"
 )
 
-// CacheDir returns kiln's cache directory: $KILN_CACHE_DIR, else
-// $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln. getenv is os.Getenv outside
-// tests.
+// CacheDir returns kiln's cache directory, where node images, built engines
+// and component builds are kept: $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln,
+// else $HOME/.cache/kiln. getenv is os.Getenv outside tests.
 func CacheDir(getenv func(string) string) (string, error) {
 	if d := getenv("KILN_CACHE_DIR"); d != "" {
 		return filepath.Abs(d)
