@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -307,7 +306,7 @@ func (p *Provisioner) sweep(ctx context.Context, infraID string) error {
 		lbDir = provider.DefaultLBDir
 	}
 	dir := filepath.Join(lbDir, infraID)
-	proc := lb.Process{Kiln: p.Env.Kiln, ConfigPath: filepath.Join(dir, "lb.json"), PIDFile: filepath.Join(dir, "lb.pid"), LogFile: filepath.Join(dir, "lb.log")}
+	proc := lb.ProcessIn(p.Env.Kiln, dir)
 	if err := proc.Stop(ctx, 10*time.Second); err != nil && !errors.Is(err, lb.ErrNotRunning) {
 		errs = append(errs, err)
 	}
@@ -344,9 +343,5 @@ func (p *Provisioner) driver(ctx context.Context, dir string) (*terraform.Driver
 // stageVars reads the variables a stage was last applied with.
 func stageVars(drv *terraform.Driver, stage string) (tfdata.LocalVars, error) {
 	var v tfdata.LocalVars
-	data, err := os.ReadFile(filepath.Join(drv.StageDir(stage), "kiln.tfvars.json"))
-	if err != nil {
-		return v, err
-	}
-	return v, json.Unmarshal(data, &v)
+	return v, drv.LastVars(stage, &v)
 }

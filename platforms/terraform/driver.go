@@ -105,6 +105,16 @@ func (d *Driver) Destroy(ctx context.Context, stage string, vars any) error {
 	})
 }
 
+// LastVars reads into vars the variables stage was last applied with; the
+// error satisfies errors.Is(err, fs.ErrNotExist) for a stage never applied.
+func (d *Driver) LastVars(stage string, vars any) error {
+	data, err := os.ReadFile(filepath.Join(d.StageDir(stage), varFileName))
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, vars)
+}
+
 // Validate checks stage's configuration with vars (init, then validate):
 // syntax, references, types and the provider's schema.
 func (d *Driver) Validate(ctx context.Context, stage string, vars any) error {

@@ -3,7 +3,9 @@ package terraform
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,6 +176,10 @@ func TestDriverApplyDestroy(t *testing.T) {
 	})
 	ctx := context.Background()
 
+	var last map[string]any
+	if err := d.LastVars(StageBootstrap, &last); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("LastVars of a stage never applied: %v", err)
+	}
 	// Destroying a stage never applied runs nothing.
 	if err := d.Destroy(ctx, StageBootstrap, nil); err != nil {
 		t.Fatal(err)
@@ -185,6 +191,9 @@ func TestDriverApplyDestroy(t *testing.T) {
 	vars := map[string]any{"cluster_name": "c1", "bootstrap_ignition": "secret"}
 	if err := d.Apply(ctx, StageBootstrap, vars); err != nil {
 		t.Fatal(err)
+	}
+	if err := d.LastVars(StageBootstrap, &last); err != nil || last["cluster_name"] != "c1" || last["bootstrap_ignition"] != "secret" {
+		t.Fatalf("LastVars = %v, %v; want the applied variables", last, err)
 	}
 	stageDir := filepath.Join(dir, ".kiln/terraform/bootstrap")
 	for _, f := range []string{"main.tf", "outputs.tf", "variables.tf"} {

@@ -25,6 +25,17 @@ type Process struct {
 	LogFile string
 }
 
+// ProcessIn describes the load balancer whose files (lb.json, lb.pid,
+// lb.log) are in dir, run by the kiln binary kiln.
+func ProcessIn(kiln, dir string) Process {
+	return Process{
+		Kiln:       kiln,
+		ConfigPath: filepath.Join(dir, "lb.json"),
+		PIDFile:    filepath.Join(dir, "lb.pid"),
+		LogFile:    filepath.Join(dir, "lb.log"),
+	}
+}
+
 // Command returns the argv of the load balancer process; kiln's --dir (where
 // its debug log goes) is the configuration's directory.
 func (p Process) Command() []string {

@@ -71,13 +71,7 @@ func (m *loadBalancerModel) config() *lb.Config {
 
 // process returns the lb process of the model, its files in <lb_dir>/<name>.
 func (r *loadBalancerResource) process(m *loadBalancerModel) lb.Process {
-	dir := filepath.Join(r.b.Settings.LBDir, m.Name.ValueString())
-	return lb.Process{
-		Kiln:       r.b.Kiln,
-		ConfigPath: filepath.Join(dir, "lb.json"),
-		PIDFile:    filepath.Join(dir, "lb.pid"),
-		LogFile:    filepath.Join(dir, "lb.log"),
-	}
+	return lb.ProcessIn(r.b.Kiln, filepath.Join(r.b.Settings.LBDir, m.Name.ValueString()))
 }
 
 // Metadata implements resource.Resource.
