@@ -18,17 +18,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kiln-project/kiln/cmd/internal/node/bootkube"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 )
 
-// Names shared with bootkube, which writes the bootstrap ConfigMap.
+// Names shared with bootkube, which writes the bootstrap ConfigMap and runs
+// the etcd installer pods.
 const (
-	bootstrapNamespace = "kube-system"
-	bootstrapConfigMap = "bootstrap"
-	installerNamespace = "kiln-system"
-	installerLabel     = "app.kubernetes.io/name=etcd-installer"
-	controlPlaneLabel  = "node-role.kubernetes.io/control-plane"
+	bootstrapNamespace = bootkube.CompleteNamespace
+	bootstrapConfigMap = bootkube.CompleteConfigMap
+	installerNamespace = bootkube.SystemNamespace
+	installerLabel     = bootkube.InstallerLabelKey + "=" + bootkube.InstallerLabelValue
+	controlPlaneLabel  = bootkube.ControlPlaneLabel
 )
 
 // updateEvery is how often a wait repeats an unchanged state.

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kiln-project/kiln/cmd/internal/node/bootkube"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -38,10 +39,10 @@ func TestBootstrapComplete(t *testing.T) {
 	w, client, logs := waiter()
 	ctx := context.Background()
 	client.CoreV1().Nodes().Create(ctx, readyNode("m-0", false), metav1.CreateOptions{})
-	client.CoreV1().Pods(installerNamespace).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "etcd-installer-m-0", Labels: map[string]string{"app.kubernetes.io/name": "etcd-installer"}},
-		Spec:       corev1.PodSpec{NodeName: "m-0"}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded},
-	}, metav1.CreateOptions{})
+	// The installer pod exactly as bootkube creates it, once it has finished.
+	installer := bootkube.InstallerPod("m-0", "kiln.local/pause:3.10")
+	installer.Status.Phase = corev1.PodSucceeded
+	client.CoreV1().Pods(installer.Namespace).Create(ctx, installer, metav1.CreateOptions{})
 	go func() {
 		time.Sleep(30 * time.Millisecond)
 		client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{

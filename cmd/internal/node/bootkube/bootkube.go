@@ -32,6 +32,9 @@ const (
 	ControlPlaneLabel = "node-role.kubernetes.io/control-plane"
 	// SystemNamespace holds kiln's own objects.
 	SystemNamespace = "kiln-system"
+	// InstallerLabelKey and InstallerLabelValue mark the etcd installer pods.
+	InstallerLabelKey   = "app.kubernetes.io/name"
+	InstallerLabelValue = "etcd-installer"
 )
 
 // Config configures a bootkube run.

@@ -17,13 +17,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kiln-project/kiln/assets/manifests"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
 )
-
-// EtcdInitialClusterMarker is replaced in the masters' etcd manifest by the
-// member list the new member joins with.
-const EtcdInitialClusterMarker = "__KILN_ETCD_INITIAL_CLUSTER__"
 
 // master is a registered master node.
 type master struct {
@@ -55,8 +52,8 @@ func newGrower(cfg Config, client kubernetes.Interface) (*grower, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !strings.Contains(string(manifest), EtcdInitialClusterMarker) {
-		return nil, fmt.Errorf("%s does not contain %s", cfg.MasterEtcdManifest, EtcdInitialClusterMarker)
+	if !strings.Contains(string(manifest), manifests.EtcdInitialClusterMarker) {
+		return nil, fmt.Errorf("%s does not contain %s", cfg.MasterEtcdManifest, manifests.EtcdInitialClusterMarker)
 	}
 	etcd, err := etcdmember.Client([]string{"https://127.0.0.1:2379"},
 		cfg.EtcdPKIDir+"/"+etcdmember.CACert, cfg.EtcdClientCert, cfg.EtcdClientKey)
@@ -119,7 +116,7 @@ func (g *grower) add(ctx context.Context, m master) error {
 	if err != nil {
 		return fmt.Errorf("add etcd member %s: %w", m.Name, err)
 	}
-	manifest := strings.ReplaceAll(g.manifest, EtcdInitialClusterMarker, InitialCluster(resp.Members, resp.Member.ID, m.Name))
+	manifest := strings.ReplaceAll(g.manifest, manifests.EtcdInitialClusterMarker, InitialCluster(resp.Members, resp.Member.ID, m.Name))
 	files := etcdmember.Files(g.ca.Cert, member)
 	files["etcd.yaml"] = []byte(manifest)
 	if err := g.install(ctx, m, files); err != nil {

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/kiln-project/kiln/assets/manifests"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
 )
 
@@ -96,7 +97,7 @@ func TestStepGrowsOneMemberAtATime(t *testing.T) {
 		client:   client,
 		etcd:     cluster,
 		ca:       testCA(t),
-		manifest: "- --initial-cluster=" + EtcdInitialClusterMarker + "\n",
+		manifest: "- --initial-cluster=" + manifests.EtcdInitialClusterMarker + "\n",
 	}
 	ctx := context.Background()
 

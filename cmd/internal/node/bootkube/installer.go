@@ -34,7 +34,7 @@ func (g *grower) install(ctx context.Context, m master, files map[string][]byte)
 		return err
 	}
 	pods := g.client.CoreV1().Pods(SystemNamespace)
-	if err := pods.Delete(ctx, installerName("etcd-installer", m), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := pods.Delete(ctx, installerName(InstallerLabelValue, m), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	if _, err := pods.Create(ctx, InstallerPod(m.Name, g.cfg.InstallerImage), metav1.CreateOptions{}); err != nil {
@@ -61,7 +61,7 @@ func InstallerPod(node, image string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      "etcd-installer-" + node,
 			Namespace: SystemNamespace,
-			Labels:    map[string]string{"app.kubernetes.io/name": "etcd-installer"},
+			Labels:    map[string]string{InstallerLabelKey: InstallerLabelValue},
 		},
 		Spec: corev1.PodSpec{
 			NodeName:          node,
