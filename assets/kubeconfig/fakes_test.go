@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
-	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/installconfigtest"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/graphtest"
 )
@@ -20,12 +20,4 @@ func generate(t testing.TB, a graph.Asset, values ...graph.Asset) {
 
 // testInstallConfig returns an install-config with an API VIP, or without
 // one when vip is empty.
-func testInstallConfig(vip string) *installconfig.InstallConfig {
-	return &installconfig.InstallConfig{Config: &types.Config{
-		APIVersion: types.APIVersion,
-		Metadata:   types.Metadata{Name: "demo"},
-		BaseDomain: "example.test",
-		Networking: &types.Networking{ServiceNetwork: []string{"172.30.0.0/16"}},
-		Platform:   types.Platform{Local: &types.LocalPlatform{APIVIP: vip}},
-	}}
-}
+func testInstallConfig(vip string) *installconfig.InstallConfig { return installconfigtest.Local(vip) }

@@ -13,21 +13,13 @@ import (
 	"time"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
-	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/installconfigtest"
 	"github.com/kiln-project/kiln/graph"
 )
 
 // testInstallConfig returns an install-config with an API VIP, or without
 // one when vip is empty.
-func testInstallConfig(vip string) *installconfig.InstallConfig {
-	return &installconfig.InstallConfig{Config: &types.Config{
-		APIVersion: types.APIVersion,
-		Metadata:   types.Metadata{Name: "demo"},
-		BaseDomain: "example.test",
-		Networking: &types.Networking{ServiceNetwork: []string{"172.30.0.0/16"}},
-		Platform:   types.Platform{Local: &types.LocalPlatform{APIVIP: vip}},
-	}}
-}
+func testInstallConfig(vip string) *installconfig.InstallConfig { return installconfigtest.Local(vip) }
 
 // certWant is what one certificate asset must contain.
 type certWant struct {
