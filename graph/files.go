@@ -30,37 +30,6 @@ func hashBytes(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// WriteFileAtomic writes data to name through a temporary file in the same
-// directory and a rename, so readers see the old or the new content, never a
-// part; parent directories are created 0755.
-func WriteFileAtomic(name string, data []byte, mode fs.FileMode) error {
-	dir := filepath.Dir(name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
-}
-
 // dirFetcher is the FileFetcher over --dir. It records every file it
 // returned (path -> content hash) so the store can tell whether the user
 // edited an asset's files.

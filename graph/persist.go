@@ -11,6 +11,8 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // ConsumedDir is where Persist keeps a copy of each consumed file, below
@@ -80,7 +82,7 @@ func (s *Store) writeFile(f *File) error {
 			return nil
 		}
 	}
-	if err := WriteFileAtomic(full, f.Data, mode); err != nil {
+	if err := atomicfile.Write(full, f.Data, mode); err != nil {
 		return err
 	}
 	s.log.Debugf("Wrote %s (%o)", f.Path, mode)
@@ -122,7 +124,7 @@ func (s *Store) consumeFile(p string) error {
 		return err
 	}
 	dst := path.Join(ConsumedDir, p)
-	if err := WriteFileAtomic(filepath.Join(s.dir, filepath.FromSlash(dst)), data, st.Mode().Perm()); err != nil {
+	if err := atomicfile.Write(filepath.Join(s.dir, filepath.FromSlash(dst)), data, st.Mode().Perm()); err != nil {
 		return err
 	}
 	if err := os.Remove(src); err != nil {

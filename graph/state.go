@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // StateFileName is the state file kept in --dir.
@@ -72,5 +74,5 @@ func (st *State) write(dir string) error {
 	if old, err := os.ReadFile(name); err == nil && bytes.Equal(old, b) {
 		return nil // unchanged: leave the file (and its mtime) alone
 	}
-	return WriteFileAtomic(name, b, 0o600)
+	return atomicfile.Write(name, b, 0o600)
 }

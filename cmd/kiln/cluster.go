@@ -16,6 +16,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/internal/install"
 	"github.com/kiln-project/kiln/cmd/internal/waitfor"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/all"
 )
@@ -203,5 +204,5 @@ func stableKiln(cache string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return "", err
 	}
-	return dst, graph.WriteFileAtomic(dst, data, 0o755)
+	return dst, atomicfile.Write(dst, data, 0o755)
 }

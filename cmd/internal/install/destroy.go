@@ -14,6 +14,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/metadata"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -80,7 +81,7 @@ func cleanDir(dir string, log logrus.FieldLogger) error {
 	consumed := filepath.Join(dir, graph.ConsumedDir, "install-config.yaml")
 	if _, err := os.Stat(ic); errors.Is(err, fs.ErrNotExist) {
 		if data, err := os.ReadFile(consumed); err == nil {
-			if err := graph.WriteFileAtomic(ic, data, 0o600); err != nil {
+			if err := atomicfile.Write(ic, data, 0o600); err != nil {
 				return err
 			}
 			log.Infof("Restored install-config.yaml from %s", consumed)

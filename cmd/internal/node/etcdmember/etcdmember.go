@@ -19,7 +19,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	kilntls "github.com/kiln-project/kiln/assets/tls"
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // File names of a member's certificates in its PKI directory.
@@ -76,7 +76,7 @@ func WriteFiles(dir string, files map[string][]byte) error {
 		if filepath.Ext(name) == ".key" {
 			mode = 0o600
 		}
-		if err := graph.WriteFileAtomic(filepath.Join(dir, name), data, mode); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, name), data, mode); err != nil {
 			return err
 		}
 	}

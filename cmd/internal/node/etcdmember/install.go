@@ -9,7 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // Layout of /etc/kubernetes on a master.
@@ -43,7 +43,7 @@ func Install(ctx context.Context, fromDir, kubeDir string, log logrus.FieldLogge
 	if err := WriteFiles(pki, files); err != nil {
 		return err
 	}
-	if err := graph.WriteFileAtomic(filepath.Join(kubeDir, ManifestsDir, ManifestFile), manifest, 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(kubeDir, ManifestsDir, ManifestFile), manifest, 0o644); err != nil {
 		return err
 	}
 	log.Info("etcd member files installed; waiting for the member to vote")
