@@ -318,9 +318,13 @@ func assertPodNetwork(ctx context.Context, t *testing.T, client kubernetes.Inter
 
 func waitPod(ctx context.Context, t *testing.T, client kubernetes.Interface, ns, name string, done func(*corev1.Pod) bool) {
 	t.Helper()
-	var last *corev1.Pod
+	var (
+		last    *corev1.Pod
+		lastErr error
+	)
 	for ctx.Err() == nil {
 		p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		lastErr = err
 		if err == nil {
 			last = p
 			if done(p) {
@@ -329,7 +333,12 @@ func waitPod(ctx context.Context, t *testing.T, client kubernetes.Interface, ns,
 		}
 		time.Sleep(2 * time.Second)
 	}
-	t.Fatalf("pod %s did not get there: %+v", name, last.Status)
+	// The pod may never have been read: report the last error instead of
+	// dereferencing a nil pod.
+	if last == nil {
+		t.Fatalf("pod %s was never read: %v", name, lastErr)
+	}
+	t.Fatalf("pod %s did not get there (last error: %v): %+v", name, lastErr, last.Status)
 }
 
 // assertDestroyed runs destroy cluster and checks nothing of the cluster is
