@@ -23,8 +23,8 @@ type Status struct {
 	title  string
 	detail string
 	start  time.Time
-	stop   chan struct{}
-	done   chan struct{}
+	// stop ends the running step's spinner; closed under mu.
+	stop chan struct{}
 }
 
 // New returns a Status writing to w; tty enables the spinner.
@@ -39,8 +39,8 @@ func (s *Status) Start(title string) func(error) {
 	s.endLocked(nil)
 	s.title, s.detail, s.start = title, "", s.now()
 	if s.tty {
-		s.stop, s.done = make(chan struct{}), make(chan struct{})
-		go s.spin(s.stop, s.done)
+		s.stop = make(chan struct{})
+		go s.spin(s.stop)
 	} else {
 		fmt.Fprintf(s.w, " • %s ...\n", title)
 	}
@@ -71,16 +71,16 @@ func (s *Status) elapsedLocked() string {
 	return s.now().Sub(s.start).Round(100 * time.Millisecond).String()
 }
 
+// endLocked ends the running step; s.mu is held throughout. The spinner
+// needs no waiting for: it writes only under s.mu after checking its stop
+// channel, so once stop is closed here it never writes again.
 func (s *Status) endLocked(err error) {
 	if s.title == "" {
 		return
 	}
 	if s.stop != nil {
 		close(s.stop)
-		s.mu.Unlock()
-		<-s.done
-		s.mu.Lock()
-		s.stop, s.done = nil, nil
+		s.stop = nil
 		fmt.Fprint(s.w, "\r\033[K")
 	}
 	mark := "✓"
@@ -91,8 +91,8 @@ func (s *Status) endLocked(err error) {
 	s.title, s.detail = "", ""
 }
 
-func (s *Status) spin(stop, done chan struct{}) {
-	defer close(done)
+// spin draws the spinner of the running step until stop is closed.
+func (s *Status) spin(stop chan struct{}) {
 	frames := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 	t := time.NewTicker(150 * time.Millisecond)
 	defer t.Stop()
@@ -102,6 +102,12 @@ func (s *Status) spin(stop, done chan struct{}) {
 			return
 		case <-t.C:
 			s.mu.Lock()
+			select {
+			case <-stop: // the step ended while this tick waited for the lock
+				s.mu.Unlock()
+				return
+			default:
+			}
 			line := fmt.Sprintf("\r\033[K %s %s (%s)", frames[i%len(frames)], s.title, s.elapsedLocked())
 			if s.detail != "" {
 				line += " " + s.detail
