@@ -1,0 +1,466 @@
+package manifests
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/kiln-project/kiln/assets/bootstraptoken"
+	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/assets/tls"
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/graphtest"
+)
+
+// localConfig sets its own pod and service networks, so the test sees them
+// reach the manifests; three masters and one worker by default.
+const localConfig = `apiVersion: kiln.dev/v1
+metadata:
+  name: demo
+baseDomain: example.test
+networking:
+  clusterNetwork:
+  - cidr: 10.244.0.0/16
+    hostPrefix: 24
+  serviceNetwork:
+  - 10.96.0.0/16
+platform:
+  local: {}
+`
+
+// noneConfig is user-provisioned infrastructure with one master and no
+// workers, on the default networks.
+const noneConfig = `apiVersion: kiln.dev/v1
+metadata:
+  name: upi
+baseDomain: example.org
+controlPlane:
+  name: master
+  replicas: 1
+compute:
+- name: worker
+  replicas: 0
+platform:
+  none: {}
+`
+
+// manifestCase is one install-config and what its manifests must say.
+type manifestCase struct {
+	name, config                     string
+	clusterName, apiInt, platform    string
+	clusterCIDR, serviceCIDR, dnsIP  string
+	hostPrefix, masters, coreDNSReps string
+}
+
+var manifestCases = []manifestCase{{
+	name: "local", config: localConfig,
+	clusterName: "demo", apiInt: "api-int.demo.example.test", platform: "local",
+	clusterCIDR: "10.244.0.0/16", serviceCIDR: "10.96.0.0/16", dnsIP: "10.96.0.10",
+	hostPrefix: "24", masters: "3", coreDNSReps: "2",
+}, {
+	name: "none", config: noneConfig,
+	clusterName: "upi", apiInt: "api-int.upi.example.org", platform: "none",
+	clusterCIDR: "10.128.0.0/14", serviceCIDR: "172.30.0.0/16", dnsIP: "172.30.0.10",
+	hostPrefix: "23", masters: "1", coreDNSReps: "1",
+}}
+
+// renderAll runs the real engine on an install-config and returns --dir's
+// manifests and static pods: path to content.
+func renderAll(t *testing.T, config string) map[string][]byte {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "install-config.yaml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := graph.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Persist(context.Background(), graph.Target{Name: "manifests", Assets: Assets()}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dir, bootstrapTokenPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("%s: mode %o, want 0600: it holds the token", bootstrapTokenPath, st.Mode().Perm())
+	}
+	files := map[string][]byte{}
+	for _, sub := range []string{ManifestsDir, StaticPodsDir} {
+		err := filepath.WalkDir(filepath.Join(dir, sub), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, p)
+			files[filepath.ToSlash(rel)] = data
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files
+}
+
+// decoder decodes with client-go's scheme and rejects unknown and duplicate
+// fields, so a misspelt field in a template fails here, not in the cluster.
+var decoder = json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme.Scheme, scheme.Scheme,
+	json.SerializerOptions{Yaml: true, Strict: true})
+
+// object is one decoded object and its kind.
+type object struct {
+	runtime.Object
+	kind string
+}
+
+// decodeAll decodes every YAML document of data into typed objects.
+func decodeAll(t *testing.T, file string, data []byte) []object {
+	t.Helper()
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var out []object
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if blank(doc) {
+			continue
+		}
+		obj, gvk, err := decoder.Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", file, err, doc)
+		}
+		out = append(out, object{obj, gvk.Kind})
+	}
+}
+
+// blank reports whether a YAML document has only comments and blank lines.
+func blank(doc []byte) bool {
+	for _, l := range strings.Split(string(doc), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			return false
+		}
+	}
+	return true
+}
+
+// key names an object as Kind/namespace/name.
+func key(t *testing.T, o object) string {
+	t.Helper()
+	m, err := meta.Accessor(o.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o.kind + "/" + m.GetNamespace() + "/" + m.GetName()
+}
+
+// TestManifests renders every manifest and static pod for a local and a none
+// install-config, decodes every object with client-go's scheme and checks
+// that each file holds the objects it should, and that the values taken from
+// the install-config reach the flags and fields that use them.
+func TestManifests(t *testing.T) {
+	for _, tc := range manifestCases {
+		t.Run(tc.name, func(t *testing.T) {
+			files := renderAll(t, tc.config)
+			objs := map[string]runtime.Object{}
+			perFile := map[string][]string{}
+			for p, data := range files {
+				for _, o := range decodeAll(t, p, data) {
+					k := key(t, o)
+					if _, dup := objs[p+":"+k]; dup {
+						t.Errorf("%s: %s twice", p, k)
+					}
+					objs[p+":"+k] = o.Object
+					perFile[p] = append(perFile[p], k)
+				}
+			}
+			checkInventory(t, perFile)
+			checkObjects(t, tc, objs)
+			for _, role := range []string{"bootstrap", "master"} {
+				checkStaticPods(t, tc, role, objs)
+			}
+		})
+	}
+}
+
+// wantObjects is what each file holds, as Kind/namespace/name.
+var wantObjects = map[string][]string{
+	"manifests/00-namespaces.yaml": {"Namespace//kiln-system"},
+	"manifests/01-rbac-node-bootstrap.yaml": {
+		"ClusterRoleBinding//kiln:kubelet-bootstrap",
+		"ClusterRoleBinding//kiln:node-autoapprove-bootstrap",
+		"ClusterRoleBinding//kiln:node-autoapprove-certificate-rotation",
+		"ClusterRoleBinding//kiln:apiserver-kubelet-client",
+		"ClusterRole//kiln:netd",
+		"ClusterRoleBinding//kiln:netd",
+	},
+	"manifests/02-bootstrap-token.yaml": {"Secret/kube-system/bootstrap-token-*"},
+	"manifests/03-cluster-config.yaml":  {"ConfigMap/kube-system/cluster-config"},
+	"manifests/04-kubeadmin.yaml":       {"Secret/kube-system/kubeadmin"},
+	"manifests/10-kube-proxy.yaml": {
+		"ServiceAccount/kube-system/kube-proxy",
+		"ClusterRoleBinding//kiln:kube-proxy",
+		"ConfigMap/kube-system/kube-proxy",
+		"DaemonSet/kube-system/kube-proxy",
+	},
+	"manifests/11-coredns.yaml": {
+		"ServiceAccount/kube-system/coredns",
+		"ClusterRole//kiln:coredns",
+		"ClusterRoleBinding//kiln:coredns",
+		"ConfigMap/kube-system/coredns",
+		"Deployment/kube-system/coredns",
+		"Service/kube-system/kube-dns",
+	},
+}
+
+// checkInventory compares the files and their objects with wantObjects and
+// four static pods per role.
+func checkInventory(t *testing.T, perFile map[string][]string) {
+	t.Helper()
+	want := map[string][]string{}
+	for p, keys := range wantObjects {
+		want[p] = keys
+	}
+	for _, role := range []string{"bootstrap", "master"} {
+		for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+			want[path.Join(StaticPodsDir, role, c+".yaml")] = []string{"Pod/kube-system/" + c}
+		}
+	}
+	for p, keys := range want {
+		got := perFile[p]
+		if len(got) != len(keys) {
+			t.Errorf("%s holds %q, want %q", p, got, keys)
+			continue
+		}
+		for i := range keys {
+			if ok, _ := path.Match(keys[i], got[i]); !ok {
+				t.Errorf("%s: object %d is %s, want %s", p, i, got[i], keys[i])
+			}
+		}
+	}
+	for p := range perFile {
+		if _, ok := want[p]; !ok {
+			t.Errorf("unexpected file %s", p)
+		}
+	}
+}
+
+// find returns the object of kind T in file p named name.
+func find[T runtime.Object](t *testing.T, objs map[string]runtime.Object, p, k string) T {
+	t.Helper()
+	o, ok := objs[p+":"+k].(T)
+	if !ok {
+		var zero T
+		t.Fatalf("%s: no %s of type %T", p, k, zero)
+	}
+	return o
+}
+
+// checkObjects checks the cluster objects' fields that come from the
+// install-config or from other assets.
+func checkObjects(t *testing.T, tc manifestCase, objs map[string]runtime.Object) {
+	t.Helper()
+	cc := find[*corev1.ConfigMap](t, objs, "manifests/03-cluster-config.yaml", "ConfigMap/kube-system/cluster-config")
+	for field, want := range map[string]string{
+		"clusterName": tc.clusterName, "platform": tc.platform, "networkType": "KilnBridge",
+		"clusterNetwork": tc.clusterCIDR, "hostPrefix": tc.hostPrefix, "serviceNetwork": tc.serviceCIDR,
+		"dnsServiceIP": tc.dnsIP, "controlPlaneReplicas": tc.masters,
+		"kubernetesVersion": release.KubernetesVersion,
+	} {
+		if got := cc.Data[field]; got != want {
+			t.Errorf("cluster-config %s = %q, want %q", field, got, want)
+		}
+	}
+	if id := cc.Data["infraID"]; !strings.HasPrefix(id, tc.clusterName+"-") {
+		t.Errorf("cluster-config infraID %q does not start with %q", id, tc.clusterName+"-")
+	}
+
+	for k, o := range objs {
+		if s, ok := o.(*corev1.Secret); ok && strings.Contains(k, "bootstrap-token-") {
+			if s.Type != bootstraptoken.SecretType || len(s.Data["token-secret"]) == 0 {
+				t.Errorf("bootstrap token Secret: type %q, token-secret %d bytes", s.Type, len(s.Data["token-secret"]))
+			}
+		}
+	}
+	admin := find[*corev1.Secret](t, objs, "manifests/04-kubeadmin.yaml", "Secret/kube-system/kubeadmin")
+	if h := admin.StringData["passwordHash"]; !strings.HasPrefix(h, "$2") {
+		t.Errorf("kubeadmin passwordHash %q is not a bcrypt hash", h)
+	}
+
+	binding := find[*rbacv1.ClusterRoleBinding](t, objs, "manifests/01-rbac-node-bootstrap.yaml", "ClusterRoleBinding//kiln:apiserver-kubelet-client")
+	if len(binding.Subjects) != 1 || binding.Subjects[0].Name != tls.KubeletAPIGroup {
+		t.Errorf("apiserver-kubelet-client subjects %+v, want group %s", binding.Subjects, tls.KubeletAPIGroup)
+	}
+
+	proxyCM := find[*corev1.ConfigMap](t, objs, "manifests/10-kube-proxy.yaml", "ConfigMap/kube-system/kube-proxy")
+	if !strings.Contains(proxyCM.Data["config.yaml"], "clusterCIDR: "+tc.clusterCIDR+"\n") {
+		t.Errorf("kube-proxy config lacks clusterCIDR %s:\n%s", tc.clusterCIDR, proxyCM.Data["config.yaml"])
+	}
+	if !strings.Contains(proxyCM.Data["kubeconfig"], "server: https://"+tc.apiInt+":6443\n") {
+		t.Errorf("kube-proxy kubeconfig does not point at %s:\n%s", tc.apiInt, proxyCM.Data["kubeconfig"])
+	}
+	ds := find[*appsv1.DaemonSet](t, objs, "manifests/10-kube-proxy.yaml", "DaemonSet/kube-system/kube-proxy")
+	if img := ds.Spec.Template.Spec.Containers[0].Image; img != release.Image(release.KubeProxy) {
+		t.Errorf("kube-proxy image %s, want %s", img, release.Image(release.KubeProxy))
+	}
+
+	dns := find[*corev1.Service](t, objs, "manifests/11-coredns.yaml", "Service/kube-system/kube-dns")
+	if dns.Spec.ClusterIP != tc.dnsIP {
+		t.Errorf("kube-dns clusterIP %s, want %s", dns.Spec.ClusterIP, tc.dnsIP)
+	}
+	dep := find[*appsv1.Deployment](t, objs, "manifests/11-coredns.yaml", "Deployment/kube-system/coredns")
+	if r := dep.Spec.Replicas; r == nil || strconv.Itoa(int(*r)) != tc.coreDNSReps {
+		t.Errorf("coredns replicas %s, want %s", fmtReplicas(r), tc.coreDNSReps)
+	}
+	if img := dep.Spec.Template.Spec.Containers[0].Image; img != release.Image(release.CoreDNS) {
+		t.Errorf("coredns image %s, want %s", img, release.Image(release.CoreDNS))
+	}
+	corefile := find[*corev1.ConfigMap](t, objs, "manifests/11-coredns.yaml", "ConfigMap/kube-system/coredns").Data["Corefile"]
+	if !strings.Contains(corefile, "kubernetes "+ClusterDNSDomain+" ") {
+		t.Errorf("Corefile does not serve %s:\n%s", ClusterDNSDomain, corefile)
+	}
+}
+
+// checkStaticPods checks one role's control plane pods.
+func checkStaticPods(t *testing.T, tc manifestCase, role string, objs map[string]runtime.Object) {
+	t.Helper()
+	images := map[string]string{
+		"etcd":                    release.Image(release.Etcd),
+		"kube-apiserver":          release.Image(release.KubeAPIServer),
+		"kube-controller-manager": release.Image(release.KubeControllerManager),
+		"kube-scheduler":          release.Image(release.KubeScheduler),
+	}
+	pods := map[string]*corev1.Pod{}
+	for name, image := range images {
+		p := find[*corev1.Pod](t, objs, path.Join(StaticPodsDir, role, name+".yaml"), "Pod/kube-system/"+name)
+		pods[name] = p
+		if !p.Spec.HostNetwork || p.Spec.PriorityClassName != "system-node-critical" || len(p.Spec.Containers) != 1 {
+			t.Errorf("%s/%s: hostNetwork %v, priority class %q, %d containers; want a host-network, node-critical pod with one container",
+				role, name, p.Spec.HostNetwork, p.Spec.PriorityClassName, len(p.Spec.Containers))
+			continue
+		}
+		c := p.Spec.Containers[0]
+		if c.Image != image || c.ImagePullPolicy != corev1.PullNever {
+			t.Errorf("%s/%s: image %s pull %s, want %s pull Never", role, name, c.Image, c.ImagePullPolicy, image)
+		}
+		if p.Labels["component"] != name {
+			t.Errorf("%s/%s: component label %q", role, name, p.Labels["component"])
+		}
+	}
+
+	api := pods["kube-apiserver"].Spec.Containers[0]
+	wantFlags(t, role+"/kube-apiserver", api.Command,
+		"--advertise-address=$(NODE_IP)",
+		"--service-cluster-ip-range="+tc.serviceCIDR,
+		"--service-account-issuer=https://kubernetes.default.svc."+ClusterDNSDomain,
+		"--secure-port=6443",
+		"--etcd-servers=https://127.0.0.1:2379",
+		"--authorization-mode=Node,RBAC",
+	)
+	if cn := flagValue(api.Command, "--requestheader-allowed-names"); cn == "" {
+		t.Errorf("%s/kube-apiserver: no front-proxy client CN in --requestheader-allowed-names", role)
+	}
+	if len(api.Env) != 1 || api.Env[0].Name != "NODE_IP" || api.Env[0].ValueFrom == nil ||
+		api.Env[0].ValueFrom.FieldRef == nil || api.Env[0].ValueFrom.FieldRef.FieldPath != "status.hostIP" {
+		t.Errorf("%s/kube-apiserver: NODE_IP does not come from status.hostIP: %+v", role, api.Env)
+	}
+
+	wantFlags(t, role+"/kube-controller-manager", pods["kube-controller-manager"].Spec.Containers[0].Command,
+		"--cluster-cidr="+tc.clusterCIDR,
+		"--node-cidr-mask-size="+tc.hostPrefix,
+		"--service-cluster-ip-range="+tc.serviceCIDR,
+		"--allocate-node-cidrs=true",
+	)
+
+	etcd := pods["etcd"].Spec.Containers[0].Command
+	if role == "bootstrap" {
+		wantFlags(t, "bootstrap/etcd", etcd,
+			"--initial-cluster=$(NODE_NAME)=https://$(NODE_IP):2380", "--initial-cluster-state=new")
+	} else {
+		wantFlags(t, "master/etcd", etcd,
+			"--initial-cluster="+EtcdInitialClusterMarker, "--initial-cluster-state=existing")
+	}
+}
+
+// fmtReplicas prints a replica count that may be unset.
+func fmtReplicas(r *int32) string {
+	if r == nil {
+		return "unset"
+	}
+	return strconv.Itoa(int(*r))
+}
+
+// wantFlags reports every flag of want missing from argv.
+func wantFlags(t *testing.T, what string, argv []string, want ...string) {
+	t.Helper()
+	for _, f := range want {
+		if !slices.Contains(argv, f) {
+			t.Errorf("%s lacks %s in %q", what, f, argv)
+		}
+	}
+}
+
+// flagValue returns the value of --name=value in argv.
+func flagValue(argv []string, name string) string {
+	for _, a := range argv {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// TestLoad checks how the assets read files the user edited or deleted:
+// the edited content is used, a deleted file of a set is dropped, a set with
+// no file left is not found, and the token Secret stays 0600 whatever the
+// mode on disk.
+func TestLoad(t *testing.T) {
+	master := &MasterStaticPods{}
+	found, err := master.Load(graphtest.Fetcher{"static-pods/master/etcd.yaml": []byte("edited")})
+	if err != nil || !found {
+		t.Fatalf("Load: found %v, %v", found, err)
+	}
+	if got := master.Files(); len(got) != 1 || string(got[0].Data) != "edited" {
+		t.Errorf("master static pods loaded %d files, want the edited etcd.yaml only", len(got))
+	}
+	if data, ok := master.File("etcd.yaml"); !ok || string(data) != "edited" {
+		t.Errorf("File(etcd.yaml) = %q, %v", data, ok)
+	}
+	if found, err := (&BootstrapStaticPods{}).Load(graphtest.Fetcher{"static-pods/master/etcd.yaml": nil}); found || err != nil {
+		t.Errorf("bootstrap static pods found %v, %v in a --dir with only a master's file", found, err)
+	}
+	tok := &BootstrapTokenSecret{}
+	found, err = tok.Load(graphtest.Fetcher{bootstrapTokenPath: []byte("kind: Secret")})
+	if err != nil || !found {
+		t.Fatalf("token Load: found %v, %v", found, err)
+	}
+	if m := tok.Files()[0].Mode; m != 0o600 {
+		t.Errorf("loaded token Secret mode %o, want 0600", m)
+	}
+}
