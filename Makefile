@@ -8,7 +8,7 @@ UID := $(shell id -u)
 # Host packages the local platform needs: debootstrap builds the node image,
 # systemd-container runs machines, ignition provides ignition-validate.
 HOST_PACKAGES := debootstrap systemd-container iproute2 iptables ignition zstd ca-certificates
-# Machines share the host's inotify instances (about 32 each, LOCAL-PLATFORM.md).
+# Machines share the host's inotify instances (about 32 each, docs/local-platform.md).
 INOTIFY_INSTANCES := 512
 
 .PHONY: all build test unit validate-ignition deps host-prep e2e cluster destroy node-image bench clean
