@@ -31,7 +31,7 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "memoryMiB", Type: "integer", Ref: "", Doc: "memoryMiB is the memory limit in MiB, 0 (no limit) or at least 1024; enforced where the host's cgroups allow it."},
 		}},
 		"LocalPlatform": {Doc: "LocalPlatform configures the local platform.", Fields: []fieldDoc{
-			{Name: "bridgeName", Type: "string", Ref: "", Doc: "bridgeName is the host bridge; defaults to \"kiln-\" + the first 8 characters of the infra ID."},
+			{Name: "bridgeName", Type: "string", Ref: "", Doc: "bridgeName is the host bridge; defaults to \"kiln-\" + the infra ID's random suffix (the part after its last \"-\", at most 10 characters), so it fits the 15 characters of an interface name."},
 			{Name: "apiVIP", Type: "string", Ref: "", Doc: "apiVIP is the host address the API load balancer listens on; defaults to the first address of machineNetwork[0]."},
 			{Name: "nodeImage", Type: "string", Ref: "", Doc: "nodeImage is a node image directory or tarball; defaults to the one kiln builds into its cache."},
 			{Name: "defaultMachinePlatform", Type: "object", Ref: "LocalMachinePool", Doc: "defaultMachinePlatform applies to pools that set no local section."},

@@ -1,7 +1,7 @@
 // Package butane embeds the Butane sources (variant fcos 1.4.0) of the units
 // and small files kiln puts on its machines: common.bu on every machine and
-// one file per role. They are Go text/template files over
-// assets/ignition.NodeValues, rendered before Butane translates them.
+// one file per role. They are Go text/template files, rendered by
+// assets/ignitionconfigs (over its nodeValues) before Butane translates them.
 package butane
 
 import "embed"

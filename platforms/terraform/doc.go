@@ -1,9 +1,10 @@
 // Package terraform runs Terraform-compatible engines (OpenTofu or
 // Terraform) for kiln, for any platform.
 //
-// It finds an engine on PATH whose version fits, or builds OpenTofu (falling
-// back to Terraform 1.5.7, the last MPL release) from the Go module proxy
-// into kiln's cache (FindEngine, BuildEngine, EnsureEngine). It writes kiln's
+// It uses an engine on PATH whose version fits (ProbeEngine tells its kind
+// and version), or builds OpenTofu (falling back to Terraform 1.5.7, the last
+// MPL release) from the Go module proxy into kiln's cache (BuildEngine;
+// EnsureEngine does whichever applies). It writes kiln's
 // own CLI configuration, which installs the providers shipped in the kiln
 // binary without any registry (WriteCLIConfig), and it drives one root module
 // per stage through github.com/hashicorp/terraform-exec with a state file per

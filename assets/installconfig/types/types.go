@@ -109,7 +109,8 @@ type Platform struct {
 
 // LocalPlatform configures the local platform.
 type LocalPlatform struct {
-	// BridgeName is the host bridge; defaults to "kiln-" + the first 8 characters of the infra ID.
+	// BridgeName is the host bridge; defaults to "kiln-" + the infra ID's random suffix (the part
+	// after its last "-", at most 10 characters), so it fits the 15 characters of an interface name.
 	BridgeName string `json:"bridgeName,omitempty"`
 	// APIVIP is the host address the API load balancer listens on; defaults to the
 	// first address of machineNetwork[0].
