@@ -1,5 +1,8 @@
-// Package local is the embedded default platform: cluster machines are
-// systemd-nspawn containers on a host bridge, booted from kiln's node image.
-// This package holds the platform's install-config section logic; its
-// sub-packages run machines, the API load balancer and the node image.
+// Package local is the install-config logic of the embedded default
+// platform, whose cluster machines are systemd-nspawn containers on a host
+// bridge: the defaults and validation of platform.local and of the machine
+// pools' local sections. It is a leaf: assets import it, so it must never
+// import provisioning. Provisioning lives in local/provision; the machines,
+// the API load balancer, the node image and the Terraform provider in the
+// other sub-packages.
 package local
