@@ -99,11 +99,12 @@ func (p *recordingProv) Destroy(context.Context, string, string) error {
 type fakeAPI struct {
 	*waitfor.Waiter
 	apiCalls int
+	apiErr   error
 }
 
 func (f *fakeAPI) API(context.Context, string, time.Duration) (string, error) {
 	f.apiCalls++
-	return "v1.0.0", nil
+	return "v1.0.0", f.apiErr
 }
 
 // setup returns a fresh 1-master, 1-worker cluster whose Ignition configs
@@ -201,27 +202,33 @@ func TestCreateResumedAfterBootstrapComplete(t *testing.T) {
 func TestCreateFailureKinds(t *testing.T) {
 	tests := []struct {
 		name      string
-		setup     func(*Cluster, *recordingProv)
+		setup     func(*Cluster, *recordingProv, *fakeAPI)
 		wantCalls []string
 		wantKind  graph.Kind
 	}{
-		{"credentials expire too soon", func(c *Cluster, _ *recordingProv) { c.TokenExpiry = time.Now().Add(time.Hour) },
+		{"credentials expire too soon", func(c *Cluster, _ *recordingProv, _ *fakeAPI) { c.TokenExpiry = time.Now().Add(time.Hour) },
 			nil, graph.KindInput},
-		{"preflight", func(_ *Cluster, p *recordingProv) { p.fail = map[string]error{"preflight": errors.New("no cgroup")} },
+		{"preflight", func(_ *Cluster, p *recordingProv, _ *fakeAPI) {
+			p.fail = map[string]error{"preflight": errors.New("no cgroup")}
+		},
 			[]string{"preflight"}, graph.KindInfrastructure},
-		{"provision", func(_ *Cluster, p *recordingProv) { p.fail = map[string]error{"provision": errors.New("apply failed")} },
+		{"provision", func(_ *Cluster, p *recordingProv, _ *fakeAPI) {
+			p.fail = map[string]error{"provision": errors.New("apply failed")}
+		},
 			[]string{"preflight", "provision"}, graph.KindInfrastructure},
-		{"install-config problem found by the provisioner", func(_ *Cluster, p *recordingProv) {
+		{"install-config problem found by the provisioner", func(_ *Cluster, p *recordingProv, _ *fakeAPI) {
 			p.fail = map[string]error{"provision": fmt.Errorf("layout: %w", &platforms.ConfigError{Err: errors.New("no room")})}
 		}, []string{"preflight", "provision"}, graph.KindInput},
-		{"bootstrap never completes", func(c *Cluster, p *recordingProv) {
+		{"API never answers", func(_ *Cluster, _ *recordingProv, a *fakeAPI) { a.apiErr = errors.New("connection refused") },
+			[]string{"preflight", "provision"}, graph.KindBootstrap},
+		{"bootstrap never completes", func(c *Cluster, p *recordingProv, _ *fakeAPI) {
 			c.Timeouts.Bootstrap = 20 * time.Millisecond
 			p.cluster.stuck = true
 		}, []string{"preflight", "provision"}, graph.KindBootstrap},
-		{"destroy bootstrap", func(_ *Cluster, p *recordingProv) {
+		{"destroy bootstrap", func(_ *Cluster, p *recordingProv, _ *fakeAPI) {
 			p.fail = map[string]error{"destroy-bootstrap": errors.New("terraform destroy failed")}
 		}, []string{"preflight", "provision", "destroy-bootstrap"}, graph.KindInfrastructure},
-		{"nodes never Ready", func(c *Cluster, p *recordingProv) {
+		{"nodes never Ready", func(c *Cluster, p *recordingProv, _ *fakeAPI) {
 			c.Timeouts.Install = 20 * time.Millisecond
 			p.cluster.nodes = 1 // of 2
 		}, []string{"preflight", "provision", "destroy-bootstrap"}, graph.KindInstall},
@@ -229,7 +236,7 @@ func TestCreateFailureKinds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, prov, api, logs := setup(t)
-			tt.setup(c, prov)
+			tt.setup(c, prov, api)
 			out, err := create(c, prov, api, logs)
 			if err == nil {
 				t.Fatal("create succeeded")

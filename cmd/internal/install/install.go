@@ -162,15 +162,16 @@ func (c *Cluster) Nodes() int { return c.Config.MasterReplicas() + c.Config.Work
 func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API, log logrus.FieldLogger, out io.Writer) error {
 	start := time.Now()
 	c.BootstrapDone = api.IsBootstrapComplete(ctx)
+	// A failing phase exits with its kind's code (docs/exit-codes.md).
 	phases := []Phase{
-		checkCredentials{c, time.Now},
-		preflight{c, prov},
-		provision{c, prov},
-		waitAPI{c, api},
-		waitBootstrapComplete{c, api},
-		destroyBootstrap{c, prov},
-		waitInstallComplete{c, api},
-		checkPodNetwork{c, api, prov},
+		checkCredentials{c, time.Now}, // input; skipped once bootstrap is done
+		preflight{c, prov},            // infrastructure
+		provision{c, prov},            // infrastructure; no bootstrap machine once bootstrap is done
+		waitAPI{c, api},               // bootstrap
+		waitBootstrapComplete{c, api}, // bootstrap
+		destroyBootstrap{c, prov},     // infrastructure
+		waitInstallComplete{c, api},   // install
+		checkPodNetwork{c, api, prov}, // install; only on platforms whose nodes run kiln's probe
 	}
 	if err := Run(ctx, log, phases); err != nil {
 		return err
