@@ -56,3 +56,16 @@ type Gatherer interface {
 	// dir (one sub-directory per machine).
 	Gather(ctx context.Context, infraID, dir string) error
 }
+
+// ConfigError is a problem in the install-config that only a provisioner
+// finds, such as a machine network with no room for every machine. The user
+// fixes it in install-config.yaml, so commands report it as bad input.
+type ConfigError struct {
+	Err error
+}
+
+// Error returns the message of the wrapped error.
+func (e *ConfigError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *ConfigError) Unwrap() error { return e.Err }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/graph"
-	"github.com/kiln-project/kiln/platforms/all"
+	"github.com/kiln-project/kiln/platforms/configs"
 )
 
 var _ graph.WritableAsset = (*InstallConfig)(nil)
@@ -112,7 +112,7 @@ func (a *InstallConfig) load(data []byte) error {
 // set defaults and validates c, then keeps it with its YAML. Problems
 // found while parsing come first; validation adds those in other fields.
 func (a *InstallConfig) set(c *types.Config, parseErrs field.ErrorList) error {
-	plats := all.Platforms()
+	plats := configs.Platforms()
 	SetDefaults(c, plats)
 	errs := parseErrs
 	for _, e := range Validate(c, plats) {

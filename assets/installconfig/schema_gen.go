@@ -5,9 +5,6 @@ package installconfig
 // schemaTypes documents each struct type of install-config.yaml.
 func schemaTypes() map[string]typeDoc {
 	return map[string]typeDoc{
-		"AWSPlatform": {Doc: "AWSPlatform configures Amazon Web Services.", Fields: []fieldDoc{
-			{Name: "region", Type: "string", Ref: "", Doc: "region is the AWS region."},
-		}},
 		"ClusterNetworkEntry": {Doc: "ClusterNetworkEntry is one pod address block.", Fields: []fieldDoc{
 			{Name: "cidr", Type: "string", Ref: "", Doc: "cidr is the block, e.g. 10.128.0.0/14."},
 			{Name: "hostPrefix", Type: "integer", Ref: "", Doc: "hostPrefix is the prefix length of each node's share, e.g. 23; at most 25, so a node holds kubelet's 110 pods."},
@@ -60,7 +57,6 @@ func schemaTypes() map[string]typeDoc {
 		"Platform": {Doc: "Platform holds exactly one platform's configuration.", Fields: []fieldDoc{
 			{Name: "local", Type: "object", Ref: "LocalPlatform", Doc: "local is the embedded platform: systemd-nspawn machines on a host bridge."},
 			{Name: "none", Type: "object", Ref: "NonePlatform", Doc: "none is user-provisioned infrastructure: kiln writes Ignition configs only."},
-			{Name: "aws", Type: "object", Ref: "AWSPlatform", Doc: "aws is Amazon Web Services (not implemented yet)."},
 		}},
 		"Proxy": {Doc: "Proxy configures an egress HTTP proxy.", Fields: []fieldDoc{
 			{Name: "httpProxy", Type: "string", Ref: "", Doc: "httpProxy is the URL of the proxy for http:// destinations."},

@@ -18,7 +18,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/graph"
-	"github.com/kiln-project/kiln/platforms/all"
+	"github.com/kiln-project/kiln/platforms/configs"
 )
 
 // prompter asks questions on a line-oriented terminal.
@@ -59,7 +59,7 @@ func (p *prompter) ask(question, def string, check func(string) string) (string,
 // survey asks for the fields without defaults and returns the config.
 func survey(ctx context.Context, in Input) (*types.Config, error) {
 	p := &prompter{ctx: ctx, r: bufio.NewReader(in.In), w: in.Out}
-	names := all.Names()
+	names := configs.Names()
 	platform, err := p.ask("Platform ("+strings.Join(names, ", ")+")", names[0], func(s string) string {
 		if !slices.Contains(names, s) {
 			return "choose one of " + strings.Join(names, ", ")

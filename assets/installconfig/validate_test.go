@@ -174,8 +174,6 @@ func TestValidate(t *testing.T) {
 			[]fieldErr{{inv, "networking.machineNetwork[0].cidr"}}},
 		{"no platform", func(c *types.Config) { c.Platform = types.Platform{} }, []fieldErr{{req, "platform"}}},
 		{"two platforms", func(c *types.Config) { c.Platform.None = &types.NonePlatform{} }, []fieldErr{{inv, "platform"}}},
-		{"platform not implemented", func(c *types.Config) { c.Platform = types.Platform{AWS: &types.AWSPlatform{Region: "x"}} },
-			[]fieldErr{{ns, "platform"}}},
 		{"local bridgeName too long", func(c *types.Config) { c.Platform.Local.BridgeName = "kiln-0123456789a" },
 			[]fieldErr{{inv, "platform.local.bridgeName"}}},
 		{"local bridgeName characters", func(c *types.Config) { c.Platform.Local.BridgeName = "br 0" },
@@ -234,6 +232,17 @@ func TestValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A platform section in the types whose platform kiln does not list is not
+// supported, whatever its content.
+func TestValidateUnlistedPlatform(t *testing.T) {
+	c := defaulted(t)
+	c.Platform = types.Platform{None: &types.NonePlatform{}}
+	localOnly := testPlatforms()[:1]
+	if got, want := asData(Validate(c, localOnly)), []fieldErr{{field.ErrorTypeNotSupported, "platform"}}; !slices.Equal(got, want) {
+		t.Errorf("errors = %v, want %v", got, want)
 	}
 }
 

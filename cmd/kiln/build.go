@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms/local/nodeimage"
 )
 
@@ -37,14 +39,14 @@ func newBuildNodeImageCmd(o *rootOptions) *cobra.Command {
 			start := time.Now()
 			img, err := nodeimage.Ensure(cmd.Context(), nodeimage.Options{CacheDir: cacheDir, Log: o.log, Progress: o.status})
 			if err != nil {
-				return err
+				return buildError(err)
 			}
 			if output != "" {
 				end := o.status.Start("Exporting the node image to " + output)
 				err := img.Export(cmd.Context(), output)
 				end(err)
 				if err != nil {
-					return err
+					return buildError(err)
 				}
 			}
 			r := img.Release
@@ -59,4 +61,14 @@ func newBuildNodeImageCmd(o *rootOptions) *cobra.Command {
 	cmd.Flags().StringVarP(&output, "output", "o", "", "also export the root file system as a tarball (.tar.zst, .tar.gz, .tgz or .tar)")
 	cmd.Flags().StringVar(&cacheDir, "cache-dir", "", "kiln cache directory (default $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln or ~/.cache/kiln)")
 	return cmd
+}
+
+// buildError classifies a failed build or export: a precondition the user
+// must fix (not root, no Go toolchain, a bad --output) is bad input; the
+// rest is an infrastructure failure.
+func buildError(err error) error {
+	if pe := (*nodeimage.PreconditionError)(nil); errors.As(err, &pe) {
+		return graph.WithKind(graph.KindInput, err)
+	}
+	return graph.WithKind(graph.KindInfrastructure, err)
 }

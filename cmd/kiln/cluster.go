@@ -14,11 +14,9 @@ import (
 
 	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/cmd/internal/install"
-	"github.com/kiln-project/kiln/cmd/internal/waitfor"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/all"
 )
 
 func addTimeoutFlags(cmd *cobra.Command, t *install.Timeouts) {
@@ -42,11 +40,15 @@ func newCreateClusterCmd(o *rootOptions, co *createOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			prov, env, err := o.provisioner(c.Config.PlatformName())
+			prov, err := o.provisioner(c.Config.PlatformName())
 			if err != nil {
 				return err
 			}
-			return install.Create(ctx, c, prov, env, o.stdout)
+			api, err := c.API(o.log, o.status)
+			if err != nil {
+				return err
+			}
+			return install.Create(ctx, c, prov, api, o.log, o.stdout)
 		},
 	}
 	addTimeoutFlags(cmd, &flags)
@@ -73,7 +75,7 @@ func newDestroyCmd(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			prov, _, err := o.provisioner(t.Platform)
+			prov, err := o.provisioner(t.Platform)
 			if err != nil {
 				return err
 			}
@@ -94,11 +96,11 @@ func newDestroyCmd(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			prov, _, err := o.provisioner(c.Config.PlatformName())
+			prov, err := o.provisioner(c.Config.PlatformName())
 			if err != nil {
 				return err
 			}
-			return prov.DestroyBootstrap(cmd.Context(), &c.Cluster)
+			return install.DestroyBootstrap(cmd.Context(), c, prov, o.log)
 		},
 	}
 	cmd.AddCommand(cluster, bootstrap)
@@ -108,8 +110,8 @@ func newDestroyCmd(o *rootOptions) *cobra.Command {
 func newWaitForCmd(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "wait-for", Short: "Wait for an install milestone", Args: cobra.NoArgs}
 	var flags install.Timeouts
-	// waitCmd loads the cluster of --dir and runs wait with a waiter on its API.
-	waitCmd := func(use, short string, wait func(context.Context, *install.Cluster, *waitfor.Waiter, string) error) *cobra.Command {
+	// waitCmd loads the cluster of --dir and runs wait on its API.
+	waitCmd := func(use, short string, wait func(context.Context, *install.Cluster, install.API) error) *cobra.Command {
 		c := &cobra.Command{
 			Use: use, Short: short, Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
@@ -117,11 +119,11 @@ func newWaitForCmd(o *rootOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				w, server, err := c.Waiter(o.log, o.status)
+				api, err := c.API(o.log, o.status)
 				if err != nil {
 					return err
 				}
-				return wait(cmd.Context(), c, w, server)
+				return wait(cmd.Context(), c, api)
 			},
 		}
 		addTimeoutFlags(c, &flags)
@@ -129,19 +131,16 @@ func newWaitForCmd(o *rootOptions) *cobra.Command {
 	}
 	cmd.AddCommand(
 		waitCmd("bootstrap-complete", "Wait until the control plane has moved from the bootstrap machine to the masters",
-			func(ctx context.Context, c *install.Cluster, w *waitfor.Waiter, server string) error {
-				if _, err := w.API(ctx, server, c.Timeouts.API); err != nil {
-					return err
-				}
-				if err := w.BootstrapComplete(ctx, c.Timeouts.Bootstrap); err != nil {
+			func(ctx context.Context, c *install.Cluster, api install.API) error {
+				if err := install.WaitForBootstrapComplete(ctx, c, api, o.log); err != nil {
 					return err
 				}
 				fmt.Fprintln(o.stdout, "It is now safe to remove the bootstrap resources: kiln destroy bootstrap")
 				return nil
 			}),
 		waitCmd("install-complete", "Wait until every node is Ready and cluster DNS and the service proxy run",
-			func(ctx context.Context, c *install.Cluster, w *waitfor.Waiter, _ string) error {
-				if err := w.InstallComplete(ctx, c.Nodes(), c.Timeouts.Install); err != nil {
+			func(ctx context.Context, c *install.Cluster, api install.API) error {
+				if err := install.WaitForInstallComplete(ctx, c, api, o.log); err != nil {
 					return err
 				}
 				fmt.Fprintf(o.stdout, "Install complete! export KUBECONFIG=%s\n", c.Kubeconfig)
@@ -152,15 +151,14 @@ func newWaitForCmd(o *rootOptions) *cobra.Command {
 }
 
 // provisioner opens the debug log in --dir and returns the provisioner of
-// the named platform with its environment.
-func (o *rootOptions) provisioner(platform string) (platforms.Provisioner, platforms.Env, error) {
+// the named platform.
+func (o *rootOptions) provisioner(platform string) (platforms.Provisioner, error) {
 	o.openDebugLog()
 	env, err := o.platformEnv()
 	if err != nil {
-		return nil, env, err
+		return nil, err
 	}
-	prov, err := all.Provisioner(platform, env)
-	return prov, env, err
+	return install.Provisioner(platform, env)
 }
 
 // platformEnv is what provisioners log to, report to and cache in. The kiln

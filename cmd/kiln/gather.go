@@ -21,7 +21,7 @@ func newGatherCmd(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			prov, _, err := o.provisioner(t.Platform)
+			prov, err := o.provisioner(t.Platform)
 			if err != nil {
 				return err
 			}

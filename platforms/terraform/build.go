@@ -12,7 +12,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -144,8 +143,7 @@ func BuildEngine(ctx context.Context, o BuildOptions) (*Engine, error) {
 	}
 	goBin, err := o.lookPath("go")
 	if err != nil {
-		return nil, graph.WithKind(graph.KindInfrastructure,
-			fmt.Errorf("no OpenTofu (>= 1.6) or Terraform (>= 1.5) on PATH, and no go command to build one: %w", err))
+		return nil, fmt.Errorf("no OpenTofu (>= 1.6) or Terraform (>= 1.5) on PATH, and no go command to build one: %w", err)
 	}
 	var errs []error
 	for _, s := range engineBuilds {
@@ -159,7 +157,7 @@ func BuildEngine(ctx context.Context, o BuildOptions) (*Engine, error) {
 		o.Log.Warnf("Building %s %s failed: %v", s.Title, s.Version, err)
 		errs = append(errs, err)
 	}
-	return nil, graph.WithKind(graph.KindInfrastructure, errors.Join(errs...))
+	return nil, errors.Join(errs...)
 }
 
 // buildOne builds spec s with goBin and probes the result.

@@ -13,8 +13,6 @@ import (
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 	"github.com/sirupsen/logrus"
-
-	"github.com/kiln-project/kiln/graph"
 )
 
 // Stages of a cluster, each a root module with its own state, applied in this
@@ -220,7 +218,7 @@ func (d *Driver) newTerraform(stage string) (*tfexec.Terraform, error) {
 }
 
 // run runs one engine command with its output logged, and wraps its error
-// once with the stage and command, as a graph.KindInfrastructure error.
+// once with the stage and command.
 func (d *Driver) run(tf *tfexec.Terraform, stage, verb string, f func() error) error {
 	ll := newLineLogger(d.o.Log, fmt.Sprintf("%s %s [%s]: ", d.o.Engine.Name, verb, stage))
 	tf.SetStdout(ll)
@@ -231,7 +229,7 @@ func (d *Driver) run(tf *tfexec.Terraform, stage, verb string, f func() error) e
 		return f()
 	}()
 	if err != nil {
-		return graph.WithKind(graph.KindInfrastructure, fmt.Errorf("%s %s of stage %s: %w", d.o.Engine.Name, verb, stage, err))
+		return fmt.Errorf("%s %s of stage %s: %w", d.o.Engine.Name, verb, stage, err)
 	}
 	return nil
 }

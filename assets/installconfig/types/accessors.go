@@ -120,9 +120,6 @@ func (p *Platform) Names() []string {
 	if p.None != nil {
 		names = append(names, "none")
 	}
-	if p.AWS != nil {
-		names = append(names, "aws")
-	}
 	return names
 }
 

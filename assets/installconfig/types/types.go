@@ -103,8 +103,6 @@ type Platform struct {
 	Local *LocalPlatform `json:"local,omitempty"`
 	// None is user-provisioned infrastructure: kiln writes Ignition configs only.
 	None *NonePlatform `json:"none,omitempty"`
-	// AWS is Amazon Web Services (not implemented yet).
-	AWS *AWSPlatform `json:"aws,omitempty"`
 }
 
 // LocalPlatform configures the local platform.
@@ -123,12 +121,6 @@ type LocalPlatform struct {
 
 // NonePlatform is user-provisioned infrastructure.
 type NonePlatform struct{}
-
-// AWSPlatform configures Amazon Web Services.
-type AWSPlatform struct {
-	// Region is the AWS region.
-	Region string `json:"region"`
-}
 
 // Proxy configures an egress HTTP proxy.
 type Proxy struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/configs"
 )
 
 // ErrNoMetadata is returned when nothing names the cluster to destroy.
@@ -33,12 +34,12 @@ type Target struct {
 
 // FindTarget reads metadata.json in dir; infraID, when set, wins (it is
 // how a cluster whose metadata.json was lost is destroyed, by its machines'
-// names, on the local platform).
+// names, on the default platform).
 func FindTarget(dir, infraID string) (Target, error) {
 	data, err := os.ReadFile(filepath.Join(dir, metadata.FileName))
 	if errors.Is(err, fs.ErrNotExist) {
 		if infraID != "" {
-			return Target{InfraID: infraID, Platform: "local"}, nil
+			return Target{InfraID: infraID, Platform: configs.Default()}, nil
 		}
 		return targetFromState(dir)
 	}
@@ -63,7 +64,7 @@ func FindTarget(dir, infraID string) (Target, error) {
 // consumed; the debug log and .kiln/consumed stay.
 func Destroy(ctx context.Context, dir string, t Target, prov platforms.Provisioner, log logrus.FieldLogger) error {
 	if err := prov.Destroy(ctx, dir, t.InfraID); err != nil {
-		return err
+		return classify(graph.KindInfrastructure, err)
 	}
 	return cleanDir(dir, log)
 }

@@ -26,7 +26,7 @@ func Gather(ctx context.Context, dir string, t Target, prov platforms.Provisione
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	gatherErr := g.Gather(ctx, t.InfraID, tmp)
+	gatherErr := classify(graph.KindInfrastructure, g.Gather(ctx, t.InfraID, tmp))
 	out := filepath.Join(dir, "log-bundle-"+now.UTC().Format("20060102-150405")+".tar.gz")
 	if err := tarGz(tmp, out); err != nil {
 		return "", err

@@ -1,9 +1,12 @@
-// Package install drives `kiln create cluster` and `kiln destroy`: an
-// ordered list of small phases (provision, wait for the API, wait for
-// bootstrap-complete, destroy the bootstrap machine, wait for
-// install-complete), each with a title, run one after the other. Every phase
-// is idempotent, so re-running create after a failure or an interrupt resumes
-// where it stopped.
+// Package install drives `kiln create cluster`, `kiln wait-for`, `kiln
+// destroy` and `kiln gather`: Create is an ordered list of small phases
+// (check the bootstrap credentials, preflight, provision, wait for the API,
+// wait for bootstrap-complete, destroy the bootstrap machine, wait for
+// install-complete, check the pod network), each a type with a title, the
+// kind its failure is reported as (the exit code), and optionally
+// ShouldRun. Every phase is idempotent, so re-running create after a
+// failure or an interrupt resumes where it stopped. This package is where
+// provisioning errors are classified: the platforms' libraries are not.
 package install
 
 import (
@@ -117,79 +120,60 @@ func timeouts(cfg *types.Timeouts, flags Timeouts) (Timeouts, error) {
 	return t, nil
 }
 
-// Waiter returns a waiter on the cluster's API through the admin kubeconfig.
-func (c *Cluster) Waiter(log logrus.FieldLogger, progress platforms.Progress) (*waitfor.Waiter, string, error) {
+// Waits are the milestones the phases wait for on the cluster's API;
+// *waitfor.Waiter has them.
+type Waits interface {
+	API(ctx context.Context, server string, timeout time.Duration) (string, error)
+	IsBootstrapComplete(ctx context.Context) bool
+	BootstrapComplete(ctx context.Context, timeout time.Duration) error
+	InstallComplete(ctx context.Context, nodes int, timeout time.Duration) error
+	NetworkCheck(ctx context.Context, p waitfor.Prober, timeout time.Duration) error
+}
+
+var _ Waits = (*waitfor.Waiter)(nil)
+
+// API is the cluster's Kubernetes API as the phases wait on it.
+type API struct {
+	Waits
+	// Server is the API's URL, named in messages.
+	Server string
+}
+
+// API returns the cluster's API through the admin kubeconfig.
+func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress) (API, error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
-		return nil, "", err
+		return API{}, err
 	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
-		return nil, "", err
+		return API{}, err
 	}
-	return &waitfor.Waiter{Client: client, Log: log, Progress: progress}, rc.Host, nil
+	return API{Waits: &waitfor.Waiter{Client: client, Log: log, Progress: progress}, Server: rc.Host}, nil
 }
 
 // Nodes is the number of nodes install-complete waits for.
 func (c *Cluster) Nodes() int { return c.Config.MasterReplicas() + c.Config.WorkerReplicas() }
 
-// Phase is one step of an install.
-type Phase interface {
-	// Title names the phase in progress output.
-	Title() string
-	// Run performs the phase; it must be safe to run again.
-	Run(ctx context.Context) error
-}
-
-// Run runs phases in order and stops at the first error.
-func Run(ctx context.Context, log logrus.FieldLogger, phases []Phase) error {
-	for _, p := range phases {
-		log.Debugf("phase: %s", p.Title())
-		if err := p.Run(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// phase adapts a function to Phase.
-type phase struct {
-	title string
-	run   func(context.Context) error
-}
-
-func (p phase) Title() string                 { return p.title }
-func (p phase) Run(ctx context.Context) error { return p.run(ctx) }
-
 // Create is `kiln create cluster` after the Ignition configs exist: the
-// phases of an install, then a summary on out.
-func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, env platforms.Env, out io.Writer) error {
+// whole sequence of an install, then a summary on out. A create resumed
+// after bootstrap-complete (learnt once, before any phase runs) brings back
+// neither the bootstrap machine nor its credential check.
+func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API, log logrus.FieldLogger, out io.Writer) error {
 	start := time.Now()
-	w, server, err := c.Waiter(env.Log, env.Progress)
-	if err != nil {
-		return err
-	}
+	c.BootstrapDone = api.IsBootstrapComplete(ctx)
+	// A failing phase exits with its kind's code (docs/exit-codes.md).
 	phases := []Phase{
-		phase{"check the bootstrap credentials", func(ctx context.Context) error {
-			if w.IsBootstrapComplete(ctx) {
-				c.BootstrapDone = true // resuming after the handover: no bootstrap machine, no bootstrap credentials
-				return nil
-			}
-			return c.checkCredentials(time.Now())
-		}},
-		phase{"preflight", func(ctx context.Context) error { return prov.Preflight(ctx, &c.Cluster) }},
-		phase{"provision", func(ctx context.Context) error { return prov.Provision(ctx, &c.Cluster) }},
-		phase{"wait for the API", func(ctx context.Context) error { _, err := w.API(ctx, server, c.Timeouts.API); return err }},
-		phase{"wait for bootstrap-complete", func(ctx context.Context) error { return w.BootstrapComplete(ctx, c.Timeouts.Bootstrap) }},
-		phase{"destroy the bootstrap machine", func(ctx context.Context) error { return prov.DestroyBootstrap(ctx, &c.Cluster) }},
-		phase{"wait for install-complete", func(ctx context.Context) error { return w.InstallComplete(ctx, c.Nodes(), c.Timeouts.Install) }},
+		checkCredentials{c, time.Now}, // input; skipped once bootstrap is done
+		preflight{c, prov},            // infrastructure
+		provision{c, prov},            // infrastructure; no bootstrap machine once bootstrap is done
+		waitAPI{c, api},               // bootstrap
+		waitBootstrapComplete{c, api}, // bootstrap
+		destroyBootstrap{c, prov},     // infrastructure
+		waitInstallComplete{c, api},   // install
+		checkPodNetwork{c, api, prov}, // install; only on platforms whose nodes run kiln's probe
 	}
-	if p, ok := prov.(waitfor.Prober); ok {
-		phases = append(phases, phase{"check the pod network", func(ctx context.Context) error {
-			return w.NetworkCheck(ctx, p, c.Timeouts.Install)
-		}})
-	}
-	if err := Run(ctx, env.Log, phases); err != nil {
+	if err := Run(ctx, log, phases); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "Install complete!\n")
@@ -199,6 +183,23 @@ func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, env pla
 	return nil
 }
 
+// WaitForBootstrapComplete is `kiln wait-for bootstrap-complete`: create's
+// waits up to the bootstrap machine's removal.
+func WaitForBootstrapComplete(ctx context.Context, c *Cluster, api API, log logrus.FieldLogger) error {
+	return Run(ctx, log, []Phase{waitAPI{c, api}, waitBootstrapComplete{c, api}})
+}
+
+// WaitForInstallComplete is `kiln wait-for install-complete`.
+func WaitForInstallComplete(ctx context.Context, c *Cluster, api API, log logrus.FieldLogger) error {
+	return Run(ctx, log, []Phase{waitInstallComplete{c, api}})
+}
+
+// DestroyBootstrap is `kiln destroy bootstrap`: create's phase of the same
+// name on its own.
+func DestroyBootstrap(ctx context.Context, c *Cluster, prov platforms.Provisioner, log logrus.FieldLogger) error {
+	return Run(ctx, log, []Phase{destroyBootstrap{c, prov}})
+}
+
 // checkCredentials refuses Ignition configs whose bootstrap credentials
 // expire too soon for a bootstrap machine to still come up with them.
 func (c *Cluster) checkCredentials(now time.Time) error {
@@ -206,8 +207,8 @@ func (c *Cluster) checkCredentials(now time.Time) error {
 	if left >= MinBootstrapCredentialLife {
 		return nil
 	}
-	return graph.WithKind(graph.KindInput, fmt.Errorf(
+	return fmt.Errorf(
 		"the Ignition configs in %s are too old: their bootstrap credentials expire at %s (%s left; at least %s are needed). "+
 			"Create them again in a new directory (kiln create ignition-configs), or run `kiln destroy cluster` here first",
-		c.Dir, c.TokenExpiry.Format(time.RFC3339), left.Round(time.Minute), MinBootstrapCredentialLife))
+		c.Dir, c.TokenExpiry.Format(time.RFC3339), left.Round(time.Minute), MinBootstrapCredentialLife)
 }

@@ -10,8 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/kiln-project/kiln/graph"
 )
 
 // Prober is implemented by platforms whose nodes can run kiln's network
@@ -40,7 +38,7 @@ func (w *Waiter) NetworkCheck(ctx context.Context, p Prober, timeout time.Durati
 	w.cleanupProbe()
 	end(err)
 	if err != nil {
-		return graph.WithKind(graph.KindInstall, fmt.Errorf("pod network check: %w", err))
+		return fmt.Errorf("pod network check: %w", err)
 	}
 	w.Log.Info("Pod network works: DNS and a ClusterIP Service reached from a worker")
 	return nil

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kiln-project/kiln/cmd/internal/node/bootkube"
-	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -62,7 +61,7 @@ func (w *Waiter) API(ctx context.Context, server string, timeout time.Duration) 
 	})
 	end(err)
 	if err != nil {
-		return "", graph.WithKind(graph.KindBootstrap, fmt.Errorf("the Kubernetes API at %s did not answer: %w", server, err))
+		return "", fmt.Errorf("the Kubernetes API at %s did not answer: %w", server, err)
 	}
 	w.Log.Infof("API %s up", version)
 	return version, nil
@@ -84,7 +83,7 @@ func (w *Waiter) BootstrapComplete(ctx context.Context, timeout time.Duration) e
 	})
 	end(err)
 	if err != nil {
-		return graph.WithKind(graph.KindBootstrap, fmt.Errorf("bootstrap did not complete: %w; run `kiln gather bootstrap` to collect logs", err))
+		return fmt.Errorf("bootstrap did not complete: %w; run `kiln gather bootstrap` to collect logs", err)
 	}
 	w.Log.Info("Bootstrap complete: the control plane runs on the masters")
 	return nil
@@ -116,7 +115,7 @@ func (w *Waiter) InstallComplete(ctx context.Context, nodes int, timeout time.Du
 	})
 	end(err)
 	if err != nil {
-		return graph.WithKind(graph.KindInstall, fmt.Errorf("the cluster did not initialize: %w", err))
+		return fmt.Errorf("the cluster did not initialize: %w", err)
 	}
 	w.Log.Infof("Install complete: %d nodes Ready, CoreDNS and kube-proxy running", nodes)
 	return nil

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-
-	"github.com/kiln-project/kiln/graph"
 )
 
 // ipLink is the part of `ip -json -details addr show` output kiln reads.
@@ -49,20 +47,20 @@ func findLink(ctx context.Context, r Runner, name string) (*ipLink, error) {
 func EnsureBridge(ctx context.Context, r Runner, name, gatewayCIDR string) error {
 	pfx, err := netip.ParsePrefix(gatewayCIDR)
 	if err != nil || !pfx.Addr().Is4() {
-		return graph.WithKind(graph.KindInput, fmt.Errorf("bridge address %q: must be an IPv4 address with prefix", gatewayCIDR))
+		return &InvalidError{fmt.Errorf("bridge address %q: must be an IPv4 address with prefix", gatewayCIDR)}
 	}
 	if name == "" || len(name) > 15 || strings.ContainsAny(name, "/ :") {
-		return graph.WithKind(graph.KindInput, fmt.Errorf("bridge name %q: must be 1-15 characters", name))
+		return &InvalidError{fmt.Errorf("bridge name %q: must be 1-15 characters", name)}
 	}
 	link, err := findLink(ctx, r, name)
 	if err != nil {
-		return graph.WithKind(graph.KindInfrastructure, err)
+		return err
 	}
 	var cmds [][]string
 	if link == nil {
 		cmds = append(cmds, bridgeAddArgv(name))
 	} else if link.LinkInfo == nil || link.LinkInfo.InfoKind != "bridge" {
-		return graph.WithKind(graph.KindInfrastructure, fmt.Errorf("interface %s exists and is not a bridge", name))
+		return fmt.Errorf("interface %s exists and is not a bridge", name)
 	}
 	if !hasAddr(link, pfx) {
 		cmds = append(cmds, []string{"ip", "addr", "add", pfx.String(), "dev", name})
@@ -70,7 +68,7 @@ func EnsureBridge(ctx context.Context, r Runner, name, gatewayCIDR string) error
 	cmds = append(cmds, []string{"ip", "link", "set", "dev", name, "up"})
 	for _, c := range cmds {
 		if err := runQuiet(ctx, r, c); err != nil {
-			return graph.WithKind(graph.KindInfrastructure, fmt.Errorf("setting up bridge %s: %w", name, err))
+			return fmt.Errorf("setting up bridge %s: %w", name, err)
 		}
 	}
 	return nil
@@ -98,16 +96,16 @@ func hasAddr(l *ipLink, pfx netip.Prefix) bool {
 func DeleteBridge(ctx context.Context, r Runner, name string) error {
 	link, err := findLink(ctx, r, name)
 	if err != nil {
-		return graph.WithKind(graph.KindInfrastructure, err)
+		return err
 	}
 	if link == nil {
 		return nil
 	}
 	if link.LinkInfo == nil || link.LinkInfo.InfoKind != "bridge" {
-		return graph.WithKind(graph.KindInfrastructure, fmt.Errorf("interface %s is not a bridge; not deleting it", name))
+		return fmt.Errorf("interface %s is not a bridge; not deleting it", name)
 	}
 	if err := runQuiet(ctx, r, linkDeleteArgv(name)); err != nil {
-		return graph.WithKind(graph.KindInfrastructure, fmt.Errorf("deleting bridge %s: %w", name, err))
+		return fmt.Errorf("deleting bridge %s: %w", name, err)
 	}
 	return nil
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"slices"
 	"testing"
-
-	"github.com/kiln-project/kiln/graph"
 )
 
 const ipShow = "ip -json -details addr show"
@@ -17,30 +15,31 @@ func TestEnsureBridge(t *testing.T) {
 		links   string
 		cidr    string
 		want    []string
-		wantErr graph.Kind
+		wantErr string // "", "host" or "invalid" (an InvalidError)
 	}{
 		{"absent", `[{"ifname":"lo","linkinfo":null,"addr_info":[]}]`, "10.66.0.1/24", []string{
 			ipShow,
 			"ip link add name kiln0 type bridge stp_state 0",
 			"ip addr add 10.66.0.1/24 dev kiln0",
 			"ip link set dev kiln0 up",
-		}, 0},
+		}, ""},
 		{"present with address", `[{"ifname":"kiln0","linkinfo":{"info_kind":"bridge"},"addr_info":[{"family":"inet","local":"10.66.0.1","prefixlen":24}]}]`,
-			"10.66.0.1/24", []string{ipShow, "ip link set dev kiln0 up"}, 0},
+			"10.66.0.1/24", []string{ipShow, "ip link set dev kiln0 up"}, ""},
 		{"present, other prefix", `[{"ifname":"kiln0","linkinfo":{"info_kind":"bridge"},"addr_info":[{"family":"inet","local":"10.66.0.1","prefixlen":16}]}]`,
-			"10.66.0.1/24", []string{ipShow, "ip addr add 10.66.0.1/24 dev kiln0", "ip link set dev kiln0 up"}, 0},
+			"10.66.0.1/24", []string{ipShow, "ip addr add 10.66.0.1/24 dev kiln0", "ip link set dev kiln0 up"}, ""},
 		{"not a bridge", `[{"ifname":"kiln0","linkinfo":{"info_kind":"veth"},"addr_info":[]}]`,
-			"10.66.0.1/24", []string{ipShow}, graph.KindInfrastructure},
-		{"bad address", `[]`, "10.66.0.1", nil, graph.KindInput},
-		{"ipv6", `[]`, "fd00::1/64", nil, graph.KindInput},
+			"10.66.0.1/24", []string{ipShow}, "host"},
+		{"bad address", `[]`, "10.66.0.1", nil, "invalid"},
+		{"ipv6", `[]`, "fd00::1/64", nil, "invalid"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &fakeRunner{outputs: map[string]string{ipShow: tt.links}}
 			err := EnsureBridge(context.Background(), r, "kiln0", tt.cidr)
-			if tt.wantErr != 0 {
-				if err == nil || graph.KindOf(err) != tt.wantErr {
-					t.Errorf("err = %v (kind %d), want kind %d", err, graph.KindOf(err), tt.wantErr)
+			if tt.wantErr != "" {
+				invalid := errors.As(err, new(*InvalidError))
+				if err == nil || invalid != (tt.wantErr == "invalid") {
+					t.Errorf("err = %v (InvalidError %v), want a %s error", err, invalid, tt.wantErr)
 				}
 			} else if err != nil {
 				t.Fatal(err)
@@ -57,7 +56,7 @@ func TestEnsureBridgeCommandFails(t *testing.T) {
 		errs: map[string]error{"ip link add name kiln0 type bridge stp_state 0": &CommandError{ExitCode: 2, Err: errors.New("exit status 2")}}}
 	err := EnsureBridge(context.Background(), r, "kiln0", "10.66.0.1/24")
 	var ce *CommandError
-	if !errors.As(err, &ce) || graph.KindOf(err) != graph.KindInfrastructure {
+	if !errors.As(err, &ce) {
 		t.Errorf("err = %v", err)
 	}
 	if len(r.calls) != 2 {

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/kiln-project/kiln/graph"
 )
 
 // bootStartTimeout bounds the wait for the machine's init process.
@@ -27,7 +25,7 @@ const bootStartTimeout = 30 * time.Second
 func (m *Manager) Create(ctx context.Context, s Spec) error {
 	addr, err := s.validate()
 	if err != nil {
-		return graph.WithKind(graph.KindInput, err)
+		return &InvalidError{err}
 	}
 	l, err := m.starter()
 	if err != nil {
@@ -35,12 +33,12 @@ func (m *Manager) Create(ctx context.Context, s Spec) error {
 	}
 	unlock, err := m.lock(s.Name)
 	if err != nil {
-		return graph.WithKind(graph.KindInfrastructure, err)
+		return err
 	}
 	defer unlock()
 	rec, err := m.readRecord(s.Name)
 	if err != nil {
-		return graph.WithKind(graph.KindInfrastructure, err)
+		return err
 	}
 	hash := s.hash()
 	if alive(rec) {
@@ -48,16 +46,16 @@ func (m *Manager) Create(ctx context.Context, s Spec) error {
 			m.log.Debugf("machine %s already runs with this spec", s.Name)
 			return nil
 		}
-		return graph.WithKind(graph.KindInput, fmt.Errorf("machine %s already runs with a different spec; destroy it first", s.Name))
+		return fmt.Errorf("machine %s already runs with a different spec; destroy it first", s.Name)
 	}
 	if err := m.release(ctx, s.Name, rec, l); err != nil {
-		return graph.WithKind(graph.KindInfrastructure, fmt.Errorf("cleaning up stopped machine %s: %w", s.Name, err))
+		return fmt.Errorf("cleaning up stopped machine %s: %w", s.Name, err)
 	}
 	if err := m.boot(ctx, &s, addr, hash, l); err != nil {
 		if derr := m.destroyLocked(ctx, s.Name); derr != nil {
 			m.log.Warnf("cleaning up after failed start of machine %s: %v", s.Name, derr)
 		}
-		return graph.WithKind(graph.KindInfrastructure, fmt.Errorf("starting machine %s: %w", s.Name, err))
+		return fmt.Errorf("starting machine %s: %w", s.Name, err)
 	}
 	return nil
 }

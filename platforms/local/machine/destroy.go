@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
-
-	"github.com/kiln-project/kiln/graph"
 )
 
 // sigPoweroff is SIGRTMIN+4, which makes systemd power off.
@@ -34,18 +32,18 @@ const quiesceTimeout = 45 * time.Second
 // absent machine succeeds.
 func (m *Manager) Destroy(ctx context.Context, name string) error {
 	if !nameRE.MatchString(name) {
-		return graph.WithKind(graph.KindInput, fmt.Errorf("invalid machine name %q", name))
+		return &InvalidError{fmt.Errorf("invalid machine name %q", name)}
 	}
 	if _, err := m.starter(); err != nil {
 		return err
 	}
 	unlock, err := m.lock(name)
 	if err != nil {
-		return graph.WithKind(graph.KindInfrastructure, err)
+		return err
 	}
 	defer unlock()
 	if err := m.destroyLocked(ctx, name); err != nil {
-		return graph.WithKind(graph.KindInfrastructure, fmt.Errorf("destroying machine %s: %w", name, err))
+		return fmt.Errorf("destroying machine %s: %w", name, err)
 	}
 	return nil
 }

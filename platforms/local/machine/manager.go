@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-
-	"github.com/kiln-project/kiln/graph"
 )
 
 // DefaultStateRoot is where machines keep their state by default.
@@ -84,7 +82,7 @@ func (m *Manager) starter() (launcher, error) {
 	m.once.Do(func() {
 		layout, err := DetectCgroups()
 		if err != nil {
-			m.initErr = graph.WithKind(graph.KindInfrastructure, err)
+			m.initErr = err
 			return
 		}
 		mode := layout.Mode()
@@ -109,7 +107,7 @@ func newLauncher(layout CgroupLayout, mode CgroupMode, run Runner) launcher {
 // or absent.
 func (m *Manager) State(ctx context.Context, name string) (State, error) {
 	if !nameRE.MatchString(name) {
-		return "", graph.WithKind(graph.KindInput, fmt.Errorf("invalid machine name %q", name))
+		return "", &InvalidError{fmt.Errorf("invalid machine name %q", name)}
 	}
 	l, err := m.starter()
 	if err != nil {
@@ -142,7 +140,7 @@ func (m *Manager) List(ctx context.Context, prefix string) ([]string, error) {
 	names := l.Names(ctx)
 	ents, err := os.ReadDir(m.stateRoot)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, graph.WithKind(graph.KindInfrastructure, err)
+		return nil, err
 	}
 	for _, e := range ents {
 		if e.IsDir() && nameRE.MatchString(e.Name()) {
@@ -165,18 +163,18 @@ func (m *Manager) List(ctx context.Context, prefix string) ([]string, error) {
 // still returned.
 func (m *Manager) Exec(ctx context.Context, name string, argv ...string) ([]byte, error) {
 	if len(argv) == 0 {
-		return nil, graph.WithKind(graph.KindInput, errors.New("exec: no command"))
+		return nil, &InvalidError{errors.New("exec: no command")}
 	}
 	rec, err := m.readRecord(name)
 	if err != nil {
 		return nil, err
 	}
 	if !alive(rec) {
-		return nil, graph.WithKind(graph.KindInfrastructure, fmt.Errorf("machine %s is not running", name))
+		return nil, fmt.Errorf("machine %s is not running", name)
 	}
 	leader := findLeader(rec.PID)
 	if leader == 0 {
-		return nil, graph.WithKind(graph.KindInfrastructure, fmt.Errorf("machine %s has no init process yet", name))
+		return nil, fmt.Errorf("machine %s has no init process yet", name)
 	}
 	return m.run.Run(ctx, nsenterArgv(leader, argv)...)
 }
@@ -194,13 +192,12 @@ func (m *Manager) WaitBooted(ctx context.Context, name string) (string, error) {
 		case "running", "degraded":
 			return last, nil
 		case "maintenance", "stopping":
-			return last, graph.WithKind(graph.KindInfrastructure, fmt.Errorf("machine %s booted into state %q", name, last))
+			return last, fmt.Errorf("machine %s booted into state %q", name, last)
 		}
 		// Not up yet: no init process, no system bus, still starting.
 		select {
 		case <-ctx.Done():
-			return last, graph.WithKind(graph.KindInfrastructure,
-				fmt.Errorf("machine %s did not finish booting (last state %q, last error %v): %w", name, last, lastErr, ctx.Err()))
+			return last, fmt.Errorf("machine %s did not finish booting (last state %q, last error %v): %w", name, last, lastErr, ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

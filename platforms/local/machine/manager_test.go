@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/kiln-project/kiln/graph"
 )
 
 // newTestManager returns a Manager on a temporary state root whose
@@ -25,8 +23,8 @@ func newTestManager(t *testing.T) (*Manager, *fakeRunner) {
 func TestCreateRejectsInvalidSpec(t *testing.T) {
 	m, run := newTestManager(t)
 	err := m.Create(context.Background(), Spec{Name: "Bad_Name", Image: "/nonexistent", Bridge: "kiln0", Address: "10.0.0.1"})
-	if graph.KindOf(err) != graph.KindInput {
-		t.Errorf("err = %v (kind %d), want an input error", err, graph.KindOf(err))
+	if ie := (*InvalidError)(nil); !errors.As(err, &ie) {
+		t.Errorf("err = %v, want an InvalidError", err)
 	}
 	if len(run.calls)+len(run.detached) != 0 {
 		t.Errorf("ran commands for an invalid spec: %q", joined(run.calls))
@@ -42,7 +40,7 @@ func TestAbsentMachine(t *testing.T) {
 	if names, err := m.List(ctx, ""); err != nil || len(names) != 0 {
 		t.Errorf("List = %q, %v", names, err)
 	}
-	if _, err := m.Exec(ctx, "m0", "true"); graph.KindOf(err) != graph.KindInfrastructure {
+	if _, err := m.Exec(ctx, "m0", "true"); err == nil || errors.As(err, new(*InvalidError)) {
 		t.Errorf("Exec on an absent machine: %v", err)
 	}
 	run.calls = nil
@@ -56,7 +54,7 @@ func TestAbsentMachine(t *testing.T) {
 	if _, err := os.Stat(m.dir("m0")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("state dir exists after Destroy")
 	}
-	if err := m.Destroy(ctx, "../etc"); graph.KindOf(err) != graph.KindInput {
+	if err := m.Destroy(ctx, "../etc"); !errors.As(err, new(*InvalidError)) {
 		t.Errorf("Destroy of a bad name: %v", err)
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/kiln-project/kiln/graph"
 )
 
 // InotifyInstancesPerMachine is the fs.inotify.max_user_instances budget
@@ -117,7 +115,7 @@ func preflight(opts PreflightOptions, p hostProbe) (Report, error) {
 		"host sysctls are left alone: machines see the values kubelet wants (vm.overcommit_memory=1, kernel.panic=10, kernel.panic_on_oops=1) through read-only files bound over /proc/sys inside each machine",
 		"host changes while machines exist: one bridge, one veth, one overlay mount and one cgroup per hierarchy per machine; no routes, NAT or forwarding; all removed on destroy")
 	if len(r.Problems) > 0 {
-		return r, graph.WithKind(graph.KindInfrastructure, &PreflightError{Problems: r.Problems})
+		return r, &PreflightError{Problems: r.Problems}
 	}
 	return r, nil
 }

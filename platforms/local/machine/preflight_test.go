@@ -5,8 +5,6 @@ import (
 	"io/fs"
 	"strings"
 	"testing"
-
-	"github.com/kiln-project/kiln/graph"
 )
 
 func TestPreflight(t *testing.T) {
@@ -72,9 +70,6 @@ func TestPreflight(t *testing.T) {
 			var pe *PreflightError
 			if (len(tt.problems) > 0) != errors.As(err, &pe) {
 				t.Errorf("err = %v", err)
-			}
-			if err != nil && graph.KindOf(err) != graph.KindInfrastructure {
-				t.Errorf("kind = %d", graph.KindOf(err))
 			}
 			if r.Mode != tt.mode || r.LimitsEnforced != tt.enforced {
 				t.Errorf("mode %s enforced %v", r.Mode, r.LimitsEnforced)

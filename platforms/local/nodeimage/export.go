@@ -12,8 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-
-	"github.com/kiln-project/kiln/graph"
 )
 
 // Export writes the image's root tree as a tarball to path. The suffix
@@ -22,12 +20,12 @@ import (
 func (img *Image) Export(ctx context.Context, path string) error {
 	compress, err := compressorFor(path)
 	if err != nil {
-		return graph.WithKind(graph.KindInput, err)
+		return &PreconditionError{err}
 	}
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
-		return graph.WithKind(graph.KindInput, err)
+		return &PreconditionError{err}
 	}
 	defer os.Remove(tmp)
 	w, wait, err := compress(ctx, f)
@@ -47,7 +45,7 @@ func (img *Image) Export(ctx context.Context, path string) error {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
-		return graph.WithKind(graph.KindInfrastructure, fmt.Errorf("exporting the node image to %s: %w", path, err))
+		return fmt.Errorf("exporting the node image to %s: %w", path, err)
 	}
 	return nil
 }

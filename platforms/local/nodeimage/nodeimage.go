@@ -14,7 +14,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kiln-project/kiln/assets/release"
-	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -52,6 +51,21 @@ const metadataFile = "image.json"
 // debootstrap and chroot need root.
 var ErrNotRoot = errors.New("building the node image needs root (debootstrap, chroot); run as root or use a cached image")
 
+// PreconditionError is a problem the user fixes on the host or on the
+// command line before an image can be built or exported: not running as
+// root, no Go toolchain, no cache directory, an output path of an unknown
+// kind or in a directory that cannot be written. Every other error is a
+// failed build or export.
+type PreconditionError struct {
+	Err error
+}
+
+// Error returns the message of the wrapped error.
+func (e *PreconditionError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *PreconditionError) Unwrap() error { return e.Err }
+
 // Ensure returns the node image of the pinned release, building whatever is
 // not in the cache yet. With nothing changed it only hashes its inputs and
 // returns. Concurrent calls (also from other processes) are serialized by
@@ -63,7 +77,7 @@ func Ensure(ctx context.Context, opts Options) (*Image, error) {
 	}
 	unlock, err := lock(filepath.Join(b.cache, "nodeimage.lock"))
 	if err != nil {
-		return nil, graph.WithKind(graph.KindInfrastructure, err)
+		return nil, err
 	}
 	defer unlock()
 	plan, err := b.plan()
@@ -76,17 +90,17 @@ func Ensure(ctx context.Context, opts Options) (*Image, error) {
 		return img, nil
 	}
 	if os.Geteuid() != 0 {
-		return nil, graph.WithKind(graph.KindInput, ErrNotRoot)
+		return nil, &PreconditionError{ErrNotRoot}
 	}
 	if exists(plan.dir) {
 		b.log.Warnf("removing the incomplete node image %s (%v)", plan.dir, err)
 		if err := os.RemoveAll(plan.dir); err != nil {
-			return nil, graph.WithKind(graph.KindInfrastructure, err)
+			return nil, err
 		}
 	}
 	img, err = b.build(ctx, plan)
 	if err != nil {
-		return nil, graph.WithKind(graph.KindInfrastructure, fmt.Errorf("building the node image: %w", err))
+		return nil, fmt.Errorf("building the node image: %w", err)
 	}
 	return img, nil
 }
@@ -132,22 +146,22 @@ func newBuilder(opts Options) (*builder, error) {
 	if b.cache == "" {
 		dir, err := platforms.CacheDir(os.Getenv)
 		if err != nil {
-			return nil, graph.WithKind(graph.KindInput, err)
+			return nil, &PreconditionError{err}
 		}
 		b.cache = dir
 	}
 	if err := os.MkdirAll(b.cache, 0o755); err != nil {
-		return nil, graph.WithKind(graph.KindInfrastructure, err)
+		return nil, err
 	}
 	b.run = runner{log: b.log}
 	goBin, err := findGo()
 	if err != nil {
-		return nil, graph.WithKind(graph.KindInput, err)
+		return nil, &PreconditionError{err}
 	}
 	b.goBin = goBin
 	out, err := exec.Command(goBin, "env", "GOVERSION").Output()
 	if err != nil {
-		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("%s env GOVERSION: %w", goBin, err))
+		return nil, &PreconditionError{fmt.Errorf("%s env GOVERSION: %w", goBin, err)}
 	}
 	b.goVersion = strings.TrimSpace(string(out))
 	return b, nil

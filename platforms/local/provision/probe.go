@@ -1,4 +1,4 @@
-package local
+package provision
 
 import (
 	corev1 "k8s.io/api/core/v1"

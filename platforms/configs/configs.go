@@ -1,7 +1,10 @@
-// Package all lists every platform kiln implements. Platform packages must
-// import only assets/installconfig/types (never assets/installconfig) so that
-// the install-config asset can import this list without a cycle.
-package all
+// Package configs lists the install-config logic of every platform kiln
+// implements. It is what assets import, so it lists only the platforms'
+// leaf config packages, never their provisioning (see platforms/provisioners).
+// Platform packages must import only assets/installconfig/types (never
+// assets/installconfig) so that the install-config asset can import this
+// list without a cycle.
+package configs
 
 import (
 	"github.com/kiln-project/kiln/platforms"
@@ -13,6 +16,10 @@ import (
 func Platforms() []platforms.Platform {
 	return []platforms.Platform{local.New(), none.Config{}}
 }
+
+// Default returns the name of the default platform: the one a cluster is
+// taken to be on when nothing in --dir names its platform.
+func Default() string { return Platforms()[0].Name() }
 
 // Names returns the platforms' install-config keys, the default first.
 func Names() []string {

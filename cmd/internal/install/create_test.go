@@ -1,0 +1,288 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/cmd/internal/waitfor"
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// fakeCluster is a cluster API that a fake provisioner brings up: Provision
+// registers ready nodes and the add-ons, and writes bootstrap-complete.
+type fakeCluster struct {
+	client *fake.Clientset
+	nodes  int
+	// stuck keeps bootstrap from completing.
+	stuck bool
+}
+
+func (f *fakeCluster) bootstrapComplete(ctx context.Context) {
+	f.client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap"}, Data: map[string]string{"status": "complete"},
+	}, metav1.CreateOptions{})
+}
+
+func (f *fakeCluster) up(ctx context.Context) {
+	for i := 0; i < f.nodes; i++ {
+		f.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i)},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}},
+			metav1.CreateOptions{})
+	}
+	f.client.AppsV1().DaemonSets("kube-system").Create(ctx, &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy"},
+		Status:     appsv1.DaemonSetStatus{NumberReady: int32(f.nodes), DesiredNumberScheduled: int32(f.nodes)},
+	}, metav1.CreateOptions{})
+	f.client.AppsV1().Deployments("kube-system").Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "coredns"},
+		Status: appsv1.DeploymentStatus{AvailableReplicas: 1, Conditions: []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}},
+	}, metav1.CreateOptions{})
+	if !f.stuck {
+		f.bootstrapComplete(ctx)
+	}
+}
+
+// recordingProv is a fake provisioner that records its calls, with whether
+// the cluster was resumed after bootstrap-complete, and fails where told.
+type recordingProv struct {
+	cluster *fakeCluster
+	calls   []string
+	fail    map[string]error
+}
+
+func (p *recordingProv) record(name string, c *platforms.Cluster) error {
+	if c != nil && c.BootstrapDone {
+		name += "(bootstrap done)"
+	}
+	p.calls = append(p.calls, name)
+	return p.fail[strings.SplitN(name, "(", 2)[0]]
+}
+
+func (p *recordingProv) Preflight(_ context.Context, c *platforms.Cluster) error {
+	return p.record("preflight", c)
+}
+
+func (p *recordingProv) Provision(ctx context.Context, c *platforms.Cluster) error {
+	if err := p.record("provision", c); err != nil {
+		return err
+	}
+	p.cluster.up(ctx)
+	return nil
+}
+
+func (p *recordingProv) DestroyBootstrap(_ context.Context, c *platforms.Cluster) error {
+	return p.record("destroy-bootstrap", c)
+}
+
+func (p *recordingProv) Destroy(context.Context, string, string) error {
+	return p.record("destroy", nil)
+}
+
+// fakeAPI waits on a fake clientset; the fake has no /readyz, so the API
+// answers at once.
+type fakeAPI struct {
+	*waitfor.Waiter
+	apiCalls int
+	apiErr   error
+}
+
+func (f *fakeAPI) API(context.Context, string, time.Duration) (string, error) {
+	f.apiCalls++
+	return "v1.0.0", f.apiErr
+}
+
+// setup returns a fresh 1-master, 1-worker cluster whose Ignition configs
+// are new, with its fake provisioner and API.
+func setup(t *testing.T) (*Cluster, *recordingProv, *fakeAPI, *bytes.Buffer) {
+	t.Helper()
+	var logs bytes.Buffer
+	log := logrus.New()
+	log.SetOutput(&logs)
+	log.SetLevel(logrus.DebugLevel)
+	one := int64(1)
+	c := &Cluster{
+		Cluster: platforms.Cluster{Dir: "/dir", InfraID: "demo-x7k2p", Config: &types.Config{
+			ControlPlane: &types.MachinePool{Replicas: &one},
+			Compute:      []types.MachinePool{{Replicas: &one}},
+		}},
+		Kubeconfig:   "/dir/auth/kubeconfig",
+		PasswordFile: "/dir/auth/kubeadmin-password",
+		TokenExpiry:  time.Now().Add(24 * time.Hour),
+		Timeouts:     Timeouts{API: time.Second, Bootstrap: 2 * time.Second, Install: 2 * time.Second},
+	}
+	fc := &fakeCluster{client: fake.NewClientset(), nodes: c.Nodes()}
+	api := &fakeAPI{Waiter: &waitfor.Waiter{Client: fc.client, Log: log, Progress: platforms.NoProgress{}, Poll: time.Millisecond}}
+	return c, &recordingProv{cluster: fc}, api, &logs
+}
+
+func create(c *Cluster, prov platforms.Provisioner, api *fakeAPI, log io.Writer) (string, error) {
+	l := logrus.New()
+	l.SetOutput(log)
+	l.SetLevel(logrus.DebugLevel)
+	var out bytes.Buffer
+	err := Create(context.Background(), c, prov, API{Waits: api, Server: "https://api.demo.example.com:6443"}, l, &out)
+	return out.String(), err
+}
+
+// phasesRun lists the phases in the debug log, skipped ones marked.
+func phasesRun(logs string) []string {
+	var out []string
+	for _, line := range strings.Split(logs, "\n") {
+		if _, after, ok := strings.Cut(line, "phase: "); ok {
+			out = append(out, strings.TrimSuffix(after, `"`))
+		}
+	}
+	return out
+}
+
+func TestCreateRunsEveryPhaseInOrder(t *testing.T) {
+	c, prov, api, logs := setup(t)
+	out, err := create(c, prov, api, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"preflight", "provision", "destroy-bootstrap"}; !slices.Equal(prov.calls, want) {
+		t.Errorf("provisioner calls = %q, want %q", prov.calls, want)
+	}
+	want := []string{
+		"check the bootstrap credentials", "preflight", "provision", "wait for the API",
+		"wait for bootstrap-complete", "destroy the bootstrap machine", "wait for install-complete",
+		"check the pod network: skipped", // the fake provisioner is no waitfor.Prober
+	}
+	if got := phasesRun(logs.String()); !slices.Equal(got, want) {
+		t.Errorf("phases =\n%q\nwant\n%q", got, want)
+	}
+	if api.apiCalls != 1 {
+		t.Errorf("API waited %d times, want 1", api.apiCalls)
+	}
+	for _, s := range []string{"Install complete!", "export KUBECONFIG=/dir/auth/kubeconfig", "/dir/auth/kubeadmin-password"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("summary lacks %q:\n%s", s, out)
+		}
+	}
+}
+
+// A create resumed after bootstrap-complete does not check the bootstrap
+// credentials (they may have expired by then) and tells the provisioner not
+// to bring the bootstrap machine back.
+func TestCreateResumedAfterBootstrapComplete(t *testing.T) {
+	c, prov, api, logs := setup(t)
+	c.TokenExpiry = time.Now().Add(-time.Hour)
+	prov.cluster.bootstrapComplete(context.Background())
+	if _, err := create(c, prov, api, logs); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"preflight(bootstrap done)", "provision(bootstrap done)", "destroy-bootstrap(bootstrap done)"}
+	if !slices.Equal(prov.calls, want) {
+		t.Errorf("provisioner calls = %q, want %q", prov.calls, want)
+	}
+	if got := phasesRun(logs.String()); len(got) == 0 || got[0] != "check the bootstrap credentials: skipped" {
+		t.Errorf("phases = %q: the credential check should be skipped first", got)
+	}
+}
+
+// Each phase's failure stops the install and is reported as its kind: the
+// exit code of docs/exit-codes.md.
+func TestCreateFailureKinds(t *testing.T) {
+	tests := []struct {
+		name      string
+		setup     func(*Cluster, *recordingProv, *fakeAPI)
+		wantCalls []string
+		wantKind  graph.Kind
+	}{
+		{"credentials expire too soon", func(c *Cluster, _ *recordingProv, _ *fakeAPI) { c.TokenExpiry = time.Now().Add(time.Hour) },
+			nil, graph.KindInput},
+		{"preflight", func(_ *Cluster, p *recordingProv, _ *fakeAPI) {
+			p.fail = map[string]error{"preflight": errors.New("no cgroup")}
+		},
+			[]string{"preflight"}, graph.KindInfrastructure},
+		{"provision", func(_ *Cluster, p *recordingProv, _ *fakeAPI) {
+			p.fail = map[string]error{"provision": errors.New("apply failed")}
+		},
+			[]string{"preflight", "provision"}, graph.KindInfrastructure},
+		{"install-config problem found by the provisioner", func(_ *Cluster, p *recordingProv, _ *fakeAPI) {
+			p.fail = map[string]error{"provision": fmt.Errorf("layout: %w", &platforms.ConfigError{Err: errors.New("no room")})}
+		}, []string{"preflight", "provision"}, graph.KindInput},
+		{"API never answers", func(_ *Cluster, _ *recordingProv, a *fakeAPI) { a.apiErr = errors.New("connection refused") },
+			[]string{"preflight", "provision"}, graph.KindBootstrap},
+		{"bootstrap never completes", func(c *Cluster, p *recordingProv, _ *fakeAPI) {
+			c.Timeouts.Bootstrap = 20 * time.Millisecond
+			p.cluster.stuck = true
+		}, []string{"preflight", "provision"}, graph.KindBootstrap},
+		{"destroy bootstrap", func(_ *Cluster, p *recordingProv, _ *fakeAPI) {
+			p.fail = map[string]error{"destroy-bootstrap": errors.New("terraform destroy failed")}
+		}, []string{"preflight", "provision", "destroy-bootstrap"}, graph.KindInfrastructure},
+		{"nodes never Ready", func(c *Cluster, p *recordingProv, _ *fakeAPI) {
+			c.Timeouts.Install = 20 * time.Millisecond
+			p.cluster.nodes = 1 // of 2
+		}, []string{"preflight", "provision", "destroy-bootstrap"}, graph.KindInstall},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, prov, api, logs := setup(t)
+			tt.setup(c, prov, api)
+			out, err := create(c, prov, api, logs)
+			if err == nil {
+				t.Fatal("create succeeded")
+			}
+			if got := graph.KindOf(err); got != tt.wantKind {
+				t.Errorf("kind = %d, want %d (err %v)", got, tt.wantKind, err)
+			}
+			if !slices.Equal(prov.calls, tt.wantCalls) {
+				t.Errorf("provisioner calls = %q, want %q", prov.calls, tt.wantCalls)
+			}
+			if out != "" {
+				t.Errorf("a failed create printed a summary: %s", out)
+			}
+		})
+	}
+}
+
+// prober is a provisioner whose nodes can run the network probe.
+type prober struct{ *recordingProv }
+
+func (prober) ProbeContainer(name string, _ ...string) (corev1.Container, []corev1.Volume) {
+	return corev1.Container{Name: name}, nil
+}
+
+func TestCheckPodNetworkRunsOnlyForProbers(t *testing.T) {
+	c, prov, api, _ := setup(t)
+	for _, tt := range []struct {
+		prov platforms.Provisioner
+		want bool
+	}{{prov, false}, {prober{prov}, true}} {
+		got, err := checkPodNetwork{c, API{Waits: api}, tt.prov}.ShouldRun(context.Background())
+		if err != nil || got != tt.want {
+			t.Errorf("ShouldRun(%T) = %v, %v; want %v", tt.prov, got, err, tt.want)
+		}
+	}
+}
+
+func TestProvisionerOfUnprovisionedPlatform(t *testing.T) {
+	if _, err := Provisioner("local", platforms.Env{}); err != nil {
+		t.Fatalf("local: %v", err)
+	}
+	_, err := Provisioner("none", platforms.Env{})
+	if graph.KindOf(err) != graph.KindInput || !strings.Contains(err.Error(), "kiln wait-for bootstrap-complete") {
+		t.Errorf("none: %v", err)
+	}
+	if _, err := Provisioner("mars", platforms.Env{}); graph.KindOf(err) != graph.KindInput {
+		t.Errorf("unknown platform: %v", err)
+	}
+}

@@ -1,0 +1,128 @@
+package install
+
+import (
+	"context"
+	"time"
+
+	"github.com/kiln-project/kiln/cmd/internal/waitfor"
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// The phases of an install, in the order Create runs them. Each names the
+// kind its failure is reported as.
+var (
+	_ Conditional = checkCredentials{}
+	_ Phase       = preflight{}
+	_ Phase       = provision{}
+	_ Phase       = waitAPI{}
+	_ Phase       = waitBootstrapComplete{}
+	_ Phase       = destroyBootstrap{}
+	_ Phase       = waitInstallComplete{}
+	_ Conditional = checkPodNetwork{}
+)
+
+// checkCredentials refuses Ignition configs whose bootstrap credentials
+// expire too soon for a new bootstrap machine. A create resumed after
+// bootstrap-complete has no bootstrap machine to bring up, so it skips the
+// check.
+type checkCredentials struct {
+	c   *Cluster
+	now func() time.Time
+}
+
+func (checkCredentials) Title() string    { return "check the bootstrap credentials" }
+func (checkCredentials) Kind() graph.Kind { return graph.KindInput }
+func (p checkCredentials) ShouldRun(context.Context) (bool, error) {
+	return !p.c.BootstrapDone, nil
+}
+func (p checkCredentials) Run(context.Context) error { return p.c.checkCredentials(p.now()) }
+
+// preflight checks that the platform can host the cluster.
+type preflight struct {
+	c    *Cluster
+	prov platforms.Provisioner
+}
+
+func (preflight) Title() string                   { return "preflight" }
+func (preflight) Kind() graph.Kind                { return graph.KindInfrastructure }
+func (p preflight) Run(ctx context.Context) error { return p.prov.Preflight(ctx, &p.c.Cluster) }
+
+// provision creates the infrastructure; the bootstrap machine only while
+// bootstrap-complete is not recorded (Cluster.BootstrapDone).
+type provision struct {
+	c    *Cluster
+	prov platforms.Provisioner
+}
+
+func (provision) Title() string                   { return "provision" }
+func (provision) Kind() graph.Kind                { return graph.KindInfrastructure }
+func (p provision) Run(ctx context.Context) error { return p.prov.Provision(ctx, &p.c.Cluster) }
+
+// waitAPI waits for the Kubernetes API to answer.
+type waitAPI struct {
+	c   *Cluster
+	api API
+}
+
+func (waitAPI) Title() string    { return "wait for the API" }
+func (waitAPI) Kind() graph.Kind { return graph.KindBootstrap }
+func (p waitAPI) Run(ctx context.Context) error {
+	_, err := p.api.Waits.API(ctx, p.api.Server, p.c.Timeouts.API)
+	return err
+}
+
+// waitBootstrapComplete waits for bootkube's bootstrap-complete record.
+type waitBootstrapComplete struct {
+	c   *Cluster
+	api API
+}
+
+func (waitBootstrapComplete) Title() string    { return "wait for bootstrap-complete" }
+func (waitBootstrapComplete) Kind() graph.Kind { return graph.KindBootstrap }
+func (p waitBootstrapComplete) Run(ctx context.Context) error {
+	return p.api.BootstrapComplete(ctx, p.c.Timeouts.Bootstrap)
+}
+
+// destroyBootstrap takes the bootstrap machine out of the load balancer and
+// destroys it; with no bootstrap machine left it does nothing.
+type destroyBootstrap struct {
+	c    *Cluster
+	prov platforms.Provisioner
+}
+
+func (destroyBootstrap) Title() string    { return "destroy the bootstrap machine" }
+func (destroyBootstrap) Kind() graph.Kind { return graph.KindInfrastructure }
+func (p destroyBootstrap) Run(ctx context.Context) error {
+	return p.prov.DestroyBootstrap(ctx, &p.c.Cluster)
+}
+
+// waitInstallComplete waits for every node Ready and the cluster add-ons.
+type waitInstallComplete struct {
+	c   *Cluster
+	api API
+}
+
+func (waitInstallComplete) Title() string    { return "wait for install-complete" }
+func (waitInstallComplete) Kind() graph.Kind { return graph.KindInstall }
+func (p waitInstallComplete) Run(ctx context.Context) error {
+	return p.api.InstallComplete(ctx, p.c.Nodes(), p.c.Timeouts.Install)
+}
+
+// checkPodNetwork proves cluster DNS and a ClusterIP Service from a pod, on
+// platforms whose nodes can run kiln's probe (waitfor.Prober).
+type checkPodNetwork struct {
+	c    *Cluster
+	api  API
+	prov platforms.Provisioner
+}
+
+func (checkPodNetwork) Title() string    { return "check the pod network" }
+func (checkPodNetwork) Kind() graph.Kind { return graph.KindInstall }
+func (p checkPodNetwork) ShouldRun(context.Context) (bool, error) {
+	_, ok := p.prov.(waitfor.Prober)
+	return ok, nil
+}
+func (p checkPodNetwork) Run(ctx context.Context) error {
+	return p.api.NetworkCheck(ctx, p.prov.(waitfor.Prober), p.c.Timeouts.Install)
+}

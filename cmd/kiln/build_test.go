@@ -1,0 +1,35 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+)
+
+// The build command classifies node image errors: what the user fixes
+// exits 2, a failed build or export 3.
+func TestBuildErrorKinds(t *testing.T) {
+	img := &nodeimage.Image{RootFS: t.TempDir()}
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		err  error
+		want graph.Kind
+	}{
+		{"unknown --output suffix", img.Export(ctx, filepath.Join(t.TempDir(), "image.zip")), graph.KindInput},
+		{"--output in a missing directory", img.Export(ctx, filepath.Join(t.TempDir(), "no", "image.tar")), graph.KindInput},
+		{"not root", &nodeimage.PreconditionError{Err: nodeimage.ErrNotRoot}, graph.KindInput},
+		{"failed build", errors.New("debootstrap: exit status 1"), graph.KindInfrastructure},
+	} {
+		if tt.err == nil {
+			t.Fatalf("%s: no error", tt.name)
+		}
+		if got := graph.KindOf(buildError(tt.err)); got != tt.want {
+			t.Errorf("%s: kind %d, want %d (%v)", tt.name, got, tt.want, tt.err)
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package provision
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+	tfdata "github.com/kiln-project/kiln/data/terraform"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// Address plan inside machineNetwork[0]: the API VIP is the host's address
+// on the bridge (defaulted to the first address), then fixed offsets.
+const (
+	bootstrapOffset = 10
+	masterOffset    = 11
+	workerOffset    = 20
+)
+
+// Plan is the local platform's layout of one cluster.
+type Plan struct {
+	Bridge    string
+	CIDR      netip.Prefix
+	VIP       netip.Addr
+	Bootstrap netip.Addr
+	Masters   []netip.Addr
+	Workers   []netip.Addr
+}
+
+// BridgeName is the default bridge of infraID: "kiln-" and the infra ID's
+// random suffix, within the 15 characters of an interface name.
+func BridgeName(infraID string) string {
+	suffix := infraID
+	if i := strings.LastIndexByte(infraID, '-'); i >= 0 {
+		suffix = infraID[i+1:]
+	}
+	if len(suffix) > 10 {
+		suffix = suffix[:10]
+	}
+	return "kiln-" + suffix
+}
+
+// NewPlan lays out the cluster of c on the machine network.
+func NewPlan(c *types.Config, infraID string) (*Plan, error) {
+	if c.Platform.Local == nil || c.Networking == nil || len(c.Networking.MachineNetwork) == 0 {
+		return nil, errors.New("install-config has no local platform section or machine network after defaulting")
+	}
+	cidr, err := netip.ParsePrefix(c.Networking.MachineNetwork[0].CIDR)
+	if err != nil {
+		return nil, err
+	}
+	cidr = cidr.Masked()
+	p := &Plan{Bridge: c.Platform.Local.BridgeName, CIDR: cidr}
+	if p.Bridge == "" {
+		p.Bridge = BridgeName(infraID)
+	}
+	if p.VIP, err = netip.ParseAddr(c.APIVIP()); err != nil {
+		return nil, fmt.Errorf("platform.local.apiVIP: %w", err)
+	}
+	at := func(off int) (netip.Addr, error) {
+		a := cidr.Addr()
+		for i := 0; i < off; i++ {
+			a = a.Next()
+		}
+		if !cidr.Contains(a) || !cidr.Contains(a.Next()) {
+			return netip.Addr{}, fmt.Errorf("machine network %s has no room for address offset %d", cidr, off)
+		}
+		return a, nil
+	}
+	if p.Bootstrap, err = at(bootstrapOffset); err != nil {
+		return nil, err
+	}
+	for i := 0; i < c.MasterReplicas(); i++ {
+		a, err := at(masterOffset + i)
+		if err != nil {
+			return nil, err
+		}
+		p.Masters = append(p.Masters, a)
+	}
+	for i := 0; i < c.WorkerReplicas(); i++ {
+		a, err := at(workerOffset + i)
+		if err != nil {
+			return nil, err
+		}
+		p.Workers = append(p.Workers, a)
+	}
+	return p, nil
+}
+
+// Vars returns the Terraform variables of every stage.
+func (p *Plan) Vars(c *platforms.Cluster, nodeImage, kiln string) tfdata.LocalVars {
+	cfg := c.Config
+	v := tfdata.LocalVars{
+		ClusterName:       cfg.Metadata.Name,
+		BaseDomain:        cfg.BaseDomain,
+		InfraID:           c.InfraID,
+		Bridge:            p.Bridge,
+		MachineCIDR:       p.CIDR.String(),
+		APIVIP:            p.VIP.String(),
+		NodeImage:         nodeImage,
+		KilnBinary:        kiln,
+		BootstrapIgnition: string(c.Bootstrap),
+		MasterIgnition:    string(c.Master),
+		WorkerIgnition:    string(c.Worker),
+		BootstrapAddress:  p.Bootstrap.String(),
+		BootstrapInLB:     true,
+		MasterCount:       len(p.Masters),
+		MasterAddresses:   addrStrings(p.Masters),
+		WorkerCount:       len(p.Workers),
+		WorkerAddresses:   addrStrings(p.Workers),
+	}
+	pool := func(mp *types.MachinePool) *types.LocalMachinePool {
+		if mp != nil && mp.Platform.Local != nil {
+			return mp.Platform.Local
+		}
+		if d := cfg.Platform.Local.DefaultMachinePlatform; d != nil {
+			return d
+		}
+		return &types.LocalMachinePool{}
+	}
+	m := pool(cfg.ControlPlane)
+	v.BootstrapCPUs, v.BootstrapMemoryMiB = m.CPUs, m.MemoryMiB
+	v.MasterCPUs, v.MasterMemoryMiB = m.CPUs, m.MemoryMiB
+	var w *types.MachinePool
+	if len(cfg.Compute) > 0 {
+		w = &cfg.Compute[0]
+	}
+	wp := pool(w)
+	v.WorkerCPUs, v.WorkerMemoryMiB = wp.CPUs, wp.MemoryMiB
+	return v
+}
+
+func addrStrings(as []netip.Addr) []string {
+	out := make([]string, 0, len(as))
+	for _, a := range as {
+		out = append(out, a.String())
+	}
+	return out
+}

@@ -1,0 +1,152 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	tfdata "github.com/kiln-project/kiln/data/terraform"
+	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/local"
+	"github.com/kiln-project/kiln/platforms/local/machine"
+	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+	"github.com/kiln-project/kiln/platforms/local/provider"
+	"github.com/kiln-project/kiln/platforms/terraform"
+)
+
+var _ platforms.Provisioner = (*Provisioner)(nil)
+
+// Provisioner provisions local clusters: systemd-nspawn machines on a host
+// bridge, through Terraform and the provider in the kiln binary.
+type Provisioner struct {
+	Env platforms.Env
+	// StateRoot is the machines' state root; machine.DefaultStateRoot when empty.
+	StateRoot string
+	// LBDir holds the load balancers' files; provider.DefaultLBDir when empty.
+	LBDir string
+}
+
+// Preflight implements platforms.Provisioner.
+func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error {
+	end := p.Env.Progress.Start("Checking the host")
+	// A resumed create counts only the machines still to start: the running
+	// ones already hold their share of the host's resources.
+	want := 1 + c.Config.MasterReplicas() + c.Config.WorkerReplicas()
+	running, err := machine.NewManager(machine.Options{StateRoot: p.StateRoot, Log: p.Env.Log}).List(ctx, c.InfraID+"-")
+	if err == nil {
+		want = max(want-len(running), 0)
+	}
+	rep, err := machine.Preflight(ctx, machine.PreflightOptions{Machines: want, StateRoot: p.StateRoot})
+	end(err)
+	for _, w := range rep.Warnings {
+		p.Env.Log.Warn(w)
+	}
+	for _, n := range rep.Notes {
+		p.Env.Log.Info(n)
+	}
+	if err != nil {
+		return err
+	}
+	if rep.LimitsEnforced {
+		p.Env.Log.Infof("Machines run in cgroup mode %s; CPU and memory limits are enforced", rep.Mode)
+	} else {
+		p.Env.Log.Warnf("Machines run in cgroup mode %s: this host cannot enforce CPU and memory limits", rep.Mode)
+	}
+	return nil
+}
+
+// Provision implements platforms.Provisioner.
+func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error {
+	plan, err := NewPlan(c.Config, c.InfraID)
+	if err != nil {
+		return &platforms.ConfigError{Err: err}
+	}
+	drv, err := p.driver(ctx, c.Dir)
+	if err != nil {
+		return err
+	}
+	// A cluster keeps the node image and kiln binary it was created with: a
+	// resumed create with a newer kiln must not replace running machines.
+	image, kiln := c.Config.Platform.Local.NodeImage, p.Env.Kiln
+	if prev, err := stageVars(drv, terraform.StageNetwork); err == nil {
+		image, kiln = prev.NodeImage, prev.KilnBinary
+	}
+	if image == "" {
+		img, err := nodeimage.Ensure(ctx, nodeimage.Options{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress})
+		if err != nil {
+			return err
+		}
+		image = img.RootFS
+	}
+	vars := plan.Vars(c, image, kiln)
+	vars.BootstrapInLB = !c.BootstrapDone
+	stages := []struct{ name, title string }{
+		{terraform.StageNetwork, fmt.Sprintf("Creating bridge %s and the API load balancer on %s", plan.Bridge, plan.VIP)},
+		{terraform.StageBootstrap, "Creating the bootstrap machine"},
+		{terraform.StageCluster, fmt.Sprintf("Creating %d masters and %d workers", len(plan.Masters), len(plan.Workers))},
+	}
+	if c.BootstrapDone {
+		stages = append(stages[:1], stages[2])
+	}
+	for _, stage := range stages {
+		end := p.Env.Progress.Start(stage.title)
+		err := drv.Apply(ctx, stage.name, vars)
+		end(err)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DestroyBootstrap implements platforms.Provisioner.
+func (p *Provisioner) DestroyBootstrap(ctx context.Context, c *platforms.Cluster) error {
+	drv, err := p.driver(ctx, c.Dir)
+	if err != nil {
+		return err
+	}
+	vars, err := stageVars(drv, terraform.StageNetwork)
+	if err != nil {
+		return err
+	}
+	vars.BootstrapInLB = false
+	end := p.Env.Progress.Start("Removing the bootstrap machine from the load balancer")
+	err = drv.Apply(ctx, terraform.StageNetwork, vars)
+	end(err)
+	if err != nil {
+		return err
+	}
+	end = p.Env.Progress.Start("Destroying the bootstrap machine")
+	err = drv.Destroy(ctx, terraform.StageBootstrap, vars)
+	end(err)
+	return err
+}
+
+// driver returns the Terraform driver of the cluster in dir.
+func (p *Provisioner) driver(ctx context.Context, dir string) (*terraform.Driver, error) {
+	eng, err := terraform.EnsureEngine(ctx, terraform.BuildOptions{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress})
+	if err != nil {
+		return nil, err
+	}
+	modules, err := tfdata.Platform(local.Name)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	return terraform.NewDriver(terraform.DriverOptions{
+		Engine:    eng,
+		Dir:       abs,
+		Modules:   modules,
+		Providers: []terraform.Provider{provider.TerraformProvider(p.Env.Kiln, abs)},
+		Log:       p.Env.Log,
+	}), nil
+}
+
+// stageVars reads the variables a stage was last applied with.
+func stageVars(drv *terraform.Driver, stage string) (tfdata.LocalVars, error) {
+	var v tfdata.LocalVars
+	return v, drv.LastVars(stage, &v)
+}
