@@ -30,4 +30,6 @@ func (m *CSRApprover) Generate(_ context.Context, p graph.Parents) error {
 }
 
 // Load implements graph.WritableAsset.
-func (m *CSRApprover) Load(f graph.FileFetcher) (bool, error) { return m.loadOne(f, csrApproverTemplate) }
+func (m *CSRApprover) Load(f graph.FileFetcher) (bool, error) {
+	return m.loadOne(f, csrApproverTemplate)
+}
