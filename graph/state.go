@@ -40,6 +40,10 @@ type StateEntry struct {
 	Value json.RawMessage `json:"value"`
 }
 
+// ReadState reads dir's state file and changes nothing; a missing file is an
+// empty state. It is for commands that only report, like `kiln certs`.
+func ReadState(dir string) (*State, error) { return readState(dir) }
+
 // readState reads dir's state file; a missing file is an empty state.
 func readState(dir string) (*State, error) {
 	st := &State{Version: stateVersion, Assets: map[string]*StateEntry{}}

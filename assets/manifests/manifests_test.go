@@ -237,6 +237,13 @@ var wantObjects = map[string][]string{
 		"Deployment/kube-system/coredns",
 		"Service/kube-system/kube-dns",
 	},
+	"manifests/12-csr-approver.yaml": {
+		"ServiceAccount/kiln-system/kiln-csr-approver",
+		"ClusterRole//kiln:csr-approver",
+		"ClusterRoleBinding//kiln:csr-approver",
+		"ConfigMap/kiln-system/kiln-csr-approver",
+		"Deployment/kiln-system/kiln-csr-approver",
+	},
 }
 
 // checkInventory compares the files and their objects with wantObjects and
@@ -345,6 +352,17 @@ func checkObjects(t *testing.T, tc manifestCase, objs map[string]runtime.Object)
 	if !strings.Contains(corefile, "kubernetes "+ClusterDNSDomain+" ") {
 		t.Errorf("Corefile does not serve %s:\n%s", ClusterDNSDomain, corefile)
 	}
+
+	approverCM := find[*corev1.ConfigMap](t, objs, "manifests/12-csr-approver.yaml", "ConfigMap/kiln-system/kiln-csr-approver")
+	if !strings.Contains(approverCM.Data["kubeconfig"], "server: https://"+tc.apiInt+":6443\n") {
+		t.Errorf("csr-approver kubeconfig does not point at %s:\n%s", tc.apiInt, approverCM.Data["kubeconfig"])
+	}
+	approver := find[*appsv1.Deployment](t, objs, "manifests/12-csr-approver.yaml", "Deployment/kiln-system/kiln-csr-approver").Spec.Template.Spec
+	if c := approver.Containers[0]; c.Image != release.Image(release.Pause) ||
+		strings.Join(c.Command[:3], " ") != "/usr/local/bin/kiln node csr-approver" || approver.ServiceAccountName != "kiln-csr-approver" {
+		t.Errorf("csr-approver runs %s %q as %q, want kiln node csr-approver in the pause image as kiln-csr-approver",
+			c.Image, c.Command, approver.ServiceAccountName)
+	}
 }
 
 // checkStaticPods checks one role's control plane pods.
@@ -382,6 +400,7 @@ func checkStaticPods(t *testing.T, tc manifestCase, role string, objs map[string
 		"--secure-port=6443",
 		"--etcd-servers=https://127.0.0.1:2379",
 		"--authorization-mode=Node,RBAC",
+		"--kubelet-certificate-authority=/etc/kubernetes/pki/ca.crt",
 	)
 	if cn := flagValue(api.Command, "--requestheader-allowed-names"); cn == "" {
 		t.Errorf("%s/kube-apiserver: no front-proxy client CN in --requestheader-allowed-names", role)
@@ -396,6 +415,7 @@ func checkStaticPods(t *testing.T, tc manifestCase, role string, objs map[string
 		"--node-cidr-mask-size="+tc.hostPrefix,
 		"--service-cluster-ip-range="+tc.serviceCIDR,
 		"--allocate-node-cidrs=true",
+		"--cluster-signing-cert-file=/etc/kubernetes/pki/ca.crt", // signs kubelet serving certificates
 	)
 
 	etcd := pods["etcd"].Spec.Containers[0].Command

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/cmd/internal/node/bootkube"
+	"github.com/kiln-project/kiln/cmd/internal/node/csrapprover"
 	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
 	"github.com/kiln-project/kiln/cmd/internal/node/mcs"
 	"github.com/kiln-project/kiln/cmd/internal/node/netd"
@@ -31,7 +32,8 @@ func newNodeCmd(o *rootOptions) *cobra.Command {
 		// Agents run for the machine's life; their log is the journal.
 		Annotations: map[string]string{debugLogAnnotation: debugLogNone},
 	}
-	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o), newNodeProbeCmd(o))
+	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o), newNodeProbeCmd(o),
+		newNodeCSRApproverCmd(o))
 	return cmd
 }
 
@@ -98,6 +100,28 @@ func newNodeNetdCmd(o *rootOptions) *cobra.Command {
 	cmd.Flags().StringVar(&cfg.NodeName, "node-name", "", "this node's name")
 	cmd.Flags().StringVar(&cfg.CNIConfPath, "cni-conf", cfg.CNIConfPath, "CNI configuration file to write")
 	cmd.Flags().String("cluster-cidr", "", "cluster pod network (informational)")
+	return cmd
+}
+
+func newNodeCSRApproverCmd(o *rootOptions) *cobra.Command {
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   "csr-approver",
+		Short: "Approve kubelet serving certificate requests for the node's own name and addresses",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return err
+			}
+			client, err := kubernetes.NewForConfig(rc)
+			if err != nil {
+				return err
+			}
+			return csrapprover.Run(cmd.Context(), client, o.log)
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the approver's ServiceAccount (in-cluster config when empty)")
 	return cmd
 }
 

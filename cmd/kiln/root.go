@@ -108,6 +108,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		newLBCmd(o),
 		newNodeCmd(o),
 		newDestroyCmd(o), newWaitForCmd(o), newGatherCmd(o),
+		newCertsCmd(o),
 	)
 	return root
 }

@@ -1,0 +1,106 @@
+package certs
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// kubeletNode is a Node whose kubelet listens on 127.0.0.1:port.
+func kubeletNode(name string, port int) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}, {Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+	n.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
+	return n
+}
+
+// closedPort returns a loopback port nothing listens on.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
+}
+
+func issuedCSR(name, signer string, cert pair) *certificatesv1.CertificateSigningRequest {
+	return &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       certificatesv1.CertificateSigningRequestSpec{SignerName: signer, Username: "system:bootstrap:abcdef"},
+		Status:     certificatesv1.CertificateSigningRequestStatus{Certificate: cert.pemOf()},
+	}
+}
+
+func TestFromCluster(t *testing.T) {
+	year := 365 * 24 * time.Hour
+	root := issue(t, "kiln-root-ca", now.Add(10*year), nil, true)
+	served := issue(t, "system:node:m0", now.Add(year), &root, false, "127.0.0.1")
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.TLS = tlsConfig(served)
+	srv.StartTLS()
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+
+	oldServing := issue(t, "system:node:w0", now.Add(year/2), &root, false)
+	newServing := issue(t, "system:node:w0", now.Add(year), &root, false)
+	client := issue(t, "system:node:w0", now.Add(year), &root, false)
+	cs := fake.NewClientset(
+		kubeletNode("w1", closedPort(t)), kubeletNode("w0", closedPort(t)), kubeletNode("m0", port),
+		issuedCSR("csr-old", certificatesv1.KubeletServingSignerName, oldServing),
+		issuedCSR("csr-new", certificatesv1.KubeletServingSignerName, newServing),
+		issuedCSR("csr-client", certificatesv1.KubeAPIServerClientKubeletSignerName, client),
+		issuedCSR("csr-other", certificatesv1.KubeAPIServerClientSignerName, issue(t, "system:node:w1", now.Add(year), &root, false)),
+		&certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "pending"},
+			Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: certificatesv1.KubeletServingSignerName}},
+	)
+	entries, err := FromCluster(context.Background(), cs, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name)
+	}
+	want := []string{
+		"node/m0 kubelet serving",                 // read from the TLS handshake
+		"node/w0 kubelet serving (CSR csr-new)",   // unreachable: the newest issued CSR
+		"node/w0 kubelet client (CSR csr-client)", // the client certificate's CSR still exists
+		"node/w1 kubelet serving",                 // unreachable, no CSR: the error
+	}
+	if strings.Join(names, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("entries:\n%s\nwant:\n%s", strings.Join(names, "\n"), strings.Join(want, "\n"))
+	}
+	if !entries[0].Cert.Equal(served.cert) {
+		t.Error("m0: not the certificate the kubelet serves")
+	}
+	if !entries[1].Cert.Equal(newServing.cert) || !entries[2].Cert.Equal(client.cert) {
+		t.Error("w0: not the newest certificates of its CSRs")
+	}
+	if entries[3].Cert != nil || entries[3].Err == nil || !strings.Contains(entries[3].Err.Error(), "TLS handshake with 127.0.0.1:") {
+		t.Errorf("w1: entry %+v, want the dial error", entries[3])
+	}
+	for _, a := range cs.Actions() {
+		if a.GetVerb() != "list" {
+			t.Errorf("FromCluster made a %s request; it must only read", a.GetVerb())
+		}
+	}
+	// The nodes' certificates are attributed to the cluster CA of --dir.
+	ca := Entry{Name: "tls/root-ca", Cert: root.cert}
+	for _, e := range entries[:3] {
+		if got := issuerName(e, append([]Entry{ca}, entries...)); got != "tls/root-ca" {
+			t.Errorf("%s: CA %q, want tls/root-ca", e.Name, got)
+		}
+	}
+}

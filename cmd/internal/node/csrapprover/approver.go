@@ -1,0 +1,181 @@
+package csrapprover
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	certificatesv1listers "k8s.io/client-go/listers/certificates/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// ApprovalReason is the reason of the Approved condition the agent sets.
+const ApprovalReason = "KilnKubeletServingApprove"
+
+// resync re-evaluates every CSR this often, in case a Node's addresses
+// changed without an event reaching the agent.
+const resync = 10 * time.Minute
+
+// approver holds the agent's state while it runs.
+type approver struct {
+	client kubernetes.Interface
+	csrs   certificatesv1listers.CertificateSigningRequestLister
+	nodes  corev1listers.NodeLister
+	queue  workqueue.TypedRateLimitingInterface[string]
+	log    logrus.FieldLogger
+	said   map[string]string // CSR name -> last reason logged for leaving it pending
+	// done holds the CSRs approved, until the informer shows it: an update
+	// event may still carry the pending copy, which must not be approved twice.
+	done map[types.UID]bool
+}
+
+// Run approves kubelet serving CSRs that pass Decide until ctx ends. It
+// watches CSRs and Nodes (a CSR that arrives before its Node's addresses is
+// re-examined when the Node changes) and processes one CSR at a time.
+func Run(ctx context.Context, client kubernetes.Interface, log logrus.FieldLogger) error {
+	factory := informers.NewSharedInformerFactory(client, resync)
+	csrInf := factory.Certificates().V1().CertificateSigningRequests()
+	nodeInf := factory.Core().V1().Nodes()
+	a := &approver{
+		client: client,
+		csrs:   csrInf.Lister(),
+		nodes:  nodeInf.Lister(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kiln-csr-approver"}),
+		log:  log,
+		said: map[string]string{},
+		done: map[types.UID]bool{},
+	}
+	defer a.queue.ShutDown()
+	enqueue := func(obj any) {
+		if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok {
+			a.queue.Add(csr.Name)
+		}
+	}
+	if _, err := csrInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, n any) { enqueue(n) },
+		DeleteFunc: func(obj any) {
+			if csr, ok := obj.(*certificatesv1.CertificateSigningRequest); ok {
+				a.queue.Add(csr.Name) // forgets what it said about it
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("watch CSRs: %w", err)
+	}
+	nodeChanged := func(obj any) {
+		if n, ok := obj.(*corev1.Node); ok {
+			a.enqueuePendingOf(n.Name)
+		}
+	}
+	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: nodeChanged, UpdateFunc: func(_, n any) { nodeChanged(n) },
+	}); err != nil {
+		return fmt.Errorf("watch Nodes: %w", err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("cache of %v did not sync", typ)
+		}
+	}
+	log.Infof("approving %s CSRs of nodes for their own names and addresses", certificatesv1.KubeletServingSignerName)
+	go func() {
+		<-ctx.Done()
+		a.queue.ShutDown()
+	}()
+	for a.next(ctx) {
+	}
+	return nil
+}
+
+// enqueuePendingOf queues the undecided kubelet serving CSRs of node.
+func (a *approver) enqueuePendingOf(node string) {
+	csrs, err := a.csrs.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, csr := range csrs {
+		if csr.Spec.Username == NodeUserPrefix+node && csr.Spec.SignerName == certificatesv1.KubeletServingSignerName &&
+			len(csr.Status.Conditions) == 0 {
+			a.queue.Add(csr.Name)
+		}
+	}
+}
+
+// next processes one queued CSR; false once the queue is shut down.
+func (a *approver) next(ctx context.Context) bool {
+	name, quit := a.queue.Get()
+	if quit {
+		return false
+	}
+	defer a.queue.Done(name)
+	if err := a.sync(ctx, name); err != nil {
+		a.log.Warnf("CSR %s: %v (will retry)", name, err)
+		a.queue.AddRateLimited(name)
+		return true
+	}
+	a.queue.Forget(name)
+	return true
+}
+
+// sync decides one CSR and approves it when the rules allow.
+func (a *approver) sync(ctx context.Context, name string) error {
+	csr, err := a.csrs.Get(name)
+	if apierrors.IsNotFound(err) {
+		delete(a.said, name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	verdict, reason := Decide(csr, a.nodes)
+	switch {
+	case verdict == Ignore:
+		delete(a.said, name)
+		delete(a.done, csr.UID)
+		return nil
+	case a.done[csr.UID]:
+		return nil
+	case verdict == Pending:
+		if a.said[name] != reason {
+			a.said[name] = reason
+			a.log.Warnf("leaving CSR %s of %s pending: %s", name, csr.Spec.Username, reason)
+		}
+		return nil
+	}
+	csr = csr.DeepCopy()
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type:           certificatesv1.CertificateApproved,
+		Status:         corev1.ConditionTrue,
+		Reason:         ApprovalReason,
+		Message:        "kiln: kubelet serving certificate for the node's own name and addresses",
+		LastUpdateTime: metav1.Now(),
+	})
+	_, err = a.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, csr, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("approve: %w", err)
+	}
+	delete(a.said, name)
+	a.done[csr.UID] = true
+	a.log.Infof("approved CSR %s: kubelet serving certificate of %s", name, csr.Spec.Username)
+	return nil
+}
