@@ -11,6 +11,7 @@ import (
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/ignition"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 var _ graph.WritableAsset = (*Bootstrap)(nil)
@@ -18,12 +19,6 @@ var _ graph.WritableAsset = (*Bootstrap)(nil)
 // BootstrapFile is the bootstrap machine's config in --dir. It holds private
 // keys: mode 0600.
 const BootstrapFile = "bootstrap.ign"
-
-// Paths on the bootstrap machine.
-const (
-	bootstrapManifestsDir = "/opt/kiln/manifests"
-	masterEtcdTemplate    = "/opt/kiln/static-pods/etcd.yaml"
-)
 
 // Bootstrap is bootstrap.ign: the temporary control plane as static pods,
 // bootkube with every manifest to apply, and the machine-config server with
@@ -72,20 +67,20 @@ func (b *Bootstrap) Generate(_ context.Context, p graph.Parents) error {
 	if err := place(&cfg, bundle, append(controlPlanePKI(), bootstrapOnlyPKI()...)); err != nil {
 		return err
 	}
-	ignition.AddFile(&cfg, kubeconfigDir+"/admin.kubeconfig", 0o600, admin.File.Data)
-	ignition.AddFile(&cfg, kubeconfigDir+"/controller-manager.kubeconfig", 0o600, kcm.File.Data)
-	ignition.AddFile(&cfg, kubeconfigDir+"/scheduler.kubeconfig", 0o600, sched.File.Data)
-	addFileSet(&cfg, staticPodDir, bootPods.Files(), 0o644)
+	ignition.AddFile(&cfg, nodelayout.KubeconfigDir+"/admin.kubeconfig", 0o600, admin.File.Data)
+	ignition.AddFile(&cfg, nodelayout.KubeconfigDir+"/controller-manager.kubeconfig", 0o600, kcm.File.Data)
+	ignition.AddFile(&cfg, nodelayout.KubeconfigDir+"/scheduler.kubeconfig", 0o600, sched.File.Data)
+	addFileSet(&cfg, nodelayout.StaticPodDir, bootPods.Files(), 0o644)
 	etcd := fileNamed(masterPods.Files(), "etcd.yaml")
 	if etcd == nil {
 		return graph.WithKind(graph.KindInput, errors.New("static-pods/master/etcd.yaml is missing: bootkube needs it to grow etcd onto the masters; restore it or re-run with --force-regenerate"))
 	}
-	ignition.AddFile(&cfg, masterEtcdTemplate, 0o644, etcd.Data)
+	ignition.AddFile(&cfg, nodelayout.MasterEtcdManifest, 0o644, etcd.Data)
 	for _, o := range objects {
-		addFileSet(&cfg, bootstrapManifestsDir, o.Files(), 0o600)
+		addFileSet(&cfg, nodelayout.BootstrapManifestsDir, o.Files(), 0o600)
 	}
-	ignition.AddFile(&cfg, mcsDir+"/master.ign", 0o600, master.Config)
-	ignition.AddFile(&cfg, mcsDir+"/worker.ign", 0o600, worker.Config)
+	ignition.AddFile(&cfg, nodelayout.MCSConfigDir+"/master.ign", 0o600, master.Config)
+	ignition.AddFile(&cfg, nodelayout.MCSConfigDir+"/worker.ign", 0o600, worker.Config)
 	data, err := ignition.Marshal(cfg)
 	if err != nil {
 		return err

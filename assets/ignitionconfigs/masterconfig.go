@@ -9,6 +9,7 @@ import (
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/ignition"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 var _ graph.Asset = (*MasterConfig)(nil)
@@ -52,15 +53,15 @@ func (m *MasterConfig) Generate(_ context.Context, p graph.Parents) error {
 	if err := place(&cfg, bundle, controlPlanePKI()); err != nil {
 		return err
 	}
-	ignition.AddFile(&cfg, bootstrapKubecf, 0o600, kubelet.File.Data)
-	ignition.AddFile(&cfg, kubeconfigDir+"/controller-manager.kubeconfig", 0o600, kcm.File.Data)
-	ignition.AddFile(&cfg, kubeconfigDir+"/scheduler.kubeconfig", 0o600, sched.File.Data)
+	ignition.AddFile(&cfg, nodelayout.BootstrapKubeconfig, 0o600, kubelet.File.Data)
+	ignition.AddFile(&cfg, nodelayout.KubeconfigDir+"/controller-manager.kubeconfig", 0o600, kcm.File.Data)
+	ignition.AddFile(&cfg, nodelayout.KubeconfigDir+"/scheduler.kubeconfig", 0o600, sched.File.Data)
 	for _, f := range pods.Files() {
 		if baseName(f.Path) != "etcd.yaml" { // etcd is installed by bootkube once the member is added
-			ignition.AddFile(&cfg, stagedPodDir+"/"+baseName(f.Path), 0o644, f.Data)
+			ignition.AddFile(&cfg, nodelayout.StagedPodDir+"/"+baseName(f.Path), 0o644, f.Data)
 		}
 	}
-	ignition.AddFile(&cfg, mcsDir+"/worker.ign", 0o600, worker.Config)
+	ignition.AddFile(&cfg, nodelayout.MCSConfigDir+"/worker.ign", 0o600, worker.Config)
 	m.Config, err = ignition.Marshal(cfg)
 	return err
 }

@@ -17,6 +17,7 @@ import (
 	butanefs "github.com/kiln-project/kiln/data/butane"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/ignition"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 // Roles of kiln's machines.
@@ -26,19 +27,9 @@ const (
 	RoleWorker    = "worker"
 )
 
-// Paths on the machines.
-const (
-	pkiDir          = "/etc/kubernetes/pki"
-	kubeconfigDir   = "/etc/kubernetes/kubeconfigs"
-	staticPodDir    = "/etc/kubernetes/manifests"
-	stagedPodDir    = "/etc/kubernetes/staged-manifests"
-	bootstrapKubecf = "/etc/kubernetes/bootstrap-kubeconfig"
-	mcsDir          = "/etc/kiln/mcs"
-	trustBundlePath = "/etc/kiln/additional-trust-bundle.pem"
-)
-
 // nodeValues is what data/butane's templates read.
 type nodeValues struct {
+	Layout           nodelayout.Layout // the paths and port shared with kiln's node agents
 	Role             string
 	Joins            bool // the kubelet registers with the API (not the bootstrap machine's standalone kubelet)
 	Taint            bool // masters refuse ordinary pods because workers exist
@@ -54,6 +45,7 @@ type nodeValues struct {
 func baseConfig(role string, ic *installconfig.InstallConfig, v *manifests.Values) (types.Config, error) {
 	c := ic.Config
 	nv := nodeValues{
+		Layout:           nodelayout.Values(),
 		Role:             role,
 		Joins:            role != RoleBootstrap,
 		Taint:            role == RoleMaster && v.WorkerReplicas > 0,
@@ -82,7 +74,7 @@ func baseConfig(role string, ic *installconfig.InstallConfig, v *manifests.Value
 		cfg = ignition.Merge(cfg, part)
 	}
 	if c.AdditionalTrustBundle != "" {
-		ignition.AddFile(&cfg, trustBundlePath, 0o644, []byte(c.AdditionalTrustBundle))
+		ignition.AddFile(&cfg, nodelayout.TrustBundleFile, 0o644, []byte(c.AdditionalTrustBundle))
 	}
 	return cfg, nil
 }

@@ -1,5 +1,7 @@
 package ignitionconfigs
 
+import "github.com/kiln-project/kiln/ignition/nodelayout"
+
 // Which of --dir's TLS files each role gets, and where. Keys (0600) go only
 // where they are used: the root CA key to the bootstrap machine and masters
 // (kube-controller-manager signs kubelet certificates with it), the etcd CA
@@ -13,32 +15,32 @@ func key(name, dest string) placement  { return placement{"tls/" + name + ".key"
 // the bootstrap machine and on masters.
 func controlPlanePKI() []placement {
 	return []placement{
-		cert("root-ca", pkiDir+"/ca.crt"),
-		key("root-ca", pkiDir+"/ca.key"),
-		cert("root-ca", pkiDir+"/client-ca.crt"),
-		cert("apiserver", pkiDir+"/apiserver.crt"),
-		key("apiserver", pkiDir+"/apiserver.key"),
-		cert("apiserver-etcd-client", pkiDir+"/apiserver-etcd-client.crt"),
-		key("apiserver-etcd-client", pkiDir+"/apiserver-etcd-client.key"),
-		cert("apiserver-kubelet-client", pkiDir+"/apiserver-kubelet-client.crt"),
-		key("apiserver-kubelet-client", pkiDir+"/apiserver-kubelet-client.key"),
-		cert("front-proxy-ca", pkiDir+"/front-proxy-ca.crt"),
-		cert("front-proxy-client", pkiDir+"/front-proxy-client.crt"),
-		key("front-proxy-client", pkiDir+"/front-proxy-client.key"),
-		{"tls/service-account.key", pkiDir + "/sa.key", 0o600},
-		{"tls/service-account.pub", pkiDir + "/sa.pub", 0o644},
-		cert("etcd-ca", pkiDir+"/etcd/ca.crt"),
-		cert("machine-config-server", mcsDir+"/tls.crt"),
-		key("machine-config-server", mcsDir+"/tls.key"),
+		cert("root-ca", nodelayout.PKIDir+"/ca.crt"),
+		key("root-ca", nodelayout.PKIDir+"/ca.key"),
+		cert("root-ca", nodelayout.PKIDir+"/client-ca.crt"),
+		cert("apiserver", nodelayout.PKIDir+"/apiserver.crt"),
+		key("apiserver", nodelayout.PKIDir+"/apiserver.key"),
+		cert("apiserver-etcd-client", nodelayout.PKIDir+"/apiserver-etcd-client.crt"),
+		key("apiserver-etcd-client", nodelayout.PKIDir+"/apiserver-etcd-client.key"),
+		cert("apiserver-kubelet-client", nodelayout.PKIDir+"/apiserver-kubelet-client.crt"),
+		key("apiserver-kubelet-client", nodelayout.PKIDir+"/apiserver-kubelet-client.key"),
+		cert("front-proxy-ca", nodelayout.PKIDir+"/front-proxy-ca.crt"),
+		cert("front-proxy-client", nodelayout.PKIDir+"/front-proxy-client.crt"),
+		key("front-proxy-client", nodelayout.PKIDir+"/front-proxy-client.key"),
+		{"tls/service-account.key", nodelayout.PKIDir + "/sa.key", 0o600},
+		{"tls/service-account.pub", nodelayout.PKIDir + "/sa.pub", 0o644},
+		cert("etcd-ca", nodelayout.EtcdPKIDir+"/ca.crt"),
+		cert("machine-config-server", nodelayout.MCSConfigDir+"/tls.crt"),
+		key("machine-config-server", nodelayout.MCSConfigDir+"/tls.key"),
 	}
 }
 
 // bootstrapOnlyPKI is the etcd CA key.
 func bootstrapOnlyPKI() []placement {
-	return []placement{key("etcd-ca", pkiDir+"/etcd/ca.key")}
+	return []placement{key("etcd-ca", nodelayout.EtcdPKIDir+"/ca.key")}
 }
 
 // workerPKI is the CA kubelets verify clients with.
 func workerPKI() []placement {
-	return []placement{cert("root-ca", pkiDir+"/ca.crt")}
+	return []placement{cert("root-ca", nodelayout.PKIDir+"/ca.crt")}
 }

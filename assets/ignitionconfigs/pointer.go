@@ -7,10 +7,8 @@ import (
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/ignition"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
-
-// MCSPort is the machine-config server's port.
-const MCSPort = 22623
 
 // pointer is the base of master.ign and worker.ign: a config that merges
 // the role's full config from the machine-config server behind api-int,
@@ -26,7 +24,7 @@ func (ptr *pointer) generate(p graph.Parents, role string) error {
 	if err := p.Get(ic, ca); err != nil {
 		return err
 	}
-	url := fmt.Sprintf("https://%s:%d/config/%s", ic.Config.APIIntName(), MCSPort, role)
+	url := fmt.Sprintf("https://%s:%d/config/%s", ic.Config.APIIntName(), nodelayout.MCSPort, role)
 	data, err := ignition.Marshal(ignition.Pointer(url, ca.Cert))
 	if err != nil {
 		return err

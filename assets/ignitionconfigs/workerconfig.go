@@ -9,6 +9,7 @@ import (
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/ignition"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 var _ graph.Asset = (*WorkerConfig)(nil)
@@ -45,7 +46,7 @@ func (w *WorkerConfig) Generate(_ context.Context, p graph.Parents) error {
 	if err := place(&cfg, bundle, workerPKI()); err != nil {
 		return err
 	}
-	ignition.AddFile(&cfg, bootstrapKubecf, 0o600, kc.File.Data)
+	ignition.AddFile(&cfg, nodelayout.BootstrapKubeconfig, 0o600, kc.File.Data)
 	w.Config, err = ignition.Marshal(cfg)
 	return err
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/internal/node/netd"
 	"github.com/kiln-project/kiln/cmd/internal/node/probe"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 // newNodeCmd groups the agents that run on kiln's machines, from the kiln
@@ -47,8 +48,8 @@ func newNodeMCSCmd(o *rootOptions) *cobra.Command {
 			return mcs.Serve(cmd.Context(), listen, dir, o.log)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "config-dir", "/etc/kiln/mcs", "directory with <role>.ign, tls.crt and tls.key")
-	cmd.Flags().StringVar(&listen, "listen", ":22623", "listen address")
+	cmd.Flags().StringVar(&dir, "config-dir", nodelayout.MCSConfigDir, "directory with <role>.ign, tls.crt and tls.key")
+	cmd.Flags().StringVar(&listen, "listen", fmt.Sprintf(":%d", nodelayout.MCSPort), "listen address")
 	return cmd
 }
 
@@ -65,14 +66,14 @@ func newNodeBootkubeCmd(o *rootOptions) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "admin kubeconfig of the local API server")
-	f.StringVar(&cfg.ManifestsDir, "manifests-dir", "/opt/kiln/manifests", "objects to apply")
-	f.StringVar(&cfg.EtcdPKIDir, "etcd-pki-dir", "/etc/kubernetes/pki/etcd", "etcd CA certificate and key")
+	f.StringVar(&cfg.ManifestsDir, "manifests-dir", nodelayout.BootstrapManifestsDir, "objects to apply")
+	f.StringVar(&cfg.EtcdPKIDir, "etcd-pki-dir", nodelayout.EtcdPKIDir, "etcd CA certificate and key")
 	f.StringVar(&cfg.EtcdClientCert, "etcd-client-cert", "", "etcd client certificate")
 	f.StringVar(&cfg.EtcdClientKey, "etcd-client-key", "", "etcd client key")
 	f.StringVar(&cfg.MasterEtcdManifest, "master-etcd-manifest", "", "masters' etcd static pod template")
 	f.IntVar(&cfg.Masters, "masters", 1, "number of masters to hand over to")
 	f.StringVar(&cfg.NodeName, "node-name", "", "this machine's node and etcd member name")
-	f.StringVar(&cfg.DoneFile, "done-file", "/opt/kiln/bootkube.done", "written when bootstrap is complete")
+	f.StringVar(&cfg.DoneFile, "done-file", nodelayout.BootkubeDoneFile, "written when bootstrap is complete")
 	return cmd
 }
 
@@ -96,7 +97,7 @@ func newNodeNetdCmd(o *rootOptions) *cobra.Command {
 			return netd.Run(cmd.Context(), client, cfg)
 		},
 	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "/var/lib/kubelet/kubeconfig", "kubeconfig with the node's credentials")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", nodelayout.KubeletKubeconfig, "kubeconfig with the node's credentials")
 	cmd.Flags().StringVar(&cfg.NodeName, "node-name", "", "this node's name")
 	cmd.Flags().StringVar(&cfg.CNIConfPath, "cni-conf", cfg.CNIConfPath, "CNI configuration file to write")
 	cmd.Flags().String("cluster-cidr", "", "cluster pod network (informational)")
@@ -150,7 +151,7 @@ func newNodeEtcdCertsCmd(o *rootOptions) *cobra.Command {
 			return etcdmember.WriteFiles(dir, files)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "pki-dir", "/etc/kubernetes/pki/etcd", "directory with ca.crt and ca.key; certificates are written there")
+	cmd.Flags().StringVar(&dir, "pki-dir", nodelayout.EtcdPKIDir, "directory with ca.crt and ca.key; certificates are written there")
 	cmd.Flags().StringVar(&name, "node-name", "", "node name")
 	cmd.Flags().StringVar(&ip, "node-ip", "", "node IP address")
 	return cmd
@@ -170,7 +171,7 @@ func newNodeEtcdInstallCmd(o *rootOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&from, "from", "/secret", "directory with the member's files")
-	cmd.Flags().StringVar(&kubeDir, "kubernetes-dir", "/etc/kubernetes", "the node's /etc/kubernetes")
+	cmd.Flags().StringVar(&kubeDir, "kubernetes-dir", nodelayout.KubernetesDir, "the node's /etc/kubernetes")
 	cmd.Flags().DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait for the member to vote")
 	return cmd
 }

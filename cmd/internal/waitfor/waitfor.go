@@ -18,18 +18,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kiln-project/kiln/cmd/internal/node/bootkube"
+	"github.com/kiln-project/kiln/cmd/internal/handover"
 	"github.com/kiln-project/kiln/platforms"
 )
 
 // Names shared with bootkube, which writes the bootstrap ConfigMap and runs
 // the etcd installer pods.
 const (
-	bootstrapNamespace = bootkube.CompleteNamespace
-	bootstrapConfigMap = bootkube.CompleteConfigMap
-	installerNamespace = bootkube.SystemNamespace
-	installerLabel     = bootkube.InstallerLabelKey + "=" + bootkube.InstallerLabelValue
-	controlPlaneLabel  = bootkube.ControlPlaneLabel
+	bootstrapNamespace = handover.CompleteNamespace
+	bootstrapConfigMap = handover.CompleteConfigMap
+	installerNamespace = handover.SystemNamespace
+	installerLabel     = handover.InstallerSelector
+	controlPlaneLabel  = handover.ControlPlaneLabel
 )
 
 // updateEvery is how often a wait repeats an unchanged state.
@@ -76,7 +76,7 @@ func (w *Waiter) BootstrapComplete(ctx context.Context, timeout time.Duration) e
 		w.reportNodes(ctx, seen)
 		w.reportEtcdMembers(ctx, seen)
 		cm, err := w.Client.CoreV1().ConfigMaps(bootstrapNamespace).Get(ctx, bootstrapConfigMap, metav1.GetOptions{})
-		if err == nil && cm.Data["status"] == "complete" {
+		if err == nil && handover.IsComplete(cm.Data) {
 			return true, "", nil
 		}
 		return false, fmt.Sprintf("%d nodes registered", countPrefix(seen, "node/")), nil
@@ -253,5 +253,5 @@ func (w *Waiter) IsBootstrapComplete(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	cm, err := w.Client.CoreV1().ConfigMaps(bootstrapNamespace).Get(ctx, bootstrapConfigMap, metav1.GetOptions{})
-	return err == nil && cm.Data["status"] == "complete"
+	return err == nil && handover.IsComplete(cm.Data)
 }

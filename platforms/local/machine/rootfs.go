@@ -12,12 +12,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
-// Paths inside a machine's root that Create writes.
+// Paths inside a machine's root that Create writes (and
+// nodelayout.NodeEnvFile).
 const (
 	ignitionPath = "/var/lib/kiln/ignition/config.ign"
-	nodeEnvPath  = "/etc/kiln/node.env"
 	networkPath  = "/etc/systemd/network/10-host0.network"
 	// stopTimeoutPath bounds how long the machine's systemd waits for a
 	// unit to stop, so a stuck pod cannot hold a shutdown for 90 s.
@@ -39,7 +41,7 @@ func rootFiles(s *Spec, addr netip.Prefix, machineID string) []rootFile {
 		{"/etc/hostname", []byte(s.Name + "\n"), 0o644},
 		{"/etc/hosts", []byte(hostsFile(s, addr)), 0o644},
 		{networkPath, []byte(networkFile(addr)), 0o644},
-		{nodeEnvPath, []byte(envFile(s.Env)), 0o644},
+		{nodelayout.NodeEnvFile, []byte(envFile(s.Env)), 0o644},
 		{ignitionPath, s.Ignition, 0o600},
 		{stopTimeoutPath, []byte("[Manager]\nDefaultTimeoutStopSec=15s\n"), 0o644},
 	}

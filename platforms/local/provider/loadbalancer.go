@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms/local/lb"
 )
 
@@ -29,8 +30,6 @@ var (
 const (
 	// APIPort is the Kubernetes API port.
 	APIPort = 6443
-	// MCSPort is the machine-config server port.
-	MCSPort = 22623
 	// lbStopTimeout bounds the load balancer's graceful stop.
 	lbStopTimeout = 10 * time.Second
 	// lbStartTimeout bounds its start.
@@ -91,7 +90,7 @@ func (r *loadBalancerResource) Schema(_ context.Context, _ resource.SchemaReques
 			"name":     schema.StringAttribute{Required: true, PlanModifiers: str, Description: "Name; its files are in <lb_dir>/<name>."},
 			"listen":   schema.StringAttribute{Required: true, PlanModifiers: str, Description: "Address listened on: the bridge gateway, the API VIP."},
 			"api_port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(APIPort), PlanModifiers: port},
-			"mcs_port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(MCSPort), PlanModifiers: port},
+			"mcs_port": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(nodelayout.MCSPort), PlanModifiers: port},
 			"api_backends": schema.ListAttribute{Required: true, ElementType: types.StringType,
 				Description: "Addresses of the API servers (bootstrap and masters)."},
 			"mcs_backends": schema.ListAttribute{Required: true, ElementType: types.StringType,

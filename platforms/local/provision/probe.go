@@ -4,11 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
-
-// kilnOnNode is where every local machine has the kiln binary (bound
-// read-only by the machine resource).
-const kilnOnNode = "/usr/local/bin/kiln"
 
 // ProbeContainer runs `kiln node probe` in the pause image (the only image
 // guaranteed on every node) with the node's kiln binary mounted in: no other
@@ -22,5 +19,5 @@ func (p *Provisioner) ProbeContainer(name string, args ...string) (corev1.Contai
 			Command:         append([]string{"/kiln/kiln", "node", "probe"}, args...),
 			VolumeMounts:    []corev1.VolumeMount{{Name: "kiln", MountPath: "/kiln/kiln", ReadOnly: true}},
 		}, []corev1.Volume{{Name: "kiln", VolumeSource: corev1.VolumeSource{
-			HostPath: &corev1.HostPathVolumeSource{Path: kilnOnNode, Type: &file}}}}
+			HostPath: &corev1.HostPathVolumeSource{Path: nodelayout.KilnBinary, Type: &file}}}}
 }

@@ -17,24 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-)
 
-// Names shared with the installer (`kiln wait-for bootstrap-complete`).
-const (
-	// CompleteNamespace and CompleteConfigMap name the ConfigMap whose
-	// data "status" is "complete" once the control plane is handed over.
-	CompleteNamespace = "kube-system"
-	CompleteConfigMap = "bootstrap"
-	// RoleLabel is the label kubelets register with (--node-labels).
-	RoleLabel = "node.kiln.dev/role"
-	// ControlPlaneLabel is the well-known role label bootkube adds to masters;
-	// kubelets may not set it themselves.
-	ControlPlaneLabel = "node-role.kubernetes.io/control-plane"
-	// SystemNamespace holds kiln's own objects.
-	SystemNamespace = "kiln-system"
-	// InstallerLabelKey and InstallerLabelValue mark the etcd installer pods.
-	InstallerLabelKey   = "app.kubernetes.io/name"
-	InstallerLabelValue = "etcd-installer"
+	"github.com/kiln-project/kiln/cmd/internal/handover"
 )
 
 // Config configures a bootkube run.
@@ -188,12 +172,12 @@ func poll(ctx context.Context, every time.Duration, log logrus.FieldLogger, f fu
 // markComplete records bootstrap-complete through client.
 func markComplete(ctx context.Context, client kubernetes.Interface) error {
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: CompleteConfigMap, Namespace: CompleteNamespace},
-		Data:       map[string]string{"status": "complete"},
+		ObjectMeta: metav1.ObjectMeta{Name: handover.CompleteConfigMap, Namespace: handover.CompleteNamespace},
+		Data:       handover.CompleteData(),
 	}
-	_, err := client.CoreV1().ConfigMaps(CompleteNamespace).Create(ctx, cm, metav1.CreateOptions{})
+	_, err := client.CoreV1().ConfigMaps(handover.CompleteNamespace).Create(ctx, cm, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		_, err = client.CoreV1().ConfigMaps(CompleteNamespace).Update(ctx, cm, metav1.UpdateOptions{})
+		_, err = client.CoreV1().ConfigMaps(handover.CompleteNamespace).Update(ctx, cm, metav1.UpdateOptions{})
 	}
 	return err
 }

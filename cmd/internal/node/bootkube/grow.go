@@ -19,7 +19,9 @@ import (
 
 	"github.com/kiln-project/kiln/assets/manifests"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
+	"github.com/kiln-project/kiln/cmd/internal/handover"
 	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 // master is a registered master node.
@@ -172,7 +174,7 @@ func (g *grower) handOver(ctx context.Context, restCfg *rest.Config, masters []m
 // masters lists the registered masters with an address, sorted by name, and
 // labels them with the control-plane role.
 func (g *grower) masters(ctx context.Context) ([]master, error) {
-	nodes, err := g.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: RoleLabel + "=master"})
+	nodes, err := g.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: nodelayout.RoleLabel + "=master"})
 	if err != nil {
 		return nil, err
 	}
@@ -183,8 +185,8 @@ func (g *grower) masters(ctx context.Context) ([]master, error) {
 		if ip == nil {
 			continue
 		}
-		if _, ok := n.Labels[ControlPlaneLabel]; !ok {
-			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{ControlPlaneLabel: ""}}})
+		if _, ok := n.Labels[handover.ControlPlaneLabel]; !ok {
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{handover.ControlPlaneLabel: ""}}})
 			if _, err := g.client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 				return nil, err
 			}

@@ -23,6 +23,8 @@ import (
 
 	"github.com/kiln-project/kiln/assets/manifests"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
+	"github.com/kiln-project/kiln/cmd/internal/handover"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 // fakeCluster is an in-memory etcd membership.
@@ -60,7 +62,7 @@ func (f *fakeCluster) MemberPromote(_ context.Context, id uint64) (*clientv3.Mem
 
 func masterNode(name, ip string) *corev1.Node {
 	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{RoleLabel: "master"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{nodelayout.RoleLabel: "master"}},
 		Status:     corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}}},
 	}
 }
@@ -105,7 +107,7 @@ func TestStepGrowsOneMemberAtATime(t *testing.T) {
 	if _, err := g.step(ctx); !isNotYet(err) || !strings.Contains(err.Error(), "added m-0") {
 		t.Fatalf("step 1: %v", err)
 	}
-	secret, err := client.CoreV1().Secrets(SystemNamespace).Get(ctx, "etcd-m-0", metav1.GetOptions{})
+	secret, err := client.CoreV1().Secrets(handover.SystemNamespace).Get(ctx, "etcd-m-0", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,12 +119,12 @@ func TestStepGrowsOneMemberAtATime(t *testing.T) {
 			t.Errorf("installer secret lacks %s", k)
 		}
 	}
-	pod, err := client.CoreV1().Pods(SystemNamespace).Get(ctx, "etcd-installer-m-0", metav1.GetOptions{})
+	pod, err := client.CoreV1().Pods(handover.SystemNamespace).Get(ctx, "etcd-installer-m-0", metav1.GetOptions{})
 	if err != nil || pod.Spec.NodeName != "m-0" || !pod.Spec.HostNetwork {
 		t.Fatalf("installer pod = %+v, %v", pod, err)
 	}
 	node, _ := client.CoreV1().Nodes().Get(ctx, "m-0", metav1.GetOptions{})
-	if _, ok := node.Labels[ControlPlaneLabel]; !ok {
+	if _, ok := node.Labels[handover.ControlPlaneLabel]; !ok {
 		t.Error("master not labelled with the control-plane role")
 	}
 
@@ -141,7 +143,7 @@ func TestStepGrowsOneMemberAtATime(t *testing.T) {
 	if _, err := g.step(ctx); !isNotYet(err) || len(cluster.promoted) != 1 {
 		t.Fatalf("step 4: %v, promoted %v", err, cluster.promoted)
 	}
-	if _, err := client.CoreV1().Secrets(SystemNamespace).Get(ctx, "etcd-m-0", metav1.GetOptions{}); err == nil {
+	if _, err := client.CoreV1().Secrets(handover.SystemNamespace).Get(ctx, "etcd-m-0", metav1.GetOptions{}); err == nil {
 		t.Error("installer secret with private keys left behind")
 	}
 	// Step 5 adds m-1; after it votes, step returns both masters.

@@ -7,13 +7,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kiln-project/kiln/cmd/internal/handover"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 // Paths inside the installer pod.
 const (
 	installerSecretDir = "/secret"
-	installerHostDir   = "/host/etc/kubernetes"
-	kilnBinary         = "/usr/local/bin/kiln"
+	installerHostDir   = "/host" + nodelayout.KubernetesDir
 )
 
 // install stores a master's etcd files in a Secret and starts the installer
@@ -21,9 +23,9 @@ const (
 // member to become a voter and then activates the master's staged control
 // plane static pods.
 func (g *grower) install(ctx context.Context, m master, files map[string][]byte) error {
-	secrets := g.client.CoreV1().Secrets(SystemNamespace)
+	secrets := g.client.CoreV1().Secrets(handover.SystemNamespace)
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: installerName("etcd", m), Namespace: SystemNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: installerName("etcd", m), Namespace: handover.SystemNamespace},
 		Data:       files,
 	}
 	if _, err := secrets.Create(ctx, secret, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
@@ -33,8 +35,8 @@ func (g *grower) install(ctx context.Context, m master, files map[string][]byte)
 	} else if err != nil {
 		return err
 	}
-	pods := g.client.CoreV1().Pods(SystemNamespace)
-	if err := pods.Delete(ctx, installerName(InstallerLabelValue, m), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	pods := g.client.CoreV1().Pods(handover.SystemNamespace)
+	if err := pods.Delete(ctx, installerName(handover.InstallerLabelValue, m), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	if _, err := pods.Create(ctx, InstallerPod(m.Name, g.cfg.InstallerImage), metav1.CreateOptions{}); err != nil {
@@ -45,7 +47,7 @@ func (g *grower) install(ctx context.Context, m master, files map[string][]byte)
 
 // cleanupInstaller removes the installer's Secret (it holds keys) and pod.
 func (g *grower) cleanupInstaller(ctx context.Context, m master) {
-	if err := g.client.CoreV1().Secrets(SystemNamespace).Delete(ctx, installerName("etcd", m), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := g.client.CoreV1().Secrets(handover.SystemNamespace).Delete(ctx, installerName("etcd", m), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		g.cfg.Log.Warnf("delete installer secret of %s: %v", m.Name, err)
 	}
 }
@@ -60,8 +62,8 @@ func InstallerPod(node, image string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      "etcd-installer-" + node,
-			Namespace: SystemNamespace,
-			Labels:    map[string]string{InstallerLabelKey: InstallerLabelValue},
+			Namespace: handover.SystemNamespace,
+			Labels:    map[string]string{handover.InstallerLabelKey: handover.InstallerLabelValue},
 		},
 		Spec: corev1.PodSpec{
 			NodeName:          node,
@@ -73,19 +75,19 @@ func InstallerPod(node, image string) *corev1.Pod {
 				Name:            "installer",
 				Image:           image,
 				ImagePullPolicy: corev1.PullNever,
-				Command: []string{kilnBinary, "node", "etcd-install",
+				Command: []string{nodelayout.KilnBinary, "node", "etcd-install",
 					"--from=" + installerSecretDir, "--kubernetes-dir=" + installerHostDir},
 				SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: "files", MountPath: installerSecretDir, ReadOnly: true},
 					{Name: "kubernetes", MountPath: installerHostDir},
-					{Name: "kiln", MountPath: kilnBinary, ReadOnly: true},
+					{Name: "kiln", MountPath: nodelayout.KilnBinary, ReadOnly: true},
 				},
 			}},
 			Volumes: []corev1.Volume{
 				{Name: "files", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-" + node}}},
-				{Name: "kubernetes", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc/kubernetes", Type: &dir}}},
-				{Name: "kiln", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: kilnBinary, Type: &file}}},
+				{Name: "kubernetes", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: nodelayout.KubernetesDir, Type: &dir}}},
+				{Name: "kiln", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: nodelayout.KilnBinary, Type: &file}}},
 			},
 		},
 	}

@@ -10,18 +10,12 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
-// Layout of /etc/kubernetes on a master.
-const (
-	// StagedDir holds the master's control plane static pods until its
-	// etcd member votes; then they move to ManifestsDir.
-	StagedDir    = "staged-manifests"
-	ManifestsDir = "manifests"
-	PKIDir       = "pki/etcd"
-	// ManifestFile is the etcd static pod's key in the installer's files.
-	ManifestFile = "etcd.yaml"
-)
+// ManifestFile is the etcd static pod's key in the installer's files and
+// its name among the kubelet's static pods.
+const ManifestFile = "etcd.yaml"
 
 // Install is the installer pod's work on a master: write the member's
 // certificates and static pod from fromDir into kubeDir, wait until the local
@@ -39,11 +33,11 @@ func Install(ctx context.Context, fromDir, kubeDir string, log logrus.FieldLogge
 	if err != nil {
 		return err
 	}
-	pki := filepath.Join(kubeDir, PKIDir)
+	pki := filepath.Join(kubeDir, nodelayout.EtcdPKISubdir)
 	if err := WriteFiles(pki, files); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(kubeDir, ManifestsDir, ManifestFile), manifest, 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(kubeDir, nodelayout.StaticPodsSubdir, ManifestFile), manifest, 0o644); err != nil {
 		return err
 	}
 	log.Info("etcd member files installed; waiting for the member to vote")
@@ -68,7 +62,7 @@ func Install(ctx context.Context, fromDir, kubeDir string, log logrus.FieldLogge
 
 // ActivateStaged moves every staged static pod into the kubelet's manifests.
 func ActivateStaged(kubeDir string, log logrus.FieldLogger) error {
-	staged := filepath.Join(kubeDir, StagedDir)
+	staged := filepath.Join(kubeDir, nodelayout.StagedPodsSubdir)
 	entries, err := os.ReadDir(staged)
 	if err != nil && !os.IsNotExist(err) {
 		return err
@@ -77,7 +71,7 @@ func ActivateStaged(kubeDir string, log logrus.FieldLogger) error {
 		if e.IsDir() {
 			continue
 		}
-		if err := os.Rename(filepath.Join(staged, e.Name()), filepath.Join(kubeDir, ManifestsDir, e.Name())); err != nil {
+		if err := os.Rename(filepath.Join(staged, e.Name()), filepath.Join(kubeDir, nodelayout.StaticPodsSubdir, e.Name())); err != nil {
 			return err
 		}
 		log.Infof("activated static pod %s", e.Name())

@@ -10,6 +10,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 // writeTree creates files (path relative to root: content) under root.
@@ -77,22 +79,22 @@ func equalTrees(t *testing.T, got, want map[string]string) {
 func TestActivateStaged(t *testing.T) {
 	kube := t.TempDir()
 	writeTree(t, kube, map[string]string{
-		ManifestsDir + "/" + ManifestFile:           "etcd",
-		StagedDir + "/kube-apiserver.yaml":          "apiserver",
-		StagedDir + "/kube-controller-manager.yaml": "kcm",
-		StagedDir + "/kube-scheduler.yaml":          "scheduler",
-		StagedDir + "/nested/ignored.yaml":          "nested",
+		nodelayout.StaticPodsSubdir + "/" + ManifestFile:              "etcd",
+		nodelayout.StagedPodsSubdir + "/kube-apiserver.yaml":          "apiserver",
+		nodelayout.StagedPodsSubdir + "/kube-controller-manager.yaml": "kcm",
+		nodelayout.StagedPodsSubdir + "/kube-scheduler.yaml":          "scheduler",
+		nodelayout.StagedPodsSubdir + "/nested/ignored.yaml":          "nested",
 	})
 	log, hook := logtest.NewNullLogger()
 	if err := ActivateStaged(kube, log); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		ManifestsDir + "/" + ManifestFile:              "etcd",
-		ManifestsDir + "/kube-apiserver.yaml":          "apiserver",
-		ManifestsDir + "/kube-controller-manager.yaml": "kcm",
-		ManifestsDir + "/kube-scheduler.yaml":          "scheduler",
-		StagedDir + "/nested/ignored.yaml":             "nested",
+		nodelayout.StaticPodsSubdir + "/" + ManifestFile:              "etcd",
+		nodelayout.StaticPodsSubdir + "/kube-apiserver.yaml":          "apiserver",
+		nodelayout.StaticPodsSubdir + "/kube-controller-manager.yaml": "kcm",
+		nodelayout.StaticPodsSubdir + "/kube-scheduler.yaml":          "scheduler",
+		nodelayout.StagedPodsSubdir + "/nested/ignored.yaml":          "nested",
 	}
 	equalTrees(t, readTree(t, kube), want)
 	var logged []string
@@ -123,54 +125,54 @@ func TestActivateStaged(t *testing.T) {
 func TestActivateStagedPartial(t *testing.T) {
 	t.Run("no staged folder", func(t *testing.T) {
 		kube := t.TempDir()
-		writeTree(t, kube, map[string]string{ManifestsDir + "/" + ManifestFile: "etcd"})
+		writeTree(t, kube, map[string]string{nodelayout.StaticPodsSubdir + "/" + ManifestFile: "etcd"})
 		if err := ActivateStaged(kube, nullLog()); err != nil {
 			t.Fatal(err)
 		}
-		equalTrees(t, readTree(t, kube), map[string]string{ManifestsDir + "/" + ManifestFile: "etcd"})
+		equalTrees(t, readTree(t, kube), map[string]string{nodelayout.StaticPodsSubdir + "/" + ManifestFile: "etcd"})
 	})
 	t.Run("some already moved", func(t *testing.T) {
 		// A run stopped after moving one file: the next run moves the rest.
 		kube := t.TempDir()
 		writeTree(t, kube, map[string]string{
-			ManifestsDir + "/kube-apiserver.yaml": "apiserver",
-			StagedDir + "/kube-scheduler.yaml":    "scheduler",
+			nodelayout.StaticPodsSubdir + "/kube-apiserver.yaml": "apiserver",
+			nodelayout.StagedPodsSubdir + "/kube-scheduler.yaml": "scheduler",
 		})
 		if err := ActivateStaged(kube, nullLog()); err != nil {
 			t.Fatal(err)
 		}
 		equalTrees(t, readTree(t, kube), map[string]string{
-			ManifestsDir + "/kube-apiserver.yaml": "apiserver",
-			ManifestsDir + "/kube-scheduler.yaml": "scheduler",
+			nodelayout.StaticPodsSubdir + "/kube-apiserver.yaml": "apiserver",
+			nodelayout.StaticPodsSubdir + "/kube-scheduler.yaml": "scheduler",
 		})
 	})
 	t.Run("staged again", func(t *testing.T) {
 		// A staged file that is also active replaces the active one.
 		kube := t.TempDir()
 		writeTree(t, kube, map[string]string{
-			ManifestsDir + "/kube-apiserver.yaml": "old",
-			StagedDir + "/kube-apiserver.yaml":    "new",
+			nodelayout.StaticPodsSubdir + "/kube-apiserver.yaml": "old",
+			nodelayout.StagedPodsSubdir + "/kube-apiserver.yaml": "new",
 		})
 		if err := ActivateStaged(kube, nullLog()); err != nil {
 			t.Fatal(err)
 		}
-		equalTrees(t, readTree(t, kube), map[string]string{ManifestsDir + "/kube-apiserver.yaml": "new"})
+		equalTrees(t, readTree(t, kube), map[string]string{nodelayout.StaticPodsSubdir + "/kube-apiserver.yaml": "new"})
 	})
 	t.Run("no manifests folder", func(t *testing.T) {
 		// Install creates the manifests folder (it writes the etcd pod there
 		// first); without it nothing moves and the staged file is kept.
 		kube := t.TempDir()
-		writeTree(t, kube, map[string]string{StagedDir + "/kube-apiserver.yaml": "apiserver"})
+		writeTree(t, kube, map[string]string{nodelayout.StagedPodsSubdir + "/kube-apiserver.yaml": "apiserver"})
 		err := ActivateStaged(kube, nullLog())
 		if !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("error %v, want one wrapping fs.ErrNotExist", err)
 		}
-		equalTrees(t, readTree(t, kube), map[string]string{StagedDir + "/kube-apiserver.yaml": "apiserver"})
+		equalTrees(t, readTree(t, kube), map[string]string{nodelayout.StagedPodsSubdir + "/kube-apiserver.yaml": "apiserver"})
 	})
 	t.Run("staged folder unreadable", func(t *testing.T) {
 		// A file where the staged folder should be is an error, not "nothing staged".
 		kube := t.TempDir()
-		writeTree(t, kube, map[string]string{StagedDir: "not a folder"})
+		writeTree(t, kube, map[string]string{nodelayout.StagedPodsSubdir: "not a folder"})
 		if err := ActivateStaged(kube, nullLog()); err == nil {
 			t.Fatal("no error for a staged folder that is a file")
 		}

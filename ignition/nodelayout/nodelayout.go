@@ -1,0 +1,116 @@
+// Package nodelayout is the layout of kiln's machines: the paths, port and
+// label that the Ignition configs kiln writes share with the agents that
+// read them (`kiln node ...`) and with the platforms that prepare and serve
+// the machines. Each is defined here once. The Ignition assets place files
+// at these paths and render data/butane's templates with Values; the agents
+// take them as flag defaults; the local platform writes NodeEnvFile and
+// balances MCSPort.
+//
+// It imports only the standard library, so assets, agents and platforms may
+// all depend on it.
+package nodelayout
+
+// Every machine.
+const (
+	// KilnBinary is where the kiln binary is on every machine; units and
+	// pods run the agents from it.
+	KilnBinary = "/usr/local/bin/kiln"
+	// NodeEnvFile holds the machine's KEY=value settings (KILN_NODE_IP),
+	// written by the platform before first boot and read by units as their
+	// EnvironmentFile.
+	NodeEnvFile = "/etc/kiln/node.env"
+	// TrustBundleFile is install-config's additionalTrustBundle.
+	TrustBundleFile = "/etc/kiln/additional-trust-bundle.pem"
+
+	// KubernetesDir is the node's Kubernetes configuration directory.
+	KubernetesDir = "/etc/kubernetes"
+	// StaticPodsSubdir is the kubelet's static pod directory in KubernetesDir.
+	StaticPodsSubdir = "manifests"
+	// StagedPodsSubdir holds a master's control plane static pods, in
+	// KubernetesDir, until its etcd member votes; then they move to
+	// StaticPodsSubdir.
+	StagedPodsSubdir = "staged-manifests"
+	// EtcdPKISubdir holds the etcd CA and member certificates in KubernetesDir.
+	EtcdPKISubdir = "pki/etcd"
+
+	// StaticPodDir is the kubelet's static pod directory.
+	StaticPodDir = KubernetesDir + "/" + StaticPodsSubdir
+	// StagedPodDir is StagedPodsSubdir on the machine.
+	StagedPodDir = KubernetesDir + "/" + StagedPodsSubdir
+	// PKIDir holds the control plane's certificates and keys.
+	PKIDir = KubernetesDir + "/pki"
+	// EtcdPKIDir is EtcdPKISubdir on the machine.
+	EtcdPKIDir = KubernetesDir + "/" + EtcdPKISubdir
+	// KubeconfigDir holds the control plane components' kubeconfigs.
+	KubeconfigDir = KubernetesDir + "/kubeconfigs"
+	// BootstrapKubeconfig is the kubelet's bootstrap kubeconfig (a
+	// bootstrap token) on joining machines.
+	BootstrapKubeconfig = KubernetesDir + "/bootstrap-kubeconfig"
+	// KubeletKubeconfig is the kubeconfig the kubelet writes once its client
+	// certificate is issued; node agents use the node's credentials from it.
+	KubeletKubeconfig = "/var/lib/kubelet/kubeconfig"
+	// RoleLabel is the label kubelets register with (--node-labels), whose
+	// value is the machine's role.
+	RoleLabel = "node.kiln.dev/role"
+)
+
+// The machine-config server, on the bootstrap machine and on masters.
+const (
+	// MCSConfigDir holds the configs it serves (<role>.ign) and its
+	// tls.crt and tls.key.
+	MCSConfigDir = "/etc/kiln/mcs"
+	// MCSPort is its port; pointer configs fetch
+	// https://api-int.<cluster>:MCSPort/config/<role>.
+	MCSPort = 22623
+)
+
+// The bootstrap machine.
+const (
+	// BootstrapManifestsDir holds the objects bootkube applies.
+	BootstrapManifestsDir = "/opt/kiln/manifests"
+	// MasterEtcdManifest is the masters' etcd static pod, which bootkube
+	// completes for each member it adds.
+	MasterEtcdManifest = "/opt/kiln/static-pods/etcd.yaml"
+	// BootkubeDoneFile is written by bootkube when bootstrap is complete; its
+	// unit does not start again once it exists.
+	BootkubeDoneFile = "/opt/kiln/bootkube.done"
+)
+
+// Layout is the layout as a value, for templates: data/butane's units read
+// it as {{ .Layout.MCSConfigDir }}.
+type Layout struct {
+	KilnBinary            string
+	NodeEnvFile           string
+	StaticPodDir          string
+	PKIDir                string
+	EtcdPKIDir            string
+	KubeconfigDir         string
+	BootstrapKubeconfig   string
+	KubeletKubeconfig     string
+	RoleLabel             string
+	MCSConfigDir          string
+	MCSPort               int
+	BootstrapManifestsDir string
+	MasterEtcdManifest    string
+	BootkubeDoneFile      string
+}
+
+// Values returns the layout of kiln's machines.
+func Values() Layout {
+	return Layout{
+		KilnBinary:            KilnBinary,
+		NodeEnvFile:           NodeEnvFile,
+		StaticPodDir:          StaticPodDir,
+		PKIDir:                PKIDir,
+		EtcdPKIDir:            EtcdPKIDir,
+		KubeconfigDir:         KubeconfigDir,
+		BootstrapKubeconfig:   BootstrapKubeconfig,
+		KubeletKubeconfig:     KubeletKubeconfig,
+		RoleLabel:             RoleLabel,
+		MCSConfigDir:          MCSConfigDir,
+		MCSPort:               MCSPort,
+		BootstrapManifestsDir: BootstrapManifestsDir,
+		MasterEtcdManifest:    MasterEtcdManifest,
+		BootkubeDoneFile:      BootkubeDoneFile,
+	}
+}
