@@ -74,18 +74,6 @@ func AddFile(c *types.Config, path string, mode int, data []byte) {
 	c.Storage.Files = append(c.Storage.Files, f)
 }
 
-// AddUnit adds (or replaces) a systemd unit, enabled or not.
-func AddUnit(c *types.Config, name, contents string, enabled bool) {
-	u := types.Unit{Name: name, Contents: &contents, Enabled: &enabled}
-	for i := range c.Systemd.Units {
-		if c.Systemd.Units[i].Name == name {
-			c.Systemd.Units[i] = u
-			return
-		}
-	}
-	c.Systemd.Units = append(c.Systemd.Units, u)
-}
-
 // Pointer returns a config that merges the config at url, trusting caPEM
 // for its TLS connection: what master.ign and worker.ign are.
 func Pointer(url string, caPEM []byte) types.Config {

@@ -37,7 +37,6 @@ type nodeValues struct {
 	Proxy            string
 	ClusterDNSDomain string
 	DNSServiceIP     string
-	ClusterCIDRs     string
 	MasterReplicas   int
 }
 
@@ -52,7 +51,6 @@ func baseConfig(role string, ic *installconfig.InstallConfig, v *manifests.Value
 		SSHKey:           strings.TrimSpace(c.SSHKey),
 		ClusterDNSDomain: v.ClusterDNSDomain,
 		DNSServiceIP:     v.DNSServiceIP,
-		ClusterCIDRs:     v.ClusterCIDRs,
 		MasterReplicas:   v.MasterReplicas,
 	}
 	if p := c.Proxy; p != nil {

@@ -100,7 +100,6 @@ func newNodeNetdCmd(o *rootOptions) *cobra.Command {
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", nodelayout.KubeletKubeconfig, "kubeconfig with the node's credentials")
 	cmd.Flags().StringVar(&cfg.NodeName, "node-name", "", "this node's name")
 	cmd.Flags().StringVar(&cfg.CNIConfPath, "cni-conf", cfg.CNIConfPath, "CNI configuration file to write")
-	cmd.Flags().String("cluster-cidr", "", "cluster pod network (informational)")
 	return cmd
 }
 

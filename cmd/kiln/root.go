@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -58,9 +57,7 @@ func execute(ctx context.Context, o *rootOptions, args []string) int {
 	}
 	kind := graph.KindOf(err)
 	if err != nil {
-		if !errors.Is(err, errUsage) {
-			o.log.Error(err.Error())
-		}
+		o.log.Error(err.Error())
 	}
 	o.finishDebugLog(err, kind)
 	if err == nil {
@@ -68,9 +65,6 @@ func execute(ctx context.Context, o *rootOptions, args []string) int {
 	}
 	return int(kind)
 }
-
-// errUsage marks a usage error that cobra already printed.
-var errUsage = errors.New("usage error")
 
 func newRootCmd(o *rootOptions) *cobra.Command {
 	root := &cobra.Command{

@@ -136,28 +136,6 @@ func (d *Driver) Validate(ctx context.Context, stage string, vars any) error {
 	})
 }
 
-// Outputs returns the outputs of an applied stage as JSON values.
-func (d *Driver) Outputs(ctx context.Context, stage string) (map[string]json.RawMessage, error) {
-	tf, err := d.newTerraform(stage)
-	if err != nil {
-		return nil, err
-	}
-	var outs map[string]tfexec.OutputMeta
-	err = d.run(tf, stage, "output", func() error {
-		var err error
-		outs, err = tf.Output(ctx)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	res := make(map[string]json.RawMessage, len(outs))
-	for k, v := range outs {
-		res[k] = v.Value
-	}
-	return res, nil
-}
-
 // applyOptions are the options of `apply` for stage.
 func (d *Driver) applyOptions(stage string) []tfexec.ApplyOption {
 	return []tfexec.ApplyOption{tfexec.VarFile(filepath.Join(d.StageDir(stage), varFileName))}
