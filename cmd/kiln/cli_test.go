@@ -1,243 +1,205 @@
 package main
 
 import (
-	"bytes"
-	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// TestCLIScripts runs the scripts in test/cli/*.txtar. A script is a txtar
-// archive: its comment holds one command per line, its files are inputs and
-// expected outputs. Commands (a leading "!" expects failure or negates):
+// kilnExe is the name under which the test binary runs kiln's main in a
+// child process. It differs from "kiln" because testscript's own commands
+// take precedence over Params.Cmds, and the script command kiln (below)
+// must record the exit code.
+const kilnExe = "kiln-under-test"
+
+// TestMain lets the test binary run as kiln (as kilnExe) in scripts.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		kilnExe: func() { os.Exit(run(os.Args[1:])) },
+	})
+}
+
+// TestCLIScripts runs the testscript scripts in test/cli/*.txtar. Besides
+// testscript's built-in commands (stdin, stdout, stderr, exists, cp, cmp,
+// mkdir, ...), scripts have:
 //
-//	stdin NAME               standard input of the next kiln run
-//	[!] kiln ARGS...         run kiln; $WORK is the test's directory (the default --dir)
-//	code N                   exit code of the last run
-//	[!] stdout|stderr RE     output of the last run matches RE
-//	[!] exists PATH          a file exists under $WORK
-//	cp NAME PATH             write archive file NAME to PATH
-//	replace PATH OLD NEW     edit a file
-//	cmp PATH NAME            PATH has exactly the content of NAME
+//	[!] kiln ARGS...         run kiln in $WORK (the default --dir); with !, expect a non-zero exit
+//	code N                   the last kiln run exited with exactly N
 //	mode PATH PERM           PATH has permission PERM (octal)
-//	snapshot                 remember every file under $WORK
-//	unchanged [-log]         $WORK is byte-for-byte as snapshot (-log: but .kiln.log)
-//
-// Quote words with spaces: 'raw' or "Go syntax".
+//	replace PATH OLD NEW     replace OLD by NEW in PATH (Go escapes such as \n allowed)
+//	snapshot                 remember every file under $WORK (but testscript's $WORK/.tmp)
+//	unchanged [-log]         $WORK is byte-for-byte, mode and mtime as at snapshot (-log: but .kiln.log)
 func TestCLIScripts(t *testing.T) {
-	scripts, err := filepath.Glob("../../test/cli/*.txtar")
-	if err != nil || len(scripts) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, s := range scripts {
-		t.Run(strings.TrimSuffix(filepath.Base(s), ".txtar"), func(t *testing.T) {
-			data, err := os.ReadFile(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			comment, files := parseTxtar(data)
-			st := &scriptState{t: t, work: t.TempDir(), files: files}
-			for i, line := range strings.Split(comment, "\n") {
-				line = strings.TrimSpace(line)
-				if line == "" || strings.HasPrefix(line, "#") {
-					continue
-				}
-				st.line = fmt.Sprintf("%s:%d: %s", filepath.Base(s), i+1, line)
-				st.run(line)
-			}
-		})
-	}
+	testscript.Run(t, testscript.Params{
+		Dir: filepath.Join("..", "..", "test", "cli"),
+		Setup: func(env *testscript.Env) error {
+			env.Values[scriptStateKey{}] = &scriptState{}
+			return nil
+		},
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"kiln":      cmdKiln,
+			"code":      cmdCode,
+			"mode":      cmdMode,
+			"replace":   cmdReplace,
+			"snapshot":  cmdSnapshot,
+			"unchanged": cmdUnchanged,
+		},
+	})
 }
 
+// scriptStateKey keys a script's *scriptState in its Env.Values.
+type scriptStateKey struct{}
+
+// scriptState is what one script's commands share.
 type scriptState struct {
-	t              *testing.T
-	work, line     string
-	files          map[string]string
-	stdin          string
-	stdout, stderr string
-	code           int
-	snap           map[string]string
+	code int               // exit code of the last kiln run
+	ran  bool              // kiln has run
+	snap map[string]string // files at the last snapshot
 }
 
-func (s *scriptState) fatalf(format string, args ...any) {
-	s.t.Helper()
-	s.t.Fatalf("%s\n"+format+"\nstdout:\n%s\nstderr:\n%s", append(append([]any{s.line}, args...), s.stdout, s.stderr)...)
+func state(ts *testscript.TestScript) *scriptState {
+	return ts.Value(scriptStateKey{}).(*scriptState)
 }
 
-func (s *scriptState) run(line string) {
-	neg := strings.HasPrefix(line, "! ")
-	args := splitArgs(strings.TrimPrefix(line, "! "))
-	for i := range args {
-		args[i] = strings.ReplaceAll(args[i], "$WORK", s.work)
+func cmdKiln(ts *testscript.TestScript, neg bool, args []string) {
+	err := ts.Exec(kilnExe, args...)
+	code := 0
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		code = exitErr.ExitCode()
+	case err != nil:
+		ts.Fatalf("run kiln: %v", err)
 	}
-	path := func(i int) string { return filepath.Join(s.work, args[i]) }
-	switch args[0] {
-	case "stdin":
-		s.stdin = s.file(args[1])
-	case "kiln":
-		var out, errb bytes.Buffer
-		o := &rootOptions{stdin: strings.NewReader(s.stdin), stdout: &out, stderr: &errb}
-		kargs := args[1:]
-		if !slices.ContainsFunc(kargs, func(a string) bool { return strings.HasPrefix(a, "--dir") }) {
-			kargs = append(kargs, "--dir", s.work) // never the source tree
+	st := state(ts)
+	st.code, st.ran = code, true
+	if (code != 0) != neg {
+		ts.Fatalf("kiln exited with %d", code)
+	}
+}
+
+func cmdCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: code N")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	st := state(ts)
+	if !st.ran {
+		ts.Fatalf("code: kiln has not run")
+	}
+	if st.code != want {
+		ts.Fatalf("kiln exited with %d, want %d", st.code, want)
+	}
+}
+
+func cmdMode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: mode PATH PERM")
+	}
+	want, err := strconv.ParseUint(args[1], 8, 32)
+	ts.Check(err)
+	info, err := os.Stat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if got := info.Mode().Perm(); uint64(got) != want {
+		ts.Fatalf("mode of %s is %04o, want %s", args[0], got, args[1])
+	}
+}
+
+func cmdReplace(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: replace PATH OLD NEW")
+	}
+	old, repl := unescape(ts, args[1]), unescape(ts, args[2])
+	path := ts.MkAbs(args[0])
+	data, err := os.ReadFile(path)
+	ts.Check(err)
+	if !strings.Contains(string(data), old) {
+		ts.Fatalf("%s does not contain %q", args[0], old)
+	}
+	ts.Check(os.WriteFile(path, []byte(strings.ReplaceAll(string(data), old, repl)), 0o600))
+}
+
+// unescape interprets Go escape sequences in s; quotes in s are literal.
+func unescape(ts *testscript.TestScript, s string) string {
+	u, err := strconv.Unquote(`"` + strings.ReplaceAll(s, `"`, `\"`) + `"`)
+	if err != nil {
+		ts.Fatalf("bad escape in %q: %v", s, err)
+	}
+	return u
+}
+
+func cmdSnapshot(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: snapshot")
+	}
+	state(ts).snap = snapshot(ts)
+}
+
+func cmdUnchanged(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) > 1 || (len(args) == 1 && args[0] != "-log") {
+		ts.Fatalf("usage: unchanged [-log]")
+	}
+	before := state(ts).snap
+	if before == nil {
+		ts.Fatalf("unchanged: no snapshot")
+	}
+	before, now := maps.Clone(before), snapshot(ts)
+	if len(args) == 1 {
+		for _, m := range []map[string]string{before, now} {
+			maps.DeleteFunc(m, func(k, _ string) bool { return filepath.Base(k) == debugLogName })
 		}
-		s.code = execute(context.Background(), o, kargs)
-		s.stdin, s.stdout, s.stderr = "", out.String(), errb.String()
-		if (s.code != 0) != neg {
-			s.fatalf("exit code %d", s.code)
-		}
-	case "code":
-		if want, _ := strconv.Atoi(args[1]); s.code != want {
-			s.fatalf("exit code %d, want %d", s.code, want)
-		}
-	case "stdout", "stderr":
-		text := map[string]string{"stdout": s.stdout, "stderr": s.stderr}[args[0]]
-		if regexp.MustCompile(args[1]).MatchString(text) == neg {
-			s.fatalf("%s match of %q is %v", args[0], args[1], !neg)
-		}
-	case "exists":
-		if _, err := os.Stat(path(1)); (err == nil) == neg {
-			s.fatalf("exists %s: %v", args[1], err)
-		}
-	case "cp":
-		if err := os.MkdirAll(filepath.Dir(path(2)), 0o755); err != nil {
-			s.fatalf("%v", err)
-		}
-		if err := os.WriteFile(path(2), []byte(s.file(args[1])), 0o644); err != nil {
-			s.fatalf("%v", err)
-		}
-	case "replace":
-		b, err := os.ReadFile(path(1))
-		if err != nil || !bytes.Contains(b, []byte(args[2])) {
-			s.fatalf("%s does not contain %q (%v)", args[1], args[2], err)
-		}
-		if err := os.WriteFile(path(1), bytes.ReplaceAll(b, []byte(args[2]), []byte(args[3])), 0o600); err != nil {
-			s.fatalf("%v", err)
-		}
-	case "cmp":
-		b, err := os.ReadFile(path(1))
-		if err != nil || string(b) != s.file(args[2]) {
-			s.fatalf("%s differs from %s (%v):\n%s", args[1], args[2], err, b)
-		}
-	case "mode":
-		st, err := os.Stat(path(1))
-		want, _ := strconv.ParseUint(args[2], 8, 32)
-		if err != nil || uint64(st.Mode().Perm()) != want {
-			s.fatalf("mode of %s: %v %v, want %s", args[1], st, err, args[2])
-		}
-	case "snapshot":
-		s.snap = s.snapshot()
-	case "unchanged":
-		now := s.snapshot()
-		if len(args) > 1 && args[1] == "-log" {
-			for k := range now {
-				if strings.HasSuffix(k, ".kiln.log") {
-					delete(now, k)
-					delete(s.snap, k)
-				}
+	}
+	var changed []string
+	for _, m := range []map[string]string{before, now} {
+		for k := range m {
+			if before[k] != now[k] && !slices.Contains(changed, k) {
+				changed = append(changed, k)
 			}
 		}
-		if !maps.Equal(now, s.snap) {
-			s.fatalf("$WORK changed:\nbefore %v\nafter  %v", slices.Sorted(maps.Keys(s.snap)), slices.Sorted(maps.Keys(now)))
-		}
-	default:
-		s.fatalf("unknown command %q", args[0])
+	}
+	if len(changed) > 0 {
+		slices.Sort(changed)
+		ts.Fatalf("$WORK changed since snapshot: %s", strings.Join(changed, ", "))
 	}
 }
 
-func (s *scriptState) file(name string) string {
-	f, ok := s.files[name]
-	if !ok {
-		s.fatalf("no file %s in the archive", name)
-	}
-	return f
-}
-
-func (s *scriptState) snapshot() map[string]string {
+// snapshot maps every directory and file under $WORK, but testscript's
+// temporary directory, to its mode (and a file's modification time and
+// content).
+func snapshot(ts *testscript.TestScript) map[string]string {
+	work := ts.Getenv("WORK")
 	out := map[string]string{}
-	err := filepath.WalkDir(s.work, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(work, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		rel, _ := filepath.Rel(work, p)
+		if d.IsDir() && rel == ".tmp" {
+			return filepath.SkipDir
 		}
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(s.work, p)
 		if d.IsDir() {
 			out[rel+"/"] = info.Mode().String()
 			return nil
 		}
 		b, err := os.ReadFile(p)
-		out[rel] = info.Mode().String() + " " + info.ModTime().String() + " " + string(b)
+		out[rel] = fmt.Sprintf("%s %s %s", info.Mode(), info.ModTime(), b)
 		return err
 	})
-	if err != nil {
-		s.fatalf("%v", err)
-	}
-	return out
-}
-
-// parseTxtar splits a txtar archive into its comment and files.
-func parseTxtar(data []byte) (string, map[string]string) {
-	files := map[string]string{}
-	var comment strings.Builder
-	var name string
-	var body strings.Builder
-	flush := func() {
-		if name != "" {
-			files[name] = body.String()
-		}
-		body.Reset()
-	}
-	for _, line := range strings.SplitAfter(string(data), "\n") {
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "-- ") && strings.HasSuffix(trimmed, " --") && len(trimmed) > 6 {
-			flush()
-			name = strings.TrimSpace(trimmed[3 : len(trimmed)-3])
-			continue
-		}
-		if name == "" {
-			comment.WriteString(line)
-		} else {
-			body.WriteString(line)
-		}
-	}
-	flush()
-	return comment.String(), files
-}
-
-// splitArgs splits on spaces; 'single-quoted' words are taken as they are
-// and "double-quoted" ones are unquoted with Go syntax.
-func splitArgs(line string) []string {
-	var out []string
-	for line = strings.TrimSpace(line); line != ""; line = strings.TrimSpace(line) {
-		if line[0] == '"' || line[0] == '`' {
-			if q, err := strconv.QuotedPrefix(line); err == nil {
-				u, _ := strconv.Unquote(q)
-				out = append(out, u)
-				line = line[len(q):]
-				continue
-			}
-		}
-		if line[0] == '\'' {
-			if end := strings.IndexByte(line[1:], '\''); end >= 0 {
-				out = append(out, line[1:end+1])
-				line = line[end+2:]
-				continue
-			}
-		}
-		w, rest, _ := strings.Cut(line, " ")
-		out = append(out, w)
-		line = rest
-	}
+	ts.Check(err)
 	return out
 }
