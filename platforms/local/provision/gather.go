@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 )
@@ -33,7 +34,7 @@ func gatherCommands() []gatherCommand {
 		{"containers.txt", []string{"ctr", "-n", "k8s.io", "containers", "ls"}},
 		{"images.txt", []string{"ctr", "-n", "k8s.io", "images", "ls", "-q"}},
 		{"pod-logs.tar.gz", []string{"tar", "-C", "/var/log", "-czf", "-", "pods"}},
-		{"static-pods.txt", []string{"ls", "-l", "/etc/kubernetes/manifests", "/etc/kubernetes/staged-manifests"}},
+		{"static-pods.txt", []string{"ls", "-l", nodelayout.StaticPodDir, nodelayout.StagedPodDir}},
 	}
 }
 
