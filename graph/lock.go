@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -80,7 +81,13 @@ func LockDir(dir, command string) (*Lock, error) {
 		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 			defer f.Close()
 			if errors.Is(err, unix.EWOULDBLOCK) {
-				return nil, WithKind(KindBusy, &BusyError{Dir: dir, Holder: readHolder(f)})
+				// The holder names itself right after taking the lock.
+				h := readHolder(f)
+				for i := 0; h == nil && i < 50; i++ {
+					time.Sleep(10 * time.Millisecond)
+					h = readHolder(f)
+				}
+				return nil, WithKind(KindBusy, &BusyError{Dir: dir, Holder: h})
 			}
 			return nil, fmt.Errorf("lock %s: %w", l.path, err)
 		}
@@ -94,8 +101,9 @@ func LockDir(dir, command string) (*Lock, error) {
 	}
 	h := Holder{PID: os.Getpid(), PIDNamespace: pidNamespace(), Command: command, Since: time.Now()}
 	b, _ := json.Marshal(h)
-	if err := l.f.Truncate(0); err == nil {
-		_, _ = l.f.WriteAt(append(b, '\n'), 0)
+	b = append(b, '\n')
+	if _, err := l.f.WriteAt(b, 0); err == nil {
+		_ = l.f.Truncate(int64(len(b)))
 	}
 	return l, nil
 }
@@ -143,8 +151,9 @@ func readHolder(f *os.File) *Holder {
 	if err != nil || len(b) == 0 {
 		return nil
 	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
 	h := &Holder{}
-	if json.Unmarshal(b, h) != nil || h.PID == 0 {
+	if json.Unmarshal(line, h) != nil || h.PID == 0 {
 		return nil
 	}
 	return h

@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kiln-project/kiln/graph"
 )
@@ -44,11 +46,15 @@ func TestLockDirIsExclusiveAndNamesTheHolder(t *testing.T) {
 // A killed holder never leaves a stale lock: the kernel drops it.
 func TestLockOfKilledHolderIsFree(t *testing.T) {
 	if dir := os.Getenv("KILN_TEST_LOCK_HOLDER"); dir != "" {
-		if _, err := graph.LockDir(dir, "kiln create cluster"); err != nil {
+		l, err := graph.LockDir(dir, "kiln create cluster")
+		if err != nil {
 			os.Exit(3)
 		}
 		os.Stdout.WriteString("locked\n")
-		select {} // until killed
+		for { // until killed; l must stay reachable, its finalizer would unlock
+			time.Sleep(time.Second)
+			runtime.KeepAlive(l)
+		}
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLockOfKilledHolderIsFree$")
@@ -65,6 +71,9 @@ func TestLockOfKilledHolderIsFree(t *testing.T) {
 		t.Fatalf("holder said %q", line)
 	}
 	_, err = graph.LockDir(dir, "kiln destroy cluster")
+	if err == nil {
+		t.Fatal("LockDir succeeded while another process holds the lock")
+	}
 	if !strings.Contains(err.Error(), "pid "+strconv.Itoa(cmd.Process.Pid)) {
 		t.Errorf("while held: %v, want the holder's pid %d", err, cmd.Process.Pid)
 	}

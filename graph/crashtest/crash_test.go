@@ -1,18 +1,10 @@
 package crashtest_test
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,6 +15,7 @@ import (
 	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/crashtest"
 )
 
 const installConfig = `apiVersion: kiln.dev/v1
@@ -167,7 +160,7 @@ func converge(t *testing.T, dir string, target func() graph.Target, want []strin
 	}
 	// The manifests hold no certificates yet; the Ignition configs and
 	// the kubeconfig do.
-	return checkCerts(t, dir, len(want) > 0 && slices.Contains(want, "bootstrap.ign"))
+	return crashtest.CheckCerts(dir, len(want) > 0 && slices.Contains(want, "bootstrap.ign"))
 }
 
 // fileSet lists dir's files; a temporary file, a journal or a lock file is
@@ -184,111 +177,6 @@ func fileSet(t *testing.T, dir string) []string {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	return out
-}
-
-// checkCerts verifies every certificate in every output against the CAs of
-// the state file; needCerts says the outputs must hold some.
-func checkCerts(t *testing.T, dir string, needCerts bool) string {
-	stateBytes, err := os.ReadFile(filepath.Join(dir, graph.StateFileName))
-	if err != nil {
-		return err.Error()
-	}
-	var st graph.State
-	if err := json.Unmarshal(stateBytes, &st); err != nil {
-		return err.Error()
-	}
-	roots := x509.NewCertPool()
-	nCAs := 0
-	for id, e := range st.Assets {
-		if !strings.HasPrefix(id, "tls/") || !strings.HasSuffix(id, "-ca") {
-			continue
-		}
-		var ck struct {
-			Cert []byte `json:"cert"`
-		}
-		if err := json.Unmarshal(e.Value, &ck); err != nil || !roots.AppendCertsFromPEM(ck.Cert) {
-			return fmt.Sprintf("state: %s has no certificate", id)
-		}
-		nCAs++
-	}
-	if needCerts && st.Assets["tls/root-ca"] == nil {
-		return "state holds no root CA"
-	}
-	checked := 0
-	var problems []string
-	for _, p := range fileSet(t, dir) {
-		if p == graph.StateFileName || strings.HasPrefix(p, ".kiln/") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, p))
-		if err != nil {
-			return err.Error()
-		}
-		for _, c := range certsIn(b, 0) {
-			checked++
-			opts := x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}
-			if _, err := c.Verify(opts); err != nil {
-				problems = append(problems, fmt.Sprintf("%s: certificate %q does not chain to the state's CAs: %v", p, c.Subject, err))
-			}
-		}
-	}
-	if needCerts && checked == 0 {
-		return "no certificate found in the outputs"
-	}
-	return strings.Join(problems, "; ")
-}
-
-// certsIn finds PEM certificates in b and, recursively, in the JSON and
-// YAML strings, base64 and data: URLs (gzip too) it holds.
-func certsIn(b []byte, depth int) []*x509.Certificate {
-	var out []*x509.Certificate
-	if depth > 4 {
-		return nil
-	}
-	if zr, err := gzip.NewReader(bytes.NewReader(b)); err == nil {
-		if u, err := io.ReadAll(zr); err == nil {
-			return certsIn(u, depth+1)
-		}
-	}
-	rest := b
-	for {
-		var blk *pem.Block
-		blk, rest = pem.Decode(rest)
-		if blk == nil {
-			break
-		}
-		if blk.Type == "CERTIFICATE" {
-			if c, err := x509.ParseCertificate(blk.Bytes); err == nil {
-				out = append(out, c)
-			}
-		}
-	}
-	if len(out) > 0 {
-		return out
-	}
-	for _, tok := range strings.FieldsFunc(string(b), func(r rune) bool {
-		return strings.ContainsRune(" \t\r\n\"'", r)
-	}) {
-		switch {
-		case strings.HasPrefix(tok, "data:"):
-			meta, data, ok := strings.Cut(strings.TrimPrefix(tok, "data:"), ",")
-			if !ok {
-				continue
-			}
-			var raw []byte
-			if strings.HasSuffix(meta, ";base64") {
-				raw, _ = base64.StdEncoding.DecodeString(data)
-			} else if s, err := url.PathUnescape(data); err == nil {
-				raw = []byte(s)
-			}
-			out = append(out, certsIn(raw, depth+1)...)
-		case len(tok) > 100:
-			if raw, err := base64.StdEncoding.DecodeString(tok); err == nil {
-				out = append(out, certsIn(raw, depth+1)...)
-			}
-		}
 	}
 	return out
 }
