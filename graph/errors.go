@@ -17,6 +17,8 @@ const (
 	KindBootstrap Kind = 4
 	// KindInstall is a failure between bootstrap-complete and install-complete.
 	KindInstall Kind = 5
+	// KindBusy is another kiln holding the lock of --dir (a *BusyError).
+	KindBusy Kind = 6
 	// KindInterrupted is a run stopped by SIGINT or SIGTERM.
 	KindInterrupted Kind = 130
 )

@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -29,13 +30,93 @@ func (e *AssetError) Error() string {
 func (e *AssetError) Unwrap() error { return e.Err }
 
 // under returns the error as seen from a dependent asset: the same error with
-// id prepended to the path, never a second layer of wrapping.
+// id prepended to the path (to each path of several), never a second layer
+// of wrapping.
 func under(id string, err error) error {
+	var list Errors
+	if errors.As(err, &list) {
+		out := make(Errors, len(list))
+		for i, ae := range list {
+			out[i] = under(id, ae).(*AssetError)
+		}
+		return WithKind(KindOf(err), out)
+	}
 	var ae *AssetError
 	if errors.As(err, &ae) {
 		return &AssetError{Path: append([]string{id}, ae.Path...), Err: ae.Err}
 	}
 	return &AssetError{Path: []string{id}, Err: err}
+}
+
+// Errors is several assets failing in one Fetch: every failing asset once,
+// sorted by message, so that a run reports every bad input at once and the
+// same way each time.
+type Errors []*AssetError
+
+// Error prints one error per line.
+func (l Errors) Error() string {
+	msgs := make([]string, len(l))
+	for i, e := range l {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// Unwrap returns the errors.
+func (l Errors) Unwrap() []error {
+	out := make([]error, len(l))
+	for i, e := range l {
+		out[i] = e
+	}
+	return out
+}
+
+// joinAssetErrors merges nodes' errors (nil entries are skipped): nil for
+// none, the *AssetError itself for one, else Errors with each failing asset
+// once (its first path), sorted, of the kind they share (KindInternal when
+// they differ).
+func joinAssetErrors(errs []error) error {
+	var all []*AssetError
+	for _, err := range errs {
+		var list Errors
+		var ae *AssetError
+		switch {
+		case err == nil:
+		case errors.As(err, &list):
+			all = append(all, list...)
+		case errors.As(err, &ae):
+			all = append(all, ae)
+		default:
+			all = append(all, &AssetError{Err: err})
+		}
+	}
+	seen := map[string]bool{}
+	var out Errors
+	for _, ae := range all {
+		key := ""
+		if len(ae.Path) > 0 {
+			key = ae.Path[len(ae.Path)-1]
+		}
+		key += "\x00" + ae.Err.Error()
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, ae)
+		}
+	}
+	switch len(out) {
+	case 0:
+		return nil
+	case 1:
+		return out[0]
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Error() < out[j].Error() })
+	kind := KindOf(out[0])
+	for _, ae := range out[1:] {
+		if KindOf(ae) != kind {
+			kind = KindInternal
+		}
+	}
+	return WithKind(kind, out)
 }
 
 // CycleError reports a dependency cycle, e.g. a -> b -> a.

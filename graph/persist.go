@@ -1,18 +1,15 @@
 package graph
 
 import (
-	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"maps"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
-
-	"github.com/kiln-project/kiln/graph/atomicfile"
+	"time"
 )
 
 // ConsumedDir is where Persist keeps a copy of each consumed file, below
@@ -33,6 +30,9 @@ type Target struct {
 // to .kiln/consumed/<path>: ignition-configs consumes install-config.yaml
 // and the manifests) and saves the state file. Every value is computed
 // before the first write, so an error in any asset leaves --dir untouched.
+// The writes are recorded in a journal first (JournalFileName), so a run
+// killed while writing is finished by the next one: --dir never holds a mix
+// of two runs (docs/crash-safety.md).
 func (s *Store) Persist(ctx context.Context, t Target) error {
 	assets := make([]Asset, len(t.Assets))
 	for i, a := range t.Assets {
@@ -55,93 +55,69 @@ func (s *Store) Persist(ctx context.Context, t Target) error {
 			owner[f.Path] = a.ID()
 		}
 	}
+	j := &journal{Version: journalVersion, Target: t.Name, Started: time.Now().UTC()}
 	for _, a := range t.Assets {
 		n := s.node(a.ID())
 		disk := map[string]string{}
 		for _, f := range a.Files() {
-			if err := s.writeFile(f); err != nil {
-				return err
-			}
+			full := filepath.Join(s.dir, filepath.FromSlash(f.Path))
+			h, mode, ok := fileHash(full)
 			disk[f.Path] = hashBytes(f.Data)
+			if ok && h == disk[f.Path] && mode == ModeOf(f) {
+				continue
+			}
+			j.Writes = append(j.Writes, journalFile{Path: f.Path, Mode: ModeOf(f), Data: f.Data, Was: h})
 		}
 		n.entry.Disk = disk
 		n.onDisk = nil
 	}
-	if err := s.consume(inTarget); err != nil {
+	consumes, err := s.consumed(inTarget)
+	if err != nil {
 		return err
 	}
-	return s.saveState()
-}
-
-// writeFile writes f unless --dir already holds exactly it.
-func (s *Store) writeFile(f *File) error {
-	full := filepath.Join(s.dir, filepath.FromSlash(f.Path))
-	mode := ModeOf(f)
-	if st, err := os.Stat(full); err == nil && st.Mode().Perm() == mode {
-		if old, err := os.ReadFile(full); err == nil && bytes.Equal(old, f.Data) {
-			return nil
-		}
-	}
-	if err := atomicfile.Write(full, f.Data, mode); err != nil {
+	j.Consumes = consumes
+	if j.State, err = s.newState(); err != nil {
 		return err
 	}
-	s.log.Debugf("Wrote %s (%o)", f.Path, mode)
-	return nil
+	old, _ := os.ReadFile(filepath.Join(s.dir, StateFileName))
+	if len(j.Writes) == 0 && len(j.Consumes) == 0 && string(old) == string(j.State) {
+		return nil // nothing changed: leave --dir (and every mtime) alone
+	}
+	return s.exclusive(func() error { return s.commit(j) })
 }
 
-// consume moves the files of writable assets read from --dir this run, and
-// not part of the target, into ConsumedDir.
-func (s *Store) consume(inTarget map[string]bool) error {
+// consumed lists the files of writable assets read from --dir this run, and
+// not part of the target, which Persist moves into ConsumedDir.
+func (s *Store) consumed(inTarget map[string]bool) ([]journalFile, error) {
 	s.mu.Lock()
 	ids := slices.Sorted(maps.Keys(s.nodes))
 	s.mu.Unlock()
+	var out []journalFile
 	for _, id := range ids {
 		n := s.node(id)
 		if inTarget[id] || len(n.onDisk) == 0 {
 			continue
 		}
 		for _, p := range slices.Sorted(maps.Keys(n.onDisk)) {
-			if err := s.consumeFile(p); err != nil {
-				return err
+			full := filepath.Join(s.dir, filepath.FromSlash(p))
+			st, err := os.Stat(full)
+			if err != nil {
+				return nil, err
 			}
+			data, err := os.ReadFile(full)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, journalFile{Path: p, Mode: st.Mode().Perm(), Data: data})
 		}
 		n.onDisk = nil
 	}
-	return nil
+	return out, nil
 }
 
-func (s *Store) consumeFile(p string) error {
-	src := filepath.Join(s.dir, filepath.FromSlash(p))
-	st, err := os.Stat(src)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	data, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	dst := path.Join(ConsumedDir, p)
-	if err := atomicfile.Write(filepath.Join(s.dir, filepath.FromSlash(dst)), data, st.Mode().Perm()); err != nil {
-		return err
-	}
-	if err := os.Remove(src); err != nil {
-		return err
-	}
-	// Remove directories the consumed file leaves empty (manifests/).
-	for d := path.Dir(p); d != "."; d = path.Dir(d) {
-		if os.Remove(filepath.Join(s.dir, filepath.FromSlash(d))) != nil {
-			break
-		}
-	}
-	s.log.Infof("Consumed %s; a copy is in %s", p, dst)
-	return nil
-}
-
-// saveState writes the previous state updated with every node resolved.
-func (s *Store) saveState() error {
+// newState is the state file's new content: the previous state updated with
+// every node resolved.
+func (s *Store) newState() ([]byte, error) {
 	st := &State{Version: stateVersion, Assets: map[string]*StateEntry{}}
 	maps.Copy(st.Assets, s.state.Assets)
 	s.mu.Lock()
@@ -151,5 +127,9 @@ func (s *Store) saveState() error {
 		}
 	}
 	s.mu.Unlock()
-	return st.write(s.dir)
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }

@@ -1,15 +1,12 @@
 package graph
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // StateFileName is the state file kept in --dir.
@@ -55,11 +52,11 @@ func readState(dir string) (*State, error) {
 		return nil, err
 	}
 	if err := json.Unmarshal(b, st); err != nil {
-		return nil, WithKind(KindInput, fmt.Errorf("%s: %w", StateFileName, err))
+		return nil, WithKind(KindInput, fmt.Errorf("%s: %w", filepath.Join(dir, StateFileName), err))
 	}
 	if st.Version != stateVersion {
 		return nil, WithKind(KindInput, fmt.Errorf("%s: format version %d, this kiln reads version %d",
-			StateFileName, st.Version, stateVersion))
+			filepath.Join(dir, StateFileName), st.Version, stateVersion))
 	}
 	if st.Assets == nil {
 		st.Assets = map[string]*StateEntry{}
@@ -67,16 +64,26 @@ func readState(dir string) (*State, error) {
 	return st, nil
 }
 
-// write stores the state atomically with mode 0600.
-func (st *State) write(dir string) error {
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
+// stateMode is the state file's permission: it holds every private key.
+const stateMode fs.FileMode = 0o600
+
+// enforceStateMode sets the state file of dir back to 0600 when someone
+// widened it; it reports whether it did.
+func enforceStateMode(dir string) (bool, error) {
 	name := filepath.Join(dir, StateFileName)
-	if old, err := os.ReadFile(name); err == nil && bytes.Equal(old, b) {
-		return nil // unchanged: leave the file (and its mtime) alone
+	st, err := os.Stat(name)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && st.Mode().Perm() == stateMode) {
+		return false, nil
 	}
-	return atomicfile.Write(name, b, 0o600)
+	if err != nil {
+		return false, err
+	}
+	return true, os.Chmod(name, stateMode)
+}
+
+// decodeError is a state entry that does not decode into its asset.
+func decodeError(dir, id string, err error) error {
+	name := filepath.Join(dir, StateFileName)
+	return WithKind(KindInput, fmt.Errorf("%s: the value of asset %s is damaged (%v); restore %s from a backup, "+
+		"or delete its %q entry to have kiln generate %s, and everything made from it, again", name, id, err, name, id, id))
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sync"
 
 	"github.com/sirupsen/logrus"
-	"golang.org/x/sync/errgroup"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // Store resolves assets for one --dir. It generates what is missing or
@@ -22,6 +24,7 @@ type Store struct {
 	log   logrus.FieldLogger
 	force bool
 	state *State // as read from disk; never modified
+	w     *atomicfile.Writer
 
 	mu    sync.Mutex
 	nodes map[string]*node
@@ -38,17 +41,39 @@ func WithLogger(l logrus.FieldLogger) Option { return func(s *Store) { s.log = l
 // stopping with a ConflictError.
 func WithForceRegenerate(force bool) Option { return func(s *Store) { s.force = force } }
 
+// WithFaults passes every file-system operation of the store through fault
+// (see atomicfile.Writer.Fault): a test seam to fail or crash a run at any
+// write, rename or remove.
+func WithFaults(fault func(op atomicfile.Op, path string) error) Option {
+	return func(s *Store) { s.w = &atomicfile.Writer{Fault: fault} }
+}
+
 // Open returns the store of dir, reading its state file if there is one.
+// It first finishes a run that was interrupted while writing dir and
+// removes the temporary files of interrupted writes (docs/crash-safety.md),
+// and it sets the state file back to mode 0600 if it was widened.
 func Open(dir string, opts ...Option) (*Store, error) {
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	s := &Store{dir: dir, log: quiet, w: &atomicfile.Writer{}, nodes: map[string]*node{}}
+	for _, o := range opts {
+		o(s)
+	}
 	st, err := readState(dir)
 	if err != nil {
 		return nil, err
 	}
-	quiet := logrus.New()
-	quiet.SetOutput(io.Discard)
-	s := &Store{dir: dir, log: quiet, state: st, nodes: map[string]*node{}}
-	for _, o := range opts {
-		o(s)
+	if err := s.recover(st); err != nil {
+		return nil, err
+	}
+	if s.state, err = readState(dir); err != nil {
+		return nil, err
+	}
+	if fixed, err := enforceStateMode(dir); err != nil {
+		return nil, err
+	} else if fixed {
+		s.log.Warnf("%s was readable by others; set it back to mode 0600 (it holds every private key)",
+			filepath.Join(dir, StateFileName))
 	}
 	return s, nil
 }
@@ -77,18 +102,24 @@ type node struct {
 }
 
 // Fetch resolves assets and their dependencies and fills each pointer with
-// its value. Independent branches are generated in parallel. An error is an
-// *AssetError carrying the path from the requested asset to the failing one,
-// or a *CycleError.
+// its value. Independent branches are generated in parallel, and a failing
+// branch does not stop the others, so every failing asset is reported. An
+// error is an *AssetError carrying the path from the requested asset to the
+// failing one, several of them (sorted; see Errors), or a *CycleError.
 func (s *Store) Fetch(ctx context.Context, assets ...Asset) error {
 	if err := walk(assets, nil); err != nil {
 		return err
 	}
-	g, gctx := errgroup.WithContext(ctx)
+	var wg sync.WaitGroup
 	for _, a := range assets {
-		g.Go(func() error { return s.resolve(gctx, a).err })
+		wg.Go(func() { s.resolve(ctx, a) })
 	}
-	if err := g.Wait(); err != nil {
+	wg.Wait()
+	var errs []error
+	for _, a := range assets {
+		errs = append(errs, s.node(a.ID()).err)
+	}
+	if err := joinAssetErrors(errs); err != nil {
 		return err
 	}
 	for _, a := range assets {
@@ -106,7 +137,10 @@ func (s *Store) FromState(a Asset) (found bool, err error) {
 	if !ok {
 		return false, nil
 	}
-	return true, restore(a, e.Value)
+	if err := restore(a, e.Value); err != nil {
+		return true, decodeError(s.dir, a.ID(), err)
+	}
+	return true, nil
 }
 
 func (s *Store) node(id string) *node {
@@ -116,7 +150,10 @@ func (s *Store) node(id string) *node {
 }
 
 // resolve returns the finished node of a, building it unless another
-// goroutine already is (then it waits for that one).
+// goroutine already is (then it waits for that one). The node is built
+// under ctx, the context of the whole Fetch, never one a sibling's failure
+// cancels: a node shared by several branches gets the same result whichever
+// asks first.
 func (s *Store) resolve(ctx context.Context, a Asset) *node {
 	s.mu.Lock()
 	if n, ok := s.nodes[a.ID()]; ok {
@@ -140,14 +177,24 @@ func (s *Store) build(ctx context.Context, n *node) error {
 	id := n.asset.ID()
 	deps := n.asset.Dependencies()
 	depNodes := make([]*node, len(deps))
-	g, gctx := errgroup.WithContext(ctx)
+	var wg sync.WaitGroup
 	for i, d := range deps {
-		g.Go(func() error {
-			depNodes[i] = s.resolve(gctx, d)
-			return depNodes[i].err
-		})
+		wg.Go(func() { depNodes[i] = s.resolve(ctx, d) })
 	}
-	if err := g.Wait(); err != nil {
+	wg.Wait()
+	var depErrs []error
+	for _, dn := range depNodes {
+		depErrs = append(depErrs, dn.err)
+	}
+	if err := joinAssetErrors(depErrs); err != nil {
+		// Report this asset's own bad files too: a user fixing one input
+		// error should not discover the next only on the next run.
+		if wa, ok := n.asset.(WritableAsset); ok {
+			if _, lerr := wa.Load(newDirFetcher(s.dir)); lerr != nil && KindOf(lerr) == KindInput {
+				err = joinAssetErrors([]error{err, &AssetError{Err: lerr}})
+			}
+			zero(n.asset)
+		}
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -207,11 +254,7 @@ func (s *Store) build(ctx context.Context, n *node) error {
 		}
 	}
 	if parentsSame {
-		if err := s.restore(n, prev, hashes); err == nil {
-			return nil
-		}
-		s.log.Debugf("state of %s does not fit this kiln; generating it again", id)
-		zero(n.asset)
+		return s.restore(n, prev, hashes)
 	}
 	s.log.Debugf("Generating %s", n.asset.Name())
 	if err := n.asset.Generate(ctx, parents{owner: id, nodes: byID}); err != nil {
@@ -221,10 +264,11 @@ func (s *Store) build(ctx context.Context, n *node) error {
 	return s.finish(n, hashes, nil)
 }
 
-// restore takes n's value from the state file.
+// restore takes n's value from the state file. A value that does not
+// decode is an error: regenerating it would silently replace, say, a CA.
 func (s *Store) restore(n *node, prev *StateEntry, hashes map[string]string) error {
 	if err := restore(n.asset, prev.Value); err != nil {
-		return err
+		return decodeError(s.dir, n.asset.ID(), err)
 	}
 	n.origin = fromState
 	n.entry = &StateEntry{Hash: prev.Hash, Parents: hashes, Disk: prev.Disk, Value: prev.Value}

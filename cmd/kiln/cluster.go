@@ -57,9 +57,10 @@ func newCreateClusterCmd(o *rootOptions, co *createOptions) *cobra.Command {
 
 func newDestroyCmd(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "destroy",
-		Short: "Destroy a cluster or its bootstrap machine",
-		Args:  cobra.NoArgs,
+		Use:         "destroy",
+		Short:       "Destroy a cluster or its bootstrap machine",
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{lockAnnotation: ""},
 	}
 	var infraID string
 	cluster := &cobra.Command{

@@ -24,9 +24,10 @@ type createOptions struct {
 func newCreateCmd(o *rootOptions) *cobra.Command {
 	co := &createOptions{}
 	create := &cobra.Command{
-		Use:   "create",
-		Short: "Create install-config.yaml, manifests or Ignition configs in --dir",
-		Args:  cobra.NoArgs,
+		Use:         "create",
+		Short:       "Create install-config.yaml, manifests or Ignition configs in --dir",
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{lockAnnotation: ""},
 	}
 	create.PersistentFlags().BoolVar(&co.forceRegenerate, "force-regenerate", false,
 		"regenerate files you edited whose own inputs changed too, discarding the edits")

@@ -10,7 +10,8 @@ import (
 )
 
 func newGatherCmd(o *rootOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "gather", Short: "Collect diagnostics from a cluster", Args: cobra.NoArgs}
+	cmd := &cobra.Command{Use: "gather", Short: "Collect diagnostics from a cluster", Args: cobra.NoArgs,
+		Annotations: map[string]string{lockAnnotation: ""}}
 	var infraID string
 	bootstrap := &cobra.Command{
 		Use:   "bootstrap",

@@ -27,6 +27,7 @@ type rootOptions struct {
 	logLevel string
 	log      *logrus.Logger
 	debug    *debugLog
+	lock     *graph.Lock
 	status   *status.Status
 	stdin    io.Reader
 	stdout   io.Writer
@@ -60,6 +61,9 @@ func execute(ctx context.Context, o *rootOptions, args []string) int {
 		o.log.Error(err.Error())
 	}
 	o.finishDebugLog(err, kind)
+	if uerr := o.lock.Unlock(); uerr != nil {
+		o.log.Warnf("cannot remove the lock file: %v", uerr)
+	}
 	if err == nil {
 		return 0
 	}
@@ -86,6 +90,13 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 				o.openDebugLog()
 			}
 			o.log.Debugf("kiln %s, --dir %s", cmd.CommandPath(), o.dir)
+			if locksDir(cmd) {
+				l, err := graph.LockDir(o.dir, cmd.CommandPath())
+				if err != nil {
+					return err
+				}
+				o.lock = l
+			}
 			return nil
 		},
 	}
@@ -105,6 +116,21 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		newCertsCmd(o),
 	)
 	return root
+}
+
+// lockAnnotation on a command (or a parent) says it writes --dir, so it
+// holds the lock of --dir while it runs: a second kiln on the same --dir
+// stops at once with graph.KindBusy instead of mixing two runs' files.
+const lockAnnotation = "kiln/locks-dir"
+
+// locksDir tells whether cmd or a parent carries lockAnnotation.
+func locksDir(cmd *cobra.Command) bool {
+	for c := cmd; c != nil; c = c.Parent() {
+		if _, ok := c.Annotations[lockAnnotation]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func newVersionCmd(o *rootOptions) *cobra.Command {

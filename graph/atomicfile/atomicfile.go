@@ -17,23 +17,82 @@ import (
 // RemoveTemps.
 const TempPrefix = ".kiln-tmp-"
 
+// Op names one file-system operation a Writer performs, for fault injection.
+type Op string
+
+// The operations a Writer performs, in the order a write performs them.
+const (
+	// OpMkdir creates the missing parent directories of a file.
+	OpMkdir Op = "mkdir"
+	// OpCreate creates the temporary file.
+	OpCreate Op = "create"
+	// OpWrite writes the content into the temporary file.
+	OpWrite Op = "write"
+	// OpSync flushes the temporary file to disk.
+	OpSync Op = "sync"
+	// OpRename renames the temporary file over the target.
+	OpRename Op = "rename"
+	// OpSyncDir flushes a directory's entries to disk.
+	OpSyncDir Op = "syncdir"
+	// OpRemove removes a file or an empty directory.
+	OpRemove Op = "remove"
+)
+
+// Writer writes and removes files atomically and durably. Its zero value is
+// ready to use. Fault, when set, is called before every operation with the
+// path it applies to: an error it returns fails the operation (an I/O error
+// such as ENOSPC or EACCES), and a Fault that never returns (it panics or
+// exits) stops the process right there, as a crash would. Tests use it to
+// prove that every interruption is recovered from.
+type Writer struct {
+	Fault func(op Op, path string) error
+}
+
+func (w *Writer) fault(op Op, path string) error {
+	if w == nil || w.Fault == nil {
+		return nil
+	}
+	if err := w.Fault(op, path); err != nil {
+		return &fs.PathError{Op: string(op), Path: path, Err: err}
+	}
+	return nil
+}
+
 // Write writes data to name with mode: into a temporary file in the same
 // directory, synced to disk, then renamed over name, and the directory
 // synced so the rename itself survives a power loss. Missing parent
 // directories are created 0755. On any error the temporary file is removed
 // and name is left as it was.
 func Write(name string, data []byte, mode fs.FileMode) error {
-	return WriteFunc(name, mode, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
+	return (&Writer{}).Write(name, data, mode)
 }
 
 // WriteFunc is Write for content produced by a function that streams it
 // into w, for files too large to hold in memory.
-func WriteFunc(name string, mode fs.FileMode, write func(w io.Writer) error) (err error) {
+func WriteFunc(name string, mode fs.FileMode, write func(w io.Writer) error) error {
+	return (&Writer{}).WriteFunc(name, mode, write)
+}
+
+// Write is the package's Write through w.
+func (w *Writer) Write(name string, data []byte, mode fs.FileMode) error {
+	return w.WriteFunc(name, mode, func(out io.Writer) error {
+		_, err := out.Write(data)
+		return err
+	})
+}
+
+// WriteFunc is the package's WriteFunc through w.
+func (w *Writer) WriteFunc(name string, mode fs.FileMode, write func(w io.Writer) error) (err error) {
 	dir := filepath.Dir(name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if _, err := os.Stat(dir); err != nil {
+		if err := w.fault(OpMkdir, dir); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := w.fault(OpCreate, name); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(dir, TempPrefix+filepath.Base(name)+"-*")
@@ -50,7 +109,13 @@ func WriteFunc(name string, mode fs.FileMode, write func(w io.Writer) error) (er
 	if err := tmp.Chmod(mode.Perm()); err != nil {
 		return err
 	}
+	if err := w.fault(OpWrite, name); err != nil {
+		return err
+	}
 	if err := write(tmp); err != nil {
+		return err
+	}
+	if err := w.fault(OpSync, name); err != nil {
 		return err
 	}
 	if err := tmp.Sync(); err != nil {
@@ -59,7 +124,33 @@ func WriteFunc(name string, mode fs.FileMode, write func(w io.Writer) error) (er
 	if err := tmp.Close(); err != nil {
 		return err
 	}
+	if err := w.fault(OpRename, name); err != nil {
+		return err
+	}
 	if err := os.Rename(tmp.Name(), name); err != nil {
+		return err
+	}
+	return w.syncDir(dir)
+}
+
+// Remove removes the file or empty directory name and syncs its directory,
+// so the removal survives a power loss. A name that does not exist is not an
+// error.
+func (w *Writer) Remove(name string) error {
+	if err := w.fault(OpRemove, name); err != nil {
+		return err
+	}
+	if err := os.Remove(name); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	return w.syncDir(filepath.Dir(name))
+}
+
+func (w *Writer) syncDir(dir string) error {
+	if err := w.fault(OpSyncDir, dir); err != nil {
 		return err
 	}
 	return SyncDir(dir)
@@ -83,12 +174,17 @@ func SyncDir(dir string) error {
 // sub-directories) left behind when their process was killed, and returns
 // their names.
 func RemoveTemps(dir string) ([]string, error) {
+	return (&Writer{}).RemoveTemps(dir)
+}
+
+// RemoveTemps is the package's RemoveTemps through w.
+func (w *Writer) RemoveTemps(dir string) ([]string, error) {
 	matches, err := filepath.Glob(filepath.Join(dir, TempPrefix+"*"))
 	if err != nil {
 		return nil, err
 	}
 	for _, m := range matches {
-		if err := os.Remove(m); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := w.Remove(m); err != nil {
 			return nil, err
 		}
 	}

@@ -94,3 +94,60 @@ func assertNoTemps(t *testing.T, dir string) {
 		t.Errorf("temporary files left: %v", m)
 	}
 }
+
+// TestWriterFaultAtEveryOperation fails, then crashes, a write at each of its
+// operations in turn: a failure leaves the old content and no temporary
+// file; a crash leaves the old or the new content and at most temporary
+// files, which RemoveTemps sweeps.
+func TestWriterFaultAtEveryOperation(t *testing.T) {
+	type crash struct{}
+	for _, mode := range []string{"error", "crash"} {
+		for n := 1; ; n++ {
+			dir := t.TempDir()
+			name := filepath.Join(dir, "sub", "f")
+			if err := Write(name, []byte("old"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ops := 0
+			w := &Writer{Fault: func(op Op, path string) error {
+				if ops++; ops < n {
+					return nil
+				}
+				if mode == "crash" {
+					panic(crash{})
+				}
+				return errors.New("injected")
+			}}
+			var err error
+			func() {
+				defer func() {
+					if r := recover(); r != nil && r != (crash{}) {
+						panic(r)
+					}
+				}()
+				err = w.Write(name, []byte("new"), 0o600)
+			}()
+			if ops < n { // the write finished before operation n
+				if err != nil || n < 5 {
+					t.Fatalf("%s: write with %d operations: %v", mode, ops, err)
+				}
+				break
+			}
+			data, _ := os.ReadFile(name)
+			if string(data) != "old" && string(data) != "new" {
+				t.Errorf("%s at operation %d: content %q", mode, n, data)
+			}
+			if mode == "error" {
+				if err == nil {
+					t.Errorf("error at operation %d: Write succeeded", n)
+				}
+				assertNoTemps(t, filepath.Dir(name))
+				continue
+			}
+			if _, err := RemoveTemps(filepath.Dir(name)); err != nil {
+				t.Fatal(err)
+			}
+			assertNoTemps(t, filepath.Dir(name))
+		}
+	}
+}

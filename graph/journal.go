@@ -1,0 +1,275 @@
+package graph
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
+)
+
+// JournalFileName is the redo journal of a run writing --dir (0600; it holds
+// secrets). It exists only while a run writes, or after a run that was
+// killed or failed while writing: the next kiln finishes that run from it
+// before anything else (see docs/crash-safety.md).
+const JournalFileName = ".kiln_journal.json"
+
+// journalVersion is the format version of the journal.
+const journalVersion = 1
+
+// journal is everything one Persist writes, recorded before the first write:
+// replaying it finishes the run, however far it got.
+type journal struct {
+	Version int `json:"version"`
+	// Target is the target being written, for messages.
+	Target string `json:"target"`
+	// Started is when the run started writing.
+	Started time.Time `json:"started"`
+	// Writes are the target's files to write.
+	Writes []journalFile `json:"writes,omitempty"`
+	// Consumes are the files to move into ConsumedDir, with their content.
+	Consumes []journalFile `json:"consumes,omitempty"`
+	// State is the new content of the state file.
+	State json.RawMessage `json:"state"`
+}
+
+// journalFile is one file of a journal.
+type journalFile struct {
+	Path string      `json:"path"`
+	Mode fs.FileMode `json:"mode"`
+	Data []byte      `json:"data"`
+	// Was is the content hash of a file to write as it was before the run;
+	// empty when there was none. A file holding neither Was nor Data was
+	// changed by someone else after the run was interrupted.
+	Was string `json:"was,omitempty"`
+}
+
+// paths lists every path the journal touches below --dir.
+func (j *journal) paths() []string {
+	var ps []string
+	for _, f := range j.Writes {
+		ps = append(ps, f.Path)
+	}
+	for _, f := range j.Consumes {
+		ps = append(ps, f.Path, path.Join(ConsumedDir, f.Path))
+	}
+	return ps
+}
+
+// readJournal reads dir's journal; it returns nil when there is none.
+func readJournal(dir string) (*journal, error) {
+	name := filepath.Join(dir, JournalFileName)
+	b, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	j := &journal{}
+	if err := json.Unmarshal(b, j); err != nil || j.Version != journalVersion {
+		if err == nil {
+			err = fmt.Errorf("format version %d, this kiln reads version %d", j.Version, journalVersion)
+		}
+		return nil, WithKind(KindInput, fmt.Errorf("%s: %w: it records an interrupted kiln run that this kiln cannot finish; "+
+			"finish it with the kiln that wrote it, or remove %s and %s and start again", name, err, name, StateFileName))
+	}
+	for _, p := range j.paths() {
+		if !fs.ValidPath(p) || p == "." {
+			return nil, WithKind(KindInput, fmt.Errorf("%s: path %q is not inside --dir", name, p))
+		}
+	}
+	return j, nil
+}
+
+// commit writes the journal, then performs it: that is the only way Persist
+// changes --dir.
+func (s *Store) commit(j *journal) error {
+	b, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	if err := s.w.Write(filepath.Join(s.dir, JournalFileName), b, 0o600); err != nil {
+		return fmt.Errorf("cannot write to %s: %w", s.dir, err)
+	}
+	if err := s.replay(j); err != nil {
+		if KindOf(err) == KindInput {
+			return err
+		}
+		return fmt.Errorf("%w; what kiln was writing is kept in %s: fix the cause and run kiln again to finish writing it",
+			err, filepath.Join(s.dir, JournalFileName))
+	}
+	return nil
+}
+
+// replay performs j. Every step is idempotent and checks what is on disk
+// first, so replaying a journal whose run got part-way (or all the way)
+// finishes that run and writes nothing twice.
+func (s *Store) replay(j *journal) error {
+	for _, f := range j.Writes {
+		if err := s.replayWrite(j, f); err != nil {
+			return err
+		}
+	}
+	for _, f := range j.Consumes {
+		if err := s.replayConsume(j, f); err != nil {
+			return err
+		}
+	}
+	name := filepath.Join(s.dir, StateFileName)
+	if old, err := os.ReadFile(name); err != nil || !bytes.Equal(old, j.State) {
+		if err := s.w.Write(name, j.State, 0o600); err != nil {
+			return err
+		}
+	}
+	return s.w.Remove(filepath.Join(s.dir, JournalFileName))
+}
+
+// replayWrite writes one of the target's files unless it is there already.
+func (s *Store) replayWrite(j *journal, f journalFile) error {
+	full := filepath.Join(s.dir, filepath.FromSlash(f.Path))
+	want := hashBytes(f.Data)
+	if h, mode, ok := fileHash(full); ok {
+		if h == want && mode == f.Mode.Perm() {
+			return nil
+		}
+		if h != want && h != f.Was {
+			return s.changedSince(j, f.Path)
+		}
+	}
+	if err := s.w.Write(full, f.Data, f.Mode); err != nil {
+		return err
+	}
+	s.log.Debugf("Wrote %s (%o)", f.Path, f.Mode.Perm())
+	return nil
+}
+
+// replayConsume moves one consumed file into ConsumedDir: copy, then
+// remove, then remove the directories it leaves empty (manifests/).
+func (s *Store) replayConsume(j *journal, f journalFile) error {
+	dst := path.Join(ConsumedDir, f.Path)
+	full := filepath.Join(s.dir, filepath.FromSlash(f.Path))
+	want := hashBytes(f.Data)
+	h, _, exists := fileHash(full)
+	if exists && h != want {
+		return s.changedSince(j, f.Path)
+	}
+	fullDst := filepath.Join(s.dir, filepath.FromSlash(dst))
+	if h, mode, ok := fileHash(fullDst); !ok || h != want || mode != f.Mode.Perm() {
+		if err := s.w.Write(fullDst, f.Data, f.Mode); err != nil {
+			return err
+		}
+	}
+	if !exists {
+		return nil
+	}
+	if err := s.w.Remove(full); err != nil {
+		return err
+	}
+	for d := path.Dir(f.Path); d != "."; d = path.Dir(d) {
+		full := filepath.Join(s.dir, filepath.FromSlash(d))
+		if entries, err := os.ReadDir(full); err != nil || len(entries) > 0 {
+			break
+		}
+		if err := s.w.Remove(full); err != nil {
+			return err
+		}
+	}
+	s.log.Infof("Consumed %s; a copy is in %s", f.Path, dst)
+	return nil
+}
+
+// changedSince is the error for a file someone changed after the run that
+// was writing it was interrupted: kiln cannot tell which version is wanted.
+func (s *Store) changedSince(j *journal, p string) error {
+	return WithKind(KindInput, fmt.Errorf("%s changed after `kiln create %s` (started %s) was interrupted while writing it; "+
+		"move your version of %s out of %s and run kiln again: it finishes the interrupted run first",
+		p, j.Target, j.Started.Local().Format(time.DateTime), p, s.dir))
+}
+
+// recover finishes an interrupted run (a journal in --dir) and removes the
+// temporary files of interrupted writes, holding the lock of --dir.
+func (s *Store) recover(st *State) error {
+	j, err := readJournal(s.dir)
+	if err != nil {
+		return err
+	}
+	dirs := []string{"."}
+	for _, e := range st.Assets {
+		for p := range e.Disk {
+			if fs.ValidPath(p) {
+				dirs = append(dirs, path.Dir(p), path.Dir(path.Join(ConsumedDir, p)))
+			}
+		}
+	}
+	if j != nil {
+		for _, p := range j.paths() {
+			dirs = append(dirs, path.Dir(p))
+		}
+	}
+	dirs = sortedUnique(dirs)
+	var temps []string
+	for _, d := range dirs {
+		m, _ := filepath.Glob(filepath.Join(s.dir, filepath.FromSlash(d), atomicfile.TempPrefix+"*"))
+		temps = append(temps, m...)
+	}
+	if j == nil && len(temps) == 0 {
+		return nil
+	}
+	err = s.exclusive(func() error {
+		for _, d := range dirs {
+			removed, err := s.w.RemoveTemps(filepath.Join(s.dir, filepath.FromSlash(d)))
+			if err != nil {
+				return err
+			}
+			if len(removed) > 0 {
+				s.log.Infof("Removed %d temporary files of an interrupted kiln run from %s", len(removed), path.Join(s.dir, d))
+			}
+		}
+		if j == nil {
+			return nil
+		}
+		s.log.Warnf("Finishing `kiln create %s`, interrupted at %s, from %s",
+			j.Target, j.Started.Local().Format(time.DateTime), filepath.Join(s.dir, JournalFileName))
+		return s.replay(j)
+	})
+	var busy *BusyError
+	if errors.As(err, &busy) && j == nil {
+		return nil // the temporary files are the holder's writes in flight
+	}
+	return err
+}
+
+// exclusive runs fn holding the lock of --dir: the caller's, when this
+// process holds it already (kiln's commands take it first), else its own.
+func (s *Store) exclusive(fn func() error) error {
+	if heldHere(s.dir) {
+		return fn()
+	}
+	l, err := LockDir(s.dir, "kiln (asset store)")
+	if err != nil {
+		return err
+	}
+	defer l.Unlock()
+	return fn()
+}
+
+// fileHash returns the content hash and permission of the regular file
+// name; ok is false when there is none.
+func fileHash(name string) (hash string, mode fs.FileMode, ok bool) {
+	st, err := os.Stat(name)
+	if err != nil || !st.Mode().IsRegular() {
+		return "", 0, false
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return "", 0, false
+	}
+	return hashBytes(b), st.Mode().Perm(), true
+}
