@@ -83,19 +83,7 @@ func (w *Writer) Write(name string, data []byte, mode fs.FileMode) error {
 
 // WriteFunc is the package's WriteFunc through w.
 func (w *Writer) WriteFunc(name string, mode fs.FileMode, write func(w io.Writer) error) (err error) {
-	dir := filepath.Dir(name)
-	if _, err := os.Stat(dir); err != nil {
-		if err := w.fault(OpMkdir, dir); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-	}
-	if err := w.fault(OpCreate, name); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, TempPrefix+filepath.Base(name)+"-*")
+	tmp, err := w.createTemp(name)
 	if err != nil {
 		return err
 	}
@@ -115,6 +103,76 @@ func (w *Writer) WriteFunc(name string, mode fs.FileMode, write func(w io.Writer
 	if err := write(tmp); err != nil {
 		return err
 	}
+	return w.commit(tmp, name)
+}
+
+// Produce is Write for content that another program writes, given a file
+// name (a compiler's -o flag, say): produce receives the name of an empty
+// temporary file in name's directory, which it may overwrite or replace.
+// When produce succeeds that file gets mode, is synced and renamed over
+// name; on any error it is removed and name is left as it was.
+func Produce(name string, mode fs.FileMode, produce func(tmpName string) error) error {
+	return (&Writer{}).Produce(name, mode, produce)
+}
+
+// Produce is the package's Produce through w.
+func (w *Writer) Produce(name string, mode fs.FileMode, produce func(tmpName string) error) (err error) {
+	tmp, err := w.createTemp(name)
+	if err != nil {
+		return err
+	}
+	tmpName := tmp.Name()
+	defer func() {
+		if err != nil {
+			os.Remove(tmpName)
+		}
+	}()
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := w.fault(OpWrite, name); err != nil {
+		return err
+	}
+	if err := produce(tmpName); err != nil {
+		return err
+	}
+	// The program may have replaced the file: commit what the name holds now.
+	f, err := os.OpenFile(tmpName, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(mode.Perm()); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.commit(f, name); err != nil {
+		f.Close()
+		return err
+	}
+	return nil
+}
+
+// createTemp creates the temporary file for a write of name, creating
+// missing parent directories 0755.
+func (w *Writer) createTemp(name string) (*os.File, error) {
+	dir := filepath.Dir(name)
+	if _, err := os.Stat(dir); err != nil {
+		if err := w.fault(OpMkdir, dir); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.fault(OpCreate, name); err != nil {
+		return nil, err
+	}
+	return os.CreateTemp(dir, TempPrefix+filepath.Base(name)+"-*")
+}
+
+// commit syncs and closes the written temporary file tmp, renames it to
+// name and syncs the directory. The caller removes tmp when commit fails.
+func (w *Writer) commit(tmp *os.File, name string) error {
 	if err := w.fault(OpSync, name); err != nil {
 		return err
 	}
@@ -130,7 +188,7 @@ func (w *Writer) WriteFunc(name string, mode fs.FileMode, write func(w io.Writer
 	if err := os.Rename(tmp.Name(), name); err != nil {
 		return err
 	}
-	return w.syncDir(dir)
+	return w.syncDir(filepath.Dir(name))
 }
 
 // Remove removes the file or empty directory name and syncs its directory,

@@ -151,3 +151,48 @@ func TestWriterFaultAtEveryOperation(t *testing.T) {
 		}
 	}
 }
+
+func TestProduceRenamesWhatTheProgramWrote(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "bin", "tool")
+	err := Produce(name, 0o755, func(tmp string) error {
+		if filepath.Dir(tmp) != filepath.Dir(name) {
+			t.Errorf("temporary file %s is not in %s", tmp, filepath.Dir(name))
+		}
+		// A program may replace the file rather than write into it.
+		if err := os.Remove(tmp); err != nil {
+			return err
+		}
+		return os.WriteFile(tmp, []byte("built"), 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(name)
+	st, _ := os.Stat(name)
+	if string(data) != "built" || st.Mode().Perm() != 0o755 {
+		t.Errorf("got %q %v, want \"built\" 0755", data, st.Mode().Perm())
+	}
+	assertNoTemps(t, filepath.Dir(name))
+}
+
+func TestProduceFailureKeepsOldContentAndLeavesNoTemp(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "tool")
+	if err := Write(name, []byte("old"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := Produce(name, 0o755, func(tmp string) error {
+		os.WriteFile(tmp, []byte("half"), 0o644)
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want boom", err)
+	}
+	data, _ := os.ReadFile(name)
+	if string(data) != "old" {
+		t.Errorf("content %q after a failed write, want \"old\"", data)
+	}
+	assertNoTemps(t, dir)
+}

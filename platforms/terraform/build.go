@@ -12,6 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -81,14 +82,14 @@ func (s buildSpec) binary(cacheDir string) string {
 
 // buildCommands returns the go commands that build spec in the cache: run in
 // order, with the wrapper go.mod written to <dir>/src first. The binary is
-// written to <binary>.tmp and renamed by the caller.
-func buildCommands(ctx context.Context, s buildSpec, goBin, cacheDir string, environ []string) []*exec.Cmd {
+// written to out, which the caller renames to s.binary(cacheDir).
+func buildCommands(ctx context.Context, s buildSpec, goBin, cacheDir, out string, environ []string) []*exec.Cmd {
 	src := filepath.Join(s.dir(cacheDir), "src")
 	env := append(filterEnv(environ, "GOFLAGS", "GOWORK", "CGO_ENABLED", "GO111MODULE"),
 		"GOFLAGS=-mod=mod", "GOWORK=off", "CGO_ENABLED=0", "GO111MODULE=on")
 	get := exec.CommandContext(ctx, goBin, "get", s.Package+"@v"+s.Version)
 	build := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags="+s.LDFlags,
-		"-o", s.binary(cacheDir)+".tmp", s.Package)
+		"-o", out, s.Package)
 	for _, c := range []*exec.Cmd{get, build} {
 		c.Dir = src
 		c.Env = env
@@ -173,18 +174,21 @@ func buildOne(ctx context.Context, o BuildOptions, s buildSpec, goBin string) (e
 		return nil, err
 	}
 	os.Remove(filepath.Join(src, "go.sum"))
-	for i, cmd := range buildCommands(ctx, s, goBin, o.CacheDir, os.Environ()) {
-		if i == 1 {
-			o.Progress.Update("compiling " + s.Package)
-		} else {
-			o.Progress.Update("downloading " + s.module() + " v" + s.Version + " and its dependencies")
-		}
-		if err := runLogged(cmd, o.Log, "build "+s.Name+": "); err != nil {
-			return nil, fmt.Errorf("build %s %s: %w", s.Title, s.Version, err)
-		}
-	}
 	bin := s.binary(o.CacheDir)
-	if err := os.Rename(bin+".tmp", bin); err != nil {
+	err = atomicfile.Produce(bin, 0o755, func(out string) error {
+		for i, cmd := range buildCommands(ctx, s, goBin, o.CacheDir, out, os.Environ()) {
+			if i == 1 {
+				o.Progress.Update("compiling " + s.Package)
+			} else {
+				o.Progress.Update("downloading " + s.module() + " v" + s.Version + " and its dependencies")
+			}
+			if err := runLogged(cmd, o.Log, "build "+s.Name+": "); err != nil {
+				return fmt.Errorf("build %s %s: %w", s.Title, s.Version, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	o.Log.Infof("Built %s %s in %s", s.Title, s.Version, time.Since(start).Round(time.Second))

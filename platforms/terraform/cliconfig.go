@@ -3,10 +3,11 @@ package terraform
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // Provider is a Terraform provider shipped in the kiln binary: kiln installs
@@ -90,39 +91,9 @@ func WriteCLIConfig(path, mirrorDir string, providers []Provider) error {
 		if _, err := parseSemver(p.Version); err != nil {
 			return fmt.Errorf("provider %s: %w", p.Source, err)
 		}
-		exe := p.mirrorPath(mirrorDir)
-		if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
-			return err
-		}
-		if err := writeFileAtomic(exe, providerScript(p), 0o755); err != nil {
+		if err := atomicfile.Write(p.mirrorPath(mirrorDir), providerScript(p), 0o755); err != nil {
 			return err
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return writeFileAtomic(path, cliConfig(mirrorDir), 0o644)
-}
-
-// writeFileAtomic writes data to a temporary file in path's directory with
-// mode perm and renames it to path.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, cliConfig(mirrorDir), 0o644)
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // Stages of a cluster, each a root module with its own state, applied in this
@@ -166,7 +168,7 @@ func (d *Driver) prepare(ctx context.Context, stage string, vars any) (*tfexec.T
 	if err != nil {
 		return nil, fmt.Errorf("terraform variables of stage %s: %w", stage, err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, varFileName), data, 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, varFileName), data, 0o600); err != nil {
 		return nil, err
 	}
 	// The lock file would pin the hash of the provider script, which names the

@@ -136,12 +136,12 @@ func TestEnsureEngine(t *testing.T) {
 func TestBuildCommands(t *testing.T) {
 	environ := []string{"PATH=/usr/bin", "GOFLAGS=-mod=vendor", "HOME=/root", "CGO_ENABLED=1"}
 	for _, s := range engineBuilds {
-		cmds := buildCommands(context.Background(), s, "/usr/local/go/bin/go", "/cache", environ)
+		out := "/cache/engines/" + s.Name + "-v" + s.Version + "/.kiln-tmp-" + s.Name + "-1"
+		cmds := buildCommands(context.Background(), s, "/usr/local/go/bin/go", "/cache", out, environ)
 		src := "/cache/engines/" + s.Name + "-v" + s.Version + "/src"
 		want := [][]string{
 			{"/usr/local/go/bin/go", "get", s.Package + "@v" + s.Version},
-			{"/usr/local/go/bin/go", "build", "-trimpath", "-ldflags=" + s.LDFlags, "-o",
-				"/cache/engines/" + s.Name + "-v" + s.Version + "/" + s.Name + ".tmp", s.Package},
+			{"/usr/local/go/bin/go", "build", "-trimpath", "-ldflags=" + s.LDFlags, "-o", out, s.Package},
 		}
 		if len(cmds) != len(want) {
 			t.Fatalf("%s: %d commands, want %d", s.Name, len(cmds), len(want))

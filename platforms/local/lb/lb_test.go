@@ -19,6 +19,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // TestMain lets the test binary act as `kiln lb` for the detached-process
@@ -369,11 +371,7 @@ func TestConfigValidate(t *testing.T) {
 func writeConfig(t *testing.T, path string, cfg *Config) {
 	t.Helper()
 	data, _ := json.Marshal(cfg)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.Write(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // Timing of Serve.
@@ -106,9 +108,5 @@ func fileStamp(path string) string {
 
 // writePIDFile writes pid to path atomically.
 func writePIDFile(path string, pid int) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, []byte(strconv.Itoa(pid)+"\n"), 0o644)
 }

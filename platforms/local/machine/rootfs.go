@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
@@ -106,7 +107,8 @@ func newMachineID() (string, error) {
 // writeInRoot writes a file below root without following symbolic links: a
 // link in the image (an absolute /etc/hosts link, say) must never redirect
 // the write to the host. Parent directories are created 0755; the file is
-// written to a temporary name and renamed over the old one.
+// written atomically (a link at the file's own name is replaced, not
+// followed).
 func writeInRoot(root string, f rootFile) error {
 	dir, err := mkdirInRoot(root, path.Dir(path.Clean(f.Path)))
 	if err != nil {
@@ -116,21 +118,7 @@ func writeInRoot(root string, f rootFile) error {
 	if st, err := os.Lstat(target); err == nil && st.IsDir() {
 		return fmt.Errorf("writing %s: it is a directory", f.Path)
 	}
-	tmp, err := os.CreateTemp(dir, ".kiln-*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(f.Data)
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), f.Mode)); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), target); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+	return atomicfile.Write(target, f.Data, f.Mode)
 }
 
 // mkdirInRoot creates the directory dir (a path inside the machine) below

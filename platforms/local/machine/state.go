@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // record is what a machine's state directory says about it: enough for a
@@ -54,17 +56,8 @@ func (m *Manager) writeRecord(r *record) error {
 	if err != nil {
 		return err
 	}
-	dir := m.dir(r.Name)
-	tmp, err := os.CreateTemp(dir, ".machine-*.json")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(append(data, '\n'))
-	if err := errors.Join(werr, tmp.Close()); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, recordFile))
+	// 0600, as it always was: the record is kiln's own bookkeeping.
+	return atomicfile.Write(filepath.Join(m.dir(r.Name), recordFile), append(data, '\n'), 0o600)
 }
 
 // procInfo is what /proc/<pid>/stat says about a process.

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // Export writes the image's root tree as a tarball to path. The suffix
@@ -22,14 +24,13 @@ func (img *Image) Export(ctx context.Context, path string) error {
 	if err != nil {
 		return &PreconditionError{err}
 	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return &PreconditionError{err}
-	}
-	defer os.Remove(tmp)
-	w, wait, err := compress(ctx, f)
-	if err == nil {
+	var streamed bool
+	err = atomicfile.WriteFunc(path, 0o644, func(f io.Writer) error {
+		streamed = true
+		w, wait, err := compress(ctx, f)
+		if err != nil {
+			return err
+		}
 		err = writeTree(ctx, w, img.RootFS)
 		if cerr := w.Close(); err == nil {
 			err = cerr
@@ -37,12 +38,11 @@ func (img *Image) Export(ctx context.Context, path string) error {
 		if werr := wait(); err == nil {
 			err = werr
 		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
+		return err
+	})
+	if err != nil && !streamed {
+		// The file could not even be created at path.
+		return &PreconditionError{err}
 	}
 	if err != nil {
 		return fmt.Errorf("exporting the node image to %s: %w", path, err)

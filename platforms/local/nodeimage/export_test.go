@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 func TestExport(t *testing.T) {
@@ -65,7 +67,17 @@ func TestExport(t *testing.T) {
 	if err := img.Export(context.Background(), filepath.Join(dir, "node.zip")); err == nil {
 		t.Error("an unknown archive suffix was accepted")
 	}
-	if _, err := os.Stat(out + ".tmp"); !os.IsNotExist(err) {
-		t.Errorf("temporary export file left behind: %v", err)
+	// An export that fails half-way keeps the old archive and leaves no
+	// temporary file.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := img.Export(ctx, out); err == nil {
+		t.Error("an export with a cancelled context succeeded")
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Errorf("the earlier export is gone after a failed one: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, atomicfile.TempPrefix+"*")); len(left) > 0 {
+		t.Errorf("temporary export files left behind: %v", left)
 	}
 }

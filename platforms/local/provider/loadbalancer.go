@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms/local/lb"
 )
@@ -121,11 +122,7 @@ func (r *loadBalancerResource) writeConfig(m *loadBalancerModel) (lb.Process, er
 	if err != nil {
 		return p, err
 	}
-	tmp := p.ConfigPath + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return p, err
-	}
-	return p, os.Rename(tmp, p.ConfigPath)
+	return p, atomicfile.Write(p.ConfigPath, data, 0o644)
 }
 
 // start writes the configuration and starts the process, or reloads it

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kiln-project/kiln/cmd/internal/handover"
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // Config configures a bootkube run.
@@ -52,7 +53,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	log := cfg.Log
-	masters, err := loadMasters(cfg.DoneFile)
+	masters, err := loadMasters(cfg.DoneFile, log)
 	if err != nil {
 		return err
 	}
@@ -68,7 +69,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if cfg.DoneFile != "" {
-		if err := os.WriteFile(cfg.DoneFile, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
+		if err := atomicfile.Write(cfg.DoneFile, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
 			return err
 		}
 	}
@@ -103,15 +104,29 @@ func grow(ctx context.Context, cfg Config, client kubernetes.Interface) ([]maste
 	}); err != nil {
 		return nil, err
 	}
-	data, _ := json.Marshal(masters)
-	return masters, os.WriteFile(mastersFile(cfg.DoneFile), data, 0o644)
+	return masters, saveMasters(cfg.DoneFile, masters)
 }
 
 func mastersFile(doneFile string) string { return doneFile + ".masters" }
 
+// saveMasters records masters for loadMasters, atomically: a torn record
+// would otherwise stop every later run.
+func saveMasters(doneFile string, masters []master) error {
+	data, err := json.Marshal(masters)
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(mastersFile(doneFile), data, 0o644)
+}
+
 // loadMasters reads the masters recorded by grow; nil when there are none.
-func loadMasters(doneFile string) ([]master, error) {
-	data, err := os.ReadFile(mastersFile(doneFile))
+// A record that does not parse (torn by a crash while an older kiln wrote
+// it without a rename) is removed and also yields nil: it was written
+// before the handover began, so growing again from the still-present
+// bootstrap member finds the same masters.
+func loadMasters(doneFile string, log logrus.FieldLogger) ([]master, error) {
+	name := mastersFile(doneFile)
+	data, err := os.ReadFile(name)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -119,7 +134,14 @@ func loadMasters(doneFile string) ([]master, error) {
 		return nil, err
 	}
 	var ms []master
-	return ms, json.Unmarshal(data, &ms)
+	if err := json.Unmarshal(data, &ms); err != nil || len(ms) == 0 {
+		log.Warnf("ignoring the unreadable masters record %s (%q); growing etcd again", name, data)
+		if err := os.Remove(name); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+	return ms, nil
 }
 
 // apply server-side applies every manifest; it is safe to repeat.

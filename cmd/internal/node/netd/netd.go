@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +21,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // RouteProtocol marks the routes netd owns, so it never touches others.
@@ -189,14 +190,7 @@ func writeCNIConfig(ctx context.Context, cfg Config, cidr netip.Prefix) error {
 	if old, err := os.ReadFile(cfg.CNIConfPath); err == nil && string(old) == string(data) {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(cfg.CNIConfPath), 0o755); err != nil {
-		return err
-	}
-	tmp := cfg.CNIConfPath + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, cfg.CNIConfPath); err != nil {
+	if err := atomicfile.Write(cfg.CNIConfPath, data, 0o644); err != nil {
 		return err
 	}
 	cfg.Log.Infof("wrote %s for pod CIDR %s; restarting containerd", cfg.CNIConfPath, cidr)
