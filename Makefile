@@ -20,9 +20,10 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/kiln
 
+# Unit tests run under the race detector (it needs cgo and a C compiler).
 unit:
 	$(GO) vet ./...
-	$(GO) test ./...
+	$(GO) test -race ./...
 
 # Debian's Ignition 2.14, the one on the nodes, validates what kiln emits.
 validate-ignition: build

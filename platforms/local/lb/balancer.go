@@ -32,9 +32,12 @@ func New(log logrus.FieldLogger) *Balancer {
 	return &Balancer{log: log, services: map[string]*service{}, conns: map[net.Conn]struct{}{}}
 }
 
-// service is one listener with its backend pool.
+// service is one listener with its backend pool. Its fields other than the
+// atomics are written by Apply under Balancer.mu; its name never changes
+// (it is part of the service's key). The health-check loop gets its own
+// copy of the configuration, so no goroutine reads one Apply replaces.
 type service struct {
-	cfg      Service
+	name     string
 	ln       net.Listener
 	backends atomic.Pointer[[]*backend]
 	next     atomic.Uint64
@@ -69,7 +72,7 @@ func (b *Balancer) Apply(cfg *Config) error {
 	}
 	for key, svc := range b.services {
 		if _, ok := want[key]; !ok {
-			b.log.Infof("Stopping %s on %s", svc.cfg.Name, svc.ln.Addr())
+			b.log.Infof("Stopping %s on %s", svc.name, svc.ln.Addr())
 			svc.stop()
 			svc.ln.Close()
 			delete(b.services, key)
@@ -82,7 +85,7 @@ func (b *Balancer) Apply(cfg *Config) error {
 			if err != nil {
 				return fmt.Errorf("service %s: %w", s.Name, err)
 			}
-			svc = &service{ln: ln}
+			svc = &service{name: s.Name, ln: ln}
 			b.services[key] = svc
 			b.wg.Add(1)
 			go b.accept(svc)
@@ -90,14 +93,13 @@ func (b *Balancer) Apply(cfg *Config) error {
 		} else {
 			svc.stop()
 		}
-		svc.cfg = s
 		svc.backends.Store(mergeBackends(svc.backends.Load(), s.backendAddrs()))
 		ctx, cancel := context.WithCancel(context.Background())
 		svc.stop = cancel
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
-			b.checkLoop(ctx, svc)
+			b.checkLoop(ctx, svc, s)
 		}()
 	}
 	return nil
@@ -133,7 +135,7 @@ func (b *Balancer) Addr(name string) net.Addr {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, svc := range b.services {
-		if svc.cfg.Name == name {
+		if svc.name == name {
 			return svc.ln.Addr()
 		}
 	}
@@ -220,7 +222,7 @@ func (svc *service) dial() (net.Conn, *backend) {
 func (b *Balancer) handle(svc *service, client net.Conn) {
 	up, be := svc.dial()
 	if up == nil {
-		b.log.Debugf("%s: no healthy backend for %s", svc.cfg.Name, client.RemoteAddr())
+		b.log.Debugf("%s: no healthy backend for %s", svc.name, client.RemoteAddr())
 		client.Close()
 		return
 	}

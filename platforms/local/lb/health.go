@@ -67,10 +67,9 @@ func newChecker(s Service) (checker, error) {
 	return nil, fmt.Errorf("unknown health check %q", s.Health)
 }
 
-// checkLoop checks the service's backends now and then every interval until
-// ctx is done, logging each change of health.
-func (b *Balancer) checkLoop(ctx context.Context, svc *service) {
-	cfg := svc.cfg
+// checkLoop checks the service's backends as cfg says, now and then every
+// interval until ctx is done, logging each change of health.
+func (b *Balancer) checkLoop(ctx context.Context, svc *service, cfg Service) {
 	check, err := newChecker(cfg)
 	if err != nil {
 		b.log.Errorf("%s: health check: %v; no backend will be used", cfg.Name, err)

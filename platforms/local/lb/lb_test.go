@@ -117,7 +117,7 @@ func healthyCount(b *Balancer, name string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, svc := range b.services {
-		if svc.cfg.Name == name {
+		if svc.name == name {
 			return len(svc.healthy())
 		}
 	}
@@ -237,6 +237,32 @@ func TestReloadRemovesBackend(t *testing.T) {
 	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		c.Close()
 		t.Errorf("listener of a removed service still accepts")
+	}
+}
+
+// Reloads that follow each other faster than health checks start must not
+// race: each check loop uses the configuration it was started with, never
+// the one a later Apply stores (the race detector flagged that).
+func TestRapidReloads(t *testing.T) {
+	boot, master := nameServer(t, "bootstrap"), nameServer(t, "master")
+	both := &Config{Listen: "127.0.0.1", Services: []Service{tcpService("mcs", boot, master)}}
+	b := startBalancer(t, both)
+	for range 5 {
+		for _, cfg := range []*Config{{Listen: "127.0.0.1", Services: []Service{tcpService("mcs", master)}}, both} {
+			if err := b.Apply(cfg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := b.Apply(&Config{Listen: "127.0.0.1", Services: []Service{tcpService("mcs", master)}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "1 healthy backend", func() bool { return healthyCount(b, "mcs") == 1 })
+	addr := b.Addr("mcs").String()
+	for i := range 3 {
+		if got := readName(t, addr); got != "master" {
+			t.Fatalf("after the last reload, connection %d reached %q", i, got)
+		}
 	}
 }
 
