@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kiln-project/kiln/cmd/internal/handover"
@@ -122,35 +123,36 @@ func (w *Waiter) InstallComplete(ctx context.Context, nodes int, timeout time.Du
 }
 
 // until calls check every Poll until it is done, fails, or timeout passes;
-// its detail is shown with the time left.
+// its detail is shown with the time left, at once when it changes and every
+// updateEvery otherwise. When time runs out, the error names the last
+// detail.
 func (w *Waiter) until(ctx context.Context, timeout time.Duration, check func(context.Context) (bool, string, error)) error {
 	poll := w.Poll
 	if poll == 0 {
 		poll = 2 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	deadline, _ := ctx.Deadline()
 	last, shown := "", time.Time{}
-	for {
+	var failed error
+	err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
 		reqCtx, reqCancel := context.WithTimeout(ctx, 10*time.Second)
 		done, detail, err := check(reqCtx)
 		reqCancel()
 		if err != nil || done {
-			return err
+			failed = err
+			return true, nil
 		}
-		// Say what changed at once; otherwise remind every updateEvery.
 		if detail != last || time.Since(shown) >= updateEvery {
+			deadline, _ := ctx.Deadline() // the sooner of timeout and the caller's
 			w.Progress.Update(fmt.Sprintf("%s, %s left", detail, time.Until(deadline).Round(time.Second)))
 			shown = time.Now()
 		}
 		last = detail
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last state: %s)", ctx.Err(), last)
-		case <-time.After(poll):
-		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last state: %s)", err, last)
 	}
+	return failed
 }
 
 // reportNodes logs each node the first time it registers and becomes Ready.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Process describes a detached `kiln lb` process and its files.
@@ -65,21 +67,24 @@ func (p Process) Start(ctx context.Context) (int, error) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	var pid int
+	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, false, func(context.Context) (bool, error) {
 		select {
 		case err := <-exited:
-			return 0, fmt.Errorf("load balancer exited (%v); see %s", err, p.LogFile)
-		case <-ctx.Done():
-			cmd.Process.Kill()
-			return 0, ctx.Err()
-		case <-tick.C:
-			if pid, err := p.PID(); err == nil {
-				return pid, nil
-			}
+			return false, fmt.Errorf("load balancer exited (%v); see %s", err, p.LogFile)
+		default:
 		}
+		var perr error
+		pid, perr = p.PID()
+		return perr == nil, nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			cmd.Process.Kill()
+		}
+		return 0, err
 	}
+	return pid, nil
 }
 
 // PID returns the pid of the running process named by the pid file; it
@@ -144,16 +149,17 @@ func (p Process) Stop(ctx context.Context, timeout time.Duration) error {
 		return err
 	}
 	deadline := time.Now().Add(timeout)
-	for alive(pid) {
+	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		if !alive(pid) {
+			return true, nil
+		}
 		if time.Now().After(deadline) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			deadline = time.Now().Add(timeout)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+		return false, nil
+	}); err != nil {
+		return err
 	}
 	os.Remove(p.PIDFile)
 	return nil

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // bootStartTimeout bounds the wait for the machine's init process.
@@ -122,7 +124,7 @@ func (m *Manager) boot(ctx context.Context, s *Spec, addr netip.Prefix, hash str
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, tail(logPath))
 	}
-	rec.Veth = hostVeth(leader)
+	rec.Veth = hostVeth(ctx, leader)
 	m.log.Infof("machine %s: started (pid %d, init %d, veth %s, cgroup mode %s) in %s",
 		s.Name, pid, leader, rec.Veth, rec.Mode, time.Since(started).Round(time.Millisecond))
 	return m.writeRecord(rec)
@@ -150,41 +152,40 @@ func copyTreeArgv(from, to string) []string {
 
 // waitLeader waits until the machine's init runs.
 func waitLeader(ctx context.Context, rec *record) (int, error) {
-	deadline := time.Now().Add(bootStartTimeout)
-	for {
+	var leader int
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, bootStartTimeout, true, func(context.Context) (bool, error) {
 		if !alive(rec) {
-			return 0, errors.New("systemd-nspawn exited")
+			return false, errors.New("systemd-nspawn exited")
 		}
-		if leader := findLeader(rec.PID); leader > 0 {
-			return leader, nil
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("no init process after %s", bootStartTimeout)
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+		leader = findLeader(rec.PID)
+		return leader > 0, nil
+	})
+	if err != nil && ctx.Err() == nil && wait.Interrupted(err) {
+		return 0, fmt.Errorf("no init process after %s", bootStartTimeout)
 	}
+	return leader, err
 }
 
 // hostVeth names the host end of the machine's veth: host0's peer index,
-// read through the machine's own sysfs.
-func hostVeth(leader int) string {
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+// read through the machine's own sysfs. It is "" when that is not known
+// within 5 s.
+func hostVeth(ctx context.Context, leader int) string {
+	var name string
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/root/sys/class/net/host0/iflink", leader))
-		if err == nil {
-			if idx, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
-				if ifc, err := net.InterfaceByIndex(idx); err == nil {
-					return ifc.Name
-				}
-			}
+		if err != nil {
+			return false, nil
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return ""
+		idx, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil {
+			return false, nil
+		}
+		if ifc, err := net.InterfaceByIndex(idx); err == nil {
+			name = ifc.Name
+		}
+		return name != "", nil
+	})
+	return name
 }
 
 // tail returns the end of a log file for an error message.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // DefaultStateRoot is where machines keep their state by default.
@@ -185,22 +186,23 @@ func (m *Manager) Exec(ctx context.Context, name string, argv ...string) ([]byte
 func (m *Manager) WaitBooted(ctx context.Context, name string) (string, error) {
 	var last string
 	var lastErr error
-	for {
+	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		out, err := m.Exec(ctx, name, "systemctl", "is-system-running", "--wait")
 		last, lastErr = strings.TrimSpace(string(out)), err
 		switch last {
-		case "running", "degraded":
-			return last, nil
-		case "maintenance", "stopping":
-			return last, fmt.Errorf("machine %s booted into state %q", name, last)
+		case "running", "degraded", "maintenance", "stopping":
+			return true, nil
 		}
 		// Not up yet: no init process, no system bus, still starting.
-		select {
-		case <-ctx.Done():
-			return last, fmt.Errorf("machine %s did not finish booting (last state %q, last error %v): %w", name, last, lastErr, ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
+		return false, nil
+	})
+	switch {
+	case err != nil:
+		return last, fmt.Errorf("machine %s did not finish booting (last state %q, last error %v): %w", name, last, lastErr, err)
+	case last == "maintenance" || last == "stopping":
+		return last, fmt.Errorf("machine %s booted into state %q", name, last)
 	}
+	return last, nil
 }
 
 // Info describes a machine as recorded on disk and seen on the host.

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -165,15 +166,16 @@ func readyz(ctx context.Context, c rest.Interface) error {
 	return c.Get().AbsPath("/readyz").Do(ctx).Error()
 }
 
-// poll calls f until it succeeds or ctx ends; failures are retried.
-// Progress (errNotYet) is logged at Info and other failures at Warn, each
-// only when the message changes.
+// poll calls f every interval until it succeeds or ctx ends; failures are
+// retried. Progress (errNotYet) is logged at Info and other failures at
+// Warn, each only when the message changes; when ctx ends, the error names
+// the last failure.
 func poll(ctx context.Context, every time.Duration, log logrus.FieldLogger, f func() error) error {
 	var last error
 	said := ""
-	for {
+	err := wait.PollUntilContextCancel(ctx, every, true, func(context.Context) (bool, error) {
 		if last = f(); last == nil {
-			return nil
+			return true, nil
 		}
 		if msg := last.Error(); msg != said {
 			said = msg
@@ -183,12 +185,12 @@ func poll(ctx context.Context, every time.Duration, log logrus.FieldLogger, f fu
 				log.Warn(msg)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
-		case <-time.After(every):
-		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last error: %v)", err, last)
 	}
+	return nil
 }
 
 // markComplete records bootstrap-complete through client.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
@@ -46,16 +47,11 @@ func Install(ctx context.Context, fromDir, kubeDir string, log logrus.FieldLogge
 		return err
 	}
 	defer c.Close()
-	for {
+	if err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
 		st, err := c.Status(ctx, "https://127.0.0.1:2379")
-		if err == nil && !st.IsLearner {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("etcd member did not become a voter: %w", ctx.Err())
-		case <-time.After(2 * time.Second):
-		}
+		return err == nil && !st.IsLearner, nil
+	}); err != nil {
+		return fmt.Errorf("etcd member did not become a voter: %w", err)
 	}
 	return ActivateStaged(kubeDir, log)
 }
