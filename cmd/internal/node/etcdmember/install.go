@@ -57,6 +57,8 @@ func Install(ctx context.Context, fromDir, kubeDir string, log logrus.FieldLogge
 }
 
 // ActivateStaged moves every staged static pod into the kubelet's manifests.
+// The files were written whole when staged, so a rename moves each one
+// atomically; the directories are synced so the moves survive a power loss.
 func ActivateStaged(kubeDir string, log logrus.FieldLogger) error {
 	staged := filepath.Join(kubeDir, nodelayout.StagedPodsSubdir)
 	entries, err := os.ReadDir(staged)
@@ -72,5 +74,11 @@ func ActivateStaged(kubeDir string, log logrus.FieldLogger) error {
 		}
 		log.Infof("activated static pod %s", e.Name())
 	}
-	return nil
+	if len(entries) == 0 {
+		return nil
+	}
+	if err := atomicfile.SyncDir(filepath.Join(kubeDir, nodelayout.StaticPodsSubdir)); err != nil {
+		return err
+	}
+	return atomicfile.SyncDir(staged)
 }
