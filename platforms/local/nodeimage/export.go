@@ -24,6 +24,13 @@ func (img *Image) Export(ctx context.Context, path string) error {
 	if err != nil {
 		return &PreconditionError{err}
 	}
+	// The output's directory must exist: a mistyped --output is the
+	// user's to fix, not something to create.
+	if st, err := os.Stat(filepath.Dir(path)); err != nil {
+		return &PreconditionError{err}
+	} else if !st.IsDir() {
+		return &PreconditionError{fmt.Errorf("%s is not a directory", filepath.Dir(path))}
+	}
 	var streamed bool
 	err = atomicfile.WriteFunc(path, 0o644, func(f io.Writer) error {
 		streamed = true
