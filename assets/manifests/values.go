@@ -14,8 +14,9 @@ import (
 
 var _ graph.Asset = (*Values)(nil)
 
-// ClusterDNSDomain is the cluster's internal DNS domain for Services.
-const ClusterDNSDomain = "cluster.local"
+// ClusterDNSDomain is the cluster's internal DNS domain for Services; it is
+// the domain of the kube-apiserver certificate's in-cluster names.
+const ClusterDNSDomain = tls.ServiceDNSDomain
 
 // Images are the image references the templates use.
 type Images struct {

@@ -53,10 +53,11 @@ func (c *APIServer) Load(f graph.FileFetcher) (bool, error) {
 	return c.load(f, c.ID(), usageServer)
 }
 
-// serviceDNSDomain is the cluster's DNS domain for Services (kubelet
+// ServiceDNSDomain is the cluster's DNS domain for Services (kubelet
 // --cluster-domain); install-config's ClusterDomain is <name>.<baseDomain>,
-// which is a different thing.
-const serviceDNSDomain = "cluster.local"
+// which is a different thing. The manifests use the same value, so the
+// service account issuer and JWKS URL are names this certificate covers.
+const ServiceDNSDomain = "cluster.local"
 
 // apiServerSANs returns the names and addresses of kube-apiserver: the
 // in-cluster Service names, the first Service IP, api and api-int, the API
@@ -67,7 +68,7 @@ func apiServerSANs(cfg *types.Config) (dns []string, ips []net.IP) {
 		"kubernetes.default",
 		"kubernetes.default.svc",
 		"kubernetes.default.svc.cluster",
-		"kubernetes.default.svc." + serviceDNSDomain,
+		"kubernetes.default.svc." + ServiceDNSDomain,
 		cfg.APIName(),
 		cfg.APIIntName(),
 		"localhost",
