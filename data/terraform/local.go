@@ -14,6 +14,10 @@ type LocalVars struct {
 	Bridge string `json:"bridge"`
 	// MachineCIDR is the machine network, e.g. "10.66.0.0/24".
 	MachineCIDR string `json:"machine_cidr"`
+	// ServiceNetwork is the cluster's service network (networking.serviceNetwork),
+	// routed on-link in every machine so that host-network clients of a
+	// ClusterIP (kube-apiserver calling a webhook) have a route to it.
+	ServiceNetwork []string `json:"service_network"`
 	// APIVIP is the host's address on the bridge, where the load balancer listens.
 	APIVIP string `json:"api_vip"`
 	// NodeImage is the node image rootfs directory.

@@ -27,5 +27,10 @@ locals {
     [for i, a in var.worker_addresses : { ip = a, names = ["${var.infra_id}-worker-${i}"] }],
   )
 
+  # Every machine routes the service network on-link: a connect from a
+  # machine's own network namespace (kube-apiserver to a webhook's ClusterIP)
+  # needs a route before kube-proxy's DNAT applies. No gateway, no default route.
+  routes = var.service_network
+
   kiln_bind = [{ source = var.kiln_binary, target = "/usr/local/bin/kiln", read_only = true }]
 }

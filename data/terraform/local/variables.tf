@@ -35,6 +35,13 @@ variable "machine_cidr" {
   }
 }
 
+variable "service_network" {
+  type        = list(string)
+  default     = []
+  nullable    = false
+  description = "Service network CIDRs, routed on-link in every machine (no gateway): host-network clients of a ClusterIP need a route before kube-proxy's DNAT applies."
+}
+
 variable "api_vip" {
   type        = string
   description = "Host address on the bridge: API VIP, load balancer address."

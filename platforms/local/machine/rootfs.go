@@ -41,7 +41,7 @@ func rootFiles(s *Spec, addr netip.Prefix, machineID string) []rootFile {
 	files := []rootFile{
 		{"/etc/hostname", []byte(s.Name + "\n"), 0o644},
 		{"/etc/hosts", []byte(hostsFile(s, addr)), 0o644},
-		{networkPath, []byte(networkFile(addr)), 0o644},
+		{networkPath, []byte(networkFile(addr, s.Routes)), 0o644},
 		{nodelayout.NodeEnvFile, []byte(envFile(s.Env)), 0o644},
 		{ignitionPath, s.Ignition, 0o600},
 		{stopTimeoutPath, []byte("[Manager]\nDefaultTimeoutStopSec=15s\n"), 0o644},
@@ -67,11 +67,18 @@ func hostsFile(s *Spec, addr netip.Prefix) string {
 }
 
 // networkFile configures the machine's end of the veth with its static
-// address. There is deliberately no gateway: machines talk to each other
-// and to the host, never beyond it.
-func networkFile(addr netip.Prefix) string {
-	return "[Match]\nName=host0\n\n[Network]\nAddress=" + addr.String() +
-		"\nLinkLocalAddressing=no\nIPv6AcceptRA=no\nLLMNR=no\nMulticastDNS=no\n"
+// address and the on-link routes (Spec.Routes). There is deliberately no
+// gateway: machines talk to each other and to the host, never beyond it.
+// systemd-networkd applies the routes whenever it configures host0, at
+// every boot, before any Kubernetes component starts.
+func networkFile(addr netip.Prefix, routes []string) string {
+	var b strings.Builder
+	b.WriteString("[Match]\nName=host0\n\n[Network]\nAddress=" + addr.String() +
+		"\nLinkLocalAddressing=no\nIPv6AcceptRA=no\nLLMNR=no\nMulticastDNS=no\n")
+	for _, r := range routes {
+		b.WriteString("\n[Route]\nDestination=" + r + "\nScope=link\n")
+	}
+	return b.String()
 }
 
 // envFile renders env as an EnvironmentFile=, sorted, values quoted when

@@ -36,6 +36,7 @@ func testSpec() *Spec {
 		Hosts: []HostEntry{
 			{IP: "10.66.0.10", Names: []string{"api.demo.example.com", "api-int.demo.example.com"}},
 		},
+		Routes:   []string{"172.30.0.0/16"},
 		Ignition: []byte(`{"ignition":{"version":"3.3.0"}}`),
 		Env: map[string]string{"KILN_ROLE": "master", "KILN_NODE_IP": "10.66.0.11",
 			"KILN_NODE_NAME": "demo-x7k2p-master-0", "KILN_NOTE": `a "quoted" $value`},

@@ -44,6 +44,14 @@ type Spec struct {
 	Address string
 	// Hosts are written to the machine's /etc/hosts.
 	Hosts []HostEntry
+	// Routes are IPv4 destinations, e.g. the cluster's service network
+	// "172.30.0.0/16", routed on-link through the machine's interface: a
+	// connect from the machine's own network namespace to such an address
+	// then has a route (and a source address), so kube-proxy's DNAT in nat
+	// OUTPUT can apply. A packet nothing rewrites stays on the bridge, where
+	// nobody answers for it. Never a default route. Omitted from the spec's
+	// hash when empty, so machines created without routes keep their hash.
+	Routes []string `json:",omitempty"`
 	// Ignition is written to /var/lib/kiln/ignition/config.ign (0600) before
 	// the first boot.
 	Ignition []byte
@@ -105,6 +113,17 @@ func (s *Spec) validate() (netip.Prefix, error) {
 			if n == "" || strings.ContainsAny(n, " \t\n#") {
 				add("hosts[%d].names: invalid name %q", i, n)
 			}
+		}
+	}
+	for i, r := range s.Routes {
+		dst, err := netip.ParsePrefix(r)
+		switch {
+		case err != nil || !dst.Addr().Is4():
+			add("routes[%d] %q: must be an IPv4 prefix, e.g. 172.30.0.0/16", i, r)
+		case dst.Bits() == 0:
+			add("routes[%d] %q: a default route would let machines reach beyond the host", i, r)
+		case dst.Masked() != dst:
+			add("routes[%d] %q: host bits are set (%s)", i, r, dst.Masked())
 		}
 	}
 	for k, v := range s.Env {

@@ -39,6 +39,11 @@ func TestSpecValidate(t *testing.T) {
 		{"env newline", func(s *Spec) { s.Env["X"] = "a\nb" }, "newline"},
 		{"negative memory", func(s *Spec) { s.MemoryBytes = -1 }, "negative"},
 		{"bind with colon", func(s *Spec) { s.Binds[0].Target = "/a:b" }, "binds[0].target"},
+		{"service network route", func(s *Spec) { s.Routes = []string{"172.30.0.0/16"} }, ""},
+		{"default route", func(s *Spec) { s.Routes = []string{"0.0.0.0/0"} }, "routes[0] \"0.0.0.0/0\": a default route"},
+		{"route is an address", func(s *Spec) { s.Routes = []string{"172.30.0.1"} }, "routes[0]"},
+		{"ipv6 route", func(s *Spec) { s.Routes = []string{"fd02::/112"} }, "routes[0]"},
+		{"route with host bits", func(s *Spec) { s.Routes = []string{"10.0.0.0/8", "172.30.0.1/16"} }, "routes[1] \"172.30.0.1/16\": host bits are set (172.30.0.0/16)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,5 +70,20 @@ func TestSpecHash(t *testing.T) {
 	}
 	if a.hash() == c.hash() || a.hash() == d.hash() {
 		t.Errorf("different specs hash alike")
+	}
+	e := Spec{Name: "m", Env: map[string]string{"A": "1", "B": "2"}, Routes: []string{"172.30.0.0/16"}}
+	if a.hash() == e.hash() {
+		t.Errorf("routes do not change the hash")
+	}
+}
+
+// TestSpecHashWithoutRoutes pins the hash of a spec without routes to the
+// value kiln computed before Spec had Routes: a machine an older kiln
+// created must not look changed (Create refuses a changed spec).
+func TestSpecHashWithoutRoutes(t *testing.T) {
+	s := Spec{Name: "m", Address: "10.66.0.11/24", Env: map[string]string{"A": "1"}}
+	const before = "df99e1e08404eec861185ab33a38f9d6746e10bdca28394177d4fba835827277"
+	if got := s.hash(); got != before {
+		t.Errorf("hash = %s, want %s", got, before)
 	}
 }

@@ -34,6 +34,7 @@ type machineModel struct {
 	Bridge      types.String  `tfsdk:"bridge"`
 	Address     types.String  `tfsdk:"address"`
 	Hosts       []hostModel   `tfsdk:"hosts"`
+	Routes      []string      `tfsdk:"routes"`
 	Ignition    types.String  `tfsdk:"ignition"`
 	Env         types.Map     `tfsdk:"env"`
 	CPUs        types.Float64 `tfsdk:"cpus"`
@@ -61,6 +62,7 @@ func (m *machineModel) spec(ctx context.Context, defImage string) (machine.Spec,
 		Image:       m.Image.ValueString(),
 		Bridge:      m.Bridge.ValueString(),
 		Address:     m.Address.ValueString(),
+		Routes:      m.Routes,
 		Ignition:    []byte(m.Ignition.ValueString()),
 		CPUs:        m.CPUs.ValueFloat64(),
 		MemoryBytes: m.MemoryBytes.ValueInt64(),
@@ -107,6 +109,9 @@ func (r *machineResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 					"ip":    schema.StringAttribute{Required: true},
 					"names": schema.ListAttribute{Required: true, ElementType: types.StringType},
 				}}},
+			"routes": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
+				Description:   "IPv4 prefixes routed on-link through the machine's interface (the service network); never a default route."},
 			"ignition": schema.StringAttribute{Required: true, Sensitive: true, PlanModifiers: str,
 				Description: "Ignition config applied at first boot."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,

@@ -76,6 +76,7 @@ func TestMachineSpec(t *testing.T) {
 		Address: types.StringValue("10.66.0.11/24"), Ignition: types.StringValue(`{"ignition":{}}`),
 		Image:       types.StringNull(),
 		Hosts:       []hostModel{{IP: types.StringValue("10.66.0.1"), Names: []string{"api.demo.test"}}},
+		Routes:      []string{"172.30.0.0/16"},
 		Env:         env,
 		CPUs:        types.Float64Value(1.5),
 		MemoryBytes: types.Int64Value(4 << 30),
@@ -88,6 +89,7 @@ func TestMachineSpec(t *testing.T) {
 	want := machine.Spec{
 		Name: "demo-master-0", Image: "/images/node", Bridge: "kiln0", Address: "10.66.0.11/24",
 		Hosts:    []machine.HostEntry{{IP: "10.66.0.1", Names: []string{"api.demo.test"}}},
+		Routes:   []string{"172.30.0.0/16"},
 		Ignition: []byte(`{"ignition":{}}`), Env: map[string]string{"KILN_ROLE": "master"},
 		CPUs: 1.5, MemoryBytes: 4 << 30,
 		Binds: []machine.Bind{{Source: "/usr/bin/kiln", Target: "/usr/local/bin/kiln", ReadOnly: true}},
@@ -145,7 +147,7 @@ func TestStagesThroughEngine(t *testing.T) {
 	vip := "127.66." + strconv.Itoa(os.Getpid()%200+1) + ".1"
 	vars := tfdata.LocalVars{
 		ClusterName: "demo", BaseDomain: "example.test", InfraID: "demo-x7k2p",
-		Bridge: "kiln-demo", MachineCIDR: "127.0.0.0/8", APIVIP: vip,
+		Bridge: "kiln-demo", MachineCIDR: "127.0.0.0/8", APIVIP: vip, ServiceNetwork: []string{"172.30.0.0/16"},
 		NodeImage: "/images/node", KilnBinary: "/usr/local/bin/kiln", LBDir: &lbDir,
 		BootstrapIgnition: `{"bootstrap":true}`, MasterIgnition: `{"master":true}`, WorkerIgnition: `{"worker":true}`,
 		BootstrapAddress: "127.66.0.10", BootstrapInLB: true,
@@ -204,9 +206,14 @@ func TestStagesThroughEngine(t *testing.T) {
 		strings.Join(master.Hosts[0].Names, " ") != "api.demo.example.test api-int.demo.example.test" {
 		t.Errorf("master-0 hosts = %+v", master.Hosts)
 	}
-	for _, n := range []string{"demo-x7k2p-bootstrap", "demo-x7k2p-worker-0"} {
-		if _, ok := fake.readSpec(n); !ok {
+	for _, n := range []string{"demo-x7k2p-master-0", "demo-x7k2p-bootstrap", "demo-x7k2p-worker-0"} {
+		s, ok := fake.readSpec(n)
+		if !ok {
 			t.Errorf("%s not created", n)
+			continue
+		}
+		if !reflect.DeepEqual(s.Routes, []string{"172.30.0.0/16"}) {
+			t.Errorf("%s routes = %q, want the service network", n, s.Routes)
 		}
 	}
 

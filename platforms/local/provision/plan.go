@@ -98,6 +98,7 @@ func (p *Plan) Vars(c *platforms.Cluster, nodeImage, kiln string) tfdata.LocalVa
 		InfraID:           c.InfraID,
 		Bridge:            p.Bridge,
 		MachineCIDR:       p.CIDR.String(),
+		ServiceNetwork:    cfg.Networking.ServiceNetwork,
 		APIVIP:            p.VIP.String(),
 		NodeImage:         nodeImage,
 		KilnBinary:        kiln,

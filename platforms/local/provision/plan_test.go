@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -14,7 +15,7 @@ func planConfig(masters, workers int64) *types.Config {
 		BaseDomain:   "example.com",
 		ControlPlane: &types.MachinePool{Name: "master", Replicas: &masters, Platform: types.MachinePoolPlatform{Local: &types.LocalMachinePool{CPUs: 1.5, MemoryMiB: 2048}}},
 		Compute:      []types.MachinePool{{Name: "worker", Replicas: &workers}},
-		Networking:   &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: "10.66.0.0/24"}}},
+		Networking:   &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: "10.66.0.0/24"}}, ServiceNetwork: []string{"172.30.0.0/16"}},
 		Platform:     types.Platform{Local: &types.LocalPlatform{APIVIP: "10.66.0.1", DefaultMachinePlatform: &types.LocalMachinePool{MemoryMiB: 1024}}},
 	}
 }
@@ -39,6 +40,9 @@ func TestPlan(t *testing.T) {
 	}
 	if !v.BootstrapInLB || v.MasterCount != 3 || v.WorkerCount != 2 || v.BootstrapIgnition != "{}" {
 		t.Errorf("vars = %+v", v)
+	}
+	if !reflect.DeepEqual(v.ServiceNetwork, []string{"172.30.0.0/16"}) {
+		t.Errorf("service network (routed in every machine) = %q", v.ServiceNetwork)
 	}
 	small := planConfig(1, 0)
 	small.Networking.MachineNetwork[0].CIDR = "10.66.0.0/29"

@@ -7,6 +7,7 @@ resource "kilnlocal_machine" "master" {
   bridge       = var.bridge
   address      = "${var.master_addresses[count.index]}/${local.prefix_len}"
   hosts        = local.hosts
+  routes       = local.routes
   ignition     = var.master_ignition
   cpus         = var.master_cpus
   memory_bytes = var.master_memory_mib * 1048576
@@ -31,6 +32,7 @@ resource "kilnlocal_machine" "worker" {
   bridge       = var.bridge
   address      = "${var.worker_addresses[count.index]}/${local.prefix_len}"
   hosts        = local.hosts
+  routes       = local.routes
   ignition     = var.worker_ignition
   cpus         = var.worker_cpus
   memory_bytes = var.worker_memory_mib * 1048576
