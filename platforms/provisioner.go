@@ -50,6 +50,16 @@ type Provisioner interface {
 	Destroy(ctx context.Context, dir, infraID string) error
 }
 
+// ImageLoader is an optional ability of a Provisioner: importing container
+// images into the nodes' container runtime, for clusters that cannot pull
+// (the local platform's machines have no route beyond the host).
+type ImageLoader interface {
+	// LoadImageArchive imports the docker or OCI image archive at path (a
+	// file on the host running kiln) into the container runtime of the
+	// named nodes of infraID, or of every node when nodes is empty.
+	LoadImageArchive(ctx context.Context, infraID, path string, nodes []string) error
+}
+
 // Gatherer collects diagnostics from a cluster's machines.
 type Gatherer interface {
 	// Gather writes the logs of the bootstrap machine and the masters into

@@ -112,7 +112,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		newProviderCmd(o),
 		newLBCmd(o),
 		newNodeCmd(o),
-		newDestroyCmd(o), newWaitForCmd(o), newGatherCmd(o),
+		newDestroyCmd(o), newWaitForCmd(o), newGatherCmd(o), newLoadCmd(o),
 		newCertsCmd(o),
 	)
 	return root

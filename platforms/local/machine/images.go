@@ -1,0 +1,96 @@
+package machine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/kiln-project/kiln/graph"
+)
+
+// containerdRoot is containerd's root inside a machine; it is one of
+// hostBinds, a plain host directory.
+const containerdRoot = "/var/lib/containerd"
+
+// importDir is where ImportImageArchive stages an archive, inside the
+// machine: below containerd's root, which is a plain host directory, so
+// the archive is linked or copied once and never lands on the overlay root
+// (containerd ignores what it does not know in its root).
+const importDir = containerdRoot + "/kiln-import"
+
+// importImageArgv is the command, run inside a machine, that imports the
+// docker or OCI archive at inside into containerd's namespace k8s.io, where
+// kubelet (CRI) finds its images. Only the machine's own platform is
+// imported and unpacked, as the node image imports its own images.
+func importImageArgv(inside string) []string {
+	return []string{"ctr", "--namespace", "k8s.io", "images", "import", inside}
+}
+
+// ImportImageArchive imports the docker or OCI image archive at archive (a
+// host path) into the running machine's containerd, namespace k8s.io, so
+// that pods with imagePullPolicy Never or IfNotPresent use it without
+// pulling. The archive is staged under the machine's containerd directory
+// (a hard link when the file system allows, else a copy) and removed
+// afterwards.
+func (m *Manager) ImportImageArchive(ctx context.Context, name, archive string) error {
+	st, err := m.State(ctx, name)
+	if err != nil {
+		return err
+	}
+	if st != StateRunning {
+		return graph.WithKind(graph.KindInfrastructure, fmt.Errorf("machine %s is %s", name, st))
+	}
+	hostDir := filepath.Join(m.dir(name), hostBindDir(containerdRoot), path.Base(importDir))
+	staged, err := stageFile(archive, hostDir)
+	if err != nil {
+		return fmt.Errorf("staging %s for machine %s: %w", archive, name, err)
+	}
+	defer os.Remove(staged)
+	if _, err := m.Exec(ctx, name, importImageArgv(path.Join(importDir, filepath.Base(staged)))...); err != nil {
+		return fmt.Errorf("importing %s into machine %s: %w", archive, name, err)
+	}
+	return nil
+}
+
+// stageFile makes src available as a new file in dir (created 0700): a hard
+// link when src is on the same file system and linking is allowed, else a
+// copy (0600). It returns the new file's path; the caller removes it.
+func stageFile(src, dir string) (string, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	if st, err := in.Stat(); err != nil {
+		return "", err
+	} else if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", src)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, "archive-"+hex.EncodeToString(b[:])+".tar")
+	if err := os.Link(src, dst); err == nil {
+		return dst, nil
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	_, cerr := io.Copy(out, in)
+	if err := errors.Join(cerr, out.Close()); err != nil {
+		os.Remove(dst)
+		return "", err
+	}
+	return dst, nil
+}

@@ -1,0 +1,77 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kiln-project/kiln/graph"
+)
+
+func TestImportImageArgv(t *testing.T) {
+	got := importImageArgv("/var/lib/containerd/kiln-import/archive-00.tar")
+	want := []string{"ctr", "--namespace", "k8s.io", "images", "import", "/var/lib/containerd/kiln-import/archive-00.tar"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("argv = %q, want %q", got, want)
+	}
+	// The staging directory is inside a plain host directory bound into the
+	// machine, so the host path computed from it is seen by ctr.
+	if !strings.HasPrefix(importDir, containerdRoot+"/") || !slices.Contains(hostBinds, containerdRoot) {
+		t.Errorf("import dir %s is not below a host bind (%v)", importDir, hostBinds)
+	}
+}
+
+func TestStageFile(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "images.tar")
+	if err := os.WriteFile(src, []byte("archive"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "bind-containerd", "kiln-import")
+	a, err := stageFile(src, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := stageFile(src, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b || filepath.Dir(a) != dir || !strings.HasSuffix(a, ".tar") {
+		t.Errorf("staged as %s and %s in %s", a, b, dir)
+	}
+	if data, _ := os.ReadFile(a); string(data) != "archive" {
+		t.Errorf("staged content %q", data)
+	}
+	if st, _ := os.Stat(dir); st == nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("staging dir mode %v, want 0700", st)
+	}
+	// Removing the staged file leaves the user's archive.
+	os.Remove(a)
+	if _, err := os.Stat(src); err != nil {
+		t.Errorf("source gone after removing the staged copy: %v", err)
+	}
+
+	if _, err := stageFile(filepath.Join(t.TempDir(), "missing.tar"), dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing source: %v", err)
+	}
+	if _, err := stageFile(t.TempDir(), dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("directory as source: %v", err)
+	}
+}
+
+func TestImportImageArchiveNeedsRunningMachine(t *testing.T) {
+	m, run := newTestManager(t)
+	err := m.ImportImageArchive(context.Background(), "demo-worker-0", "/tmp/images.tar")
+	if err == nil || graph.KindOf(err) != graph.KindInfrastructure || !strings.Contains(err.Error(), "absent") {
+		t.Errorf("absent machine: %v", err)
+	}
+	for _, c := range joined(run.calls) {
+		if strings.Contains(c, "nsenter") || strings.Contains(c, "ctr") {
+			t.Errorf("ran %q for an absent machine", c)
+		}
+	}
+}
