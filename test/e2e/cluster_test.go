@@ -103,6 +103,36 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 		t.Errorf("the bootstrap machine still exists after install-complete: %v", err)
 	}
 	assertPodNetwork(ctx, t, client, infraID)
+	assertHostNetworkReachesServices(t, infraID, masters, workers)
+}
+
+// assertHostNetworkReachesServices checks, in every node machine's own
+// network namespace (where kube-apiserver calls webhooks and hostNetwork
+// pods run), that the service network has a route through host0 and that a
+// TCP connect to the kubernetes Service's ClusterIP succeeds through
+// kube-proxy's DNAT. Without the route the connect fails with "Network is
+// unreachable" (issue 8's AdmissionWebhook failure).
+func assertHostNetworkReachesServices(t *testing.T, infraID string, masters, workers int) {
+	t.Helper()
+	const kubernetesServiceIP = "172.30.0.1" // the default serviceNetwork's first address
+	mgr := machine.NewManager(machine.Options{})
+	var names []string
+	for i := range masters {
+		names = append(names, fmt.Sprintf("%s-master-%d", infraID, i))
+	}
+	for i := range workers {
+		names = append(names, fmt.Sprintf("%s-worker-%d", infraID, i))
+	}
+	for _, name := range names {
+		out, err := mgr.Exec(context.Background(), name, "ip", "-o", "route", "get", kubernetesServiceIP)
+		if err != nil || !strings.Contains(string(out), " dev host0 ") || strings.Contains(string(out), " via ") {
+			t.Errorf("%s: ip route get %s = %q, %v; want on-link through host0", name, kubernetesServiceIP, out, err)
+		}
+		connect := fmt.Sprintf("exec 3<>/dev/tcp/%s/443", kubernetesServiceIP)
+		if out, err := mgr.Exec(context.Background(), name, "timeout", "10", "bash", "-c", connect); err != nil {
+			t.Errorf("%s: TCP connect to the kubernetes Service from the host network: %v\n%s", name, err, out)
+		}
+	}
 }
 
 func buildStaticKiln(t *testing.T) string {
