@@ -13,10 +13,13 @@ import (
 	"time"
 )
 
-// Process describes a detached `kiln lb` process and its files.
+// Process describes a detached `kiln lb` process (or another kiln
+// subcommand run the same way) and its files.
 type Process struct {
 	// Kiln is the kiln binary that runs `kiln lb`.
 	Kiln string
+	// Subcommand is the kiln command run; ["lb"] when empty.
+	Subcommand []string
 	// ConfigPath is its configuration file.
 	ConfigPath string
 	// PIDFile is where it writes its pid once listening.
@@ -39,7 +42,16 @@ func ProcessIn(kiln, dir string) Process {
 // Command returns the argv of the load balancer process; kiln's --dir (where
 // its debug log goes) is the configuration's directory.
 func (p Process) Command() []string {
-	return []string{p.Kiln, "--dir", filepath.Dir(p.ConfigPath), "lb", "--config", p.ConfigPath, "--pid-file", p.PIDFile}
+	argv := append([]string{p.Kiln, "--dir", filepath.Dir(p.ConfigPath)}, p.subcommand()...)
+	return append(argv, "--config", p.ConfigPath, "--pid-file", p.PIDFile)
+}
+
+// subcommand returns Subcommand or its default.
+func (p Process) subcommand() []string {
+	if len(p.Subcommand) > 0 {
+		return p.Subcommand
+	}
+	return []string{"lb"}
 }
 
 // ErrNotRunning is returned by PID when no load balancer process runs.
@@ -70,7 +82,7 @@ func (p Process) Start(ctx context.Context) (int, error) {
 	for {
 		select {
 		case err := <-exited:
-			return 0, fmt.Errorf("load balancer exited (%v); see %s", err, p.LogFile)
+			return 0, fmt.Errorf("kiln %s exited (%v); see %s", strings.Join(p.subcommand(), " "), err, p.LogFile)
 		case <-ctx.Done():
 			cmd.Process.Kill()
 			return 0, ctx.Err()
@@ -99,7 +111,7 @@ func (p Process) PID() (int, error) {
 		return 0, ErrNotRunning
 	}
 	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-	if !containsSeq(args, []string{"lb", "--config", p.ConfigPath}) {
+	if !containsSeq(args, append(p.subcommand(), "--config", p.ConfigPath)) {
 		return 0, ErrNotRunning
 	}
 	return pid, nil
