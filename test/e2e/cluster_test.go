@@ -103,6 +103,10 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 		t.Errorf("the bootstrap machine still exists after install-complete: %v", err)
 	}
 	assertPodNetwork(ctx, t, client, infraID)
+	if masters == 1 {
+		// The add-ons, on the smaller cluster only: the checks need one.
+		assertApps(t, dir, infraID)
+	}
 }
 
 func buildStaticKiln(t *testing.T) string {
