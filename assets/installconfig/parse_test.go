@@ -32,6 +32,8 @@ func TestParseReportsUnknownFieldsAndTypesWithPaths(t *testing.T) {
 			[]fieldErr{{field.ErrorTypeTypeInvalid, "networking.clusterNetwork[0].hostPrefix"}}},
 		{"fraction for an integer", "controlPlane:\n  replicas: 1.5\n",
 			[]fieldErr{{field.ErrorTypeTypeInvalid, "controlPlane.replicas"}}},
+		{"add-on switches", "platform:\n  local:\n    addons:\n      storage: \"no\"\n      metric: false\n",
+			[]fieldErr{{field.ErrorTypeForbidden, "platform.local.addons.metric"}, {field.ErrorTypeTypeInvalid, "platform.local.addons.storage"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

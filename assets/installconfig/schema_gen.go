@@ -23,6 +23,11 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "proxy", Type: "object", Ref: "Proxy", Doc: "proxy configures an egress HTTP proxy for the nodes."},
 			{Name: "timeouts", Type: "object", Ref: "Timeouts", Doc: "timeouts bounds each wait of create cluster."},
 		}},
+		"LocalAddons": {Doc: "LocalAddons selects the add-ons of a local cluster; each is installed unless set to false.", Fields: []fieldDoc{
+			{Name: "storage", Type: "boolean", Ref: "", Doc: "storage is the default StorageClass \"standard\": rancher's local-path-provisioner, with volumes in /var/lib/kiln/local-path on the node that runs the pod (default true)."},
+			{Name: "metrics", Type: "boolean", Ref: "", Doc: "metrics is metrics-server: the metrics.k8s.io API behind `kubectl top` and HorizontalPodAutoscalers (default true)."},
+			{Name: "loadBalancer", Type: "boolean", Ref: "", Doc: "loadBalancer gives each LoadBalancer Service an address on the host bridge, from the last quarter of machineNetwork[0], proxied to its node ports by `kiln service-lb` on the host (default true)."},
+		}},
 		"LocalMachinePool": {Doc: "LocalMachinePool sizes a local (systemd-nspawn) machine.", Fields: []fieldDoc{
 			{Name: "cpus", Type: "number", Ref: "", Doc: "cpus is the CPU quota in cores, e.g. 1.5; enforced where the host's cgroups allow it."},
 			{Name: "memoryMiB", Type: "integer", Ref: "", Doc: "memoryMiB is the memory limit in MiB, 0 (no limit) or at least 1024; enforced where the host's cgroups allow it."},
@@ -32,6 +37,7 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "apiVIP", Type: "string", Ref: "", Doc: "apiVIP is the host address the API load balancer listens on; defaults to the first address of machineNetwork[0]."},
 			{Name: "nodeImage", Type: "string", Ref: "", Doc: "nodeImage is a node image directory or tarball; defaults to the one kiln builds into its cache."},
 			{Name: "defaultMachinePlatform", Type: "object", Ref: "LocalMachinePool", Doc: "defaultMachinePlatform applies to pools that set no local section."},
+			{Name: "addons", Type: "object", Ref: "LocalAddons", Doc: "addons switches off the add-ons a local cluster gets by default, for users who bring their own."},
 		}},
 		"MachineNetworkEntry": {Doc: "MachineNetworkEntry is one machine address block.", Fields: []fieldDoc{
 			{Name: "cidr", Type: "string", Ref: "", Doc: "cidr is the block, e.g. 10.0.0.0/16."},

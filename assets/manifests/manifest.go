@@ -22,6 +22,20 @@ func (o *objects) generate(p graph.Parents, template string, extra func(*Values)
 	return o.render(ManifestsDir, data, template)
 }
 
+// generateIf renders template from the Values parent when enabled says
+// so; otherwise the asset holds no file (an add-on switched off).
+func (o *objects) generateIf(p graph.Parents, template string, enabled func(*Values) bool) error {
+	v := &Values{}
+	if err := p.Get(v); err != nil {
+		return err
+	}
+	if !enabled(v) {
+		o.FileList = nil
+		return nil
+	}
+	return o.render(ManifestsDir, v, template)
+}
+
 // loadOne loads the single file rendered from template.
 func (o *objects) loadOne(f graph.FileFetcher, template string) (bool, error) {
 	return o.load(f, targetPaths(ManifestsDir, []string{template}))

@@ -17,11 +17,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kiln-project/kiln/assets/bootstraptoken"
 	"github.com/kiln-project/kiln/assets/release"
@@ -68,10 +72,17 @@ type manifestCase struct {
 	clusterName, apiInt, platform    string
 	clusterCIDR, serviceCIDR, dnsIP  string
 	hostPrefix, masters, coreDNSReps string
+	// addons: the storage and metrics add-ons are rendered.
+	addons bool
 }
 
 var manifestCases = []manifestCase{{
 	name: "local", config: localConfig,
+	clusterName: "demo", apiInt: "api-int.demo.example.test", platform: "local",
+	clusterCIDR: "10.244.0.0/16", serviceCIDR: "10.96.0.0/16", dnsIP: "10.96.0.10",
+	hostPrefix: "24", masters: "3", coreDNSReps: "2", addons: true,
+}, {
+	name: "local without add-ons", config: strings.Replace(localConfig, "local: {}", "local: {addons: {storage: false, metrics: false}}", 1),
 	clusterName: "demo", apiInt: "api-int.demo.example.test", platform: "local",
 	clusterCIDR: "10.244.0.0/16", serviceCIDR: "10.96.0.0/16", dnsIP: "10.96.0.10",
 	hostPrefix: "24", masters: "3", coreDNSReps: "2",
@@ -153,6 +164,14 @@ func decodeAll(t *testing.T, file string, data []byte) []object {
 			continue
 		}
 		obj, gvk, err := decoder.Decode(doc, nil, nil)
+		if runtime.IsNotRegisteredError(err) {
+			// Kinds outside client-go's scheme (APIService) are checked
+			// field by field.
+			u := &unstructured.Unstructured{}
+			if err = sigsyaml.Unmarshal(doc, &u.Object); err == nil {
+				obj, gvk = u, &schema.GroupVersionKind{Kind: u.GetKind()}
+			}
+		}
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", file, err, doc)
 		}
@@ -200,8 +219,11 @@ func TestManifests(t *testing.T) {
 					perFile[p] = append(perFile[p], k)
 				}
 			}
-			checkInventory(t, perFile)
+			checkInventory(t, tc, perFile)
 			checkObjects(t, tc, objs)
+			if tc.addons {
+				checkAddons(t, objs)
+			}
 			for _, role := range []string{"bootstrap", "master"} {
 				checkStaticPods(t, tc, role, objs)
 			}
@@ -246,13 +268,44 @@ var wantObjects = map[string][]string{
 	},
 }
 
+// wantAddonObjects is what the add-ons' files hold when they are on.
+var wantAddonObjects = map[string][]string{
+	"manifests/13-local-path-storage.yaml": {
+		"Namespace//local-path-storage",
+		"ServiceAccount/local-path-storage/local-path-provisioner-service-account",
+		"Role/local-path-storage/local-path-provisioner-role",
+		"ClusterRole//local-path-provisioner-role",
+		"RoleBinding/local-path-storage/local-path-provisioner-bind",
+		"ClusterRoleBinding//local-path-provisioner-bind",
+		"Deployment/local-path-storage/local-path-provisioner",
+		"StorageClass//standard",
+		"ConfigMap/local-path-storage/local-path-config",
+	},
+	"manifests/14-metrics-server.yaml": {
+		"ServiceAccount/kube-system/metrics-server",
+		"ClusterRole//system:aggregated-metrics-reader",
+		"ClusterRole//system:metrics-server",
+		"RoleBinding/kube-system/metrics-server-auth-reader",
+		"ClusterRoleBinding//metrics-server:system:auth-delegator",
+		"ClusterRoleBinding//system:metrics-server",
+		"Service/kube-system/metrics-server",
+		"Deployment/kube-system/metrics-server",
+		"APIService//v1beta1.metrics.k8s.io",
+	},
+}
+
 // checkInventory compares the files and their objects with wantObjects and
 // four static pods per role.
-func checkInventory(t *testing.T, perFile map[string][]string) {
+func checkInventory(t *testing.T, tc manifestCase, perFile map[string][]string) {
 	t.Helper()
 	want := map[string][]string{}
 	for p, keys := range wantObjects {
 		want[p] = keys
+	}
+	if tc.addons {
+		for p, keys := range wantAddonObjects {
+			want[p] = keys
+		}
 	}
 	for _, role := range []string{"bootstrap", "master"} {
 		for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
@@ -482,5 +535,79 @@ func TestLoad(t *testing.T) {
 	}
 	if m := tok.Files()[0].Mode; m != 0o600 {
 		t.Errorf("loaded token Secret mode %o, want 0600", m)
+	}
+}
+
+// checkAddons checks the default StorageClass and metrics-server: the
+// images built into the node image, the helper program instead of a shell,
+// the volume directory, and kubelet TLS verified against the cluster CA.
+func checkAddons(t *testing.T, objs map[string]runtime.Object) {
+	t.Helper()
+	const lpp, ms = "manifests/13-local-path-storage.yaml", "manifests/14-metrics-server.yaml"
+	sc := find[*storagev1.StorageClass](t, objs, lpp, "StorageClass//standard")
+	if sc.Annotations["storageclass.kubernetes.io/is-default-class"] != "true" || sc.Provisioner != "rancher.io/local-path" ||
+		sc.ReclaimPolicy == nil || *sc.ReclaimPolicy != corev1.PersistentVolumeReclaimDelete ||
+		sc.VolumeBindingMode == nil || *sc.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
+		t.Errorf("StorageClass standard: %+v; want the default class of rancher.io/local-path, Delete, WaitForFirstConsumer", sc)
+	}
+	lppImage := release.Image(release.LocalPathProvisioner)
+	dep := find[*appsv1.Deployment](t, objs, lpp, "Deployment/local-path-storage/local-path-provisioner").Spec.Template.Spec
+	if c := dep.Containers[0]; c.Image != lppImage || c.ImagePullPolicy != corev1.PullNever || c.Command[0] != release.Spec(release.LocalPathProvisioner).Entrypoint() {
+		t.Errorf("local-path-provisioner runs %s %q (pull %s)", c.Image, c.Command, c.ImagePullPolicy)
+	}
+	cm := find[*corev1.ConfigMap](t, objs, lpp, "ConfigMap/local-path-storage/local-path-config")
+	var cfg struct {
+		NodePathMap []struct {
+			Node  string   `json:"node"`
+			Paths []string `json:"paths"`
+		} `json:"nodePathMap"`
+		SetupCommand    string `json:"setupCommand"`
+		TeardownCommand string `json:"teardownCommand"`
+	}
+	if err := sigsyaml.UnmarshalStrict([]byte(cm.Data["config.json"]), &cfg); err != nil {
+		t.Fatalf("local-path config.json: %v", err)
+	}
+	helper := release.BinDir + "/local-path-helper"
+	if !slices.Contains(release.Spec(release.LocalPathProvisioner).Binaries, "local-path-helper") {
+		t.Errorf("the local-path-provisioner image has no local-path-helper")
+	}
+	if cfg.SetupCommand != helper || cfg.TeardownCommand != helper || len(cfg.NodePathMap) != 1 ||
+		cfg.NodePathMap[0].Node != "DEFAULT_PATH_FOR_NON_LISTED_NODES" || !slices.Equal(cfg.NodePathMap[0].Paths, []string{"/var/lib/kiln/local-path"}) {
+		t.Errorf("local-path config.json = %+v", cfg)
+	}
+	var helperPod corev1.Pod
+	if err := sigsyaml.UnmarshalStrict([]byte(cm.Data["helperPod.yaml"]), &helperPod); err != nil {
+		t.Fatalf("helperPod.yaml: %v", err)
+	}
+	if c := helperPod.Spec.Containers; len(c) != 1 || c[0].Image != lppImage || c[0].ImagePullPolicy != corev1.PullNever {
+		t.Errorf("helper pod containers %+v, want the local-path-provisioner image, pull Never", c)
+	}
+
+	msDep := find[*appsv1.Deployment](t, objs, ms, "Deployment/kube-system/metrics-server")
+	c := msDep.Spec.Template.Spec.Containers[0]
+	if c.Image != release.Image(release.MetricsServer) || c.ImagePullPolicy != corev1.PullNever {
+		t.Errorf("metrics-server image %s pull %s", c.Image, c.ImagePullPolicy)
+	}
+	wantFlags(t, "metrics-server", c.Command,
+		"--kubelet-certificate-authority=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+		"--kubelet-preferred-address-types=InternalIP",
+	)
+	for _, arg := range append(c.Command, c.Args...) {
+		if strings.HasPrefix(arg, "--kubelet-insecure-tls") {
+			t.Errorf("metrics-server runs with %s", arg)
+		}
+	}
+	svc := find[*corev1.Service](t, objs, ms, "Service/kube-system/metrics-server")
+	for k, v := range svc.Spec.Selector {
+		if msDep.Spec.Template.Labels[k] != v {
+			t.Errorf("metrics-server Service selects %s=%s, the pods are labelled %v", k, v, msDep.Spec.Template.Labels)
+		}
+	}
+	api := find[*unstructured.Unstructured](t, objs, ms, "APIService//v1beta1.metrics.k8s.io")
+	name, _, _ := unstructured.NestedString(api.Object, "spec", "service", "name")
+	ns, _, _ := unstructured.NestedString(api.Object, "spec", "service", "namespace")
+	group, _, _ := unstructured.NestedString(api.Object, "spec", "group")
+	if name != svc.Name || ns != svc.Namespace || group != "metrics.k8s.io" || api.GetAPIVersion() != "apiregistration.k8s.io/v1" {
+		t.Errorf("APIService points at %s/%s for group %q (%s)", ns, name, group, api.GetAPIVersion())
 	}
 }

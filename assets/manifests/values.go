@@ -7,6 +7,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/clusterid"
 	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
@@ -21,6 +22,7 @@ const ClusterDNSDomain = tls.ServiceDNSDomain
 // Images are the image references the templates use.
 type Images struct {
 	Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, KubeProxy, CoreDNS, Pause string
+	LocalPathProvisioner, MetricsServer                                                  string
 }
 
 // Values is everything the manifest templates read, computed once from the
@@ -46,6 +48,8 @@ type Values struct {
 	// FrontProxyClientCN is the CN the API server accepts request headers from.
 	FrontProxyClientCN string
 	Images             Images
+	// Addons are the optional add-ons the cluster gets.
+	Addons types.Addons
 }
 
 // ID implements graph.Asset.
@@ -107,7 +111,10 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 			KubeProxy:             release.Image(release.KubeProxy),
 			CoreDNS:               release.Image(release.CoreDNS),
 			Pause:                 release.Image(release.Pause),
+			LocalPathProvisioner:  release.Image(release.LocalPathProvisioner),
+			MetricsServer:         release.Image(release.MetricsServer),
 		},
+		Addons: c.Addons(),
 	}
 	return nil
 }

@@ -3,23 +3,28 @@ package release
 // Info is the release as data: what the node image records in
 // /etc/kiln/release.json and what `kiln build node-image` reports.
 type Info struct {
-	Kubernetes string            `json:"kubernetes"`
-	Etcd       string            `json:"etcd"`
-	CoreDNS    string            `json:"coredns"`
-	Pause      string            `json:"pause"`
-	Debian     string            `json:"debian"`
-	Images     map[string]string `json:"images"`
+	Kubernetes string `json:"kubernetes"`
+	Etcd       string `json:"etcd"`
+	CoreDNS    string `json:"coredns"`
+	Pause      string `json:"pause"`
+	// LocalPathProvisioner and MetricsServer are the add-ons' versions.
+	LocalPathProvisioner string            `json:"localPathProvisioner"`
+	MetricsServer        string            `json:"metricsServer"`
+	Debian               string            `json:"debian"`
+	Images               map[string]string `json:"images"`
 }
 
 // Current returns the pinned release.
 func Current() Info {
 	info := Info{
-		Kubernetes: KubernetesVersion,
-		Etcd:       EtcdVersion,
-		CoreDNS:    CoreDNSVersion,
-		Pause:      PauseVersion,
-		Debian:     DebianSuite,
-		Images:     map[string]string{},
+		Kubernetes:           KubernetesVersion,
+		Etcd:                 EtcdVersion,
+		CoreDNS:              CoreDNSVersion,
+		Pause:                PauseVersion,
+		LocalPathProvisioner: LocalPathProvisionerVersion,
+		MetricsServer:        MetricsServerVersion,
+		Debian:               DebianSuite,
+		Images:               map[string]string{},
 	}
 	for _, s := range Images() {
 		info.Images[string(s.Component)] = s.Ref()

@@ -17,6 +17,11 @@ const (
 	CoreDNSVersion = "v1.15.0"
 	// PauseVersion is the version (and image tag) of kiln's pause program.
 	PauseVersion = "3.10"
+	// LocalPathProvisionerVersion is the github.com/rancher/local-path-provisioner
+	// module version: the default StorageClass's provisioner.
+	LocalPathProvisionerVersion = "v0.0.30"
+	// MetricsServerVersion is the sigs.k8s.io/metrics-server module version.
+	MetricsServerVersion = "v0.9.0"
 	// DebianSuite is the Debian release the node image is bootstrapped from.
 	DebianSuite = "bookworm"
 	// Registry is the registry part of every image reference. Nothing is
@@ -48,6 +53,12 @@ const (
 	CoreDNS Component = "coredns"
 	// Pause is the pod sandbox image (containerd's sandbox_image).
 	Pause Component = "pause"
+	// LocalPathProvisioner provisions node-local PersistentVolumes; its
+	// image also holds local-path-helper, the program its helper pods run
+	// to create and remove volume directories.
+	LocalPathProvisioner Component = "local-path-provisioner"
+	// MetricsServer serves the resource metrics API (metrics.k8s.io).
+	MetricsServer Component = "metrics-server"
 )
 
 // ImageSpec describes one image: its component, tag and the binaries built
@@ -77,6 +88,8 @@ var images = [...]ImageSpec{
 	{Component: KubeScheduler, Tag: KubernetesVersion, Binaries: []string{"kube-scheduler"}},
 	{Component: KubeProxy, Tag: KubernetesVersion, Binaries: []string{"kube-proxy"}},
 	{Component: CoreDNS, Tag: CoreDNSVersion, Binaries: []string{"coredns"}},
+	{Component: LocalPathProvisioner, Tag: LocalPathProvisionerVersion, Binaries: []string{"local-path-provisioner", "local-path-helper"}},
+	{Component: MetricsServer, Tag: MetricsServerVersion, Binaries: []string{"metrics-server"}},
 }
 
 // Images returns every image kiln builds, in a fixed order. The result is

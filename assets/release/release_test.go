@@ -17,6 +17,8 @@ func TestImage(t *testing.T) {
 		{Etcd, "kiln.local/etcd:v3.5.35"},
 		{CoreDNS, "kiln.local/coredns:v1.15.0"},
 		{Pause, "kiln.local/pause:3.10"},
+		{LocalPathProvisioner, "kiln.local/local-path-provisioner:v0.0.30"},
+		{MetricsServer, "kiln.local/metrics-server:v0.9.0"},
 	}
 	for _, tt := range tests {
 		if got := Image(tt.c); got != tt.want {

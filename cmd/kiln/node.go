@@ -176,13 +176,24 @@ func newNodeEtcdInstallCmd(o *rootOptions) *cobra.Command {
 }
 
 func newNodeProbeCmd(o *rootOptions) *cobra.Command {
-	var serve, body, resolve, get string
+	var serve, body, resolve, get, file string
 	cmd := &cobra.Command{
 		Use:   "probe",
-		Short: "Network checks from inside a pod: serve HTTP, resolve a name, fetch a URL",
+		Short: "Checks from inside a pod: keep a file, resolve a name, fetch a URL, serve HTTP",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if file != "" {
+				content, found, err := probe.Persist(file, body)
+				if err != nil {
+					return err
+				}
+				verb := "wrote"
+				if found {
+					verb = "read"
+				}
+				fmt.Fprintf(o.stdout, "%s %s: %s\n", verb, file, content)
+			}
 			if resolve != "" {
 				addrs, err := probe.Resolve(ctx, resolve)
 				if err != nil {
@@ -207,6 +218,7 @@ func newNodeProbeCmd(o *rootOptions) *cobra.Command {
 	cmd.Flags().StringVar(&body, "body", "ok", "body of every HTTP answer")
 	cmd.Flags().StringVar(&resolve, "resolve", "", "name to resolve")
 	cmd.Flags().StringVar(&get, "get", "", "URL to fetch")
+	cmd.Flags().StringVar(&file, "file", "", "print this file's content if it exists, else write --body into it")
 	return cmd
 }
 

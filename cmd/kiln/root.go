@@ -111,6 +111,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		newCreateCmd(o), newGraphCmd(o), newShowCmd(o), newExplainCmd(o),
 		newProviderCmd(o),
 		newLBCmd(o),
+		newServiceLBCmd(o),
 		newNodeCmd(o),
 		newDestroyCmd(o), newWaitForCmd(o), newGatherCmd(o), newLoadCmd(o),
 		newCertsCmd(o),

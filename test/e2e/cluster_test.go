@@ -104,6 +104,10 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 	}
 	assertPodNetwork(ctx, t, client, infraID)
 	assertHostNetworkReachesServices(t, infraID, masters, workers)
+	if masters == 1 {
+		// The add-ons, on the smaller cluster only: the checks need one.
+		assertApps(t, dir, infraID)
+	}
 }
 
 // assertHostNetworkReachesServices checks, in every node machine's own

@@ -146,3 +146,28 @@ func (p *MachinePoolPlatform) Names() []string {
 	}
 	return nil
 }
+
+// Addons are the add-ons a cluster gets, after defaulting.
+type Addons struct {
+	// Storage is the default StorageClass (local-path-provisioner).
+	Storage bool
+	// Metrics is metrics-server.
+	Metrics bool
+	// LoadBalancer is the host-side LoadBalancer Service controller.
+	LoadBalancer bool
+}
+
+// Addons returns the add-ons of the cluster: on the local platform each one
+// that platform.local.addons does not switch off; none elsewhere.
+func (c *Config) Addons() Addons {
+	l := c.Platform.Local
+	if l == nil {
+		return Addons{}
+	}
+	on := func(b *bool) bool { return b == nil || *b }
+	a := l.Addons
+	if a == nil {
+		a = &LocalAddons{}
+	}
+	return Addons{Storage: on(a.Storage), Metrics: on(a.Metrics), LoadBalancer: on(a.LoadBalancer)}
+}

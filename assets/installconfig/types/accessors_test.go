@@ -48,3 +48,23 @@ func TestAccessors(t *testing.T) {
 		t.Errorf("DNSServiceIP of a /29 = %v, want none", small.DNSServiceIP())
 	}
 }
+
+func TestAddons(t *testing.T) {
+	f, tr := false, true
+	tests := []struct {
+		name string
+		p    Platform
+		want Addons
+	}{
+		{"local, no addons section: all on", Platform{Local: &LocalPlatform{}}, Addons{true, true, true}},
+		{"local, empty section: all on", Platform{Local: &LocalPlatform{Addons: &LocalAddons{}}}, Addons{true, true, true}},
+		{"local, two off", Platform{Local: &LocalPlatform{Addons: &LocalAddons{Storage: &f, Metrics: &tr, LoadBalancer: &f}}}, Addons{false, true, false}},
+		{"none: no add-ons", Platform{None: &NonePlatform{}}, Addons{}},
+	}
+	for _, tt := range tests {
+		c := &Config{Platform: tt.p}
+		if got := c.Addons(); got != tt.want {
+			t.Errorf("%s: Addons() = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -117,6 +117,23 @@ type LocalPlatform struct {
 	NodeImage string `json:"nodeImage,omitempty"`
 	// DefaultMachinePlatform applies to pools that set no local section.
 	DefaultMachinePlatform *LocalMachinePool `json:"defaultMachinePlatform,omitempty"`
+	// Addons switches off the add-ons a local cluster gets by default, for users who bring
+	// their own.
+	Addons *LocalAddons `json:"addons,omitempty"`
+}
+
+// LocalAddons selects the add-ons of a local cluster; each is installed unless set to false.
+type LocalAddons struct {
+	// Storage is the default StorageClass "standard": rancher's local-path-provisioner, with
+	// volumes in /var/lib/kiln/local-path on the node that runs the pod (default true).
+	Storage *bool `json:"storage,omitempty"`
+	// Metrics is metrics-server: the metrics.k8s.io API behind `kubectl top` and
+	// HorizontalPodAutoscalers (default true).
+	Metrics *bool `json:"metrics,omitempty"`
+	// LoadBalancer gives each LoadBalancer Service an address on the host bridge, from the
+	// last quarter of machineNetwork[0], proxied to its node ports by `kiln service-lb` on
+	// the host (default true).
+	LoadBalancer *bool `json:"loadBalancer,omitempty"`
 }
 
 // NonePlatform is user-provisioned infrastructure.

@@ -149,7 +149,8 @@ func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress) (API,
 	if err != nil {
 		return API{}, err
 	}
-	return API{Waits: &waitfor.Waiter{Client: client, Log: log, Progress: progress}, Server: rc.Host}, nil
+	w := &waitfor.Waiter{Client: client, Log: log, Progress: progress, Addons: c.Config.Addons()}
+	return API{Waits: w, Server: rc.Host}, nil
 }
 
 // Nodes is the number of nodes install-complete waits for.

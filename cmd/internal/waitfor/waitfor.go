@@ -1,12 +1,13 @@
 // Package waitfor waits for the milestones of an install through the
 // Kubernetes API: the API answering, bootstrap-complete (the handover from
-// the bootstrap machine) and install-complete (every node Ready, cluster DNS
-// and the service proxy running). Each wait reports what it waits for, what
-// it has seen and how long it has left.
+// the bootstrap machine) and install-complete (every node Ready, cluster DNS,
+// the service proxy and the cluster's add-ons running). Each wait reports
+// what it waits for, what it has seen and how long it has left.
 package waitfor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/cmd/internal/handover"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -43,6 +45,9 @@ type Waiter struct {
 	Progress platforms.Progress
 	// Poll is the interval between checks (default 2s).
 	Poll time.Duration
+	// Addons are the add-ons install-complete waits for besides DNS and
+	// the service proxy.
+	Addons types.Addons
 }
 
 // API waits until the API server answers /readyz and returns its version.
@@ -112,14 +117,93 @@ func (w *Waiter) InstallComplete(ctx context.Context, nodes int, timeout time.Du
 		if err != nil || !deploymentAvailable(dep) {
 			return false, "CoreDNS not available", nil
 		}
+		if detail := w.addonsPending(ctx); detail != "" {
+			return false, detail, nil
+		}
 		return true, "", nil
 	})
 	end(err)
 	if err != nil {
 		return fmt.Errorf("the cluster did not initialize: %w", err)
 	}
-	w.Log.Infof("Install complete: %d nodes Ready, CoreDNS and kube-proxy running", nodes)
+	w.Log.Infof("Install complete: %d nodes Ready, CoreDNS and kube-proxy running%s", nodes, w.addonsDone())
 	return nil
+}
+
+// Where the add-ons run (data/manifests/cluster/13-*, 14-*).
+const (
+	storageNamespace, storageDeployment = "local-path-storage", "local-path-provisioner"
+	metricsNamespace, metricsDeployment = "kube-system", "metrics-server"
+	metricsAPIService                   = "v1beta1.metrics.k8s.io"
+)
+
+// addonsPending says which add-on is not available yet; "" when all are.
+// metrics-server turns ready only once it has scraped the kubelets (over
+// verified TLS); the metrics API is available once the API server reaches
+// it through its Service.
+func (w *Waiter) addonsPending(ctx context.Context) string {
+	if w.Addons.Storage {
+		dep, err := w.Client.AppsV1().Deployments(storageNamespace).Get(ctx, storageDeployment, metav1.GetOptions{})
+		if err != nil || !deploymentAvailable(dep) {
+			return "local-path-provisioner (default StorageClass) not available"
+		}
+	}
+	if w.Addons.Metrics {
+		dep, err := w.Client.AppsV1().Deployments(metricsNamespace).Get(ctx, metricsDeployment, metav1.GetOptions{})
+		if err != nil || !deploymentAvailable(dep) {
+			return "metrics-server not available"
+		}
+		if ok, why := w.apiServiceAvailable(ctx, metricsAPIService); !ok {
+			return "metrics API " + metricsAPIService + " not available: " + why
+		}
+	}
+	return ""
+}
+
+// addonsDone names the add-ons waited for, for the final log line.
+func (w *Waiter) addonsDone() string {
+	var names []string
+	if w.Addons.Storage {
+		names = append(names, "the default StorageClass")
+	}
+	if w.Addons.Metrics {
+		names = append(names, "metrics-server")
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(names, " and ") + " available"
+}
+
+// apiService is the part of an APIService the wait reads.
+type apiService struct {
+	Status struct {
+		Conditions []struct {
+			Type    string `json:"type"`
+			Status  string `json:"status"`
+			Message string `json:"message"`
+		} `json:"conditions"`
+	} `json:"status"`
+}
+
+// apiServiceAvailable reports whether the APIService name has condition
+// Available=True, and otherwise why not.
+func (w *Waiter) apiServiceAvailable(ctx context.Context, name string) (bool, string) {
+	data, err := w.Client.Discovery().RESTClient().Get().
+		AbsPath("/apis/apiregistration.k8s.io/v1/apiservices", name).DoRaw(ctx)
+	if err != nil {
+		return false, shorten(err)
+	}
+	var s apiService
+	if err := json.Unmarshal(data, &s); err != nil {
+		return false, shorten(err)
+	}
+	for _, c := range s.Status.Conditions {
+		if c.Type == "Available" {
+			return c.Status == "True", c.Message
+		}
+	}
+	return false, "no Available condition yet"
 }
 
 // until calls check every Poll until it is done, fails, or timeout passes;

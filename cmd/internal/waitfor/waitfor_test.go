@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,8 +16,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/cmd/internal/node/bootkube"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -92,5 +99,76 @@ func TestInstallComplete(t *testing.T) {
 	client.CoreV1().Nodes().Update(ctx, readyNode("w-0", true), metav1.UpdateOptions{})
 	if err := w.InstallComplete(ctx, 2, 5*time.Second); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// withDiscovery is a fake clientset whose discovery (and raw REST) client
+// talks to a test server: the fake has no REST client for APIServices.
+type withDiscovery struct {
+	*fake.Clientset
+	d discovery.DiscoveryInterface
+}
+
+func (c withDiscovery) Discovery() discovery.DiscoveryInterface { return c.d }
+
+// TestInstallCompleteAddons: with the storage and metrics add-ons on,
+// install-complete also waits for local-path-provisioner, metrics-server and
+// the metrics APIService's Available condition, saying which one it waits
+// for; with them off it does not look for them.
+func TestInstallCompleteAddons(t *testing.T) {
+	var available atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io" {
+			http.NotFound(w, r)
+			return
+		}
+		status, msg := "False", `failing or missing response from https://172.30.12.3:443/apis/metrics.k8s.io/v1beta1`
+		if available.Load() {
+			status, msg = "True", "all checks passed"
+		}
+		fmt.Fprintf(w, `{"kind":"APIService","status":{"conditions":[{"type":"Available","status":%q,"message":%q}]}}`, status, msg)
+	}))
+	defer srv.Close()
+	w, client, logs := waiter()
+	w.Client = withDiscovery{client, discovery.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: srv.URL, QPS: -1})}
+	ctx := context.Background()
+	client.CoreV1().Nodes().Create(ctx, readyNode("m-0", true), metav1.CreateOptions{})
+	client.AppsV1().DaemonSets("kube-system").Create(ctx, &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy"},
+		Status:     appsv1.DaemonSetStatus{NumberReady: 1, DesiredNumberScheduled: 1},
+	}, metav1.CreateOptions{})
+	deploy := func(ns, name string) {
+		client.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Status: appsv1.DeploymentStatus{AvailableReplicas: 1, Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}},
+		}, metav1.CreateOptions{})
+	}
+	deploy("kube-system", "coredns")
+	if err := w.InstallComplete(ctx, 1, 5*time.Second); err != nil {
+		t.Fatalf("add-ons off: %v", err)
+	}
+
+	w.Addons = types.Addons{Storage: true, Metrics: true}
+	steps := []struct {
+		want string
+		next func()
+	}{
+		{"local-path-provisioner (default StorageClass) not available", func() { deploy("local-path-storage", "local-path-provisioner") }},
+		{"metrics-server not available", func() { deploy("kube-system", "metrics-server") }},
+		{"metrics API v1beta1.metrics.k8s.io not available: failing or missing response", func() { available.Store(true) }},
+	}
+	for _, s := range steps {
+		err := w.InstallComplete(ctx, 1, 200*time.Millisecond)
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), s.want) {
+			t.Fatalf("err = %v, want a timeout waiting for %q", err, s.want)
+		}
+		s.next()
+	}
+	if err := w.InstallComplete(ctx, 1, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "the default StorageClass and metrics-server available") {
+		t.Errorf("log does not name the add-ons:\n%s", logs)
 	}
 }

@@ -15,10 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// Process describes a detached `kiln lb` process and its files.
+// Process describes a detached `kiln lb` process (or another kiln
+// subcommand run the same way) and its files.
 type Process struct {
 	// Kiln is the kiln binary that runs `kiln lb`.
 	Kiln string
+	// Subcommand is the kiln command run; ["lb"] when empty.
+	Subcommand []string
 	// ConfigPath is its configuration file.
 	ConfigPath string
 	// PIDFile is where it writes its pid once listening.
@@ -41,7 +44,16 @@ func ProcessIn(kiln, dir string) Process {
 // Command returns the argv of the load balancer process; kiln's --dir (where
 // its debug log goes) is the configuration's directory.
 func (p Process) Command() []string {
-	return []string{p.Kiln, "--dir", filepath.Dir(p.ConfigPath), "lb", "--config", p.ConfigPath, "--pid-file", p.PIDFile}
+	argv := append([]string{p.Kiln, "--dir", filepath.Dir(p.ConfigPath)}, p.subcommand()...)
+	return append(argv, "--config", p.ConfigPath, "--pid-file", p.PIDFile)
+}
+
+// subcommand returns Subcommand or its default.
+func (p Process) subcommand() []string {
+	if len(p.Subcommand) > 0 {
+		return p.Subcommand
+	}
+	return []string{"lb"}
 }
 
 // ErrNotRunning is returned by PID when no load balancer process runs.
@@ -71,7 +83,7 @@ func (p Process) Start(ctx context.Context) (int, error) {
 	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, false, func(context.Context) (bool, error) {
 		select {
 		case err := <-exited:
-			return false, fmt.Errorf("load balancer exited (%v); see %s", err, p.LogFile)
+			return false, fmt.Errorf("kiln %s exited (%v); see %s", strings.Join(p.subcommand(), " "), err, p.LogFile)
 		default:
 		}
 		var perr error
@@ -104,7 +116,7 @@ func (p Process) PID() (int, error) {
 		return 0, ErrNotRunning
 	}
 	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-	if !containsSeq(args, []string{"lb", "--config", p.ConfigPath}) {
+	if !containsSeq(args, append(p.subcommand(), "--config", p.ConfigPath)) {
 		return 0, ErrNotRunning
 	}
 	return pid, nil

@@ -40,6 +40,14 @@ var kubernetesVersionVars = [...]string{"k8s.io/component-base/version", "k8s.io
 // builds are reproducible (as SOURCE_DATE_EPOCH=0 would make it).
 const buildDate = "1970-01-01T00:00:00Z"
 
+// metricsServerLD sets the version metrics-server reports, as its Makefile
+// does.
+var metricsServerLD = []string{
+	"-X k8s.io/client-go/pkg/version.gitVersion=" + release.MetricsServerVersion,
+	"-X k8s.io/client-go/pkg/version.gitTreeState=clean",
+	"-X k8s.io/client-go/pkg/version.buildDate=" + buildDate,
+}
+
 // components returns every module kiln builds, from the pinned release.
 func components() []component {
 	v := release.KubernetesVersion
@@ -79,6 +87,17 @@ func components() []component {
 			Name: "pause", Version: release.PauseVersion,
 			Packages: []string{"."}, Binaries: []string{"pause"},
 			LDFlags: []string{"-X main.version=" + release.PauseVersion},
+		},
+		{
+			Name: "local-path-provisioner", Version: release.LocalPathProvisionerVersion,
+			Packages: []string{"github.com/rancher/local-path-provisioner", "./local-path-helper"},
+			Binaries: []string{"local-path-provisioner", "local-path-helper"},
+			LDFlags:  []string{"-X main.VERSION=" + release.LocalPathProvisionerVersion},
+		},
+		{
+			Name: "metrics-server", Version: release.MetricsServerVersion,
+			Packages: []string{"sigs.k8s.io/metrics-server/cmd/metrics-server"}, Binaries: []string{"metrics-server"},
+			LDFlags: metricsServerLD,
 		},
 	}
 }

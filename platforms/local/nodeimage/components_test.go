@@ -40,6 +40,16 @@ func TestComponentSources(t *testing.T) {
 			wantSum: []string{"github.com/coredns/coredns v1.15.0 h1:"},
 		},
 		{name: "pause", wantMod: []string{"module kiln.local/components/pause"}, wantMain: true},
+		{
+			name:    "local-path-provisioner",
+			wantMod: []string{"require github.com/rancher/local-path-provisioner v0.0.30"},
+			wantSum: []string{"github.com/rancher/local-path-provisioner v0.0.30 h1:", "k8s.io/client-go v0.30.0 h1:"},
+		},
+		{
+			name:    "metrics-server",
+			wantMod: []string{"require sigs.k8s.io/metrics-server v0.9.0"},
+			wantSum: []string{"sigs.k8s.io/metrics-server v0.9.0 h1:", "k8s.io/apiserver v0.36.2 h1:"},
+		},
 	}
 	comps := map[string]component{}
 	for _, c := range components() {

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/kiln-project/kiln/platforms/local/lb"
 	"github.com/kiln-project/kiln/platforms/local/machine"
-	"github.com/kiln-project/kiln/platforms/local/provider"
 	"github.com/kiln-project/kiln/platforms/terraform"
 )
 
@@ -19,6 +17,10 @@ import (
 // and bridge named after infraID.
 func (p *Provisioner) Destroy(ctx context.Context, dir, infraID string) error {
 	var errs []error
+	if infraID != "" {
+		// First, while the bridge still exists: it removes its addresses.
+		errs = append(errs, p.stopServiceLB(ctx, infraID))
+	}
 	if dir != "" {
 		if drv, err := p.driver(ctx, dir); err != nil {
 			errs = append(errs, err)
@@ -56,11 +58,8 @@ func (p *Provisioner) sweep(ctx context.Context, infraID string) error {
 		p.Env.Log.Infof("Destroying machine %s", n)
 		errs = append(errs, mgr.Destroy(ctx, n))
 	}
-	lbDir := p.LBDir
-	if lbDir == "" {
-		lbDir = provider.DefaultLBDir
-	}
-	dir := filepath.Join(lbDir, infraID)
+	dir := p.lbDir(infraID)
+	errs = append(errs, p.stopServiceLB(ctx, infraID))
 	proc := lb.ProcessIn(p.Env.Kiln, dir)
 	if err := proc.Stop(ctx, 10*time.Second); err != nil && !errors.Is(err, lb.ErrNotRunning) {
 		errs = append(errs, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/local/servicelb"
 )
 
 // Address plan inside machineNetwork[0]: the API VIP is the host's address
@@ -27,6 +28,9 @@ type Plan struct {
 	Bootstrap netip.Addr
 	Masters   []netip.Addr
 	Workers   []netip.Addr
+	// ServiceLB is the address pool of LoadBalancer Services; the zero
+	// Pool when the loadBalancer add-on is off.
+	ServiceLB servicelb.Pool
 }
 
 // BridgeName is the default bridge of infraID: "kiln-" and the infra ID's
@@ -86,7 +90,31 @@ func NewPlan(c *types.Config, infraID string) (*Plan, error) {
 		}
 		p.Workers = append(p.Workers, a)
 	}
+	if c.Addons().LoadBalancer {
+		if err := p.reserveServiceLB(); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// reserveServiceLB sets the LoadBalancer Service pool, which no machine
+// address and not the API VIP may fall into.
+func (p *Plan) reserveServiceLB() error {
+	pool, err := servicelb.PoolFor(p.CIDR)
+	if err != nil {
+		return fmt.Errorf("platform.local.addons.loadBalancer: %w", err)
+	}
+	all := append(append([]netip.Addr{p.VIP, p.Bootstrap}, p.Masters...), p.Workers...)
+	for _, a := range all {
+		if pool.Contains(a) {
+			return fmt.Errorf("platform.local.addons.loadBalancer: address %s of the cluster is in the LoadBalancer Service pool %s "+
+				"(the last quarter of %s): use fewer machines, a larger machine network, or set platform.local.addons.loadBalancer: false",
+				a, pool, p.CIDR)
+		}
+	}
+	p.ServiceLB = pool
+	return nil
 }
 
 // Vars returns the Terraform variables of every stage.

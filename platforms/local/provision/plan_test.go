@@ -51,6 +51,39 @@ func TestPlan(t *testing.T) {
 	}
 }
 
+// TestPlanServiceLB checks the LoadBalancer Service pool: the top quarter
+// of the machine network, refused when a machine or the VIP falls in it,
+// absent when the add-on is off.
+func TestPlanServiceLB(t *testing.T) {
+	p, err := NewPlan(planConfig(3, 2), "demo-x7k2p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ServiceLB.String() != "10.66.0.192-10.66.0.254" {
+		t.Errorf("pool = %s, want 10.66.0.192-10.66.0.254", p.ServiceLB)
+	}
+	small := planConfig(1, 1)
+	small.Networking.MachineNetwork[0].CIDR = "10.66.0.0/27" // pool .24-.30, the worker at .20
+	if p, err := NewPlan(small, "demo-x7k2p"); err != nil || p.ServiceLB.String() != "10.66.0.24-10.66.0.30" {
+		t.Errorf("a /27 with one worker: pool %v, %v", p, err)
+	}
+	crowded := planConfig(1, 5) // workers .20-.24
+	crowded.Networking.MachineNetwork[0].CIDR = "10.66.0.0/27"
+	if _, err := NewPlan(crowded, "demo-x7k2p"); err == nil || !strings.Contains(err.Error(), "10.66.0.24") {
+		t.Errorf("worker 10.66.0.24 in the pool: err = %v", err)
+	}
+	off := false
+	crowded.Platform.Local.Addons = &types.LocalAddons{LoadBalancer: &off}
+	if p, err := NewPlan(crowded, "demo-x7k2p"); err != nil || p.ServiceLB.Size() != 0 {
+		t.Errorf("add-on off: pool %+v, %v; want none and no error", p, err)
+	}
+	vip := planConfig(1, 1)
+	vip.Platform.Local.APIVIP = "10.66.0.200"
+	if _, err := NewPlan(vip, "demo-x7k2p"); err == nil {
+		t.Error("an API VIP in the pool was accepted")
+	}
+}
+
 func TestBridgeName(t *testing.T) {
 	for infra, want := range map[string]string{"demo-x7k2p": "kiln-x7k2p", "abc": "kiln-abc", "a-b-0123456789abc": "kiln-0123456789"} {
 		if got := BridgeName(infra); got != want || len(got) > 15 {

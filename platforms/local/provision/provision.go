@@ -96,7 +96,7 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 			return err
 		}
 	}
-	return nil
+	return p.startServiceLB(ctx, c, plan, kiln)
 }
 
 // DestroyBootstrap implements platforms.Provisioner.

@@ -1,7 +1,7 @@
-// Package probe is a small network test tool for pods: the cluster has no
-// general-purpose image offline, so end-to-end tests run the kiln binary
-// (bound into every machine) in a pod to serve HTTP, resolve names through
-// cluster DNS and fetch URLs.
+// Package probe is a small network and storage test tool for pods: the
+// cluster has no general-purpose image offline, so end-to-end tests run the
+// kiln binary (bound into every machine) in a pod to serve HTTP, resolve
+// names through cluster DNS, fetch URLs and keep a file on a volume.
 package probe
 
 import (
@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"time"
 )
 
@@ -58,4 +60,30 @@ func Get(ctx context.Context, url string) (string, error) {
 		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return string(body), nil
+}
+
+// Persist returns the content of the file at path when it exists (found is
+// true); otherwise it writes body there, synced to disk, and returns body.
+// On a persistent volume, a pod's second life finds what its first wrote.
+func Persist(path, body string) (content string, found bool, err error) {
+	data, err := os.ReadFile(path)
+	if err == nil {
+		return string(data), true, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", false, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", false, err
+	}
+	if _, err := io.WriteString(f, body); err != nil {
+		f.Close()
+		return "", false, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", false, err
+	}
+	return body, false, f.Close()
 }

@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"net"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -33,5 +34,18 @@ func TestServeAndGet(t *testing.T) {
 	}
 	if addrs, err := Resolve(context.Background(), "localhost"); err != nil || len(addrs) == 0 {
 		t.Fatalf("resolve localhost: %v %v", addrs, err)
+	}
+}
+
+func TestPersist(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "probe.txt")
+	if got, found, err := Persist(path, "first"); err != nil || found || got != "first" {
+		t.Fatalf("first Persist = %q, %v, %v; want it to write", got, found, err)
+	}
+	if got, found, err := Persist(path, "second"); err != nil || !found || got != "first" {
+		t.Fatalf("second Persist = %q, %v, %v; want it to read what the first wrote", got, found, err)
+	}
+	if _, _, err := Persist(filepath.Join(t.TempDir(), "missing", "probe.txt"), "x"); err == nil {
+		t.Error("Persist into a missing directory succeeded")
 	}
 }

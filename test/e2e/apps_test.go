@@ -1,0 +1,353 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/platforms/local/machine"
+	"github.com/kiln-project/kiln/platforms/local/provider"
+	"github.com/kiln-project/kiln/platforms/local/servicelb"
+)
+
+// TestApps runs the add-on checks of assertApps against a cluster that
+// already exists: KILN_E2E_APPS_DIR names its --dir (the cluster tests call
+// assertApps on the clusters they create).
+func TestApps(t *testing.T) {
+	requireMachineHost(t)
+	dir := os.Getenv("KILN_E2E_APPS_DIR")
+	if dir == "" {
+		t.Skip("set KILN_E2E_APPS_DIR to the --dir of a running local cluster")
+	}
+	assertApps(t, dir, readInfraID(t, dir))
+}
+
+// assertApps checks what a chart expects of a local cluster, as on kind and
+// minikube: a PVC of the default StorageClass keeps a file across pods,
+// `kubectl top` shows every node, and a LoadBalancer Service answers the
+// host at its external address until it is deleted. The pods run the kiln
+// binary bound into every machine, in the pause image.
+func assertApps(t *testing.T, dir, infraID string) {
+	client := adminClient(t, dir)
+	t.Run("storage", func(t *testing.T) { assertStorage(t, client) })
+	t.Run("metrics", func(t *testing.T) { assertMetrics(t, client, dir, infraID) })
+	t.Run("loadbalancer", func(t *testing.T) { assertLoadBalancer(t, client, infraID) })
+}
+
+// probeSpec is a pod running `kiln node probe args...`.
+func probeSpec(labels map[string]string, args ...string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Volumes: []corev1.Volume{{Name: "kiln", VolumeSource: corev1.VolumeSource{
+				HostPath: &corev1.HostPathVolumeSource{Path: "/usr/local/bin/kiln"}}}},
+			Containers: []corev1.Container{{
+				Name: "probe", Image: release.Image(release.Pause), ImagePullPolicy: corev1.PullNever,
+				Command:      append([]string{"/kiln", "node", "probe"}, args...),
+				VolumeMounts: []corev1.VolumeMount{{Name: "kiln", MountPath: "/kiln", ReadOnly: true}},
+			}},
+		},
+	}
+}
+
+// assertStorage: a StatefulSet's pod writes a file on its claim; after the
+// pod is deleted its successor reads the same file; deleting the claim
+// removes the volume and its directory on the node.
+func assertStorage(t *testing.T, client kubernetes.Interface) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	ns, name := "default", "probe-store"
+	token := fmt.Sprintf("kept-%d", time.Now().UnixNano())
+	labels := map[string]string{"app": name}
+	tmpl := probeSpec(labels, "--file=/data/probe.txt", "--body="+token, "--serve=:8080")
+	tmpl.Spec.Containers[0].VolumeMounts = append(tmpl.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "data", MountPath: "/data"})
+	one := int32(1)
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: &one, ServiceName: name,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: tmpl,
+			// No storageClassName: the default class must serve it.
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceStorage: resource.MustParse("64Mi")}},
+				},
+			}},
+		},
+	}
+	if _, err := client.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := name + "-0"
+	first := waitPodLog(ctx, t, client, ns, pod, "", "wrote /data/probe.txt: "+token)
+
+	pvc, err := client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-"+pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != "standard" {
+		t.Fatalf("claim %s: phase %s, class %v; want Bound of class standard", pvc.Name, pvc.Status.Phase, pvc.Spec.StorageClassName)
+	}
+	pv, err := client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || pv.Spec.HostPath == nil ||
+		!strings.HasPrefix(pv.Spec.HostPath.Path, "/var/lib/kiln/local-path/") {
+		t.Fatalf("volume %s: reclaim %s, source %+v; want Delete, a hostPath under /var/lib/kiln/local-path", pv.Name, pv.Spec.PersistentVolumeReclaimPolicy, pv.Spec.PersistentVolumeSource)
+	}
+	// The file is on the node's own disk: its machine's root on the host.
+	onNode := filepath.Join(machine.DefaultStateRoot, first.Spec.NodeName, "root", pv.Spec.HostPath.Path, "probe.txt")
+	if data, err := os.ReadFile(onNode); err != nil || string(data) != token {
+		t.Errorf("%s on the node: %q, %v", onNode, data, err)
+	}
+
+	if err := client.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPodLog(ctx, t, client, ns, pod, first.UID, "read /data/probe.txt: "+token)
+
+	if err := client.AppsV1().StatefulSets(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, "pod "+pod, func() error { _, err := client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{}); return err })
+	if err := client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, "volume "+pv.Name, func() error {
+		_, err := client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+		return err
+	})
+	if _, err := os.Stat(filepath.Dir(onNode)); !os.IsNotExist(err) {
+		t.Errorf("the volume's directory is still on the node: %v", err)
+	}
+}
+
+// waitPodLog waits until pod (a new one when old is set: another UID) runs
+// and its log holds want, and returns it.
+func waitPodLog(ctx context.Context, t *testing.T, client kubernetes.Interface, ns, name string, old types.UID, want string) *corev1.Pod {
+	t.Helper()
+	var last string
+	for ctx.Err() == nil {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err == nil && p.UID != old && p.Status.Phase == corev1.PodRunning {
+			logs, err := client.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+			if err == nil && strings.Contains(string(logs), want) {
+				return p
+			}
+			last = string(logs)
+		} else if err == nil {
+			last = fmt.Sprintf("phase %s, uid %s: %+v", p.Status.Phase, p.UID, p.Status.Conditions)
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(2 * time.Second)
+	}
+	t.Fatalf("pod %s/%s never logged %q; last seen: %s", ns, name, want, last)
+	return nil
+}
+
+// waitGone waits until get returns NotFound.
+func waitGone(ctx context.Context, t *testing.T, what string, get func() error) {
+	t.Helper()
+	for ctx.Err() == nil {
+		if err := get(); apierrors.IsNotFound(err) {
+			return
+		}
+		time.Sleep(2 * time.Second)
+	}
+	t.Fatalf("%s was not deleted", what)
+}
+
+// assertMetrics: the metrics API has usage for every node, and the
+// node image's kubectl (run from the master's root on the host) prints
+// `kubectl top nodes` and `kubectl top pods -A` with numbers.
+func assertMetrics(t *testing.T, client kubernetes.Interface, dir, infraID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for {
+		raw, err := client.Discovery().RESTClient().Get().AbsPath("/apis/metrics.k8s.io/v1beta1/nodes").DoRaw(ctx)
+		var list struct {
+			Items []struct {
+				Metadata struct{ Name string } `json:"metadata"`
+				Usage    map[string]string     `json:"usage"`
+			} `json:"items"`
+		}
+		if err == nil {
+			err = json.Unmarshal(raw, &list)
+		}
+		usage := map[string]bool{}
+		for _, it := range list.Items {
+			usage[it.Metadata.Name] = it.Usage["cpu"] != "" && it.Usage["memory"] != ""
+		}
+		missing := []string{}
+		for _, n := range nodes.Items {
+			if !usage[n.Name] {
+				missing = append(missing, n.Name)
+			}
+		}
+		if err == nil && len(missing) == 0 {
+			break
+		}
+		last = fmt.Sprintf("err %v, no usage for %v", err, missing)
+		if ctx.Err() != nil {
+			t.Fatalf("metrics API: %s", last)
+		}
+		time.Sleep(5 * time.Second)
+	}
+	kubectl := filepath.Join(machine.DefaultStateRoot, infraID+"-master-0", "root", release.BinDir, "kubectl")
+	kc := filepath.Join(dir, "auth", "kubeconfig")
+	out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kc, "top", "nodes", "--no-headers").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl top nodes: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(nodes.Items) {
+		t.Errorf("kubectl top nodes printed %d lines for %d nodes:\n%s", len(lines), len(nodes.Items), out)
+	}
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) < 5 || !strings.HasSuffix(f[1], "m") || !strings.HasSuffix(f[3], "Mi") {
+			t.Errorf("kubectl top nodes line without numbers: %q", l)
+		}
+	}
+	t.Logf("kubectl top nodes:\n%s", out)
+	out, err = exec.CommandContext(ctx, kubectl, "--kubeconfig", kc, "top", "pods", "-A", "--no-headers").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "coredns") {
+		t.Errorf("kubectl top pods -A: %v\n%s", err, out)
+	}
+}
+
+// assertLoadBalancer: a Deployment behind a LoadBalancer Service gets an
+// external address from the machine network's pool, an HTTP request from
+// the host reaches the pod there, and once the Service is deleted the
+// address no longer answers and is off the bridge.
+func assertLoadBalancer(t *testing.T, client kubernetes.Interface, infraID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ns, name := "default", "probe-lb"
+	labels := map[string]string{"app": name}
+	body := "hello from behind a LoadBalancer"
+	one := int32(1)
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: probeSpec(labels, "--serve=:8080", "--body="+body)},
+	}
+	if _, err := client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer client.AppsV1().Deployments(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: labels,
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	if _, err := client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var ip string
+	for ip == "" {
+		s, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		if err == nil && len(s.Status.LoadBalancer.Ingress) > 0 {
+			ip = s.Status.LoadBalancer.Ingress[0].IP
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("service %s got no external address", name)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	pool := servicePool(t, infraID)
+	if a, err := netip.ParseAddr(ip); err != nil || !pool.Contains(a) {
+		t.Fatalf("external address %s is not in the pool %s", ip, pool)
+	}
+	url := "http://" + ip + "/"
+	var (
+		got string
+		err error
+	)
+	for got != body {
+		got, err = httpGet(url)
+		if ctx.Err() != nil {
+			t.Fatalf("GET %s from the host: %q, %v", url, got, err)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	t.Logf("GET %s from the host: %q", url, got)
+	if err := client.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := httpGet(url); err != nil && !onHost(t, ip) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s still answers or is still on the host after the Service was deleted", url)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+func httpGet(url string) (string, error) {
+	c := http.Client{Timeout: 3 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// onHost reports whether ip is one of the host's addresses.
+func onHost(t *testing.T, ip string) bool {
+	out, err := exec.Command("ip", "-o", "-4", "addr", "show").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(string(out), " "+ip+"/")
+}
+
+// servicePool reads the address pool from the cluster's `kiln service-lb`
+// configuration.
+func servicePool(t *testing.T, infraID string) servicelb.Pool {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(provider.DefaultLBDir, infraID, servicelb.ConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg servicelb.Config
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Pool
+}
