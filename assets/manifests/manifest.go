@@ -24,7 +24,7 @@ func (o *objects) generate(p graph.Parents, template string, extra func(*Values)
 
 // loadOne loads the single file rendered from template.
 func (o *objects) loadOne(f graph.FileFetcher, template string) (bool, error) {
-	return o.load(f, targetPaths(ManifestsDir, []string{template}))
+	return o.load(f, targetPaths(ManifestsDir, []string{template}), CheckObjects)
 }
 
 // valuesOnly is the Dependencies of an asset that needs only Values.
