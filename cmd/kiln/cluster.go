@@ -33,6 +33,9 @@ func newCreateClusterCmd(o *rootOptions, co *createOptions) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := flags.Check(); err != nil {
+				return err
+			}
 			if err := o.createTarget(ctx, co, targets.IgnitionConfigs()); err != nil {
 				return err
 			}
@@ -71,6 +74,7 @@ func newDestroyCmd(o *rootOptions) *cobra.Command {
 			t, err := install.FindTarget(o.dir, infraID)
 			if errors.Is(err, install.ErrNothingToDestroy) {
 				o.log.Warn(err.Error())
+				o.leaveDir = true
 				return nil
 			}
 			if err != nil {
@@ -116,6 +120,9 @@ func newWaitForCmd(o *rootOptions) *cobra.Command {
 		c := &cobra.Command{
 			Use: use, Short: short, Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
+				if err := flags.Check(); err != nil {
+					return err
+				}
 				c, err := install.Load(cmd.Context(), o.dir, o.log, flags)
 				if err != nil {
 					return err
