@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -110,9 +111,9 @@ func Load(ctx context.Context, dir string, log logrus.FieldLogger, flags Timeout
 		PasswordFile: filepath.Join(abs, pw.File.Path),
 		TokenExpiry:  tok.Expiration,
 	}
-	if _, err := os.Stat(c.Kubeconfig); err != nil {
+	if _, err := os.Stat(c.Kubeconfig); errors.Is(err, fs.ErrNotExist) {
 		return nil, graph.WithKind(graph.KindInput, fmt.Errorf(
-			"%s: %w; run `kiln create ignition-configs --dir %s` to write it again", admin.File.Path, err, dir))
+			"%s is missing from %s: run `kiln create ignition-configs --dir %s` to write it again", admin.File.Path, dir, dir))
 	}
 	c.Timeouts, err = timeouts(ic.Config.Timeouts, flags)
 	if err != nil {
