@@ -30,7 +30,7 @@ func newGatherCmd(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			prov, err := o.provisioner(t.Platform)
+			prov, err := o.provisioner(cmd.Context(), t.Platform)
 			if err != nil {
 				return err
 			}

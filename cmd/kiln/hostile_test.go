@@ -53,6 +53,8 @@ func TestHostileDirs(t *testing.T) {
 			must(t, os.Mkdir(filepath.Join(dir, p), 0o755))
 		}
 	}
+	// The negative-timeout cases also pass --api-timeout=1ms, so that a
+	// regression fails at once instead of waiting for an API.
 	cases := []hostileCase{
 		// Odd file types where install-config.yaml belongs.
 		{name: "install-config is a directory", spoil: mkdir("install-config.yaml"),
@@ -100,8 +102,8 @@ func TestHostileDirs(t *testing.T) {
 		{name: "unknown create target", prepare: "install-config", args: []string{"create", "clusterz"}, code: 2, msg: `unknown command "clusterz"`},
 		{name: "unknown show target", prepare: "ignition-configs", args: []string{"show", "nonsense"}, code: 2, msg: `unknown command "nonsense"`},
 		{name: "extra argument", prepare: "install-config", args: []string{"create", "manifests", "extra"}, code: 2, msg: `"extra"`},
-		{name: "negative timeout", prepare: "install-config", args: []string{"create", "cluster", "--install-timeout=-1m"}, code: 2, msg: "--install-timeout -1m0s"},
-		{name: "negative wait-for timeout", prepare: "ignition-configs", args: []string{"wait-for", "bootstrap-complete", "--api-timeout=-1s"}, code: 2, msg: "--api-timeout"},
+		{name: "negative timeout", prepare: "install-config", args: []string{"create", "cluster", "--install-timeout=-1m", "--api-timeout=1ms"}, code: 2, msg: "--install-timeout -1m0s"},
+		{name: "negative wait-for timeout", prepare: "ignition-configs", args: []string{"wait-for", "bootstrap-complete", "--bootstrap-timeout=-1s", "--api-timeout=1ms"}, code: 2, msg: "--bootstrap-timeout"},
 		{name: "wait-for without configs", args: []string{"wait-for", "install-complete"}, code: 2, msg: "no Ignition configs", absent: "stat "},
 		{name: "gather in an empty dir", args: []string{"gather", "bootstrap"}, code: 2, msg: "nothing to gather", absent: "destroy"},
 		{name: "destroy with nothing to destroy", args: []string{"destroy", "cluster"}, code: 0, msg: "nothing to destroy"},
