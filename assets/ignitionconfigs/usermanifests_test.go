@@ -99,7 +99,7 @@ func TestUserManifestsInBootstrap(t *testing.T) {
 
 	want := []string{
 		"00-namespaces.yaml", "01-rbac-node-bootstrap.yaml", "02-bootstrap-token.yaml", "03-cluster-config.yaml",
-		"04-kubeadmin.yaml", "05-early.yaml", "10-kube-proxy.yaml", "11-coredns.yaml", "50-my-namespace.yaml",
+		"04-kubeadmin.yaml", "05-early.yaml", "10-kube-proxy.yaml", "11-coredns.yaml", "12-csr-approver.yaml", "50-my-namespace.yaml",
 	}
 	for run := 1; run <= 2; run++ { // the second run finds manifests/ consumed
 		names, raw := manifestsIn(t, dir)
@@ -139,10 +139,7 @@ func TestDeletedUserManifestIsDropped(t *testing.T) {
 }
 
 // D6: edited or added manifests and static pods are decoded on load; a bad
-// one is an input error naming the file, and nothing is written. The re-run
-// is `create manifests`, whose assets are all top-level: under
-// ignition-configs the same error can still lose to "context canceled" from
-// a sibling branch until the store reports every error (issue 11, D4).
+// one is an input error naming the file, and nothing is written.
 func TestCheckedManifests(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -191,7 +188,7 @@ func TestCheckedManifests(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := snapshotDir(t, dir)
-			err = store.Persist(context.Background(), targets.Manifests())
+			err = store.Persist(context.Background(), targets.IgnitionConfigs())
 			if graph.KindOf(err) != graph.KindInput {
 				t.Fatalf("error %v is not an input error", err)
 			}
@@ -222,7 +219,7 @@ func TestDeletedEtcdAdviceWorks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = store.Persist(context.Background(), targets.Manifests())
+	err = store.Persist(context.Background(), targets.IgnitionConfigs())
 	if err == nil || !strings.Contains(err.Error(), "static-pods/master/etcd.yaml is missing") ||
 		!strings.Contains(err.Error(), "remove static-pods/master/ as a whole") {
 		t.Fatalf("error = %v", err)

@@ -3,10 +3,12 @@ package manifests
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"path"
 	"slices"
 	"strings"
 
+	manifestfs "github.com/kiln-project/kiln/data/manifests"
 	"github.com/kiln-project/kiln/graph"
 )
 
@@ -90,10 +92,9 @@ func isManifestName(base string) bool {
 	return false
 }
 
-// ownObjectPaths are the files of manifests/ that Objects write.
+// ownObjectPaths are the files of manifests/ that Objects write: one per
+// template of data/manifests/cluster, and the bootstrap token Secret.
 func ownObjectPaths() []string {
-	return append(targetPaths(ManifestsDir, []string{
-		namespacesTemplate, nodeBootstrapRBACTemplate, clusterConfigTemplate,
-		kubeadminTemplate, kubeProxyTemplate, coreDNSTemplate,
-	}), bootstrapTokenPath)
+	templates, _ := fs.Glob(manifestfs.FS, "cluster/*") // the pattern is valid
+	return append(targetPaths(ManifestsDir, templates), bootstrapTokenPath)
 }

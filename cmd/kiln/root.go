@@ -32,6 +32,8 @@ type rootOptions struct {
 	// and checked the command line).
 	started bool
 	command string // the command's path, once started
+	// dirMissing says --dir did not exist when the command started.
+	dirMissing bool
 	// leaveDir says the command did nothing in --dir, so the debug log
 	// is not written there either.
 	leaveDir bool
@@ -70,10 +72,8 @@ func execute(ctx context.Context, o *rootOptions, args []string) int {
 		// cobra refused the command line (unknown command, extra argument)
 		// before any command ran: a usage error.
 		err = graph.WithKind(graph.KindInput, err)
-	case errors.Is(err, installconfig.ErrNoConfig) && o.command != "kiln create install-config":
-		if _, serr := os.Stat(o.dir); errors.Is(serr, fs.ErrNotExist) {
-			err = graph.WithKind(graph.KindInput, fmt.Errorf("--dir %s does not exist", o.dir))
-		}
+	case errors.Is(err, installconfig.ErrNoConfig) && o.dirMissing && o.command != "kiln create install-config":
+		err = graph.WithKind(graph.KindInput, fmt.Errorf("--dir %s does not exist", o.dir))
 	}
 	kind := graph.KindOf(err)
 	if err != nil {
@@ -108,9 +108,11 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 				o.debug.disable()
 				return nil
 			}
-			if st, err := os.Stat(o.dir); err == nil && !st.IsDir() {
+			st, err := os.Stat(o.dir)
+			if err == nil && !st.IsDir() {
 				return graph.WithKind(graph.KindInput, fmt.Errorf("--dir %s is not a directory", o.dir))
 			}
+			o.dirMissing = errors.Is(err, fs.ErrNotExist)
 			if mode == debugLogStream {
 				o.openDebugLog()
 			}
