@@ -50,6 +50,10 @@ type FileFetcher interface {
 	// FetchByPattern returns the files matching a path.Match pattern
 	// relative to --dir, sorted by path.
 	FetchByPattern(pattern string) ([]*File, error)
+	// Names returns the paths matching a path.Match pattern relative to
+	// --dir, sorted, without reading them: only the files then fetched by
+	// name count as the asset's.
+	Names(pattern string) ([]string, error)
 }
 
 // Parents gives Generate the generated values of declared dependencies.

@@ -43,7 +43,9 @@ func newDirFetcher(dir string) *dirFetcher {
 	return &dirFetcher{dir: dir, seen: map[string]string{}}
 }
 
-// FetchByName implements FileFetcher.
+// FetchByName implements FileFetcher. A path that is there but is no
+// regular file (a directory, a FIFO, a dangling symbolic link) is an input
+// error saying what it is, not "not found".
 func (d *dirFetcher) FetchByName(name string) (*File, error) {
 	name = path.Clean(name)
 	if !fs.ValidPath(name) {
@@ -51,11 +53,16 @@ func (d *dirFetcher) FetchByName(name string) (*File, error) {
 	}
 	full := filepath.Join(d.dir, filepath.FromSlash(name))
 	st, err := os.Stat(full)
+	if errors.Is(err, fs.ErrNotExist) {
+		if target, lerr := os.Readlink(full); lerr == nil {
+			return nil, WithKind(KindInput, fmt.Errorf("%s is a symbolic link to %s, which does not exist", name, target))
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file: %w", name, fs.ErrNotExist)
+		return nil, WithKind(KindInput, fmt.Errorf("%s is %s, not a regular file", name, describeMode(st.Mode())))
 	}
 	data, err := os.ReadFile(full)
 	if err != nil {
@@ -67,27 +74,55 @@ func (d *dirFetcher) FetchByName(name string) (*File, error) {
 	return &File{Path: name, Data: data, Mode: st.Mode().Perm()}, nil
 }
 
+// describeMode names a file type for messages.
+func describeMode(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
+}
+
 // FetchByPattern implements FileFetcher.
 func (d *dirFetcher) FetchByPattern(pattern string) ([]*File, error) {
-	matches, err := filepath.Glob(filepath.Join(d.dir, filepath.FromSlash(pattern)))
+	names, err := d.Names(pattern)
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(matches)
 	var files []*File
-	for _, m := range matches {
-		rel, err := filepath.Rel(d.dir, m)
-		if err != nil {
-			return nil, err
-		}
-		f, err := d.FetchByName(filepath.ToSlash(rel))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // a directory
-		}
+	for _, n := range names {
+		f, err := d.FetchByName(n)
 		if err != nil {
 			return nil, err
 		}
 		files = append(files, f)
 	}
 	return files, nil
+}
+
+// Names implements FileFetcher: directories are left out.
+func (d *dirFetcher) Names(pattern string) ([]string, error) {
+	matches, err := filepath.Glob(filepath.Join(d.dir, filepath.FromSlash(pattern)))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(matches)
+	var names []string
+	for _, m := range matches {
+		if st, err := os.Stat(m); err == nil && st.IsDir() {
+			continue
+		}
+		rel, err := filepath.Rel(d.dir, m)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, filepath.ToSlash(rel))
+	}
+	return names, nil
 }

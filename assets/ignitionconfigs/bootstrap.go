@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"path"
+	"strings"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/kubeconfig"
@@ -52,8 +54,8 @@ func (b *Bootstrap) Generate(_ context.Context, p graph.Parents) error {
 	admin, kcm, sched := &kubeconfig.Localhost{}, &kubeconfig.KubeControllerManager{}, &kubeconfig.KubeScheduler{}
 	master, worker := &MasterConfig{}, &WorkerConfig{}
 	objects := manifests.Objects()
-	bootPods, masterPods := &manifests.BootstrapStaticPods{}, &manifests.MasterStaticPods{}
-	parents := []graph.Asset{ic, v, bundle, admin, kcm, sched, master, worker, bootPods, masterPods}
+	bootPods, masterPods, user := &manifests.BootstrapStaticPods{}, &manifests.MasterStaticPods{}, &manifests.UserManifests{}
+	parents := []graph.Asset{ic, v, bundle, admin, kcm, sched, master, worker, bootPods, masterPods, user}
 	for _, o := range objects {
 		parents = append(parents, o)
 	}
@@ -73,11 +75,18 @@ func (b *Bootstrap) Generate(_ context.Context, p graph.Parents) error {
 	addFileSet(&cfg, nodelayout.StaticPodDir, bootPods.Files(), 0o644)
 	etcd := fileNamed(masterPods.Files(), "etcd.yaml")
 	if etcd == nil {
-		return graph.WithKind(graph.KindInput, errors.New("static-pods/master/etcd.yaml is missing: bootkube needs it to grow etcd onto the masters; restore it or re-run with --force-regenerate"))
+		p := manifests.StaticPodsDir + "/master/etcd.yaml"
+		return graph.WithKind(graph.KindInput, &manifests.MissingFileError{Path: p, Dir: path.Dir(p)})
 	}
 	ignition.AddFile(&cfg, nodelayout.MasterEtcdManifest, 0o644, etcd.Data)
 	for _, o := range objects {
 		addFileSet(&cfg, nodelayout.BootstrapManifestsDir, o.Files(), 0o600)
+	}
+	// The user's manifests go beside kiln's: kubectl apply -f <dir> takes
+	// them all in file-name order.
+	addFileSet(&cfg, nodelayout.BootstrapManifestsDir, user.Files(), 0o600)
+	if names := user.Paths(); len(names) > 0 {
+		ignition.AddFile(&cfg, nodelayout.BootstrapUserManifestsList, 0o644, []byte(strings.Join(names, "\n")+"\n"))
 	}
 	ignition.AddFile(&cfg, nodelayout.MCSConfigDir+"/master.ign", 0o600, master.Config)
 	ignition.AddFile(&cfg, nodelayout.MCSConfigDir+"/worker.ign", 0o600, worker.Config)

@@ -27,8 +27,9 @@ const ID = "install-config"
 // fileMode is install-config.yaml's mode: it may hold a pull secret.
 const fileMode fs.FileMode = 0o600
 
-// errNoConfig says how to provide an install-config.
-var errNoConfig = graph.WithKind(graph.KindInput, errors.New("no "+FileName+
+// ErrNoConfig is the error when neither --dir, the state file nor standard
+// input gives an install-config; it says how to provide one.
+var ErrNoConfig = graph.WithKind(graph.KindInput, errors.New("no "+FileName+
 	" in --dir: write one (`kiln explain installconfig` lists the fields), pipe one in "+
 	"(`kiln create install-config < my-config.yaml`) or run `kiln create install-config` in a terminal to answer a few questions"))
 
@@ -56,7 +57,7 @@ func (*InstallConfig) Dependencies() []graph.Asset { return nil }
 func (a *InstallConfig) Generate(ctx context.Context, _ graph.Parents) error {
 	in, ok := inputFrom(ctx)
 	if !ok {
-		return errNoConfig
+		return ErrNoConfig
 	}
 	if in.Terminal {
 		c, err := survey(ctx, in)
@@ -70,7 +71,7 @@ func (a *InstallConfig) Generate(ctx context.Context, _ graph.Parents) error {
 		return fmt.Errorf("reading standard input: %w", err)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return errNoConfig
+		return ErrNoConfig
 	}
 	return a.load(data)
 }

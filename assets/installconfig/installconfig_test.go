@@ -117,6 +117,8 @@ func (f fetcher) FetchByName(p string) (*graph.File, error) {
 
 func (f fetcher) FetchByPattern(string) ([]*graph.File, error) { return nil, nil }
 
+func (f fetcher) Names(string) ([]string, error) { return nil, nil }
+
 func TestLoad(t *testing.T) {
 	data, _ := os.ReadFile("testdata/minimal.yaml")
 	a := &InstallConfig{}

@@ -11,8 +11,8 @@ func Objects() []graph.WritableAsset {
 	}
 }
 
-// Assets returns every asset of the manifests target: the objects and the
-// static pods of both roles.
+// Assets returns every asset of the manifests target: the objects, the
+// manifests the user added and the static pods of both roles.
 func Assets() []graph.WritableAsset {
-	return append(Objects(), &BootstrapStaticPods{}, &MasterStaticPods{})
+	return append(Objects(), &UserManifests{}, &BootstrapStaticPods{}, &MasterStaticPods{})
 }

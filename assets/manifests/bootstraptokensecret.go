@@ -46,7 +46,7 @@ func (s *BootstrapTokenSecret) Generate(_ context.Context, p graph.Parents) erro
 
 // Load implements graph.WritableAsset.
 func (s *BootstrapTokenSecret) Load(f graph.FileFetcher) (bool, error) {
-	found, err := s.load(f, []string{bootstrapTokenPath})
+	found, err := s.load(f, []string{bootstrapTokenPath}, CheckObjects)
 	if found {
 		s.FileList[0].Mode = 0o600
 	}

@@ -38,7 +38,7 @@ func (o *objects) generateIf(p graph.Parents, template string, enabled func(*Val
 
 // loadOne loads the single file rendered from template.
 func (o *objects) loadOne(f graph.FileFetcher, template string) (bool, error) {
-	return o.load(f, targetPaths(ManifestsDir, []string{template}))
+	return o.load(f, targetPaths(ManifestsDir, []string{template}), CheckObjects)
 }
 
 // valuesOnly is the Dependencies of an asset that needs only Values.

@@ -510,26 +510,43 @@ func flagValue(argv []string, name string) string {
 }
 
 // TestLoad checks how the assets read files the user edited or deleted:
-// the edited content is used, a deleted file of a set is dropped, a set with
-// no file left is not found, and the token Secret stays 0600 whatever the
-// mode on disk.
+// the edited content is used, a set with no file left is not found, a set
+// missing one of its required static pods names it (issue 11, D6/D7), an
+// edit that is no Pod is refused naming the file, and the token Secret stays
+// 0600 whatever the mode on disk.
 func TestLoad(t *testing.T) {
+	pod := func(name string) []byte {
+		return []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\nspec:\n  containers:\n  - name: c\n    image: i\n")
+	}
+	dir := graphtest.Fetcher{}
+	for _, tmpl := range staticPodTemplates {
+		name := strings.TrimSuffix(path.Base(tmpl), ".yaml")
+		dir["static-pods/master/"+name+".yaml"] = pod(name)
+	}
+	dir["static-pods/master/etcd.yaml"] = pod("edited")
 	master := &MasterStaticPods{}
-	found, err := master.Load(graphtest.Fetcher{"static-pods/master/etcd.yaml": []byte("edited")})
+	found, err := master.Load(dir)
 	if err != nil || !found {
 		t.Fatalf("Load: found %v, %v", found, err)
 	}
-	if got := master.Files(); len(got) != 1 || string(got[0].Data) != "edited" {
-		t.Errorf("master static pods loaded %d files, want the edited etcd.yaml only", len(got))
-	}
-	if data, ok := master.File("etcd.yaml"); !ok || string(data) != "edited" {
+	if data, ok := master.File("etcd.yaml"); !ok || string(data) != string(pod("edited")) {
 		t.Errorf("File(etcd.yaml) = %q, %v", data, ok)
 	}
-	if found, err := (&BootstrapStaticPods{}).Load(graphtest.Fetcher{"static-pods/master/etcd.yaml": nil}); found || err != nil {
-		t.Errorf("bootstrap static pods found %v, %v in a --dir with only a master's file", found, err)
+	delete(dir, "static-pods/master/kube-scheduler.yaml")
+	var missing *MissingFileError
+	if _, err := (&MasterStaticPods{}).Load(dir); !errors.As(err, &missing) || missing.Path != "static-pods/master/kube-scheduler.yaml" {
+		t.Errorf("Load without kube-scheduler.yaml: %v, want a MissingFileError naming it", err)
+	}
+	dir["static-pods/master/kube-scheduler.yaml"] = []byte("edited")
+	var fe *FileError
+	if _, err := (&MasterStaticPods{}).Load(dir); !errors.As(err, &fe) || fe.Path != "static-pods/master/kube-scheduler.yaml" {
+		t.Errorf("Load of a static pod that is no Pod: %v, want a FileError naming it", err)
+	}
+	if found, err := (&BootstrapStaticPods{}).Load(dir); found || err != nil {
+		t.Errorf("bootstrap static pods found %v, %v in a --dir with only a master's files", found, err)
 	}
 	tok := &BootstrapTokenSecret{}
-	found, err = tok.Load(graphtest.Fetcher{bootstrapTokenPath: []byte("kind: Secret")})
+	found, err = tok.Load(graphtest.Fetcher{bootstrapTokenPath: []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: t\n  namespace: kube-system\n")})
 	if err != nil || !found {
 		t.Fatalf("token Load: found %v, %v", found, err)
 	}

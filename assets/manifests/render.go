@@ -36,10 +36,10 @@ func (s *fileSet) render(dir string, data any, templates ...string) error {
 	return nil
 }
 
-// load reads the asset's files from disk: every one of paths that exists.
-// A file the user deleted stays deleted (the object is dropped), as long as
-// at least one of the set is present.
-func (s *fileSet) load(f graph.FileFetcher, paths []string) (bool, error) {
+// load reads the asset's files from disk: every one of paths that exists,
+// each passed to check. A file the user deleted stays deleted (the object is
+// dropped), as long as at least one of the set is present.
+func (s *fileSet) load(f graph.FileFetcher, paths []string, check func(*graph.File) error) (bool, error) {
 	var found []*graph.File
 	for _, p := range paths {
 		file, err := f.FetchByName(p)
@@ -47,6 +47,9 @@ func (s *fileSet) load(f graph.FileFetcher, paths []string) (bool, error) {
 			continue
 		}
 		if err != nil {
+			return false, err
+		}
+		if err := check(file); err != nil {
 			return false, err
 		}
 		found = append(found, file)

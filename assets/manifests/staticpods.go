@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"fmt"
 	"path"
 
 	"github.com/kiln-project/kiln/graph"
@@ -40,6 +41,34 @@ func (s *staticPods) generate(p graph.Parents, role string, bootstrap bool) erro
 	return s.render(path.Join(StaticPodsDir, role), staticPodData{Values: v, Bootstrap: bootstrap}, staticPodTemplates...)
 }
 
+// loadRole loads static-pods/<role>/ from disk. Every file of the role is
+// required (a control plane without its API server or etcd never comes up),
+// so one deleted while others remain is an error naming it.
 func (s *staticPods) loadRole(f graph.FileFetcher, role string) (bool, error) {
-	return s.load(f, targetPaths(path.Join(StaticPodsDir, role), staticPodTemplates))
+	paths := targetPaths(path.Join(StaticPodsDir, role), staticPodTemplates)
+	found, err := s.load(f, paths, CheckPod)
+	if !found || err != nil {
+		return found, err
+	}
+	for _, p := range paths {
+		if _, ok := s.File(path.Base(p)); !ok {
+			return false, graph.WithKind(graph.KindInput, &MissingFileError{Path: p, Dir: path.Dir(p)})
+		}
+	}
+	return true, nil
+}
+
+// MissingFileError is a required file deleted from a folder whose other
+// files are still in --dir.
+type MissingFileError struct {
+	// Path is the missing file; Dir is its folder in --dir.
+	Path, Dir string
+}
+
+// Error implements error, with advice that works: a folder removed as a
+// whole is written again from the state file.
+func (e *MissingFileError) Error() string {
+	return fmt.Sprintf("%s is missing, and every file of %s/ is required: put it back, "+
+		"or remove %s/ as a whole to have kiln write all of it again (your edits of the other files there are lost)",
+		e.Path, e.Dir, e.Dir)
 }

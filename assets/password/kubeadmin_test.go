@@ -27,6 +27,8 @@ func (f fakeFetcher) FetchByName(p string) (*graph.File, error) {
 
 func (f fakeFetcher) FetchByPattern(string) ([]*graph.File, error) { return nil, errors.New("unused") }
 
+func (f fakeFetcher) Names(string) ([]string, error) { return nil, errors.New("unused") }
+
 var shape = regexp.MustCompile(`^[a-zA-Z2-9]{5}-[a-zA-Z2-9]{5}-[a-zA-Z2-9]{5}-[a-zA-Z2-9]{5}$`)
 
 func TestGenerate(t *testing.T) {

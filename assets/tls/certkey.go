@@ -147,7 +147,9 @@ func parseKey(data []byte) (crypto.Signer, error) {
 		return nil, fmt.Errorf("unexpected PEM block %q, want a private key", b.Type)
 	}
 	if err != nil {
-		return nil, err
+		// The parser's own message is an ASN.1 structure dump: say what
+		// the block should have held instead.
+		return nil, fmt.Errorf("the PEM %q block does not hold a valid key of that form", b.Type)
 	}
 	signer, ok := key.(crypto.Signer)
 	if !ok {

@@ -2,6 +2,8 @@ package tls
 
 import (
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/rsa"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -51,8 +53,14 @@ func (c *CertKey) load(f graph.FileFetcher, id string, u usage) (found bool, err
 	if err != nil {
 		return true, inputError(keyPath, "not a PEM private key: %w", err)
 	}
+	if err := strongEnough(key.Public()); err != nil {
+		return true, inputError(keyPath, "%w", err)
+	}
 	if !publicKeyMatches(cert.PublicKey, key) {
 		return true, inputError(keyPath, "private key does not match the certificate %s", certPath)
+	}
+	if weakSignature(cert.SignatureAlgorithm) {
+		return true, inputError(certPath, "signed with %s, which is broken: sign it with SHA-256 or better", cert.SignatureAlgorithm)
 	}
 	now := time.Now()
 	if now.After(cert.NotAfter) {
@@ -64,6 +72,13 @@ func (c *CertKey) load(f graph.FileFetcher, id string, u usage) (found bool, err
 	}
 	if u == usageCA && (!cert.IsCA || cert.KeyUsage&x509.KeyUsageCertSign == 0) {
 		return true, inputError(certPath, "not a certificate authority (needs basicConstraints CA:TRUE and keyUsage keyCertSign)")
+	}
+	if left := cert.NotAfter.Sub(now); u == usageCA && left < LeafValidity {
+		// Refused rather than warned about: every certificate kiln issued
+		// with it would silently expire with it.
+		return true, inputError(certPath, "CA expires on %s (in %s), before the certificates kiln issues with it (valid %s) would: "+
+			"they would all expire with it. Renew the CA (or use one valid for at least %s more), or remove %s and %s so that kiln creates one",
+			cert.NotAfter.UTC().Format(time.RFC3339), humanDuration(left), humanDuration(LeafValidity), humanDuration(LeafValidity), certPath, keyPath)
 	}
 	for _, want := range u.extKeyUsages() {
 		if len(cert.ExtKeyUsage) > 0 && !slices.Contains(cert.ExtKeyUsage, want) && !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageAny) {
@@ -107,4 +122,40 @@ func fetchPair(f graph.FileFetcher, certPath, keyPath string) (ck CertKey, found
 func publicKeyMatches(pub crypto.PublicKey, key crypto.Signer) bool {
 	eq, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
 	return ok && eq.Equal(pub)
+}
+
+// minRSABits is the smallest RSA key kiln accepts from the user.
+const minRSABits = 2048
+
+// strongEnough refuses keys too weak for a cluster's PKI: RSA under
+// minRSABits, ECDSA under P-256.
+func strongEnough(pub crypto.PublicKey) error {
+	switch k := pub.(type) {
+	case *rsa.PublicKey:
+		if bits := k.N.BitLen(); bits < minRSABits {
+			return fmt.Errorf("RSA key of %d bits is too weak: use at least %d bits (or ECDSA P-256)", bits, minRSABits)
+		}
+	case *ecdsa.PublicKey:
+		if bits := k.Curve.Params().BitSize; bits < 256 {
+			return fmt.Errorf("ECDSA key on %s is too weak: use P-256 or larger", k.Curve.Params().Name)
+		}
+	}
+	return nil
+}
+
+// weakSignature tells whether a certificate signature uses a broken hash.
+func weakSignature(alg x509.SignatureAlgorithm) bool {
+	switch alg {
+	case x509.MD2WithRSA, x509.MD5WithRSA, x509.SHA1WithRSA, x509.DSAWithSHA1, x509.ECDSAWithSHA1:
+		return true
+	}
+	return false
+}
+
+// humanDuration rounds d for messages: days when it is at least two days.
+func humanDuration(d time.Duration) string {
+	if d >= 48*time.Hour {
+		return fmt.Sprintf("%d days", int(d.Hours()/24))
+	}
+	return d.Round(time.Minute).String()
 }

@@ -9,6 +9,9 @@ import (
 	"encoding/pem"
 	"errors"
 	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +23,9 @@ func mustIssue(t *testing.T, ca *CertKey, spec certSpec) CertKey {
 	t.Helper()
 	if spec.Validity == 0 {
 		spec.Validity = time.Hour
+		if spec.Usage == usageCA {
+			spec.Validity = CAValidity // a user CA must outlive the leaves kiln issues
+		}
 	}
 	ck, err := issue(context.Background(), ECDSAP256, ca, spec)
 	if err != nil {
@@ -154,7 +160,7 @@ func TestLoadRejectsBrokenUserFiles(t *testing.T) {
 func TestLoadAcceptsOtherKeyEncodings(t *testing.T) {
 	ca := mustIssue(t, nil, certSpec{Subject: pkix.Name{CommonName: "ca"}, Usage: usageCA})
 	key, _ := ca.PrivateKey()
-	rsaCA, err := issue(context.Background(), RSA2048, nil, certSpec{Subject: pkix.Name{CommonName: "rsa"}, Usage: usageCA, Validity: time.Hour})
+	rsaCA, err := issue(context.Background(), RSA2048, nil, certSpec{Subject: pkix.Name{CommonName: "rsa"}, Usage: usageCA, Validity: CAValidity})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,4 +259,56 @@ func TestIssuedCertsMatchDependencies(t *testing.T) {
 			t.Errorf("%s: Bundle checks it against %q, but it depends on the CA %q", a.ID(), table[a.ID()], ca)
 		}
 	}
+}
+
+// D8: weak keys and broken signatures in user PKI are refused naming the
+// file; so is a CA that would cut short the lifetime of what it signs; a
+// garbage key gets a message, not an ASN.1 dump.
+func TestLoadRejectsWeakUserPKI(t *testing.T) {
+	read := func(name string) []byte {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join("testdata", "weak", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	short := mustIssue(t, nil, certSpec{Subject: pkix.Name{CommonName: "short"}, Usage: usageCA, Validity: 48 * time.Hour})
+	const caCrt, caKey = "tls/root-ca.crt", "tls/root-ca.key"
+	for _, tc := range []struct {
+		name, cert, key string
+		ck              *CertKey
+		wantPath        string
+		wantMsg         string
+	}{
+		{name: "RSA-512 CA", cert: "rsa512-ca.crt", key: "rsa512-ca.key", wantPath: caKey, wantMsg: "RSA key of 512 bits is too weak"},
+		{name: "RSA-1024 CA", cert: "rsa1024-ca.crt", key: "rsa1024-ca.key", wantPath: caKey, wantMsg: "RSA key of 1024 bits is too weak"},
+		{name: "SHA-1 signed CA", cert: "sha1-ca.crt", key: "sha1-ca.key", wantPath: caCrt, wantMsg: "signed with SHA1-RSA"},
+		{name: "CA with 2 days left", ck: &short, wantPath: caCrt, wantMsg: "before the certificates kiln issues with it (valid 365 days) would"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := fakeFetcher{}
+			if tc.ck != nil {
+				put(files, "tls/root-ca", *tc.ck)
+			} else {
+				files[caCrt], files[caKey] = read(tc.cert), read(tc.key)
+			}
+			found, err := (&RootCA{}).Load(files)
+			if !found || graph.KindOf(err) != graph.KindInput {
+				t.Fatalf("Load = %v, %v; want an input error", found, err)
+			}
+			var fe *FileError
+			if !errors.As(err, &fe) || fe.Path != tc.wantPath || !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("error %q does not name %s with %q", err, tc.wantPath, tc.wantMsg)
+			}
+		})
+	}
+	t.Run("garbage key", func(t *testing.T) {
+		ca := mustIssue(t, nil, certSpec{Subject: pkix.Name{CommonName: "ca"}, Usage: usageCA})
+		files := fakeFetcher{caCrt: ca.Cert, caKey: []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")}
+		_, err := (&RootCA{}).Load(files)
+		if err == nil || strings.Contains(err.Error(), "asn1") || !strings.Contains(err.Error(), caKey) {
+			t.Errorf("error %q: want one naming %s without an ASN.1 dump", err, caKey)
+		}
+	})
 }

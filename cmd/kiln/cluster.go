@@ -33,6 +33,9 @@ func newCreateClusterCmd(o *rootOptions, co *createOptions) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := flags.Check(); err != nil {
+				return err
+			}
 			if err := o.createTarget(ctx, co, targets.IgnitionConfigs()); err != nil {
 				return err
 			}
@@ -40,7 +43,7 @@ func newCreateClusterCmd(o *rootOptions, co *createOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			prov, err := o.provisioner(c.Config.PlatformName())
+			prov, err := o.provisioner(cmd.Context(), c.Config.PlatformName())
 			if err != nil {
 				return err
 			}
@@ -71,12 +74,13 @@ func newDestroyCmd(o *rootOptions) *cobra.Command {
 			t, err := install.FindTarget(o.dir, infraID)
 			if errors.Is(err, install.ErrNothingToDestroy) {
 				o.log.Warn(err.Error())
+				o.leaveDir = true
 				return nil
 			}
 			if err != nil {
 				return err
 			}
-			prov, err := o.provisioner(t.Platform)
+			prov, err := o.provisioner(cmd.Context(), t.Platform)
 			if err != nil {
 				return err
 			}
@@ -97,7 +101,7 @@ func newDestroyCmd(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			prov, err := o.provisioner(c.Config.PlatformName())
+			prov, err := o.provisioner(cmd.Context(), c.Config.PlatformName())
 			if err != nil {
 				return err
 			}
@@ -116,6 +120,9 @@ func newWaitForCmd(o *rootOptions) *cobra.Command {
 		c := &cobra.Command{
 			Use: use, Short: short, Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
+				if err := flags.Check(); err != nil {
+					return err
+				}
 				c, err := install.Load(cmd.Context(), o.dir, o.log, flags)
 				if err != nil {
 					return err
@@ -153,9 +160,9 @@ func newWaitForCmd(o *rootOptions) *cobra.Command {
 
 // provisioner opens the debug log in --dir and returns the provisioner of
 // the named platform.
-func (o *rootOptions) provisioner(platform string) (platforms.Provisioner, error) {
+func (o *rootOptions) provisioner(ctx context.Context, platform string) (platforms.Provisioner, error) {
 	o.openDebugLog()
-	env, err := o.platformEnv()
+	env, err := o.platformEnv(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -164,44 +171,51 @@ func (o *rootOptions) provisioner(platform string) (platforms.Provisioner, error
 
 // platformEnv is what provisioners log to, report to and cache in. The kiln
 // binary that machines and Terraform run is a copy in the cache named by its
-// hash, so a rebuilt or removed kiln never pulls it from under a cluster.
-func (o *rootOptions) platformEnv() (platforms.Env, error) {
+// hash, so a rebuilt or removed kiln never pulls it from under a cluster;
+// a dynamically linked (cgo) kiln is replaced by a static build of itself,
+// since the machines run it in an image with no C library.
+func (o *rootOptions) platformEnv(ctx context.Context) (platforms.Env, error) {
 	cache, err := platforms.CacheDir(os.Getenv)
 	if err != nil {
 		return platforms.Env{}, err
 	}
-	kiln, err := stableKiln(cache)
+	kiln, key, err := stableKiln(cache)
 	if err != nil {
 		return platforms.Env{}, graph.WithKind(graph.KindInfrastructure, fmt.Errorf("copy the kiln binary into %s: %w", cache, err))
+	}
+	if kiln, err = staticKiln(ctx, o.log, kiln, cache, key); err != nil {
+		return platforms.Env{}, err
 	}
 	return platforms.Env{Log: o.log, Progress: o.status, CacheDir: cache, Kiln: kiln}, nil
 }
 
-// stableKiln copies the running executable to <cache>/bin/kiln-<hash>.
-func stableKiln(cache string) (string, error) {
+// stableKiln copies the running executable to <cache>/bin/kiln-<key>, key
+// being a prefix of its hash.
+func stableKiln(cache string) (path, key string, err error) {
 	self, err := os.Executable()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	f, err := os.Open(self)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return "", err
+		return "", "", err
 	}
-	dst := filepath.Join(cache, "bin", "kiln-"+hex.EncodeToString(h.Sum(nil))[:16])
+	key = hex.EncodeToString(h.Sum(nil))[:16]
+	dst := filepath.Join(cache, "bin", "kiln-"+key)
 	if _, err := os.Stat(dst); err == nil {
-		return dst, nil
+		return dst, key, nil
 	}
 	data, err := os.ReadFile(self)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return "", err
+		return "", "", err
 	}
-	return dst, atomicfile.Write(dst, data, 0o755)
+	return dst, key, atomicfile.Write(dst, data, 0o755)
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/graph"
 )
@@ -66,6 +68,9 @@ func (o *rootOptions) createTarget(ctx context.Context, co *createOptions, t gra
 	if err := store.Persist(ctx, t); err != nil {
 		return err
 	}
+	if t.Name == targets.IgnitionConfigs().Name {
+		o.logUserManifests(ctx, store)
+	}
 	var files []string
 	for _, a := range t.Assets {
 		for _, f := range a.Files() {
@@ -74,6 +79,17 @@ func (o *rootOptions) createTarget(ctx context.Context, co *createOptions, t gra
 	}
 	o.log.Infof("Created %s in %s: %v", t.Name, o.dir, files)
 	return nil
+}
+
+// logUserManifests names the manifests the user added that bootstrap.ign
+// carries (the store already resolved them for the target).
+func (o *rootOptions) logUserManifests(ctx context.Context, store *graph.Store) {
+	u := &manifests.UserManifests{}
+	if err := store.Fetch(ctx, u); err != nil || len(u.FileList) == 0 {
+		return
+	}
+	o.log.Infof("bootstrap.ign applies %d manifests you added, with kiln's in file-name order: %s",
+		len(u.FileList), strings.Join(u.Paths(), ", "))
 }
 
 // installConfigInput is where a new install-config comes from: the survey

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/graph"
 )
+
+// errNothingToGather is gather's error in a --dir that names no cluster.
+var errNothingToGather = errors.New("no cluster in --dir (no metadata.json and no kiln state): nothing to gather from; pass --infra-id <id> for a cluster created elsewhere")
 
 func newGatherCmd(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "gather", Short: "Collect diagnostics from a cluster", Args: cobra.NoArgs,
@@ -19,10 +24,13 @@ func newGatherCmd(o *rootOptions) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := install.FindTarget(o.dir, infraID)
+			if errors.Is(err, install.ErrNothingToDestroy) {
+				return graph.WithKind(graph.KindInput, errNothingToGather)
+			}
 			if err != nil {
 				return err
 			}
-			prov, err := o.provisioner(t.Platform)
+			prov, err := o.provisioner(cmd.Context(), t.Platform)
 			if err != nil {
 				return err
 			}

@@ -24,7 +24,7 @@ func newLoadCmd(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			prov, err := o.provisioner(t.Platform)
+			prov, err := o.provisioner(cmd.Context(), t.Platform)
 			if err != nil {
 				return err
 			}

@@ -108,6 +108,9 @@ func (o *rootOptions) finishDebugLog(err error, kind graph.Kind) {
 	if o.debug.disabled {
 		return
 	}
+	if o.debug.file == nil && o.leaveDir && err == nil {
+		return // nothing was done: --dir stays as it was
+	}
 	if err != nil && kind == graph.KindInput && o.debug.file == nil {
 		f, terr := os.CreateTemp("", "kiln-*.log")
 		if terr != nil {

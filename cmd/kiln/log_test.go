@@ -22,12 +22,24 @@ func TestNodeCommandsKeepNoDebugLog(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, debugLogName)); !os.IsNotExist(err) {
 		t.Errorf("node agent wrote %s: %v", debugLogName, err)
 	}
+	// version, explain and graph never touch --dir (it is often the
+	// current directory, not an install dir).
+	for _, args := range [][]string{{"version"}, {"explain", "installconfig"}, {"graph"}} {
+		o = &rootOptions{stdin: bytes.NewReader(nil), stdout: &out, stderr: &errOut}
+		if code := execute(context.Background(), o, append([]string{"--dir", dir}, args...)); code != 0 {
+			t.Fatal(code)
+		}
+		if _, err := os.Stat(filepath.Join(dir, debugLogName)); !os.IsNotExist(err) {
+			t.Errorf("%v wrote %s: %v", args, debugLogName, err)
+		}
+	}
 	// An ordinary command still keeps its debug log in --dir.
-	o = &rootOptions{stdin: bytes.NewReader(nil), stdout: &out, stderr: &errOut}
-	if code := execute(context.Background(), o, []string{"--dir", dir, "version"}); code != 0 {
-		t.Fatal(code)
+	ic := "apiVersion: kiln.dev/v1\nmetadata:\n  name: dev\nbaseDomain: example.com\nplatform:\n  none: {}\n"
+	o = &rootOptions{stdin: bytes.NewReader([]byte(ic)), stdout: &out, stderr: &errOut}
+	if code := execute(context.Background(), o, []string{"--dir", dir, "create", "install-config"}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, debugLogName)); err != nil {
-		t.Errorf("version kept no debug log: %v", err)
+		t.Errorf("create install-config kept no debug log: %v", err)
 	}
 }

@@ -67,6 +67,7 @@ func newNodeBootkubeCmd(o *rootOptions) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "admin kubeconfig of the local API server")
 	f.StringVar(&cfg.ManifestsDir, "manifests-dir", nodelayout.BootstrapManifestsDir, "objects to apply")
+	f.StringVar(&cfg.UserManifestsList, "user-manifests", nodelayout.BootstrapUserManifestsList, "file naming the manifests the user added, one a line (logged)")
 	f.StringVar(&cfg.EtcdPKIDir, "etcd-pki-dir", nodelayout.EtcdPKIDir, "etcd CA certificate and key")
 	f.StringVar(&cfg.EtcdClientCert, "etcd-client-cert", "", "etcd client certificate")
 	f.StringVar(&cfg.EtcdClientKey, "etcd-client-key", "", "etcd client key")

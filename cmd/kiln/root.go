@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/cmd/internal/status"
 	"github.com/kiln-project/kiln/graph"
 )
@@ -25,6 +28,15 @@ const debugLogName = ".kiln.log"
 type rootOptions struct {
 	dir      string
 	logLevel string
+	// started is set once a command's own code runs (after cobra parsed
+	// and checked the command line).
+	started bool
+	command string // the command's path, once started
+	// dirMissing says --dir did not exist when the command started.
+	dirMissing bool
+	// leaveDir says the command did nothing in --dir, so the debug log
+	// is not written there either.
+	leaveDir bool
 	log      *logrus.Logger
 	debug    *debugLog
 	lock     *graph.Lock
@@ -53,8 +65,15 @@ func execute(ctx context.Context, o *rootOptions, args []string) int {
 	root.SetOut(o.stdout)
 	root.SetErr(o.stderr)
 	err := root.ExecuteContext(ctx)
-	if err != nil && ctx.Err() != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
 		err = graph.WithKind(graph.KindInterrupted, err)
+	case err != nil && !o.started:
+		// cobra refused the command line (unknown command, extra argument)
+		// before any command ran: a usage error.
+		err = graph.WithKind(graph.KindInput, err)
+	case errors.Is(err, installconfig.ErrNoConfig) && o.dirMissing && o.command != "kiln create install-config":
+		err = graph.WithKind(graph.KindInput, fmt.Errorf("--dir %s does not exist", o.dir))
 	}
 	kind := graph.KindOf(err)
 	if err != nil {
@@ -77,16 +96,24 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			o.started, o.command = true, cmd.CommandPath()
 			lvl, err := logrus.ParseLevel(o.logLevel)
 			if err != nil {
 				return graph.WithKind(graph.KindInput, fmt.Errorf("--log-level: %w", err))
 			}
 			o.log.SetLevel(logrus.TraceLevel)
 			consoleLevel(o.log, lvl)
-			switch debugLogMode(cmd) {
-			case debugLogNone:
+			mode := debugLogMode(cmd)
+			if mode == debugLogNone || cmd.Annotations[groupAnnotation] != "" {
 				o.debug.disable()
-			case debugLogStream:
+				return nil
+			}
+			st, err := os.Stat(o.dir)
+			if err == nil && !st.IsDir() {
+				return graph.WithKind(graph.KindInput, fmt.Errorf("--dir %s is not a directory", o.dir))
+			}
+			o.dirMissing = errors.Is(err, fs.ErrNotExist)
+			if mode == debugLogStream {
 				o.openDebugLog()
 			}
 			o.log.Debugf("kiln %s, --dir %s", cmd.CommandPath(), o.dir)
@@ -116,6 +143,15 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		newDestroyCmd(o), newWaitForCmd(o), newGatherCmd(o), newLoadCmd(o),
 		newCertsCmd(o),
 	)
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "version", "explain", "graph", "help", "completion":
+			setAnnotation(c, debugLogAnnotation, debugLogNone) // they never read or write --dir
+		}
+	}
+	groupsRefuseArgs(root)
 	return root
 }
 
@@ -132,6 +168,32 @@ func locksDir(cmd *cobra.Command) bool {
 		}
 	}
 	return false
+}
+
+// groupsRefuseArgs makes every command that only groups subcommands print
+// its help when called bare and refuse anything else (`kiln create
+// clusterz`): cobra would print the help and succeed.
+func groupsRefuseArgs(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		groupsRefuseArgs(sub)
+	}
+	if c.Runnable() || !c.HasSubCommands() || !c.HasParent() {
+		return
+	}
+	c.Args = cobra.NoArgs
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	setAnnotation(c, groupAnnotation, "true")
+}
+
+// groupAnnotation marks a command that only groups others; unlike
+// debugLogAnnotation it does not pass to the subcommands.
+const groupAnnotation = "kiln/group"
+
+func setAnnotation(c *cobra.Command, key, value string) {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[key] = value
 }
 
 func newVersionCmd(o *rootOptions) *cobra.Command {

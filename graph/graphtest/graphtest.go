@@ -39,6 +39,16 @@ func (f Fetcher) FetchByPattern(pattern string) ([]*graph.File, error) {
 	return out, nil
 }
 
+// Names implements graph.FileFetcher.
+func (f Fetcher) Names(pattern string) ([]string, error) {
+	files, err := f.FetchByPattern(pattern)
+	names := make([]string, len(files))
+	for i, file := range files {
+		names[i] = file.Path
+	}
+	return names, err
+}
+
 // Parents gives an asset the values of its declared dependencies; like the
 // engine, it refuses an undeclared one.
 type Parents struct {

@@ -68,6 +68,9 @@ const (
 const (
 	// BootstrapManifestsDir holds the objects bootkube applies.
 	BootstrapManifestsDir = "/opt/kiln/manifests"
+	// BootstrapUserManifestsList names, one a line, the manifests of
+	// BootstrapManifestsDir the user added; bootkube logs them.
+	BootstrapUserManifestsList = "/opt/kiln/user-manifests"
 	// MasterEtcdManifest is the masters' etcd static pod, which bootkube
 	// completes for each member it adds.
 	MasterEtcdManifest = "/opt/kiln/static-pods/etcd.yaml"

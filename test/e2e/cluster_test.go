@@ -49,6 +49,8 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 	name := fmt.Sprintf("e2e%d%d", masters, workers)
 	writeInstallConfig(t, dir, name, masters, workers, machineCIDR)
 
+	addUserManifest(t, kiln, dir)
+
 	start := time.Now()
 	if interrupt {
 		interruptCreate(t, kiln, dir, "Waiting up to 30m0s for bootstrapping to complete")
@@ -104,6 +106,7 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 	}
 	assertPodNetwork(ctx, t, client, infraID)
 	assertHostNetworkReachesServices(t, infraID, masters, workers)
+	assertUserManifest(ctx, t, client)
 	if masters == 1 {
 		// The add-ons, on the smaller cluster only: the checks need one.
 		assertApps(t, dir, infraID)
@@ -136,6 +139,47 @@ func assertHostNetworkReachesServices(t *testing.T, infraID string, masters, wor
 		if out, err := mgr.Exec(context.Background(), name, "timeout", "10", "bash", "-c", connect); err != nil {
 			t.Errorf("%s: TCP connect to the kubernetes Service from the host network: %v\n%s", name, err, out)
 		}
+	}
+}
+
+// userManifest is a manifest the user adds to manifests/ between `kiln
+// create manifests` and `kiln create cluster`; bootkube applies it with
+// kiln's, in file-name order. The file holds its own Namespace first.
+const userManifest = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: e2e-user
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: e2e-user
+  namespace: e2e-user
+data:
+  added-by: the e2e suite
+`
+
+// addUserManifest runs `kiln create manifests` and adds userManifest.
+func addUserManifest(t *testing.T, kiln, dir string) {
+	t.Helper()
+	if out, err := runKiln(t, kiln, 5*time.Minute, "create", "manifests", "--dir", dir); err != nil {
+		t.Fatalf("create manifests: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifests", "50-e2e-user.yaml"), []byte(userManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// assertUserManifest checks the objects of userManifest exist in the cluster.
+func assertUserManifest(ctx context.Context, t *testing.T, client kubernetes.Interface) {
+	t.Helper()
+	cm, err := client.CoreV1().ConfigMaps("e2e-user").Get(ctx, "e2e-user", metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("the ConfigMap of the manifest added to manifests/ is not in the cluster: %v", err)
+		return
+	}
+	if cm.Data["added-by"] != "the e2e suite" {
+		t.Errorf("ConfigMap e2e-user/e2e-user data = %v", cm.Data)
 	}
 }
 

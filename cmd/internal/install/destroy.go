@@ -44,7 +44,7 @@ func FindTarget(dir, infraID string) (Target, error) {
 		return targetFromState(dir)
 	}
 	if err != nil {
-		return Target{}, err
+		return Target{}, graph.WithKind(graph.KindInput, err)
 	}
 	m, err := metadata.Parse(data)
 	if err != nil {

@@ -11,8 +11,11 @@ package install
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -44,10 +47,27 @@ const (
 // older than half their 24 h lifetime are refused, as openshift-install does.
 const MinBootstrapCredentialLife = 12 * time.Hour
 
+// ErrNoCluster is returned by Load when --dir holds no Ignition configs,
+// so no cluster can have been created from it.
+var ErrNoCluster = errors.New("no Ignition configs in --dir: run `kiln create cluster` (or `kiln create ignition-configs`) first")
+
 // Timeouts are the flag overrides of install-config's timeouts; zero keeps
 // install-config's value or the default.
 type Timeouts struct {
 	API, Bootstrap, Install time.Duration
+}
+
+// Check refuses a negative timeout (an input error naming the flag).
+func (t Timeouts) Check() error {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"--api-timeout", t.API}, {"--bootstrap-timeout", t.Bootstrap}, {"--install-timeout", t.Install}} {
+		if f.d < 0 {
+			return graph.WithKind(graph.KindInput, fmt.Errorf("%s %s: a timeout must be positive (0 keeps the default)", f.name, f.d))
+		}
+	}
+	return nil
 }
 
 // Cluster is everything the phases need, loaded from --dir's state.
@@ -71,6 +91,9 @@ func Load(ctx context.Context, dir string, log logrus.FieldLogger, flags Timeout
 	}
 	ic, cid := &installconfig.InstallConfig{}, &clusterid.ClusterID{}
 	boot, master, worker := &ignitionconfigs.Bootstrap{}, &ignitionconfigs.Master{}, &ignitionconfigs.Worker{}
+	if found, err := store.FromState(boot); err != nil || !found {
+		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("%w (in %s)", ErrNoCluster, dir))
+	}
 	admin, pw, tok := &kubeconfig.Admin{}, &password.KubeadminPassword{}, &bootstraptoken.BootstrapToken{}
 	if err := store.Fetch(ctx, ic, cid, boot, master, worker, admin, pw, tok); err != nil {
 		return nil, err
@@ -87,6 +110,10 @@ func Load(ctx context.Context, dir string, log logrus.FieldLogger, flags Timeout
 		Kubeconfig:   filepath.Join(abs, admin.File.Path),
 		PasswordFile: filepath.Join(abs, pw.File.Path),
 		TokenExpiry:  tok.Expiration,
+	}
+	if _, err := os.Stat(c.Kubeconfig); errors.Is(err, fs.ErrNotExist) {
+		return nil, graph.WithKind(graph.KindInput, fmt.Errorf(
+			"%s is missing from %s: run `kiln create ignition-configs --dir %s` to write it again", admin.File.Path, dir, dir))
 	}
 	c.Timeouts, err = timeouts(ic.Config.Timeouts, flags)
 	if err != nil {
@@ -111,6 +138,9 @@ func timeouts(cfg *types.Timeouts, flags Timeouts) (Timeouts, error) {
 			}
 			*f.dst = d
 		}
+	}
+	if err := flags.Check(); err != nil {
+		return t, err
 	}
 	for _, f := range []struct{ flag, dst *time.Duration }{{&flags.API, &t.API}, {&flags.Bootstrap, &t.Bootstrap}, {&flags.Install, &t.Install}} {
 		if *f.flag > 0 {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -27,6 +28,7 @@ import (
 type Config struct {
 	Kubeconfig         string // admin kubeconfig for the local API server
 	ManifestsDir       string // objects to apply
+	UserManifestsList  string // names the manifests the user added, one a line (optional)
 	EtcdPKIDir         string // etcd ca.crt and ca.key
 	EtcdClientCert     string
 	EtcdClientKey      string
@@ -87,6 +89,9 @@ func grow(ctx context.Context, cfg Config, client kubernetes.Interface) ([]maste
 	if err := poll(ctx, cfg.Poll, log, func() error { return readyz(ctx, client.Discovery().RESTClient()) }); err != nil {
 		return nil, err
 	}
+	if added := userManifests(cfg.UserManifestsList); len(added) > 0 {
+		log.Infof("applying %d manifests you added with kiln's, in file-name order: %s", len(added), strings.Join(added, ", "))
+	}
 	log.Info("API up; applying manifests")
 	if err := poll(ctx, cfg.Poll, log, func() error { return apply(ctx, cfg) }); err != nil {
 		return nil, err
@@ -143,6 +148,16 @@ func loadMasters(doneFile string, log logrus.FieldLogger) ([]master, error) {
 		return nil, nil
 	}
 	return ms, nil
+}
+
+// userManifests reads the list of manifests the user added; none when the
+// file is absent.
+func userManifests(list string) []string {
+	data, err := os.ReadFile(list)
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(data))
 }
 
 // apply server-side applies every manifest; it is safe to repeat.
