@@ -59,7 +59,8 @@ func (m *Manager) Start(ctx context.Context, s Spec) error {
 }
 
 // Stop shuts the machine down cleanly and keeps its disk, so Start can
-// boot it again: kubelet and the containers' tasks are stopped first, then
+// boot it again: kubelet is stopped, the containers' tasks get SIGTERM
+// (SIGKILL when still running 10 s later), then
 // systemd powers the machine off (killed after the stop timeout); its
 // processes, cgroups, mounts and veth are removed. Stopping a stopped or
 // absent machine succeeds.
@@ -84,7 +85,7 @@ func (m *Manager) Stop(ctx context.Context, name string) error {
 		return nil
 	}
 	if alive(rec) {
-		m.stop(ctx, rec)
+		m.stop(ctx, rec, stopScript)
 	}
 	if err := m.release(ctx, name, rec, l); err != nil {
 		return fmt.Errorf("stopping machine %s: %w", name, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -133,5 +134,55 @@ func TestStopKeepsTheDisk(t *testing.T) {
 	}
 	if err := m.Stop(ctx, "../x"); !errors.As(err, new(*InvalidError)) {
 		t.Errorf("Stop of a bad name: %v", err)
+	}
+}
+
+// TestStopScript runs the stop script against fake systemctl and ctr: the
+// running tasks get SIGTERM; the one still running after it gets SIGKILL.
+func TestStopScript(t *testing.T) {
+	bin := t.TempDir()
+	calls := filepath.Join(bin, "calls")
+	fake := func(name, body string) {
+		script := "#!/bin/sh\necho \"" + name + " $*\" >> " + calls + "\n" + body
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake("systemctl", "")
+	fake("sleep", "")
+	// etcd stops on SIGTERM; stuck ignores it; done was stopped already.
+	fake("ctr", `case "$*" in
+"namespaces ls -q") echo k8s.io ;;
+"-n k8s.io tasks ls")
+  echo "TASK PID STATUS"
+  echo "done 1 STOPPED"
+  if [ -f `+bin+`/etcd-killed ]; then echo "etcd 2 STOPPED"; else echo "etcd 2 RUNNING"; fi
+  echo "stuck 3 RUNNING" ;;
+"-n k8s.io tasks kill etcd") touch `+bin+`/etcd-killed ;;
+esac
+`)
+	cmd := exec.Command("/bin/sh", "-c", stopScript)
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	data, _ := os.ReadFile(calls)
+	var kills []string
+	for _, c := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if strings.Contains(c, "tasks kill") || strings.HasPrefix(c, "systemctl") {
+			kills = append(kills, c)
+		}
+	}
+	want := []string{
+		"systemctl stop kubelet.service",
+		"ctr -n k8s.io tasks kill etcd",
+		"ctr -n k8s.io tasks kill stuck",
+		"ctr -n k8s.io tasks kill -s SIGKILL stuck",
+	}
+	if !slices.Equal(kills, want) {
+		t.Errorf("calls =\n%q\nwant\n%q", kills, want)
+	}
+	if n := strings.Count(string(data), "sleep 0.5"); n != 20 {
+		t.Errorf("waited %d times for the stuck task, want 20", n)
 	}
 }
