@@ -114,6 +114,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		newNodeCmd(o),
 		newDestroyCmd(o), newWaitForCmd(o), newGatherCmd(o),
 		newCertsCmd(o),
+		newStopCmd(o), newStartCmd(o),
 	)
 	return root
 }
