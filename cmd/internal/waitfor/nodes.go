@@ -68,7 +68,9 @@ func (n nodeCount) detail(want int) string {
 
 // countNodes counts the nodes that are up: Ready, their kubelet's Lease
 // renewed within LeaseFresh, and, when the platform can tell, their
-// machine running. A machine that does not run is a *MachineDownError.
+// machine running. A stopped machine will not start by waiting: it is a
+// *MachineDownError. An absent one may not be created yet (a wait-for run
+// beside create cluster): its node is just not up.
 func (w *Waiter) countNodes(ctx context.Context, now time.Time) (nodeCount, error) {
 	var c nodeCount
 	var states map[string]platforms.MachineState
@@ -77,14 +79,14 @@ func (w *Waiter) countNodes(ctx context.Context, now time.Time) (nodeCount, erro
 		if states, err = w.Machines(ctx); err != nil {
 			return c, fmt.Errorf("machine states: %w", err)
 		}
-		dead := map[string]platforms.MachineState{}
+		stopped := map[string]platforms.MachineState{}
 		for n, st := range states {
-			if st != platforms.MachineRunning {
-				dead[n] = st
+			if st == platforms.MachineStopped {
+				stopped[n] = st
 			}
 		}
-		if len(dead) > 0 {
-			return c, &MachineDownError{Machines: dead}
+		if len(stopped) > 0 {
+			return c, &MachineDownError{Machines: stopped}
 		}
 	}
 	nodes, err := w.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -101,20 +103,34 @@ func (w *Waiter) countNodes(ctx context.Context, now time.Time) (nodeCount, erro
 			renewed[l.Name] = l.Spec.RenewTime.Time
 		}
 	}
-	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
+	why := map[string]string{}
+	for n, st := range states {
+		if st != platforms.MachineRunning {
+			why[n] = "machine " + string(st)
+		} else {
+			why[n] = "not registered"
+		}
+	}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		at, ok := renewed[n.Name]
 		switch {
+		case states != nil && states[n.Name] != "" && states[n.Name] != platforms.MachineRunning:
+			// why[n.Name] says it.
 		case !nodeReady(n):
-			c.down = append(c.down, n.Name+" (not Ready)")
+			why[n.Name] = "not Ready"
 		case !ok:
-			c.down = append(c.down, n.Name+" (no kubelet lease)")
+			why[n.Name] = "no kubelet lease"
 		case now.Sub(at) > LeaseFresh:
-			c.down = append(c.down, fmt.Sprintf("%s (kubelet lease renewed %s ago)", n.Name, now.Sub(at).Round(time.Second)))
+			why[n.Name] = fmt.Sprintf("kubelet lease renewed %s ago", now.Sub(at).Round(time.Second))
 		default:
+			delete(why, n.Name)
 			c.up++
 		}
 	}
+	for n, reason := range why {
+		c.down = append(c.down, n+" ("+reason+")")
+	}
+	sort.Strings(c.down)
 	return c, nil
 }

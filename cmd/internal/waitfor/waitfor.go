@@ -98,8 +98,8 @@ func (w *Waiter) BootstrapComplete(ctx context.Context, timeout time.Duration) e
 // InstallComplete waits until nodes nodes are up and the cluster's DNS and
 // service proxy run on them. A node is up when it is Ready, its kubelet
 // renewed its Lease within LeaseFresh and (when Machines is set) its
-// machine runs: a stale Ready is never trusted. A machine that does not
-// run ends the wait at once with a *MachineDownError naming it.
+// machine runs: a stale Ready is never trusted. A stopped machine ends
+// the wait at once with a *MachineDownError naming it.
 func (w *Waiter) InstallComplete(ctx context.Context, nodes int, timeout time.Duration) error {
 	end := w.Progress.Start(fmt.Sprintf("Waiting up to %s for the cluster to initialize (%d nodes)", timeout, nodes))
 	seen := map[string]bool{}

@@ -123,7 +123,15 @@ func TestInstallComplete(t *testing.T) {
 	if time.Since(start) > 2*time.Second {
 		t.Errorf("a stopped machine was waited for %s", time.Since(start))
 	}
+	// An absent machine (not created yet) is waited for, and named.
+	states["m-0"] = platforms.MachineAbsent
+	states["w-1"] = platforms.MachineRunning
+	err = w.InstallComplete(ctx, 2, 40*time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 of 2 nodes Ready; not up: m-0 (machine absent), w-1 (not registered)") {
+		t.Fatalf("machine absent: err = %v", err)
+	}
 	states["m-0"] = platforms.MachineRunning
+	delete(states, "w-1")
 	if err := w.InstallComplete(ctx, 2, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
