@@ -171,6 +171,7 @@ func (c *Cluster) Nodes() int { return c.Config.MasterReplicas() + c.Config.Work
 // machine that is stopped.
 func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API, log logrus.FieldLogger, out io.Writer) error {
 	start := time.Now()
+	requireRenewalSince(api, start) // provision may restart stopped machines
 	// The API is down after a host reboot: bootstrap-complete is also
 	// remembered in --dir.
 	c.BootstrapDone = c.bootstrapRecorded() || api.IsBootstrapComplete(ctx)

@@ -67,6 +67,7 @@ func Start(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API,
 	if err != nil {
 		return err
 	}
+	requireRenewalSince(api, start)
 	phases := []Phase{
 		startCluster{c, r},          // infrastructure
 		waitAPIAgain{c, api},        // install
@@ -112,4 +113,13 @@ func (waitAPIAgain) Kind() graph.Kind { return graph.KindInstall }
 func (p waitAPIAgain) Run(ctx context.Context) error {
 	_, err := p.api.Waits.API(ctx, p.api.Server, p.c.Timeouts.API)
 	return err
+}
+
+// requireRenewalSince makes the waits of api (when they can) count a node
+// only once its kubelet renewed its Lease after t: machines restarted by
+// this run are up only when their new kubelet runs.
+func requireRenewalSince(api API, t time.Time) {
+	if w, ok := api.Waits.(interface{ RequireRenewalSince(time.Time) }); ok {
+		w.RequireRenewalSince(t)
+	}
 }

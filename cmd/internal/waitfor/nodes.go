@@ -123,6 +123,8 @@ func (w *Waiter) countNodes(ctx context.Context, now time.Time) (nodeCount, erro
 			why[n.Name] = "no kubelet lease"
 		case now.Sub(at) > LeaseFresh:
 			why[n.Name] = fmt.Sprintf("kubelet lease renewed %s ago", now.Sub(at).Round(time.Second))
+		case at.Before(w.since):
+			why[n.Name] = "kubelet lease not renewed since the start"
 		default:
 			delete(why, n.Name)
 			c.up++

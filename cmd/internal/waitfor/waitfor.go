@@ -48,7 +48,15 @@ type Waiter struct {
 	// machine runs: a node whose machine does not run is never counted
 	// as up, whatever its Node object says.
 	Machines MachineStates
+	// since, when set, is when the machines may last have been (re)started:
+	// a lease renewed before it proves nothing about today's kubelet.
+	since time.Time
 }
+
+// RequireRenewalSince makes InstallComplete count a node only once its
+// kubelet renewed its Lease after t: a machine restarted since t is up
+// only when its new kubelet runs, even if its old lease is still fresh.
+func (w *Waiter) RequireRenewalSince(t time.Time) { w.since = t }
 
 // API waits until the API server answers /readyz and returns its version.
 func (w *Waiter) API(ctx context.Context, server string, timeout time.Duration) (string, error) {

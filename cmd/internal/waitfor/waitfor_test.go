@@ -110,6 +110,19 @@ func TestInstallComplete(t *testing.T) {
 	}
 	renewLease(t, client, "w-0", time.Now())
 
+	// After a restart, a lease still fresh but renewed before it is not
+	// enough.
+	w.RequireRenewalSince(time.Now())
+	err = w.InstallComplete(ctx, 2, 40*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "m-0 (kubelet lease not renewed since the start), w-0 (kubelet lease not renewed since the start)") {
+		t.Fatalf("leases older than the start: err = %v", err)
+	}
+	renewLease(t, client, "m-0", time.Now())
+	renewLease(t, client, "w-0", time.Now())
+	if err := w.InstallComplete(ctx, 2, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
 	// A machine that does not run ends the wait at once, naming it, even
 	// though its Node is Ready with a fresh lease.
 	states := map[string]platforms.MachineState{"m-0": platforms.MachineStopped, "w-0": platforms.MachineRunning}
