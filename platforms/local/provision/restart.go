@@ -26,9 +26,13 @@ var (
 	_ platforms.Restarter     = (*Provisioner)(nil)
 )
 
-// machines returns the Manager of the provisioner's machines.
+// machines returns the Manager of the provisioner's machines, made once:
+// the waits ask for machine states every few seconds.
 func (p *Provisioner) machines() *machine.Manager {
-	return machine.NewManager(machine.Options{StateRoot: p.StateRoot, Log: p.Env.Log})
+	p.mgrOnce.Do(func() {
+		p.mgr = machine.NewManager(machine.Options{StateRoot: p.StateRoot, Log: p.Env.Log})
+	})
+	return p.mgr
 }
 
 // MachineStates implements platforms.MachineStater: masters and workers by
