@@ -79,3 +79,37 @@ func (e *ConfigError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the wrapped error.
 func (e *ConfigError) Unwrap() error { return e.Err }
+
+// MachineState is what a cluster machine is doing, as its platform sees it.
+type MachineState string
+
+// Machine states.
+const (
+	// MachineRunning means the machine runs.
+	MachineRunning MachineState = "running"
+	// MachineStopped means the machine exists but does not run: it
+	// crashed, was stopped, or the host rebooted.
+	MachineStopped MachineState = "stopped"
+	// MachineAbsent means the machine does not exist.
+	MachineAbsent MachineState = "absent"
+)
+
+// MachineStater reports whether a cluster's machines run. The waits on the
+// API count a node as up only when its machine runs, so a dead machine is
+// never trusted on its Node's stale Ready condition.
+type MachineStater interface {
+	// MachineStates returns the state of each master and worker machine
+	// of c, keyed by the name its node registers as.
+	MachineStates(ctx context.Context, c *Cluster) (map[string]MachineState, error)
+}
+
+// Restarter stops a whole cluster and starts it again, keeping every
+// machine's disk: its data and identity.
+type Restarter interface {
+	// Stop shuts the cluster down cleanly: workers first, then the masters
+	// one at a time, then what serves the API.
+	Stop(ctx context.Context, c *Cluster) error
+	// Start brings back every stopped machine and service of the cluster
+	// (after a stop, a crash or a host reboot) as it was last provisioned.
+	Start(ctx context.Context, c *Cluster) error
+}

@@ -47,7 +47,7 @@ func newCreateClusterCmd(o *rootOptions, co *createOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			api, err := c.API(o.log, o.status)
+			api, err := c.API(o.log, o.status, prov)
 			if err != nil {
 				return err
 			}
@@ -127,7 +127,14 @@ func newWaitForCmd(o *rootOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				api, err := c.API(o.log, o.status)
+				// A platform kiln provisions also tells whether each
+				// node's machine runs; others are judged by the API alone.
+				prov, err := o.provisioner(cmd.Context(), c.Config.PlatformName())
+				if err != nil {
+					o.log.Debugf("no machine states: %v", err)
+					prov = nil
+				}
+				api, err := c.API(o.log, o.status, prov)
 				if err != nil {
 					return err
 				}
@@ -218,4 +225,57 @@ func stableKiln(cache string) (path, key string, err error) {
 		return "", "", err
 	}
 	return dst, key, atomicfile.Write(dst, data, 0o755)
+}
+
+func newStopCmd(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "stop", Short: "Stop a cluster, keeping its machines' disks", Args: cobra.NoArgs,
+		Annotations: map[string]string{lockAnnotation: ""}}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "cluster",
+		Short: "Shut the cluster of --dir down cleanly: workers, then masters one at a time, then the API load balancer",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := install.Load(cmd.Context(), o.dir, o.log, install.Timeouts{})
+			if err != nil {
+				return err
+			}
+			prov, err := o.provisioner(cmd.Context(), c.Config.PlatformName())
+			if err != nil {
+				return err
+			}
+			return install.Stop(cmd.Context(), c, prov, o.log, o.stdout)
+		},
+	})
+	return cmd
+}
+
+func newStartCmd(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "start", Short: "Start a stopped cluster", Args: cobra.NoArgs,
+		Annotations: map[string]string{lockAnnotation: ""}}
+	var flags install.Timeouts
+	cluster := &cobra.Command{
+		Use:   "cluster",
+		Short: "Start every stopped machine and the API load balancer of --dir's cluster (after a stop, a crash or a host reboot) and wait until every node is Ready",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			c, err := install.Load(ctx, o.dir, o.log, flags)
+			if err != nil {
+				return err
+			}
+			prov, err := o.provisioner(cmd.Context(), c.Config.PlatformName())
+			if err != nil {
+				return err
+			}
+			api, err := c.API(o.log, o.status, prov)
+			if err != nil {
+				return err
+			}
+			return install.Start(ctx, c, prov, api, o.log, o.stdout)
+		},
+	}
+	cluster.Flags().DurationVar(&flags.API, "api-timeout", 0, "how long to wait for the Kubernetes API (default: install-config timeouts.api, else 20m)")
+	cluster.Flags().DurationVar(&flags.Install, "install-timeout", 0, "how long to wait for every node Ready (default: timeouts.install, else 30m)")
+	cmd.AddCommand(cluster)
+	return cmd
 }

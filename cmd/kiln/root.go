@@ -142,6 +142,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		newNodeCmd(o),
 		newDestroyCmd(o), newWaitForCmd(o), newGatherCmd(o), newLoadCmd(o),
 		newCertsCmd(o),
+		newStopCmd(o), newStartCmd(o),
 	)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()

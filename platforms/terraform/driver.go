@@ -89,6 +89,39 @@ func (d *Driver) Apply(ctx context.Context, stage string, vars any) error {
 	})
 }
 
+// Plan plans stage with vars, changing nothing, and returns the resources
+// that would change, by address, with their actions ("update",
+// "delete"+"create" for a replacement, ...). Resources without a change
+// are left out.
+func (d *Driver) Plan(ctx context.Context, stage string, vars any) (map[string][]string, error) {
+	tf, err := d.prepare(ctx, stage, vars)
+	if err != nil {
+		return nil, err
+	}
+	planFile := filepath.Join(d.StageDir(stage), "kiln.tfplan")
+	defer os.Remove(planFile)
+	changes := map[string][]string{}
+	err = d.run(tf, stage, "plan", func() error {
+		if _, err := tf.Plan(ctx, tfexec.VarFile(filepath.Join(d.StageDir(stage), varFileName)), tfexec.Out(planFile)); err != nil {
+			return err
+		}
+		plan, err := tf.ShowPlanFile(ctx, planFile)
+		if err != nil {
+			return err
+		}
+		for _, rc := range plan.ResourceChanges {
+			if rc.Change == nil || rc.Change.Actions.NoOp() || rc.Change.Actions.Read() {
+				continue
+			}
+			for _, a := range rc.Change.Actions {
+				changes[rc.Address] = append(changes[rc.Address], string(a))
+			}
+		}
+		return nil
+	})
+	return changes, err
+}
+
 // Destroy destroys the resources of stage. A stage that was never applied,
 // or is already destroyed, is a no-op.
 func (d *Driver) Destroy(ctx context.Context, stage string, vars any) error {

@@ -26,8 +26,9 @@ import (
 )
 
 // TestClusterHA is the issue's main scenario: 3 masters and 1 worker through
-// `kiln create cluster`, checked through the API and the machines, then
-// `kiln destroy cluster` leaves nothing behind.
+// `kiln create cluster`, checked through the API and the machines; then a
+// master crash and a host reboot undone by `kiln start cluster`
+// (assertRestart); then `kiln destroy cluster` leaves nothing behind.
 func TestClusterHA(t *testing.T) { testCluster(t, 3, 1, "10.66.101.0/24", false) }
 
 // TestClusterSingleMaster is the same with one master, and the resilience
@@ -110,6 +111,9 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 	if masters == 1 {
 		// The add-ons, on the smaller cluster only: the checks need one.
 		assertApps(t, dir, infraID)
+	}
+	if masters == 3 {
+		assertRestart(t, kiln, dir, infraID, client, masters)
 	}
 }
 

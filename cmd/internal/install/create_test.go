@@ -13,6 +13,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -43,6 +44,9 @@ func (f *fakeCluster) up(ctx context.Context) {
 		f.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i)},
 			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}},
 			metav1.CreateOptions{})
+		f.client.CoordinationV1().Leases("kube-node-lease").Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i)},
+			Spec:       coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: time.Now()}}}, metav1.CreateOptions{})
 	}
 	f.client.AppsV1().DaemonSets("kube-system").Create(ctx, &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy"},
@@ -117,7 +121,7 @@ func setup(t *testing.T) (*Cluster, *recordingProv, *fakeAPI, *bytes.Buffer) {
 	log.SetLevel(logrus.DebugLevel)
 	one := int64(1)
 	c := &Cluster{
-		Cluster: platforms.Cluster{Dir: "/dir", InfraID: "demo-x7k2p", Config: &types.Config{
+		Cluster: platforms.Cluster{Dir: t.TempDir(), InfraID: "demo-x7k2p", Config: &types.Config{
 			ControlPlane: &types.MachinePool{Replicas: &one},
 			Compute:      []types.MachinePool{{Replicas: &one}},
 		}},
@@ -194,6 +198,88 @@ func TestCreateResumedAfterBootstrapComplete(t *testing.T) {
 	}
 	if got := phasesRun(logs.String()); len(got) == 0 || got[0] != "check the bootstrap credentials: skipped" {
 		t.Errorf("phases = %q: the credential check should be skipped first", got)
+	}
+}
+
+// After a host reboot the API is down, so it cannot say bootstrap completed:
+// the record in --dir does, and the resumed create neither checks the
+// bootstrap credentials nor brings the bootstrap machine back.
+func TestCreateResumedAfterHostReboot(t *testing.T) {
+	c, prov, api, logs := setup(t)
+	if _, err := create(c, prov, api, logs); err != nil {
+		t.Fatal(err)
+	}
+	c.TokenExpiry = time.Now().Add(-time.Hour)
+	// An API that answers only once provisioning restarted the machines:
+	// before, it cannot tell that bootstrap completed.
+	c2, prov2, api2, logs2 := setup(t)
+	c2.Dir, c2.TokenExpiry = c.Dir, c.TokenExpiry
+	if _, err := create(c2, prov2, api2, logs2); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"preflight(bootstrap done)", "provision(bootstrap done)", "destroy-bootstrap(bootstrap done)"}
+	if !slices.Equal(prov2.calls, want) {
+		t.Errorf("provisioner calls = %q, want %q", prov2.calls, want)
+	}
+}
+
+// restartingProv is a provisioner that can stop and start its cluster.
+type restartingProv struct{ *recordingProv }
+
+func (p restartingProv) Stop(_ context.Context, c *platforms.Cluster) error {
+	return p.record("stop", c)
+}
+
+func (p restartingProv) Start(ctx context.Context, c *platforms.Cluster) error {
+	if err := p.record("start", c); err != nil {
+		return err
+	}
+	p.cluster.up(ctx)
+	return nil
+}
+
+func TestStopAndStart(t *testing.T) {
+	c, prov, api, logs := setup(t)
+	l := logrus.New()
+	l.SetOutput(logs)
+	l.SetLevel(logrus.DebugLevel)
+	var out bytes.Buffer
+	rp := restartingProv{prov}
+	if err := Stop(context.Background(), c, rp, l, &out); err != nil {
+		t.Fatal(err)
+	}
+	if err := Start(context.Background(), c, rp, API{Waits: api}, l, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"stop", "start"}; !slices.Equal(prov.calls, want) {
+		t.Errorf("provisioner calls = %q, want %q", prov.calls, want)
+	}
+	want := []string{"stop the cluster", "start the cluster", "wait for the API", "wait for install-complete"}
+	if got := phasesRun(logs.String()); !slices.Equal(got, want) {
+		t.Errorf("phases = %q, want %q", got, want)
+	}
+	for _, s := range []string{"Cluster demo-x7k2p stopped", "Cluster demo-x7k2p started: 2 nodes Ready"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("output lacks %q:\n%s", s, out.String())
+		}
+	}
+
+	// Nodes that never come back fail the start as an install error.
+	c.Timeouts.Install = 20 * time.Millisecond
+	prov.fail = map[string]error{}
+	prov.cluster = &fakeCluster{client: prov.cluster.client, nodes: 1}
+	prov.cluster.client.CoreV1().Nodes().Delete(context.Background(), "node-1", metav1.DeleteOptions{})
+	if err := Start(context.Background(), c, rp, API{Waits: api}, l, &out); graph.KindOf(err) != graph.KindInstall {
+		t.Errorf("start with a node missing: %v (kind %d), want an install error", err, graph.KindOf(err))
+	}
+	// A failing start is an infrastructure error.
+	prov.fail = map[string]error{"start": errors.New("apply failed")}
+	if err := Start(context.Background(), c, rp, API{Waits: api}, l, &out); graph.KindOf(err) != graph.KindInfrastructure {
+		t.Errorf("failing start: %v, want an infrastructure error", err)
+	}
+	// A platform that cannot restart is told so, as bad input.
+	if err := Stop(context.Background(), c, prov, l, &out); graph.KindOf(err) != graph.KindInput {
+		t.Errorf("stop on a platform without Restarter: %v", err)
 	}
 }
 

@@ -169,8 +169,10 @@ type API struct {
 	Server string
 }
 
-// API returns the cluster's API through the admin kubeconfig.
-func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress) (API, error) {
+// API returns the cluster's API through the admin kubeconfig. When prov
+// (which may be nil) can report its machines' states, the waits never
+// count a node whose machine does not run.
+func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress, prov platforms.Provisioner) (API, error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		return API{}, err
@@ -180,6 +182,11 @@ func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress) (API,
 		return API{}, err
 	}
 	w := &waitfor.Waiter{Client: client, Log: log, Progress: progress, Addons: c.Config.Addons()}
+	if ms, ok := prov.(platforms.MachineStater); ok {
+		w.Machines = func(ctx context.Context) (map[string]platforms.MachineState, error) {
+			return ms.MachineStates(ctx, &c.Cluster)
+		}
+	}
 	return API{Waits: w, Server: rc.Host}, nil
 }
 
@@ -188,11 +195,21 @@ func (c *Cluster) Nodes() int { return c.Config.MasterReplicas() + c.Config.Work
 
 // Create is `kiln create cluster` after the Ignition configs exist: the
 // whole sequence of an install, then a summary on out. A create resumed
-// after bootstrap-complete (learnt once, before any phase runs) brings back
-// neither the bootstrap machine nor its credential check.
+// after bootstrap-complete (learnt once, before any phase runs, from the
+// API or from its record in --dir) brings back neither the bootstrap
+// machine nor its credential check; its provision phase starts again any
+// machine that is stopped.
 func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API, log logrus.FieldLogger, out io.Writer) error {
 	start := time.Now()
-	c.BootstrapDone = api.IsBootstrapComplete(ctx)
+	requireRenewalSince(api, start) // provision may restart stopped machines
+	// The API is down after a host reboot: bootstrap-complete is also
+	// remembered in --dir.
+	c.BootstrapDone = c.bootstrapRecorded() || api.IsBootstrapComplete(ctx)
+	if c.BootstrapDone {
+		if err := c.recordBootstrap(); err != nil {
+			return graph.WithKind(graph.KindInternal, err)
+		}
+	}
 	// A failing phase exits with its kind's code (docs/exit-codes.md).
 	phases := []Phase{
 		checkCredentials{c, time.Now}, // input; skipped once bootstrap is done

@@ -81,7 +81,10 @@ type waitBootstrapComplete struct {
 func (waitBootstrapComplete) Title() string    { return "wait for bootstrap-complete" }
 func (waitBootstrapComplete) Kind() graph.Kind { return graph.KindBootstrap }
 func (p waitBootstrapComplete) Run(ctx context.Context) error {
-	return p.api.BootstrapComplete(ctx, p.c.Timeouts.Bootstrap)
+	if err := p.api.BootstrapComplete(ctx, p.c.Timeouts.Bootstrap); err != nil {
+		return err
+	}
+	return p.c.recordBootstrap()
 }
 
 // destroyBootstrap takes the bootstrap machine out of the load balancer and

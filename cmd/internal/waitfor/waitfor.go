@@ -8,6 +8,7 @@ package waitfor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -48,7 +49,19 @@ type Waiter struct {
 	// Addons are the add-ons install-complete waits for besides DNS and
 	// the service proxy.
 	Addons types.Addons
+	// Machines, when the platform can tell, reports whether each node's
+	// machine runs: a node whose machine does not run is never counted
+	// as up, whatever its Node object says.
+	Machines MachineStates
+	// since, when set, is when the machines may last have been (re)started:
+	// a lease renewed before it proves nothing about today's kubelet.
+	since time.Time
 }
+
+// RequireRenewalSince makes InstallComplete count a node only once its
+// kubelet renewed its Lease after t: a machine restarted since t is up
+// only when its new kubelet runs, even if its old lease is still fresh.
+func (w *Waiter) RequireRenewalSince(t time.Time) { w.since = t }
 
 // API waits until the API server answers /readyz and returns its version.
 func (w *Waiter) API(ctx context.Context, server string, timeout time.Duration) (string, error) {
@@ -95,19 +108,25 @@ func (w *Waiter) BootstrapComplete(ctx context.Context, timeout time.Duration) e
 	return nil
 }
 
-// InstallComplete waits until nodes machines are Ready and the cluster's
-// DNS and service proxy run on them.
+// InstallComplete waits until nodes nodes are up and the cluster's DNS and
+// service proxy run on them. A node is up when it is Ready, its kubelet
+// renewed its Lease within LeaseFresh and (when Machines is set) its
+// machine runs: a stale Ready is never trusted. A stopped machine ends
+// the wait at once with a *MachineDownError naming it.
 func (w *Waiter) InstallComplete(ctx context.Context, nodes int, timeout time.Duration) error {
 	end := w.Progress.Start(fmt.Sprintf("Waiting up to %s for the cluster to initialize (%d nodes)", timeout, nodes))
 	seen := map[string]bool{}
 	err := w.until(ctx, timeout, func(ctx context.Context) (bool, string, error) {
 		w.reportNodes(ctx, seen)
-		ready, err := w.readyNodes(ctx)
+		count, err := w.countNodes(ctx, time.Now())
+		if down := (*MachineDownError)(nil); errors.As(err, &down) {
+			return false, "", err
+		}
 		if err != nil {
 			return false, shorten(err), nil
 		}
-		if ready < nodes {
-			return false, fmt.Sprintf("%d of %d nodes Ready", ready, nodes), nil
+		if count.up < nodes {
+			return false, count.detail(nodes), nil
 		}
 		ds, err := w.Client.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
 		if err != nil || !daemonSetReady(ds, nodes) {
@@ -272,20 +291,6 @@ func (w *Waiter) reportEtcdMembers(ctx context.Context, seen map[string]bool) {
 			w.Log.Infof("etcd member %s added; its control plane is starting", p.Spec.NodeName)
 		}
 	}
-}
-
-func (w *Waiter) readyNodes(ctx context.Context) (int, error) {
-	list, err := w.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for i := range list.Items {
-		if nodeReady(&list.Items[i]) {
-			n++
-		}
-	}
-	return n, nil
 }
 
 func nodeReady(n *corev1.Node) bool {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -91,13 +92,81 @@ func TestInstallComplete(t *testing.T) {
 		Status: appsv1.DeploymentStatus{AvailableReplicas: 1, Conditions: []appsv1.DeploymentCondition{
 			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}},
 	}, metav1.CreateOptions{})
+	renewLease(t, client, "m-0", time.Now())
+	renewLease(t, client, "w-0", time.Now())
 	// One node is not Ready: the wait times out as an install error.
 	err := w.InstallComplete(ctx, 2, 40*time.Millisecond)
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 of 2 nodes Ready") {
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 of 2 nodes Ready; not up: w-0 (not Ready)") {
 		t.Fatalf("err = %v", err)
 	}
 	client.CoreV1().Nodes().Update(ctx, readyNode("w-0", true), metav1.UpdateOptions{})
 	if err := w.InstallComplete(ctx, 2, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	// A Ready node whose kubelet stopped renewing its lease is not up.
+	renewLease(t, client, "w-0", time.Now().Add(-LeaseFresh-5*time.Second))
+	err = w.InstallComplete(ctx, 2, 40*time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not up: w-0 (kubelet lease renewed 25s ago)") {
+		t.Fatalf("stale lease: err = %v", err)
+	}
+	client.CoordinationV1().Leases("kube-node-lease").Delete(ctx, "w-0", metav1.DeleteOptions{})
+	err = w.InstallComplete(ctx, 2, 40*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "w-0 (no kubelet lease)") {
+		t.Fatalf("no lease: err = %v", err)
+	}
+	renewLease(t, client, "w-0", time.Now())
+
+	// After a restart, a lease still fresh but renewed before it is not
+	// enough.
+	w.RequireRenewalSince(time.Now())
+	err = w.InstallComplete(ctx, 2, 40*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "m-0 (kubelet lease not renewed since the start), w-0 (kubelet lease not renewed since the start)") {
+		t.Fatalf("leases older than the start: err = %v", err)
+	}
+	renewLease(t, client, "m-0", time.Now())
+	renewLease(t, client, "w-0", time.Now())
+	if err := w.InstallComplete(ctx, 2, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	// A machine that does not run ends the wait at once, naming it, even
+	// though its Node is Ready with a fresh lease.
+	states := map[string]platforms.MachineState{"m-0": platforms.MachineStopped, "w-0": platforms.MachineRunning}
+	w.Machines = func(context.Context) (map[string]platforms.MachineState, error) { return states, nil }
+	start := time.Now()
+	err = w.InstallComplete(ctx, 2, 5*time.Second)
+	var down *MachineDownError
+	if !errors.As(err, &down) || !strings.Contains(err.Error(), "machine m-0 is stopped") || strings.Contains(err.Error(), "w-0") {
+		t.Fatalf("machine down: err = %v", err)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Errorf("a stopped machine was waited for %s", time.Since(start))
+	}
+	// An absent machine (not created yet) is waited for, and named.
+	states["m-0"] = platforms.MachineAbsent
+	states["w-1"] = platforms.MachineRunning
+	err = w.InstallComplete(ctx, 2, 40*time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 of 2 nodes Ready; not up: m-0 (machine absent), w-1 (not registered)") {
+		t.Fatalf("machine absent: err = %v", err)
+	}
+	states["m-0"] = platforms.MachineRunning
+	delete(states, "w-1")
+	if err := w.InstallComplete(ctx, 2, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// renewLease sets node's kubelet Lease's renew time.
+func renewLease(t *testing.T, client *fake.Clientset, node string, at time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: "kube-node-lease"},
+		Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: at}}}
+	if _, err := client.CoordinationV1().Leases("kube-node-lease").Update(ctx, l, metav1.UpdateOptions{}); err == nil {
+		return
+	}
+	if _, err := client.CoordinationV1().Leases("kube-node-lease").Create(ctx, l, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

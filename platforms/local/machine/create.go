@@ -53,7 +53,7 @@ func (m *Manager) Create(ctx context.Context, s Spec) error {
 	if err := m.release(ctx, s.Name, rec, l); err != nil {
 		return fmt.Errorf("cleaning up stopped machine %s: %w", s.Name, err)
 	}
-	if err := m.boot(ctx, &s, addr, hash, l); err != nil {
+	if err := m.boot(ctx, &s, addr, hash, l, false); err != nil {
 		if derr := m.destroyLocked(ctx, s.Name); derr != nil {
 			m.log.Warnf("cleaning up after failed start of machine %s: %v", s.Name, derr)
 		}
@@ -62,12 +62,16 @@ func (m *Manager) Create(ctx context.Context, s Spec) error {
 	return nil
 }
 
-// boot prepares the root and starts nspawn.
-func (m *Manager) boot(ctx context.Context, s *Spec, addr netip.Prefix, hash string, l launcher) error {
+// boot prepares the root and starts nspawn. A restart boots the existing
+// disk as it is: it writes no file into the root.
+func (m *Manager) boot(ctx context.Context, s *Spec, addr netip.Prefix, hash string, l launcher, restart bool) error {
 	dir := m.dir(s.Name)
 	upper, work, root := filepath.Join(dir, "upper"), filepath.Join(dir, "work"), filepath.Join(dir, "root")
 	_, err := os.Stat(upper)
 	firstBoot := errors.Is(err, fs.ErrNotExist)
+	if restart && firstBoot {
+		return fmt.Errorf("machine %s has no disk (%s) to start from", s.Name, upper)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -89,19 +93,10 @@ func (m *Manager) boot(ctx context.Context, s *Spec, addr netip.Prefix, hash str
 	if err := runQuiet(ctx, m.run, overlayMountArgv(s.Image, upper, work, root)); err != nil {
 		return err
 	}
-	var machineID string
-	if firstBoot {
-		if machineID, err = newMachineID(); err != nil {
+	if !restart {
+		if err := writeRootFiles(s, addr, root, firstBoot); err != nil {
 			return err
 		}
-	}
-	for _, f := range rootFiles(s, addr, machineID) {
-		if err := writeInRoot(root, f); err != nil {
-			return err
-		}
-	}
-	if err := enableNetworkd(root); err != nil {
-		return err
 	}
 
 	argv := nspawnArgv(nspawnArgs{Name: s.Name, Root: root, Bridge: s.Bridge, Binds: binds, Sysctls: true})
@@ -128,6 +123,24 @@ func (m *Manager) boot(ctx context.Context, s *Spec, addr netip.Prefix, hash str
 	m.log.Infof("machine %s: started (pid %d, init %d, veth %s, cgroup mode %s) in %s",
 		s.Name, pid, leader, rec.Veth, rec.Mode, time.Since(started).Round(time.Millisecond))
 	return m.writeRecord(rec)
+}
+
+// writeRootFiles writes the files that configure the machine into its
+// mounted root; a new machine ID only on its first boot.
+func writeRootFiles(s *Spec, addr netip.Prefix, root string, firstBoot bool) error {
+	var machineID string
+	if firstBoot {
+		var err error
+		if machineID, err = newMachineID(); err != nil {
+			return err
+		}
+	}
+	for _, f := range rootFiles(s, addr, machineID) {
+		if err := writeInRoot(root, f); err != nil {
+			return err
+		}
+	}
+	return enableNetworkd(root)
 }
 
 // seedBindDir creates a machine's plain host directory for a bind; a new

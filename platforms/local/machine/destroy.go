@@ -24,6 +24,19 @@ if command -v ctr >/dev/null 2>&1; then
 fi
 true`
 
+// stopScript is quiesceScript for a machine that will boot again: the
+// containers' tasks get SIGTERM first (etcd hands its leadership over, the
+// API server drains) and SIGKILL only when still running 10 s later.
+const stopScript = `systemctl stop kubelet.service >/dev/null 2>&1
+if command -v ctr >/dev/null 2>&1; then
+  running() { for ns in $(ctr namespaces ls -q 2>/dev/null); do ctr -n "$ns" tasks ls 2>/dev/null | awk -v ns="$ns" '$3 == "RUNNING" { print ns, $1 }'; done; }
+  running | while read -r ns t; do ctr -n "$ns" tasks kill "$t" >/dev/null 2>&1; done
+  i=0
+  while [ "$i" -lt 20 ] && [ -n "$(running)" ]; do sleep 0.5; i=$((i + 1)); done
+  running | while read -r ns t; do ctr -n "$ns" tasks kill -s SIGKILL "$t" >/dev/null 2>&1; done
+fi
+true`
+
 // quiesceTimeout bounds the quiesce step.
 const quiesceTimeout = 45 * time.Second
 
@@ -56,7 +69,7 @@ func (m *Manager) destroyLocked(ctx context.Context, name string) error {
 		rec = nil
 	}
 	if alive(rec) {
-		m.stop(ctx, rec)
+		m.stop(ctx, rec, quiesceScript)
 	}
 	if err := m.release(ctx, name, rec, l); err != nil {
 		return err
@@ -78,13 +91,14 @@ func (m *Manager) destroyLocked(ctx context.Context, name string) error {
 	return nil
 }
 
-// stop shuts the running machine down: quiesce, power off, wait, kill.
-func (m *Manager) stop(ctx context.Context, rec *record) {
+// stop shuts the running machine down: quiesce (with script), power off,
+// wait, kill.
+func (m *Manager) stop(ctx context.Context, rec *record, script string) {
 	started := time.Now()
 	leader := findLeader(rec.PID)
 	if leader > 0 {
 		qctx, cancel := context.WithTimeout(ctx, quiesceTimeout)
-		if _, err := m.run.Run(qctx, nsenterArgv(leader, []string{"/bin/sh", "-c", quiesceScript})...); err != nil {
+		if _, err := m.run.Run(qctx, nsenterArgv(leader, []string{"/bin/sh", "-c", script})...); err != nil {
 			m.log.Debugf("machine %s: quiesce: %v", rec.Name, err)
 		}
 		cancel()

@@ -160,6 +160,7 @@ func removeCgroupTree(ctx context.Context, dir string) error {
 		}
 		var failed error
 		for i := len(dirs) - 1; i >= 0; i-- {
+			thaw(dirs[i])
 			for _, pid := range cgroupPIDs(dirs[i]) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
@@ -174,6 +175,20 @@ func removeCgroupTree(ctx context.Context, dir string) error {
 			return failed
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// thaw unfreezes a cgroup: a frozen process never dies of SIGKILL, so its
+// cgroup could never be removed. runc freezes a container's cgroup while it
+// sets it up; a machine killed at that moment (a crash, a host reboot)
+// leaves it frozen. v1 has freezer.state, v2 cgroup.freeze; a cgroup
+// without them is left alone.
+func thaw(dir string) {
+	if data, err := os.ReadFile(filepath.Join(dir, "freezer.state")); err == nil && strings.TrimSpace(string(data)) != "THAWED" {
+		_ = os.WriteFile(filepath.Join(dir, "freezer.state"), []byte("THAWED"), 0o644)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "cgroup.freeze")); err == nil && strings.TrimSpace(string(data)) != "0" {
+		_ = os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte("0"), 0o644)
 	}
 }
 

@@ -167,3 +167,28 @@ func TestDirectLauncher(t *testing.T) {
 		t.Errorf("Names = %q", names)
 	}
 }
+
+func TestThaw(t *testing.T) {
+	for _, tt := range []struct{ file, frozen, thawed string }{
+		{"freezer.state", "FROZEN\n", "THAWED"},
+		{"freezer.state", "FREEZING\n", "THAWED"},
+		{"freezer.state", "THAWED\n", "THAWED\n"},
+		{"cgroup.freeze", "1\n", "0"},
+		{"cgroup.freeze", "0\n", "0\n"},
+	} {
+		dir := t.TempDir()
+		f := filepath.Join(dir, tt.file)
+		if err := os.WriteFile(f, []byte(tt.frozen), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		thaw(dir)
+		if got, _ := os.ReadFile(f); string(got) != tt.thawed {
+			t.Errorf("%s %q: after thaw %q, want %q", tt.file, tt.frozen, got, tt.thawed)
+		}
+	}
+	empty := t.TempDir()
+	thaw(empty)
+	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+		t.Errorf("thaw created %v in a cgroup without freezer files", ents)
+	}
+}

@@ -21,6 +21,10 @@ type Machines interface {
 	Destroy(ctx context.Context, name string) error
 	// State reports whether a machine runs, is stopped or is absent.
 	State(ctx context.Context, name string) (machine.State, error)
+	// Start boots a stopped machine again from its existing disk.
+	Start(ctx context.Context, s machine.Spec) error
+	// Stop shuts a machine down cleanly, keeping its disk.
+	Stop(ctx context.Context, name string) error
 }
 
 // Networks is what the network resource needs of the host.

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 
 	"github.com/kiln-project/kiln/platforms/local/machine"
 )
@@ -14,7 +16,8 @@ import (
 // fakeHost is a file-backed Machines and Networks: the provider runs in a
 // process the engine starts, so the fake keeps its state in dir where the
 // test reads it. machines/<name>.json holds each machine's Spec and
-// bridges/<name> each bridge's gateway CIDR.
+// bridges/<name> each bridge's gateway CIDR; stopped/<name> marks a stopped
+// machine, and ops lists the machine operations, one per line.
 type fakeHost struct {
 	dir string
 }
@@ -44,10 +47,32 @@ func (f fakeHost) remove(kind, name string) error {
 	return err
 }
 
+// op appends an operation to the ops file.
+func (f fakeHost) op(verb, name string) error {
+	o, err := os.OpenFile(filepath.Join(f.dir, "ops"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = o.WriteString(verb + " " + name + "\n")
+	return errors.Join(err, o.Close())
+}
+
+// ops returns the operations recorded so far.
+func (f fakeHost) ops() []string {
+	data, _ := os.ReadFile(filepath.Join(f.dir, "ops"))
+	return strings.Fields(strings.ReplaceAll(string(data), " ", ":"))
+}
+
+// stop marks a machine stopped, as a crash would.
+func (f fakeHost) stop(name string) error { return f.write("stopped", name, nil) }
+
 // Create implements Machines.
 func (f fakeHost) Create(_ context.Context, s machine.Spec) error {
 	if ok, _ := f.exists("machines", s.Name+".json"); ok {
 		return errors.New("machine " + s.Name + " exists")
+	}
+	if err := f.op("create", s.Name); err != nil {
+		return err
 	}
 	data, err := json.Marshal(s)
 	if err != nil {
@@ -58,7 +83,36 @@ func (f fakeHost) Create(_ context.Context, s machine.Spec) error {
 
 // Destroy implements Machines.
 func (f fakeHost) Destroy(_ context.Context, name string) error {
-	return f.remove("machines", name+".json")
+	if err := f.op("destroy", name); err != nil {
+		return err
+	}
+	return errors.Join(f.remove("stopped", name), f.remove("machines", name+".json"))
+}
+
+// Start implements Machines: the machine must exist with the same spec.
+func (f fakeHost) Start(_ context.Context, s machine.Spec) error {
+	old, ok := f.readSpec(s.Name)
+	if !ok {
+		return errors.New("machine " + s.Name + " has no disk")
+	}
+	if !reflect.DeepEqual(old, s) {
+		return errors.New("machine " + s.Name + " was created with a different spec")
+	}
+	if err := f.op("start", s.Name); err != nil {
+		return err
+	}
+	return f.remove("stopped", s.Name)
+}
+
+// Stop implements Machines.
+func (f fakeHost) Stop(_ context.Context, name string) error {
+	if err := f.op("stop", name); err != nil {
+		return err
+	}
+	if ok, _ := f.exists("machines", name+".json"); !ok {
+		return nil
+	}
+	return f.stop(name)
 }
 
 // State implements Machines.
@@ -66,6 +120,9 @@ func (f fakeHost) State(_ context.Context, name string) (machine.State, error) {
 	ok, err := f.exists("machines", name+".json")
 	if !ok {
 		return machine.StateAbsent, err
+	}
+	if stopped, _ := f.exists("stopped", name); stopped {
+		return machine.StateStopped, nil
 	}
 	return machine.StateRunning, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -55,6 +56,7 @@ type loadBalancerModel struct {
 	MCSBackends []string     `tfsdk:"mcs_backends"`
 	CAFile      types.String `tfsdk:"ca_file"`
 	PID         types.Int64  `tfsdk:"pid"`
+	Running     types.Bool   `tfsdk:"running"`
 }
 
 // config returns the lb configuration for the model.
@@ -99,6 +101,8 @@ func (r *loadBalancerResource) Schema(_ context.Context, _ resource.SchemaReques
 			"ca_file": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(""),
 				Description: "CA bundle the API health check verifies with; unverified when empty."},
 			"pid": schema.Int64Attribute{Computed: true, Description: "Process id of the load balancer."},
+			"running": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+				Description: "Whether the process runs. One found dead (killed, host rebooted) is started again with its existing configuration; false stops it."},
 		},
 	}
 }
@@ -153,7 +157,14 @@ func (r *loadBalancerResource) Create(ctx context.Context, req resource.CreateRe
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if err := r.start(ctx, &m); err != nil {
+	var err error
+	if m.Running.ValueBool() {
+		err = r.start(ctx, &m)
+	} else {
+		_, err = r.writeConfig(&m)
+		m.PID = types.Int64Value(0)
+	}
+	if err != nil {
 		addErr(&resp.Diagnostics, "create", "load balancer "+m.Name.ValueString(), err)
 		return
 	}
@@ -161,32 +172,47 @@ func (r *loadBalancerResource) Create(ctx context.Context, req resource.CreateRe
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
-// Read implements resource.Resource: a load balancer that no longer runs
-// leaves the state, so the next apply starts it again.
+// Read implements resource.Resource: a load balancer whose process is dead
+// but whose files are left is running = false, so the next apply starts it
+// again in place; one whose files are gone leaves the state and is created
+// again.
 func (r *loadBalancerResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var m loadBalancerModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	pid, err := r.process(&m).PID()
+	p := r.process(&m)
+	pid, err := p.PID()
 	if err != nil {
-		resp.State.RemoveResource(ctx)
-		return
+		if _, serr := os.Stat(p.ConfigPath); serr != nil {
+			resp.State.RemoveResource(ctx)
+			return
+		}
+		pid = 0
 	}
 	m.PID = types.Int64Value(int64(pid))
+	m.Running = types.BoolValue(err == nil)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
 // Update implements resource.Resource: new backends are written to the
-// configuration and the process reloads it.
+// configuration and the process reloads it; a dead process is started
+// again; running = false stops it, keeping its files.
 func (r *loadBalancerResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var m loadBalancerModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if err := r.start(ctx, &m); err != nil {
+	var err error
+	if m.Running.ValueBool() {
+		err = r.start(ctx, &m)
+	} else {
+		err = r.process(&m).Stop(ctx, lbStopTimeout)
+		m.PID = types.Int64Value(0)
+	}
+	if err != nil {
 		addErr(&resp.Diagnostics, "update", "load balancer "+m.Name.ValueString(), err)
 		return
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
@@ -40,6 +41,7 @@ type machineModel struct {
 	CPUs        types.Float64 `tfsdk:"cpus"`
 	MemoryBytes types.Int64   `tfsdk:"memory_bytes"`
 	Binds       []bindModel   `tfsdk:"binds"`
+	Running     types.Bool    `tfsdk:"running"`
 }
 
 // hostModel is machine.HostEntry.
@@ -90,8 +92,11 @@ func (r *machineResource) Metadata(_ context.Context, req resource.MetadataReque
 	resp.TypeName = req.ProviderTypeName + "_machine"
 }
 
-// Schema implements resource.Resource. Every attribute forces replacement:
-// a machine is configured once, by Ignition, at its first boot.
+// Schema implements resource.Resource. Every attribute but running forces
+// replacement: a machine is configured once, by Ignition, at its first
+// boot. running changes in place: Read reports a stopped machine as
+// running = false, so plan shows drift, and apply starts it again from its
+// disk.
 func (r *machineResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	str := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	resp.Schema = schema.Schema{
@@ -130,6 +135,9 @@ func (r *machineResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 					"target":    schema.StringAttribute{Required: true},
 					"read_only": schema.BoolAttribute{Optional: true},
 				}}},
+			"running": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+				Description: "Whether the machine runs. A machine found stopped (crashed, host rebooted) is started again " +
+					"from its existing disk, keeping its identity; false stops it cleanly, keeping its disk."},
 		},
 	}
 }
@@ -156,11 +164,17 @@ func (r *machineResource) Create(ctx context.Context, req resource.CreateRequest
 		return
 	}
 	m.ID = m.Name
+	if !m.Running.ValueBool() {
+		if err := r.b.Machines.Stop(ctx, s.Name); err != nil {
+			addErr(&resp.Diagnostics, "create", "machine "+s.Name, err)
+		}
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
 // Read implements resource.Resource: an absent machine leaves the state,
-// so the next apply creates it again.
+// so the next apply creates it again; a stopped one is running = false, so
+// the next apply starts it again.
 func (r *machineResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var m machineModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
@@ -174,12 +188,34 @@ func (r *machineResource) Read(ctx context.Context, req resource.ReadRequest, re
 	}
 	if st == machine.StateAbsent {
 		resp.State.RemoveResource(ctx)
+		return
 	}
+	m.Running = types.BoolValue(st == machine.StateRunning)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
-// Update implements resource.Resource; it is never planned.
-func (r *machineResource) Update(_ context.Context, _ resource.UpdateRequest, resp *resource.UpdateResponse) {
-	resp.Diagnostics.AddError("update kilnlocal_machine", errReplaceOnly)
+// Update implements resource.Resource: only running changes in place. A
+// machine to run is started from its existing disk (never re-provisioned);
+// one not to run is stopped cleanly.
+func (r *machineResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var m machineModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	s, err := m.spec(ctx, r.b.Settings.ImageDir)
+	if err == nil {
+		if m.Running.ValueBool() {
+			err = r.b.Machines.Start(ctx, s)
+		} else {
+			err = r.b.Machines.Stop(ctx, s.Name)
+		}
+	}
+	if err != nil {
+		addErr(&resp.Diagnostics, "update", "machine "+m.Name.ValueString(), err)
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
 // Delete implements resource.Resource.

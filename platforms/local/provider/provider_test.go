@@ -8,8 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -226,6 +228,56 @@ func TestStagesThroughEngine(t *testing.T) {
 		t.Errorf("worker-0 not recreated after it vanished")
 	}
 
+	// A crash or a host reboot: a stopped machine and a dead balancer whose
+	// files are left are drift that plan shows as in-place updates; apply
+	// starts both again (same machine disk, same balancer configuration),
+	// without re-creating anything.
+	if err := fake.stop("demo-x7k2p-master-0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, proc)
+	cfgBefore, _ := os.ReadFile(proc.ConfigPath)
+	for stage, want := range map[string]map[string][]string{
+		tf.StageCluster: {"kilnlocal_machine.master[0]": {"update"}},
+		tf.StageNetwork: {"kilnlocal_load_balancer.api": {"update"}},
+	} {
+		got, err := d.Plan(ctx, stage, vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("plan of stage %s after the crash = %q, want %q", stage, got, want)
+		}
+	}
+	opsBefore := len(fake.ops())
+	for _, s := range []string{tf.StageNetwork, tf.StageCluster} {
+		if err := d.Apply(ctx, s, vars); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := fake.ops()[opsBefore:], []string{"start:demo-x7k2p-master-0"}; !slices.Equal(got, want) {
+		t.Errorf("machine operations of the restart = %q, want %q", got, want)
+	}
+	if st, _ := fake.State(ctx, "demo-x7k2p-master-0"); st != machine.StateRunning {
+		t.Errorf("master-0 is %s after apply", st)
+	}
+	newPID, err := proc.PID()
+	if err != nil || newPID == pid {
+		t.Errorf("balancer after apply: pid %d (was %d), %v; want a new process", newPID, pid, err)
+	}
+	if cfgAfter, _ := os.ReadFile(proc.ConfigPath); string(cfgAfter) != string(cfgBefore) {
+		t.Errorf("balancer configuration changed by the restart:\n%s\nwas\n%s", cfgAfter, cfgBefore)
+	}
+	pid = newPID
+	for _, s := range []string{tf.StageNetwork, tf.StageCluster} {
+		if got, err := d.Plan(ctx, s, vars); err != nil || len(got) != 0 {
+			t.Errorf("plan of stage %s after the restart = %q, %v; want no change", s, got, err)
+		}
+	}
+
 	// The bootstrap leaves the balancer in place: same process, new config.
 	vars.BootstrapInLB = false
 	if err := d.Apply(ctx, tf.StageNetwork, vars); err != nil {
@@ -276,4 +328,16 @@ func TestStagesThroughEngine(t *testing.T) {
 	if err := d.Destroy(ctx, tf.StageNetwork, vars); err != nil {
 		t.Errorf("second destroy: %v", err)
 	}
+}
+
+// waitGone waits until the balancer's process is gone.
+func waitGone(t *testing.T, p lb.Process) {
+	t.Helper()
+	for range 100 {
+		if _, err := p.PID(); err != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("balancer still runs after SIGKILL")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
@@ -24,6 +25,9 @@ type Provisioner struct {
 	StateRoot string
 	// LBDir holds the load balancers' files; provider.DefaultLBDir when empty.
 	LBDir string
+
+	mgrOnce sync.Once
+	mgr     *machine.Manager
 }
 
 // Preflight implements platforms.Provisioner.
