@@ -202,6 +202,7 @@ func TestInstallCompleteAddons(t *testing.T) {
 	w.Client = withDiscovery{client, discovery.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: srv.URL, QPS: -1})}
 	ctx := context.Background()
 	client.CoreV1().Nodes().Create(ctx, readyNode("m-0", true), metav1.CreateOptions{})
+	renewLease(t, client, "m-0", time.Now())
 	client.AppsV1().DaemonSets("kube-system").Create(ctx, &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy"},
 		Status:     appsv1.DaemonSetStatus{NumberReady: 1, DesiredNumberScheduled: 1},
