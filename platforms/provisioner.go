@@ -113,3 +113,25 @@ type Restarter interface {
 	// (after a stop, a crash or a host reboot) as it was last provisioned.
 	Start(ctx context.Context, c *Cluster) error
 }
+
+// FailedUnit is a systemd unit that failed on one of a cluster's machines.
+type FailedUnit struct {
+	// Machine is the machine's name.
+	Machine string
+	// Unit is the unit's name, such as kubelet.service.
+	Unit string
+	// LastLine is the last line the unit wrote to the journal ("" when
+	// none could be read). It may contain anything: show it truncated,
+	// never log it in full.
+	LastLine string
+}
+
+// UnitChecker reports the failed systemd units on a cluster's running
+// machines, so the waits on the API can say why a machine's part of the
+// cluster does not come up.
+type UnitChecker interface {
+	// FailedUnits returns the failed units of c's running machines (the
+	// bootstrap machine, masters and workers), sorted by machine and
+	// unit. A machine that cannot be asked is left out.
+	FailedUnits(ctx context.Context, c *Cluster) ([]FailedUnit, error)
+}
