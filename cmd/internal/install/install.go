@@ -171,7 +171,8 @@ type API struct {
 
 // API returns the cluster's API through the admin kubeconfig. When prov
 // (which may be nil) can report its machines' states, the waits never
-// count a node whose machine does not run.
+// count a node whose machine does not run; when it can list failed units
+// on its machines, the waits name the first one.
 func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress, prov platforms.Provisioner) (API, error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
@@ -185,6 +186,11 @@ func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress, prov 
 	if ms, ok := prov.(platforms.MachineStater); ok {
 		w.Machines = func(ctx context.Context) (map[string]platforms.MachineState, error) {
 			return ms.MachineStates(ctx, &c.Cluster)
+		}
+	}
+	if uc, ok := prov.(platforms.UnitChecker); ok {
+		w.Units = func(ctx context.Context) ([]platforms.FailedUnit, error) {
+			return uc.FailedUnits(ctx, &c.Cluster)
 		}
 	}
 	return API{Waits: w, Server: rc.Host}, nil

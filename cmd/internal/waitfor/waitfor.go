@@ -53,6 +53,9 @@ type Waiter struct {
 	// machine runs: a node whose machine does not run is never counted
 	// as up, whatever its Node object says.
 	Machines MachineStates
+	// Units, when the platform can tell, reports failed systemd units on
+	// the cluster's machines: the waits name the first one.
+	Units FailedUnits
 	// since, when set, is when the machines may last have been (re)started:
 	// a lease renewed before it proves nothing about today's kubelet.
 	since time.Time
@@ -87,11 +90,14 @@ func (w *Waiter) API(ctx context.Context, server string, timeout time.Duration) 
 }
 
 // BootstrapComplete waits for bootkube's bootstrap-complete record, telling
-// the user about nodes registering and etcd members joining meanwhile.
+// the user about nodes registering and etcd members joining meanwhile. Its
+// state line (and its timeout error) names the first thing in the way: a
+// stopped machine, a failed unit on a machine, a crash-looping pod of
+// kiln's; it keeps waiting, as each may recover.
 func (w *Waiter) BootstrapComplete(ctx context.Context, timeout time.Duration) error {
 	end := w.Progress.Start(fmt.Sprintf("Waiting up to %s for bootstrapping to complete", timeout))
 	seen := map[string]bool{}
-	err := w.until(ctx, timeout, func(ctx context.Context) (bool, string, error) {
+	err := w.until(ctx, timeout, w.newDiagnosis(true).wrap(func(ctx context.Context) (bool, string, error) {
 		w.reportNodes(ctx, seen)
 		w.reportEtcdMembers(ctx, seen)
 		cm, err := w.Client.CoreV1().ConfigMaps(bootstrapNamespace).Get(ctx, bootstrapConfigMap, metav1.GetOptions{})
@@ -99,7 +105,7 @@ func (w *Waiter) BootstrapComplete(ctx context.Context, timeout time.Duration) e
 			return true, "", nil
 		}
 		return false, fmt.Sprintf("%d nodes registered", countPrefix(seen, "node/")), nil
-	})
+	}))
 	end(err)
 	if err != nil {
 		return fmt.Errorf("bootstrap did not complete: %w; run `kiln gather bootstrap` to collect logs", err)
@@ -112,11 +118,13 @@ func (w *Waiter) BootstrapComplete(ctx context.Context, timeout time.Duration) e
 // service proxy run on them. A node is up when it is Ready, its kubelet
 // renewed its Lease within LeaseFresh and (when Machines is set) its
 // machine runs: a stale Ready is never trusted. A stopped machine ends
-// the wait at once with a *MachineDownError naming it.
+// the wait at once with a *MachineDownError naming it; a failed unit on a
+// machine or a crash-looping pod of kiln's is named in the state line and
+// in the timeout error.
 func (w *Waiter) InstallComplete(ctx context.Context, nodes int, timeout time.Duration) error {
 	end := w.Progress.Start(fmt.Sprintf("Waiting up to %s for the cluster to initialize (%d nodes)", timeout, nodes))
 	seen := map[string]bool{}
-	err := w.until(ctx, timeout, func(ctx context.Context) (bool, string, error) {
+	err := w.until(ctx, timeout, w.newDiagnosis(false).wrap(func(ctx context.Context) (bool, string, error) {
 		w.reportNodes(ctx, seen)
 		count, err := w.countNodes(ctx, time.Now())
 		if down := (*MachineDownError)(nil); errors.As(err, &down) {
@@ -140,7 +148,7 @@ func (w *Waiter) InstallComplete(ctx context.Context, nodes int, timeout time.Du
 			return false, detail, nil
 		}
 		return true, "", nil
-	})
+	}))
 	end(err)
 	if err != nil {
 		return fmt.Errorf("the cluster did not initialize: %w", err)
