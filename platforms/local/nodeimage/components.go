@@ -30,6 +30,8 @@ type component struct {
 	Binaries []string
 	// LDFlags are -X flags that set version strings.
 	LDFlags []string
+	// FS holds the module's directory (Name); nil means data/components.
+	FS fs.FS
 }
 
 // kubernetesVersionVars are the packages whose version variables the
@@ -48,14 +50,15 @@ var metricsServerLD = []string{
 	"-X k8s.io/client-go/pkg/version.buildDate=" + buildDate,
 }
 
-// components returns every module kiln builds, from the pinned release.
-func components() []component {
+// kubernetesLDFlags returns the -X flags that set the version strings of
+// everything built from k8s.io/kubernetes at the pinned release.
+func kubernetesLDFlags() []string {
 	v := release.KubernetesVersion
 	major, minor, _ := strings.Cut(strings.TrimPrefix(v, "v"), ".")
 	minor, _, _ = strings.Cut(minor, ".")
-	var k8sLD []string
+	var ld []string
 	for _, p := range kubernetesVersionVars {
-		k8sLD = append(k8sLD,
+		ld = append(ld,
 			"-X "+p+".gitVersion="+v,
 			"-X "+p+".gitMajor="+major,
 			"-X "+p+".gitMinor="+minor,
@@ -63,6 +66,13 @@ func components() []component {
 			"-X "+p+".buildDate="+buildDate,
 		)
 	}
+	return ld
+}
+
+// components returns every module kiln builds, from the pinned release.
+func components() []component {
+	v := release.KubernetesVersion
+	k8sLD := kubernetesLDFlags()
 	k8sBins := []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubelet", "kubectl"}
 	var k8sPkgs []string
 	for _, b := range k8sBins {
@@ -105,12 +115,16 @@ func components() []component {
 // sources returns the module's files, rendered: name without ".in" ->
 // content.
 func (c component) sources() (map[string][]byte, error) {
+	fsys := c.FS
+	if fsys == nil {
+		fsys = datacomponents.FS
+	}
 	out := map[string][]byte{}
-	err := fs.WalkDir(datacomponents.FS, c.Name, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, c.Name, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		data, err := fs.ReadFile(datacomponents.FS, p)
+		data, err := fs.ReadFile(fsys, p)
 		if err != nil {
 			return err
 		}

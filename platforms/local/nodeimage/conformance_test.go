@@ -1,0 +1,273 @@
+package nodeimage
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestE2EComponentSources(t *testing.T) {
+	c := e2eComponent()
+	files, err := c.sources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, sum := string(files["go.mod"]), string(files["go.sum"])
+	for _, want := range []string{
+		"module kiln.local/conformance/e2e", "require k8s.io/kubernetes v1.36.3",
+		"k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.36.3", "k8s.io/api => k8s.io/api v0.36.3",
+	} {
+		if !strings.Contains(mod, want) {
+			t.Errorf("go.mod lacks %q", want)
+		}
+	}
+	if strings.Contains(mod, "{{") {
+		t.Errorf("go.mod not fully rendered:\n%s", mod)
+	}
+	for _, want := range []string{"k8s.io/kubernetes v1.36.3 h1:", "k8s.io/sample-apiserver v0.36.3 h1:", "github.com/onsi/ginkgo/v2 "} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("go.sum lacks %q", want)
+		}
+	}
+	// The node image's kubernetes component must not see the conformance
+	// module: its sources, and so the node image key, stay as they were.
+	for _, k := range components() {
+		if k.Name == "kubernetes" {
+			kf, err := k.sources()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(kf["go.mod"]), "conformance") {
+				t.Error("the kubernetes component renders the conformance module")
+			}
+		}
+	}
+}
+
+func TestE2ETestCmd(t *testing.T) {
+	c := e2eComponent()
+	cmd := e2eTestCmd("/usr/local/go/bin/go", "/cache", c, "/src", "/out")
+	build := goBuildCmd("/usr/local/go/bin/go", "/cache", c, "/src", "/out")
+	if cmd.Path != build.Path || cmd.Dir != "/src" || !reflect.DeepEqual(cmd.Env, build.Env) {
+		t.Errorf("go test -c runs as %s in %s with %v; go build as %s in %s with %v", cmd.Path, cmd.Dir, cmd.Env, build.Path, build.Dir, build.Env)
+	}
+	want := []string{"test", "-c", "-trimpath", "-ldflags", build.Args[4], "-o", "/out/e2e.test", "k8s.io/kubernetes/test/e2e"}
+	if !reflect.DeepEqual(cmd.Args, want) {
+		t.Errorf("argv\n got %q\nwant %q", cmd.Args, want)
+	}
+	if build.Args[3] != "-ldflags" || !strings.Contains(build.Args[4], "-X k8s.io/component-base/version.gitVersion=v1.36.3") {
+		t.Errorf("go build argv %q lacks the Kubernetes version flags", build.Args)
+	}
+	for _, env := range []string{"GOCACHE=/cache/go/build", "GOMODCACHE=/cache/go/mod", "CGO_ENABLED=0"} {
+		if !slices.Contains(cmd.Env, env) {
+			t.Errorf("env lacks %s: the build would not share the node image's build cache", env)
+		}
+	}
+	if got := toolboxCmd("http://deb.example/debian", "/x/rootfs"); got.Path != "debootstrap" ||
+		!slices.Contains(got.Args, "--variant=minbase") || !strings.Contains(strings.Join(got.Args, " "), "nginx-light") ||
+		got.Args[len(got.Args)-1] != "http://deb.example/debian" {
+		t.Errorf("debootstrap argv = %q", got.Args)
+	}
+}
+
+func TestConformanceKey(t *testing.T) {
+	c := e2eComponent()
+	files, err := c.sources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := map[string]component{}
+	for _, dc := range components() {
+		deps[dc.Name] = dc
+	}
+	k1 := e2eKey("go1.26.8", c, files)
+	if k2 := e2eKey("go1.26.9", c, files); k1 == k2 {
+		t.Error("a different Go toolchain did not change the binaries' key")
+	}
+	a, err := conformanceKey("go1.26.8", k1, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := conformanceKey("go1.26.8", k1, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := conformanceKey("go1.26.8", "another", deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b || a == other {
+		t.Errorf("keys %s, %s (same inputs), %s (other binaries)", a, b, other)
+	}
+}
+
+// TestConformanceImages pins the references: they must be exactly those of
+// test/utils/image/manifest.go in k8s.io/kubernetes v1.36.3, or the specs
+// try to pull.
+func TestConformanceImages(t *testing.T) {
+	want := []string{
+		"registry.k8s.io/e2e-test-images/agnhost:2.63.0",
+		"registry.k8s.io/e2e-test-images/agnhost:2.55",
+		"registry.k8s.io/e2e-test-images/busybox:1.37.0-1",
+		"registry.k8s.io/e2e-test-images/nginx:1.15-4",
+		"registry.k8s.io/e2e-test-images/nginx:1.27-0",
+		"registry.k8s.io/e2e-test-images/glibc-dns-testing:2.0.0",
+		"registry.k8s.io/e2e-test-images/nautilus:1.8",
+		"registry.k8s.io/e2e-test-images/kitten:1.8",
+		"registry.k8s.io/e2e-test-images/nonroot:1.5",
+		"registry.k8s.io/e2e-test-images/nonewprivs:1.4",
+		"registry.k8s.io/e2e-test-images/sample-apiserver:1.29.2",
+		"registry.k8s.io/etcd:3.6.8-0",
+		"registry.k8s.io/pause:3.10.2",
+	}
+	var got []string
+	b := &builder{}
+	src := conformanceSources{bins: map[string]string{}}
+	for _, img := range conformanceImages() {
+		got = append(got, img.Ref)
+		if len(img.Layers) == 0 || (len(img.Entrypoint) == 0 && len(img.Cmd) == 0) {
+			t.Errorf("%s: no layers or nothing to run", img.Ref)
+		}
+		for _, l := range img.Layers {
+			if l == "debian" || l == "busybox" || l == "agnhost" {
+				continue // read the Debian tree
+			}
+			if _, err := b.conformanceLayer(t.Context(), l, src); err != nil {
+				t.Errorf("%s: layer %s: %v", img.Ref, l, err)
+			}
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("images\n got %q\nwant %q", got, want)
+	}
+	if _, err := b.conformanceLayer(t.Context(), "nope", src); err == nil {
+		t.Error("an unknown layer name gave no error")
+	}
+}
+
+func TestMultiArchive(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "prog")
+	if err := os.WriteFile(bin, []byte("\x7fELF prog"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	images := []testImage{
+		{Ref: "example.org/a:1", Layers: []string{"base", "prog"}, Entrypoint: []string{"/prog"}, Cmd: []string{"pause"}},
+		{Ref: "example.org/a:0", Layers: []string{"base", "prog"}, Entrypoint: []string{"/prog"}, Cmd: []string{"pause"}},
+		{Ref: "example.org/b:1", Layers: []string{"base"}, User: "1234", Cmd: []string{"/bin/sh"}},
+	}
+	layers := map[string]*writtenLayer{}
+	for name, entries := range map[string][]layerEntry{
+		"base": {{Name: "bin/sh", Data: []byte("sh"), Mode: 0o755}, {Name: "tmp", Dir: true, Mode: 0o1777}},
+		"prog": {{Name: "prog", Source: bin, Mode: 0o4755}},
+	} {
+		l, err := stageLayer(dir, entries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.file.Close()
+		layers[name] = l
+	}
+	var out bytes.Buffer
+	if err := writeMultiArchive(&out, images, layers, []string{"base", "prog"}); err != nil {
+		t.Fatal(err)
+	}
+	names, hdrs, files := readTar(t, &out)
+	layerFiles := 0
+	for _, n := range names {
+		if strings.HasSuffix(n, "/layer.tar") {
+			layerFiles++
+		}
+	}
+	if layerFiles != 2 {
+		t.Errorf("%d layer files, want 2 (each stored once): %q", layerFiles, names)
+	}
+	var manifest []dockerManifest
+	if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil {
+		t.Fatal(err)
+	}
+	if len(manifest) != 3 {
+		t.Fatalf("manifest = %+v", manifest)
+	}
+	for i, m := range manifest {
+		if !reflect.DeepEqual(m.RepoTags, []string{images[i].Ref}) || len(m.Layers) != len(images[i].Layers) {
+			t.Errorf("manifest[%d] = %+v", i, m)
+		}
+		var cfg multiConfig
+		if err := json.Unmarshal(files[m.Config], &cfg); err != nil {
+			t.Fatalf("%s config: %v", images[i].Ref, err)
+		}
+		if !reflect.DeepEqual(cfg.Config.Cmd, images[i].Cmd) || cfg.Config.User != images[i].User ||
+			len(cfg.RootFS.DiffIDs) != len(m.Layers) || cfg.RootFS.DiffIDs[0] != "sha256:"+layers["base"].hex {
+			t.Errorf("%s config = %+v", images[i].Ref, cfg)
+		}
+		for _, l := range m.Layers {
+			if _, ok := hdrs[l]; !ok {
+				t.Errorf("%s: layer %s not in the archive", images[i].Ref, l)
+			}
+		}
+	}
+	_, lh, _ := readTar(t, bytes.NewReader(files[layers["prog"].hex+"/layer.tar"]))
+	if h := lh["prog"]; h == nil || h.Mode != 0o4755 || h.Typeflag != tar.TypeReg {
+		t.Errorf("prog entry = %+v, want a setuid regular file", h)
+	}
+}
+
+func TestTreeEntries(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"usr/bin", "usr/share/doc/x", "dev", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"usr/bin/nnp", "usr/share/doc/x/README"} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(root, "usr/bin/nnp"), 0o4755|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(root, "tmp"), 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("usr/bin", filepath.Join(root, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := treeEntries(root, []string{"dev", "usr/share/doc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]layerEntry{}
+	for _, e := range entries {
+		got[e.Name] = e
+	}
+	if e := got["usr/bin/nnp"]; e.Mode != 0o4755 || e.Source != filepath.Join(root, "usr/bin/nnp") {
+		t.Errorf("nnp = %+v", e)
+	}
+	if e := got["tmp"]; !e.Dir || e.Mode != 0o1777 {
+		t.Errorf("tmp = %+v", e)
+	}
+	if e := got["bin"]; e.Link != "usr/bin" {
+		t.Errorf("bin = %+v", e)
+	}
+	if e, ok := got["usr/share/doc"]; !ok || !e.Dir {
+		t.Errorf("a skipped directory is not kept empty: %+v", e)
+	}
+	if _, ok := got["usr/share/doc/x/README"]; ok {
+		t.Error("a file under a skipped directory was taken")
+	}
+}
+
+func TestBusyboxApplets(t *testing.T) {
+	got := busyboxApplets("[\n[[\nbusybox\nsh\n\nwget\nnslookup\n")
+	if want := []string{"[", "[[", "sh", "wget", "nslookup"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("applets %q, want %q", got, want)
+	}
+}
