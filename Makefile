@@ -11,7 +11,7 @@ HOST_PACKAGES := debootstrap systemd-container iproute2 iptables ignition zstd c
 # Machines share the host's inotify instances (about 32 each, docs/local-platform.md).
 INOTIFY_INSTANCES := 512
 
-.PHONY: all build test unit validate-ignition deps host-prep e2e cluster destroy node-image bench clean
+.PHONY: all build test unit validate-ignition deps host-prep e2e cluster destroy node-image bench conformance conformance-subset clean
 
 all: build
 
@@ -74,6 +74,17 @@ destroy: build
 
 bench: deps host-prep build
 	test/bench/cluster.sh
+
+# The upstream Kubernetes conformance suite ([Conformance] specs of e2e.test
+# at the pinned release), built offline and cached, against $(CLUSTER_DIR)'s
+# cluster (created with 3 masters + 2 workers when there is none) or
+# KUBECONFIG. Needs root; docs/conformance.md.
+conformance: deps host-prep build
+	GO=$(GO) CLUSTER_DIR=$(CLUSTER_DIR) test/conformance/run.sh full
+
+# The short subset the end-to-end suite runs (KILN_E2E_CONFORMANCE=1).
+conformance-subset: deps host-prep build
+	GO=$(GO) CLUSTER_DIR=$(CLUSTER_DIR) test/conformance/run.sh subset
 
 clean:
 	rm -rf bin

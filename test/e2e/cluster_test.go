@@ -113,6 +113,7 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 		assertApps(t, dir, infraID)
 	}
 	if masters == 3 {
+		runConformanceSubset(t, kiln, dir)
 		assertRestart(t, kiln, dir, infraID, client, masters)
 	}
 }

@@ -1,0 +1,155 @@
+// Package conformance holds what kiln's runs of the upstream Kubernetes
+// conformance suite share: the focus of the full run and of the subset the
+// end-to-end tests run, and the summary of a ginkgo JUnit report
+// ("conformance: P passed, F failed, S skipped of N"). test/conformance/run.sh
+// drives e2e.test; cmd/conformance prints the focus and the summary for it.
+package conformance
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// FullFocus selects every conformance spec.
+const FullFocus = `\[Conformance\]`
+
+// subset are the conformance specs `make conformance-subset` and the
+// end-to-end suite run: the areas a kiln regression would break first
+// (service routing from the API server, DNS, OIDC discovery, webhooks),
+// chosen to finish in under 10 minutes. Names are codenames from
+// test/conformance/testdata/conformance.yaml of the pinned release.
+var subset = [...]string{
+	"[sig-network] DNS should provide DNS for the cluster [Conformance]",
+	"[sig-network] DNS should provide DNS for services [Conformance]",
+	"[sig-network] Services should serve a basic endpoint from pods [Conformance]",
+	"[sig-network] Services should be able to create a functioning NodePort service [Conformance]",
+	"[sig-network] Services should find a service from listing all namespaces [Conformance]",
+	"[sig-api-machinery] AdmissionWebhook [Privileged:ClusterAdmin] should mutate configmap [Conformance]",
+	"[sig-api-machinery] AdmissionWebhook [Privileged:ClusterAdmin] should be able to deny pod and configmap creation [Conformance]",
+	"[sig-api-machinery] CustomResourceDefinition resources [Privileged:ClusterAdmin] Simple CustomResourceDefinition creating/deleting custom resource definition objects works [Conformance]",
+	"[sig-api-machinery] CustomResourceConversionWebhook [Privileged:ClusterAdmin] should be able to convert from CR v1 to CR v2 [Conformance]",
+	"[sig-api-machinery] Watchers should observe add, update, and delete watch notifications on configmaps [Conformance]",
+	"[sig-node] Pods should be submitted and removed [NodeConformance] [Conformance]",
+	"[sig-node] Pods should get a host IP [NodeConformance] [Conformance]",
+	`[sig-node] Probing container should be restarted with a exec "cat /tmp/health" liveness probe [NodeConformance] [Conformance]`,
+	"[sig-node] Probing container with readiness probe should not be ready before initial delay and never restart [NodeConformance] [Conformance]",
+	"[sig-apps] Deployment RollingUpdateDeployment should delete old pods and create new ones [Conformance]",
+	"[sig-apps] Job should delete a job [Conformance]",
+	"[sig-auth] ServiceAccounts ServiceAccountIssuerDiscovery should support OIDC discovery of service account issuer [Conformance]",
+	"[sig-auth] ServiceAccounts should mount an API token into pods [Conformance]",
+}
+
+// Subset returns the names of the subset's specs.
+func Subset() []string {
+	return append([]string(nil), subset[:]...)
+}
+
+// SubsetFocus returns the ginkgo focus regexp that selects exactly the
+// subset's specs.
+func SubsetFocus() string {
+	quoted := make([]string, len(subset))
+	for i, s := range subset {
+		quoted[i] = regexp.QuoteMeta(s)
+	}
+	return strings.Join(quoted, "|")
+}
+
+// Summary counts the specs of a report that the focus selected.
+type Summary struct {
+	Passed, Failed, Skipped int
+	// Failures names the failed specs, sorted.
+	Failures []string
+}
+
+// Total returns the number of specs counted.
+func (s Summary) Total() int { return s.Passed + s.Failed + s.Skipped }
+
+// String returns the summary line make conformance prints.
+func (s Summary) String() string {
+	return fmt.Sprintf("conformance: %d passed, %d failed, %d skipped of %d", s.Passed, s.Failed, s.Skipped, s.Total())
+}
+
+// junitSuites is the part of a ginkgo JUnit report the summary reads.
+type junitSuites struct {
+	Suites []struct {
+		Cases []junitCase `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+type junitCase struct {
+	Name    string    `xml:"name,attr"`
+	Status  string    `xml:"status,attr"`
+	Failure *struct{} `xml:"failure"`
+	Error   *struct{} `xml:"error"`
+	Skipped *struct{} `xml:"skipped"`
+}
+
+// itPrefix starts the name of every spec in a ginkgo JUnit report; suite
+// nodes ([SynchronizedBeforeSuite], [ReportAfterSuite]) have other prefixes.
+const itPrefix = "[It] "
+
+// ParseJUnit summarizes the report read from r, counting the specs whose
+// text matches focus; nil counts every spec.
+func ParseJUnit(r io.Reader, focus *regexp.Regexp) (Summary, error) {
+	var doc junitSuites
+	if err := xml.NewDecoder(r).Decode(&doc); err != nil {
+		return Summary{}, fmt.Errorf("reading the JUnit report: %w", err)
+	}
+	var s Summary
+	for _, suite := range doc.Suites {
+		for _, c := range suite.Cases {
+			text, ok := strings.CutPrefix(c.Name, itPrefix)
+			if !ok || (focus != nil && !focus.MatchString(text)) {
+				continue
+			}
+			switch {
+			case c.Status == "passed":
+				s.Passed++
+			case c.Status == "skipped" || c.Status == "pending" || (c.Status == "" && c.Skipped != nil):
+				s.Skipped++
+			case c.Status == "" && c.Failure == nil && c.Error == nil:
+				s.Passed++
+			default: // failed, panicked, timedout, interrupted, aborted
+				s.Failed++
+				s.Failures = append(s.Failures, text)
+			}
+		}
+	}
+	sort.Strings(s.Failures)
+	return s, nil
+}
+
+// SummarizeDir summarizes every junit_*.xml report in dir.
+func SummarizeDir(dir string, focus *regexp.Regexp) (Summary, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "junit*.xml"))
+	if err != nil {
+		return Summary{}, err
+	}
+	if len(files) == 0 {
+		return Summary{}, fmt.Errorf("no junit*.xml report in %s", dir)
+	}
+	var total Summary
+	for _, f := range files {
+		r, err := os.Open(f)
+		if err != nil {
+			return Summary{}, err
+		}
+		s, err := ParseJUnit(r, focus)
+		r.Close()
+		if err != nil {
+			return Summary{}, fmt.Errorf("%s: %w", f, err)
+		}
+		total.Passed += s.Passed
+		total.Failed += s.Failed
+		total.Skipped += s.Skipped
+		total.Failures = append(total.Failures, s.Failures...)
+	}
+	sort.Strings(total.Failures)
+	return total, nil
+}

@@ -1,0 +1,81 @@
+package conformance
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestParseJUnit(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "junit_01.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, err := ParseJUnit(f, regexp.MustCompile(FullFocus))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Summary{Passed: 1, Failed: 2, Skipped: 2, Failures: []string{
+		"[sig-api-machinery] AdmissionWebhook [Privileged:ClusterAdmin] should mutate configmap [Conformance]",
+		"[sig-node] Pods should get a host IP [NodeConformance] [Conformance]",
+	}}
+	if !reflect.DeepEqual(s, want) {
+		t.Errorf("summary = %+v\nwant %+v", s, want)
+	}
+	if got := s.String(); got != "conformance: 1 passed, 2 failed, 2 skipped of 5" {
+		t.Errorf("line = %q", got)
+	}
+
+	all, err := SummarizeDir("testdata", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all.Total() != 6 || all.Skipped != 3 {
+		t.Errorf("without a focus: %+v, want the 6 specs (suite nodes left out), 3 skipped", all)
+	}
+	if _, err := SummarizeDir(t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "no junit") {
+		t.Errorf("empty report dir: err = %v", err)
+	}
+	if _, err := ParseJUnit(strings.NewReader("<testsuites><testsuite>"), nil); err == nil {
+		t.Error("a truncated report gave no error")
+	}
+}
+
+func TestSubsetFocus(t *testing.T) {
+	re, err := regexp.Compile(SubsetFocus())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range Subset() {
+		if !re.MatchString(name) {
+			t.Errorf("the focus misses %q", name)
+		}
+		if !strings.HasSuffix(name, "[Conformance]") {
+			t.Errorf("%q is not a conformance spec", name)
+		}
+	}
+	for _, other := range []string{
+		`[sig-node] Probing container should *not* be restarted with a exec "cat /tmp/health" liveness probe [NodeConformance] [Conformance]`,
+		"[sig-network] DNS should provide DNS for ExternalName services [Conformance]",
+		"[sig-apps] Job should manage the lifecycle of a job [Conformance]",
+	} {
+		if re.MatchString(other) {
+			t.Errorf("the focus selects %q, which is not in the subset", other)
+		}
+	}
+	areas := []string{"[sig-network] DNS", "[sig-network] Services", "NodePort", "AdmissionWebhook", "[sig-node] Pods", "[sig-node] Probing",
+		"[sig-apps] Deployment", "[sig-apps] Job", "[sig-auth] ServiceAccounts", "OIDC discovery", "CustomResourceDefinition", "Watchers"}
+	for _, a := range areas {
+		found := false
+		for _, name := range Subset() {
+			found = found || strings.Contains(name, a)
+		}
+		if !found {
+			t.Errorf("the subset covers no %s spec", a)
+		}
+	}
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Runs the upstream Kubernetes conformance suite (e2e.test of the pinned
+# release, built offline by `kiln build conformance`) against a kiln cluster.
+#
+#   test/conformance/run.sh [full|subset]
+#
+# full (default) runs every [Conformance] spec; subset runs the short list in
+# test/conformance/conformance.go (under 10 minutes).
+#
+# Which cluster, in this order:
+#   KUBECONFIG=...   an existing cluster. When CLUSTER_DIR also holds the kiln
+#                    cluster behind it, the test images are loaded into its nodes;
+#                    otherwise they must be there already (nothing is pulled).
+#   CLUSTER_DIR      (default _cluster) a kiln cluster directory; its
+#                    auth/kubeconfig is used and the images are loaded with
+#                    `kiln load image-archive`. With no cluster in it yet, one is
+#                    created: 3 masters and 2 workers (at least 2 schedulable nodes).
+# Other settings: KILN (default bin/kiln), REPORT_DIR (default
+# _conformance/<mode>-<UTC time>), CONFORMANCE_FOCUS and CONFORMANCE_SKIP
+# (ginkgo regexps replacing the mode's focus and the default skip, none).
+#
+# Prints "conformance: P passed, F failed, S skipped of N" and the report
+# directory (JUnit XML and e2e.log); exits 1 when a spec failed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+mode=${1:-full}
+case $mode in full | subset) ;; *) echo "usage: $0 [full|subset]" >&2; exit 2 ;; esac
+kiln=${KILN:-bin/kiln}
+[ -x "$kiln" ] || { echo "build kiln first: make build" >&2; exit 2; }
+cluster_dir=${CLUSTER_DIR:-_cluster}
+report_dir=${REPORT_DIR:-_conformance/$mode-$(date -u +%Y%m%dT%H%M%SZ)}
+helper() { "${GO:-go}" run ./test/conformance/cmd/conformance "$@"; }
+
+start=$(date +%s)
+echo "conformance: building e2e.test, kubectl and the test images (cached after the first run)"
+eval "$("$kiln" build conformance --env)"
+echo "conformance: e2e.test $E2E_TEST"
+
+has_cluster() { [ -f "$cluster_dir/metadata.json" ] && [ -f "$cluster_dir/auth/kubeconfig" ]; }
+if [ -n "${KUBECONFIG:-}" ]; then
+  kubeconfig=$KUBECONFIG
+else
+  if ! has_cluster; then
+    echo "conformance: no cluster in $cluster_dir: creating one with 3 masters and 2 workers"
+    mkdir -p "$cluster_dir"
+    [ -f "$cluster_dir/install-config.yaml" ] || [ -f "$cluster_dir/.kiln_state.json" ] ||
+      sed -e '/^compute:/,/^[a-z]/ s/replicas: 1/replicas: 2/' docs/examples/install-config-local.yaml > "$cluster_dir/install-config.yaml"
+    "$kiln" create cluster --dir "$cluster_dir"
+  fi
+  kubeconfig=$cluster_dir/auth/kubeconfig
+fi
+
+if has_cluster; then
+  echo "conformance: loading $(wc -l < "${IMAGES%.tar}.txt") test images into the nodes of $cluster_dir"
+  "$kiln" load image-archive "$IMAGES" --dir "$cluster_dir"
+else
+  echo "conformance: warning: $cluster_dir holds no kiln cluster, so the test images are not loaded;" >&2
+  echo "  the nodes must already have every image in ${IMAGES%.tar}.txt (nothing can be pulled)" >&2
+fi
+
+if [ "$mode" = subset ]; then focus=$(helper focus subset); else focus=$(helper focus full); fi
+focus=${CONFORMANCE_FOCUS:-$focus}
+skip=${CONFORMANCE_SKIP:-}
+mkdir -p "$report_dir"
+echo "conformance: running e2e.test ($mode) against $kubeconfig; report in $report_dir"
+set +e
+PATH="$(dirname "$KUBECTL"):$PATH" "$E2E_TEST" \
+  --provider=local --kubeconfig="$kubeconfig" --kubectl-path="$KUBECTL" \
+  --report-dir="$report_dir" --ginkgo.focus="$focus" ${skip:+--ginkgo.skip="$skip"} \
+  --ginkgo.timeout=24h --ginkgo.no-color > "$report_dir/e2e.log" 2>&1
+rc=$?
+set -e
+elapsed=$(($(date +%s) - start))
+echo "conformance: e2e.test exited $rc after $((elapsed / 60))m$((elapsed % 60))s (build, load and run)"
+set +e
+helper summary "$report_dir" "$focus"
+sum=$?
+set -e
+echo "conformance: report: $report_dir (junit_01.xml, e2e.log)"
+if [ $sum -eq 2 ]; then tail -20 "$report_dir/e2e.log"; fi
+[ $rc -eq 0 ] && [ $sum -eq 0 ]
