@@ -2,7 +2,8 @@
 // conformance suite share: the focus of the full run and of the subset the
 // end-to-end tests run, and the summary of a ginkgo JUnit report
 // ("conformance: P passed, F failed, S skipped of N"). test/conformance/run.sh
-// drives e2e.test; cmd/conformance prints the focus and the summary for it.
+// drives e2e.test; test/conformance/cmd/conformance prints the focus and the
+// summary for it.
 package conformance
 
 import (
@@ -23,7 +24,8 @@ const FullFocus = `\[Conformance\]`
 // end-to-end suite run: the areas a kiln regression would break first
 // (service routing from the API server, DNS, OIDC discovery, webhooks),
 // chosen to finish in under 10 minutes. Names are codenames from
-// test/conformance/testdata/conformance.yaml of the pinned release.
+// conformance.yaml in k8s.io/kubernetes/test/conformance/testdata of the
+// pinned release.
 var subset = [...]string{
 	"[sig-network] DNS should provide DNS for the cluster [Conformance]",
 	"[sig-network] DNS should provide DNS for services [Conformance]",
@@ -91,7 +93,8 @@ type junitCase struct {
 }
 
 // itPrefix starts the name of every spec in a ginkgo JUnit report; suite
-// nodes ([SynchronizedBeforeSuite], [ReportAfterSuite]) have other prefixes.
+// nodes (named after ginkgo's SynchronizedBeforeSuite or ReportAfterSuite)
+// have other prefixes.
 const itPrefix = "[It] "
 
 // ParseJUnit summarizes the report read from r, counting the specs whose

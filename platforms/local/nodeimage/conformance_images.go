@@ -10,7 +10,8 @@ import (
 	"strings"
 )
 
-// Registries of the upstream test images (test/utils/image/manifest.go).
+// Registries of the upstream test images (manifest.go of
+// k8s.io/kubernetes/test/utils/image).
 const (
 	e2eRegistry = "registry.k8s.io/e2e-test-images"
 	k8sRegistry = "registry.k8s.io"
@@ -21,7 +22,8 @@ const (
 const conformanceLayersVersion = "layers/v1"
 
 // testImage is one image of the conformance suite: its upstream reference
-// (exactly as test/utils/image/manifest.go of the pinned release names it,
+// (exactly as k8s.io/kubernetes/test/utils/image/manifest.go of the pinned
+// release names it,
 // so the specs find it without pulling), its layers by name, bottom first,
 // and its run configuration.
 type testImage struct {
@@ -75,7 +77,7 @@ type conformanceSources struct {
 	// etcd, pause) to built binaries.
 	bins map[string]string
 	// module is the k8s.io/kubernetes module directory in the module
-	// cache, holding the images' data files under test/images.
+	// cache, holding the images' data files (k8s.io/kubernetes/test/images).
 	module string
 }
 

@@ -108,7 +108,7 @@ func TestConformanceKey(t *testing.T) {
 }
 
 // TestConformanceImages pins the references: they must be exactly those of
-// test/utils/image/manifest.go in k8s.io/kubernetes v1.36.3, or the specs
+// k8s.io/kubernetes/test/utils/image/manifest.go at v1.36.3, or the specs
 // try to pull.
 func TestConformanceImages(t *testing.T) {
 	want := []string{

@@ -1,9 +1,10 @@
 // Command conformance is the helper test/conformance/run.sh calls:
 //
-//	conformance focus full|subset   print the ginkgo focus regexp
-//	conformance summary DIR [FOCUS] print "conformance: P passed, F failed, S skipped of N"
-//	                                from DIR's JUnit reports, then each failed spec;
-//	                                exit 1 when a spec failed
+//	conformance focus full|subset    print the ginkgo focus regexp
+//	conformance summary DIR (FOCUS)  print "conformance: P passed, F failed, S skipped of N"
+//	                                 from DIR's JUnit reports, then each failed spec;
+//	                                 exit 1 when a spec failed. FOCUS (optional, default
+//	                                 every conformance spec) selects the specs counted.
 package main
 
 import (
