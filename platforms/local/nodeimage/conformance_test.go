@@ -57,7 +57,7 @@ func TestE2ETestCmd(t *testing.T) {
 	if cmd.Path != build.Path || cmd.Dir != "/src" || !reflect.DeepEqual(cmd.Env, build.Env) {
 		t.Errorf("go test -c runs as %s in %s with %v; go build as %s in %s with %v", cmd.Path, cmd.Dir, cmd.Env, build.Path, build.Dir, build.Env)
 	}
-	want := []string{"test", "-c", "-trimpath", "-ldflags", build.Args[4], "-o", "/out/e2e.test", "k8s.io/kubernetes/test/e2e"}
+	want := []string{"test", "-c", "-vet=off", "-trimpath", "-ldflags", build.Args[4], "-o", "/out/e2e.test", "k8s.io/kubernetes/test/e2e"}
 	if !reflect.DeepEqual(cmd.Args, want) {
 		t.Errorf("argv\n got %q\nwant %q", cmd.Args, want)
 	}
