@@ -67,6 +67,10 @@ type Summary struct {
 	Passed, Failed, Skipped int
 	// Failures names the failed specs, sorted.
 	Failures []string
+	// SuiteFailures names the failed suite nodes, e.g. a
+	// SynchronizedBeforeSuite that could not reach the cluster: then no spec
+	// ran at all.
+	SuiteFailures []string
 }
 
 // Total returns the number of specs counted.
@@ -108,7 +112,13 @@ func ParseJUnit(r io.Reader, focus *regexp.Regexp) (Summary, error) {
 	for _, suite := range doc.Suites {
 		for _, c := range suite.Cases {
 			text, ok := strings.CutPrefix(c.Name, itPrefix)
-			if !ok || (focus != nil && !focus.MatchString(text)) {
+			if !ok {
+				if failed(c) {
+					s.SuiteFailures = append(s.SuiteFailures, c.Name)
+				}
+				continue
+			}
+			if focus != nil && !focus.MatchString(text) {
 				continue
 			}
 			switch {
@@ -116,16 +126,28 @@ func ParseJUnit(r io.Reader, focus *regexp.Regexp) (Summary, error) {
 				s.Passed++
 			case c.Status == "skipped" || c.Status == "pending" || (c.Status == "" && c.Skipped != nil):
 				s.Skipped++
-			case c.Status == "" && c.Failure == nil && c.Error == nil:
-				s.Passed++
-			default: // failed, panicked, timedout, interrupted, aborted
+			case failed(c):
 				s.Failed++
 				s.Failures = append(s.Failures, text)
+			default:
+				s.Passed++
 			}
 		}
 	}
 	sort.Strings(s.Failures)
 	return s, nil
+}
+
+// failed reports whether a report entry failed: failed, panicked, timedout,
+// interrupted or aborted, or (without a status) a failure or error element.
+func failed(c junitCase) bool {
+	switch c.Status {
+	case "passed", "skipped", "pending":
+		return false
+	case "":
+		return c.Failure != nil || c.Error != nil
+	}
+	return true
 }
 
 // SummarizeDir summarizes every junit_*.xml report in dir.
@@ -152,6 +174,7 @@ func SummarizeDir(dir string, focus *regexp.Regexp) (Summary, error) {
 		total.Failed += s.Failed
 		total.Skipped += s.Skipped
 		total.Failures = append(total.Failures, s.Failures...)
+		total.SuiteFailures = append(total.SuiteFailures, s.SuiteFailures...)
 	}
 	sort.Strings(total.Failures)
 	return total, nil

@@ -40,6 +40,17 @@ func TestParseJUnit(t *testing.T) {
 	if _, err := SummarizeDir(t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "no junit") {
 		t.Errorf("empty report dir: err = %v", err)
 	}
+	suiteFailed := `<testsuites><testsuite>
+		<testcase name="[SynchronizedBeforeSuite]" status="failed"><failure>no kubeconfig</failure></testcase>
+		<testcase name="[ReportAfterSuite] Kubernetes e2e suite report" status="passed"></testcase>
+	</testsuite></testsuites>`
+	s, err = ParseJUnit(strings.NewReader(suiteFailed), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Total() != 0 || !reflect.DeepEqual(s.SuiteFailures, []string{"[SynchronizedBeforeSuite]"}) {
+		t.Errorf("a failed BeforeSuite: %+v, want no spec and the suite node's failure", s)
+	}
 	if _, err := ParseJUnit(strings.NewReader("<testsuites><testsuite>"), nil); err == nil {
 		t.Error("a truncated report gave no error")
 	}

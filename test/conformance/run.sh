@@ -77,5 +77,5 @@ helper summary "$report_dir" "$focus"
 sum=$?
 set -e
 echo "conformance: report: $report_dir (junit_01.xml, e2e.log)"
-if [ $sum -eq 2 ]; then tail -20 "$report_dir/e2e.log"; fi
+if [ $sum -ne 0 ]; then echo "conformance: last lines of e2e.log:"; tail -20 "$report_dir/e2e.log"; fi
 [ $rc -eq 0 ] && [ $sum -eq 0 ]

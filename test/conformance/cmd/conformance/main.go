@@ -3,7 +3,7 @@
 //	conformance focus full|subset    print the ginkgo focus regexp
 //	conformance summary DIR (FOCUS)  print "conformance: P passed, F failed, S skipped of N"
 //	                                 from DIR's JUnit reports, then each failed spec;
-//	                                 exit 1 when a spec failed. FOCUS (optional, default
+//	                                 exit 1 when a spec or a suite node failed. FOCUS (optional, default
 //	                                 every conformance spec) selects the specs counted.
 package main
 
@@ -47,7 +47,10 @@ func run(args []string) error {
 		for _, f := range s.Failures {
 			fmt.Println("  FAILED:", f)
 		}
-		if s.Failed > 0 {
+		for _, f := range s.SuiteFailures {
+			fmt.Println("  FAILED suite node (no spec after it ran):", f)
+		}
+		if s.Failed > 0 || len(s.SuiteFailures) > 0 {
 			os.Exit(1)
 		}
 		return nil
