@@ -229,7 +229,9 @@ func TestInstallCompleteAddons(t *testing.T) {
 		{"metrics API v1beta1.metrics.k8s.io not available: failing or missing response", func() { available.Store(true) }},
 	}
 	for _, s := range steps {
-		err := w.InstallComplete(ctx, 1, 200*time.Millisecond)
+		// Long enough for a first check on a loaded machine: the wait must
+		// time out having seen the add-on it is missing.
+		err := w.InstallComplete(ctx, 1, 2*time.Second)
 		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), s.want) {
 			t.Fatalf("err = %v, want a timeout waiting for %q", err, s.want)
 		}
