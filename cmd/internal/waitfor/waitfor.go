@@ -248,6 +248,11 @@ func (w *Waiter) until(ctx context.Context, timeout time.Duration, check func(co
 		reqCtx, reqCancel := context.WithTimeout(ctx, 10*time.Second)
 		done, detail, err := check(reqCtx)
 		reqCancel()
+		if ctx.Err() != nil {
+			// The wait ended during this check: what it saw is the
+			// cancellation, not the cluster; keep the last real state.
+			return false, nil
+		}
 		if err != nil || done {
 			failed = err
 			return true, nil
