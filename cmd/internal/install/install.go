@@ -221,7 +221,7 @@ func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API
 		checkCredentials{c, time.Now}, // input; skipped once bootstrap is done
 		preflight{c, prov},            // infrastructure
 		provision{c, prov},            // infrastructure; no bootstrap machine once bootstrap is done
-		waitAPI{c, api},               // bootstrap
+		waitAPI{c, api, graph.KindBootstrap},
 		waitBootstrapComplete{c, api}, // bootstrap
 		destroyBootstrap{c, prov},     // infrastructure
 		waitInstallComplete{c, api},   // install
@@ -240,7 +240,7 @@ func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API
 // WaitForBootstrapComplete is `kiln wait-for bootstrap-complete`: create's
 // waits up to the bootstrap machine's removal.
 func WaitForBootstrapComplete(ctx context.Context, c *Cluster, api API, log logrus.FieldLogger) error {
-	return Run(ctx, log, []Phase{waitAPI{c, api}, waitBootstrapComplete{c, api}})
+	return Run(ctx, log, []Phase{waitAPI{c, api, graph.KindBootstrap}, waitBootstrapComplete{c, api}})
 }
 
 // WaitForInstallComplete is `kiln wait-for install-complete`.

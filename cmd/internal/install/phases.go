@@ -59,14 +59,17 @@ func (provision) Title() string                   { return "provision" }
 func (provision) Kind() graph.Kind                { return graph.KindInfrastructure }
 func (p provision) Run(ctx context.Context) error { return p.prov.Provision(ctx, &p.c.Cluster) }
 
-// waitAPI waits for the Kubernetes API to answer.
+// waitAPI waits for the Kubernetes API to answer. Its failure is of kind:
+// a bootstrap failure while installing, an install failure for a cluster
+// that was installed already (start).
 type waitAPI struct {
-	c   *Cluster
-	api API
+	c    *Cluster
+	api  API
+	kind graph.Kind
 }
 
-func (waitAPI) Title() string    { return "wait for the API" }
-func (waitAPI) Kind() graph.Kind { return graph.KindBootstrap }
+func (waitAPI) Title() string      { return "wait for the API" }
+func (p waitAPI) Kind() graph.Kind { return p.kind }
 func (p waitAPI) Run(ctx context.Context) error {
 	_, err := p.api.Waits.API(ctx, p.api.Server, p.c.Timeouts.API)
 	return err

@@ -69,8 +69,8 @@ func Start(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API,
 	}
 	requireRenewalSince(api, start)
 	phases := []Phase{
-		startCluster{c, r},          // infrastructure
-		waitAPIAgain{c, api},        // install
+		startCluster{c, r}, // infrastructure
+		waitAPI{c, api, graph.KindInstall},
 		waitInstallComplete{c, api}, // install
 	}
 	if err := Run(ctx, log, phases); err != nil {
@@ -100,20 +100,6 @@ type startCluster struct {
 func (startCluster) Title() string                   { return "start the cluster" }
 func (startCluster) Kind() graph.Kind                { return graph.KindInfrastructure }
 func (p startCluster) Run(ctx context.Context) error { return p.r.Start(ctx, &p.c.Cluster) }
-
-// waitAPIAgain waits for the API of an installed cluster: failing is an
-// install failure, not a bootstrap one.
-type waitAPIAgain struct {
-	c   *Cluster
-	api API
-}
-
-func (waitAPIAgain) Title() string    { return "wait for the API" }
-func (waitAPIAgain) Kind() graph.Kind { return graph.KindInstall }
-func (p waitAPIAgain) Run(ctx context.Context) error {
-	_, err := p.api.Waits.API(ctx, p.api.Server, p.c.Timeouts.API)
-	return err
-}
 
 // requireRenewalSince makes the waits of api (when they can) count a node
 // only once its kubelet renewed its Lease after t: machines restarted by
