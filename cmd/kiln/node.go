@@ -78,6 +78,16 @@ func newNodeBootkubeCmd(o *rootOptions) *cobra.Command {
 	return cmd
 }
 
+// nodeClient is the clientset of a node agent, with the credentials in
+// kubeconfig.
+func nodeClient(kubeconfig string) (kubernetes.Interface, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(rc)
+}
+
 func newNodeNetdCmd(o *rootOptions) *cobra.Command {
 	var kubeconfig string
 	cfg := netd.Config{CNIConfPath: "/etc/cni/net.d/10-kiln.conflist", Runner: execRunner{}}
@@ -86,11 +96,7 @@ func newNodeNetdCmd(o *rootOptions) *cobra.Command {
 		Short: "Maintain this node's pod network (CNI config and routes to other nodes' pods)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-			if err != nil {
-				return err
-			}
-			client, err := kubernetes.NewForConfig(rc)
+			client, err := nodeClient(kubeconfig)
 			if err != nil {
 				return err
 			}
@@ -111,11 +117,7 @@ func newNodeCSRApproverCmd(o *rootOptions) *cobra.Command {
 		Short: "Approve kubelet serving certificate requests for the node's own name and addresses",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-			if err != nil {
-				return err
-			}
-			client, err := kubernetes.NewForConfig(rc)
+			client, err := nodeClient(kubeconfig)
 			if err != nil {
 				return err
 			}
