@@ -96,7 +96,7 @@ func newBuildConformanceCmd(o *rootOptions) *cobra.Command {
 				return buildError(err)
 			}
 			if env {
-				fmt.Fprintf(o.stdout, "E2E_TEST=%s\nKUBECTL=%s\nIMAGES=%s\n", c.E2ETest, c.Kubectl, c.Images)
+				fmt.Fprintf(o.stdout, "E2E_TEST=%s\nKUBECTL=%s\nGINKGO=%s\nIMAGES=%s\n", c.E2ETest, c.Kubectl, c.Ginkgo, c.Images)
 				return nil
 			}
 			fmt.Fprintf(o.stdout, "conformance suite %s (%s)\n  e2e.test: %s\n  kubectl: %s\n  images: %s\n    %s\n",
@@ -104,7 +104,7 @@ func newBuildConformanceCmd(o *rootOptions) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&env, "env", false, "print E2E_TEST=, KUBECTL= and IMAGES= lines for a shell to read")
+	cmd.Flags().BoolVar(&env, "env", false, "print E2E_TEST=, KUBECTL=, GINKGO= and IMAGES= lines for a shell to read")
 	cmd.Flags().StringVar(&cacheDir, "cache-dir", "", "kiln cache directory (default $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln or ~/.cache/kiln)")
 	return cmd
 }

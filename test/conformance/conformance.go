@@ -10,6 +10,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -104,38 +105,83 @@ const itPrefix = "[It] "
 // ParseJUnit summarizes the report read from r, counting the specs whose
 // text matches focus; nil counts every spec.
 func ParseJUnit(r io.Reader, focus *regexp.Regexp) (Summary, error) {
+	var res results
+	if err := res.read(r, focus); err != nil {
+		return Summary{}, err
+	}
+	return res.summary(), nil
+}
+
+// outcome is what became of one spec. A spec run in one report and
+// skipped in another (a parallel pass skips the [Serial] specs a serial
+// pass runs) counts by its most telling outcome: failed, then passed, then
+// skipped.
+type outcome int
+
+const (
+	skipped outcome = iota
+	passed
+	failedSpec
+)
+
+// results merges the specs of one or more JUnit reports.
+type results struct {
+	specs         map[string]outcome
+	suiteFailures []string
+}
+
+// read adds the specs of the report read from r whose text matches focus.
+func (res *results) read(r io.Reader, focus *regexp.Regexp) error {
 	var doc junitSuites
 	if err := xml.NewDecoder(r).Decode(&doc); err != nil {
-		return Summary{}, fmt.Errorf("reading the JUnit report: %w", err)
+		return fmt.Errorf("reading the JUnit report: %w", err)
 	}
-	var s Summary
+	if res.specs == nil {
+		res.specs = map[string]outcome{}
+	}
 	for _, suite := range doc.Suites {
 		for _, c := range suite.Cases {
 			text, ok := strings.CutPrefix(c.Name, itPrefix)
 			if !ok {
 				if failed(c) {
-					s.SuiteFailures = append(s.SuiteFailures, c.Name)
+					res.suiteFailures = append(res.suiteFailures, c.Name)
 				}
 				continue
 			}
 			if focus != nil && !focus.MatchString(text) {
 				continue
 			}
+			o := passed
 			switch {
-			case c.Status == "passed":
-				s.Passed++
 			case c.Status == "skipped" || c.Status == "pending" || (c.Status == "" && c.Skipped != nil):
-				s.Skipped++
+				o = skipped
 			case failed(c):
-				s.Failed++
-				s.Failures = append(s.Failures, text)
-			default:
-				s.Passed++
+				o = failedSpec
+			}
+			if prev, seen := res.specs[text]; !seen || o > prev {
+				res.specs[text] = o
 			}
 		}
 	}
+	return nil
+}
+
+// summary counts the merged specs.
+func (res *results) summary() Summary {
+	s := Summary{SuiteFailures: res.suiteFailures}
+	for text, o := range res.specs {
+		switch o {
+		case passed:
+			s.Passed++
+		case skipped:
+			s.Skipped++
+		default:
+			s.Failed++
+			s.Failures = append(s.Failures, text)
+		}
+	}
 	sort.Strings(s.Failures)
-	return s, nil
+	return s
 }
 
 // failed reports whether a report entry failed: failed, panicked, timedout,
@@ -150,32 +196,37 @@ func failed(c junitCase) bool {
 	return true
 }
 
-// SummarizeDir summarizes every junit_*.xml report in dir.
+// SummarizeDir summarizes every junit*.xml report in dir and the
+// directories under it (a run in several passes keeps one per pass),
+// counting each spec once.
 func SummarizeDir(dir string, focus *regexp.Regexp) (Summary, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "junit*.xml"))
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasPrefix(d.Name(), "junit") && strings.HasSuffix(d.Name(), ".xml") {
+			files = append(files, path)
+		}
+		return nil
+	})
 	if err != nil {
 		return Summary{}, err
 	}
 	if len(files) == 0 {
 		return Summary{}, fmt.Errorf("no junit*.xml report in %s", dir)
 	}
-	var total Summary
+	var res results
 	for _, f := range files {
 		r, err := os.Open(f)
 		if err != nil {
 			return Summary{}, err
 		}
-		s, err := ParseJUnit(r, focus)
+		err = res.read(r, focus)
 		r.Close()
 		if err != nil {
 			return Summary{}, fmt.Errorf("%s: %w", f, err)
 		}
-		total.Passed += s.Passed
-		total.Failed += s.Failed
-		total.Skipped += s.Skipped
-		total.Failures = append(total.Failures, s.Failures...)
-		total.SuiteFailures = append(total.SuiteFailures, s.SuiteFailures...)
 	}
-	sort.Strings(total.Failures)
-	return total, nil
+	return res.summary(), nil
 }

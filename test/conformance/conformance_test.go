@@ -90,3 +90,32 @@ func TestSubsetFocus(t *testing.T) {
 		}
 	}
 }
+
+// A run in two passes (parallel, then [Serial]) keeps one report per pass;
+// each spec counts once, by the pass that ran it.
+func TestSummarizeDirMergesPasses(t *testing.T) {
+	dir := t.TempDir()
+	report := func(sub string, cases ...string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		doc := "<testsuites><testsuite>" + strings.Join(cases, "") + "</testsuite></testsuites>"
+		if err := os.WriteFile(filepath.Join(dir, sub, "junit_01.xml"), []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := func(name, status string) string {
+		return `<testcase name="[It] ` + name + ` [Conformance]" status="` + status + `"></testcase>`
+	}
+	report("parallel", spec("a", "passed"), spec("b [Serial]", "skipped"), spec("c [Serial]", "skipped"), spec("d", "failed"))
+	report("serial", spec("a", "skipped"), spec("b [Serial]", "passed"), spec("c [Serial]", "failed"), spec("d", "skipped"))
+	s, err := SummarizeDir(dir, regexp.MustCompile(FullFocus))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Summary{Passed: 2, Failed: 2, Failures: []string{"c [Serial] [Conformance]", "d [Conformance]"}}
+	if !reflect.DeepEqual(s, want) {
+		t.Errorf("merged = %+v\nwant %+v", s, want)
+	}
+}

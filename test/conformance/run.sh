@@ -17,7 +17,9 @@
 #                    created: 3 masters and 2 workers (at least 2 schedulable nodes).
 # Other settings: KILN (default bin/kiln), REPORT_DIR (default
 # _conformance/<mode>-<UTC time>), CONFORMANCE_FOCUS and CONFORMANCE_SKIP
-# (ginkgo regexps replacing the mode's focus and the default skip, none).
+# (ginkgo regexps replacing the mode's focus and the default skip, none),
+# CONFORMANCE_PROCS (default 4): with more than one, the specs not marked
+# [Serial] run in that many ginkgo processes, then the [Serial] ones alone.
 #
 # Prints "conformance: P passed, F failed, S skipped of N" and the report
 # directory (JUnit XML and e2e.log); exits 1 when a spec failed.
@@ -61,14 +63,33 @@ fi
 if [ "$mode" = subset ]; then focus=$(helper focus subset); else focus=$(helper focus full); fi
 focus=${CONFORMANCE_FOCUS:-$focus}
 skip=${CONFORMANCE_SKIP:-}
+procs=${CONFORMANCE_PROCS:-4}
 mkdir -p "$report_dir"
-echo "conformance: running e2e.test ($mode) against $kubeconfig; report in $report_dir"
+export PATH="$(dirname "$KUBECTL"):$PATH"
+e2e_flags=(--provider=local --kubeconfig="$kubeconfig" --kubectl-path="$KUBECTL")
 set +e
-PATH="$(dirname "$KUBECTL"):$PATH" "$E2E_TEST" \
-  --provider=local --kubeconfig="$kubeconfig" --kubectl-path="$KUBECTL" \
-  --report-dir="$report_dir" --ginkgo.focus="$focus" ${skip:+--ginkgo.skip="$skip"} \
-  --ginkgo.timeout=24h --ginkgo.no-color > "$report_dir/e2e.log" 2>&1
-rc=$?
+if [ "$procs" -le 1 ]; then
+  echo "conformance: running e2e.test ($mode) against $kubeconfig; report in $report_dir"
+  "$E2E_TEST" "${e2e_flags[@]}" --report-dir="$report_dir" \
+    --ginkgo.focus="$focus" ${skip:+--ginkgo.skip="$skip"} \
+    --ginkgo.timeout=24h --ginkgo.no-color > "$report_dir/e2e.log" 2>&1
+  rc=$?
+else
+  # Two passes, as upstream runs the suite: every spec not marked [Serial]
+  # in $procs ginkgo processes, then the [Serial] ones alone.
+  echo "conformance: running e2e.test ($mode, non-[Serial] specs in $procs processes) against $kubeconfig; report in $report_dir"
+  mkdir -p "$report_dir/parallel" "$report_dir/serial"
+  "$GINKGO" run --procs="$procs" --focus="$focus" --skip='\[Serial\]'"${skip:+|$skip}" \
+    --timeout=24h --no-color "$E2E_TEST" -- "${e2e_flags[@]}" --report-dir="$report_dir/parallel" \
+    > "$report_dir/e2e.log" 2>&1
+  rc=$?
+  echo "conformance: parallel pass exited $rc after $((($(date +%s) - start) / 60)) min; running the [Serial] specs"
+  "$E2E_TEST" "${e2e_flags[@]}" --report-dir="$report_dir/serial" \
+    --ginkgo.focus="\[Serial\].*(${focus})|(${focus}).*\[Serial\]" ${skip:+--ginkgo.skip="$skip"} \
+    --ginkgo.timeout=24h --ginkgo.no-color > "$report_dir/e2e-serial.log" 2>&1
+  rc2=$?
+  [ $rc -ne 0 ] || rc=$rc2
+fi
 set -e
 elapsed=$(($(date +%s) - start))
 echo "conformance: e2e.test exited $rc after $((elapsed / 60))m$((elapsed % 60))s (build, load and run)"

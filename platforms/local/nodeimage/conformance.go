@@ -26,6 +26,9 @@ type Conformance struct {
 	E2ETest string `json:"e2eTest"`
 	// Kubectl is kubectl at the same version, for the kubectl specs.
 	Kubectl string `json:"kubectl"`
+	// Ginkgo is the ginkgo CLI of the suite's ginkgo version: it runs
+	// e2e.test in parallel processes.
+	Ginkgo string `json:"ginkgo"`
 	// Images is the docker-archive holding every test image, tagged with
 	// its upstream name, for `kiln load image-archive`.
 	Images string `json:"images"`
@@ -55,8 +58,9 @@ func e2eComponent() component {
 			"k8s.io/kubernetes/test/images/agnhost",
 			"k8s.io/kubernetes/test/images/nonewprivs",
 			"k8s.io/sample-apiserver",
+			"github.com/onsi/ginkgo/v2/ginkgo",
 		},
-		Binaries: []string{"kubectl", "agnhost", "nonewprivs", "sample-apiserver"},
+		Binaries: []string{"kubectl", "agnhost", "nonewprivs", "sample-apiserver", "ginkgo"},
 		LDFlags:  kubernetesLDFlags(),
 	}
 }
@@ -171,6 +175,7 @@ func (b *builder) ensureConformance(ctx context.Context) (*Conformance, error) {
 	}
 	meta := Conformance{
 		E2ETest: filepath.Join(dir, "bin", "e2e.test"), Kubectl: filepath.Join(dir, "bin", "kubectl"),
+		Ginkgo: filepath.Join(dir, "bin", "ginkgo"),
 		Images: filepath.Join(dir, "images.tar"), Refs: refs, Version: release.KubernetesVersion,
 	}
 	data, err := json.MarshalIndent(meta, "", "  ")
@@ -220,7 +225,7 @@ func loadConformance(dir string) (*Conformance, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, conformanceFile), err)
 	}
 	c.Dir = dir
-	for _, f := range []string{c.E2ETest, c.Kubectl, c.Images} {
+	for _, f := range []string{c.E2ETest, c.Kubectl, c.Ginkgo, c.Images} {
 		if !exists(f) {
 			return nil, fmt.Errorf("conformance build %s incomplete: %s is missing", dir, f)
 		}
