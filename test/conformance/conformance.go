@@ -113,7 +113,7 @@ func ParseJUnit(r io.Reader, focus *regexp.Regexp) (Summary, error) {
 }
 
 // outcome is what became of one spec. A spec run in one report and
-// skipped in another (a parallel pass skips the [Serial] specs a serial
+// skipped in another (a parallel pass skips the specs marked Serial that a serial
 // pass runs) counts by its most telling outcome: failed, then passed, then
 // skipped.
 type outcome int

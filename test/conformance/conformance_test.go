@@ -91,7 +91,7 @@ func TestSubsetFocus(t *testing.T) {
 	}
 }
 
-// A run in two passes (parallel, then [Serial]) keeps one report per pass;
+// A run in two passes (parallel, then the specs marked Serial) keeps one report per pass;
 // each spec counts once, by the pass that ran it.
 func TestSummarizeDirMergesPasses(t *testing.T) {
 	dir := t.TempDir()
