@@ -44,10 +44,12 @@ type service struct {
 	stop     context.CancelFunc
 }
 
-// backend is one backend address and its last health-check result.
+// backend is one backend address, its health and its sessions.
 type backend struct {
-	addr     string
-	healthy  atomic.Bool
+	addr    string
+	healthy atomic.Bool
+	// fails counts the health checks failed in a row.
+	fails    atomic.Int32
 	sessions sessions
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,16 +20,74 @@ const (
 	maxCheckTimeout = 5 * time.Second
 )
 
-// checker runs one kind of health check against a backend address.
+// How many failed checks in a row change what the balancer does with a
+// backend, by what the checks saw (HAProxy's "fall", graded):
+//   - a backend that refuses or drops TCP connections is gone: it is marked
+//     down and its sessions are closed at the first failed check;
+//   - one that answers "not ready" (a non-200 /readyz, such as an API server
+//     whose etcd member was removed) is marked down, and its sessions closed,
+//     after fallChecks;
+//   - one that accepts connections but does not answer in time is marked
+//     down after fallChecks, and its sessions are closed only after
+//     staleChecks: a busy API server (a loaded host, a large LIST) still
+//     serves the requests and watches it has, and cutting them would fail
+//     every client at once for a few slow checks.
+const (
+	fallChecks  = 3
+	staleChecks = 15
+)
+
+// failure grades a failed health check.
+type failure int
+
+const (
+	// slow: the backend accepted the connection but did not answer in time.
+	slow failure = iota
+	// notReady: the backend answered that it is not ready.
+	notReady
+	// unreachable: no TCP connection could be made.
+	unreachable
+)
+
+// checkError is a failed health check and its grade.
+type checkError struct {
+	grade failure
+	err   error
+}
+
+func (e *checkError) Error() string { return e.err.Error() }
+func (e *checkError) Unwrap() error { return e.err }
+
+// gradeOf returns how err failed: unreachable and notReady when the checker
+// said so, slow otherwise.
+func gradeOf(err error) failure {
+	var ce *checkError
+	if errors.As(err, &ce) {
+		return ce.grade
+	}
+	return slow
+}
+
+// checker runs one kind of health check against a backend address; its
+// errors carry their grade (checkError).
 type checker func(ctx context.Context, addr string) error
+
+// dialForCheck connects to addr, grading a failure as unreachable.
+func dialForCheck(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, &checkError{grade: unreachable, err: err}
+	}
+	return c, nil
+}
 
 // newChecker returns the checker of service s.
 func newChecker(s Service) (checker, error) {
 	switch s.Health {
 	case CheckTCP:
 		return func(ctx context.Context, addr string) error {
-			var d net.Dialer
-			c, err := d.DialContext(ctx, "tcp", addr)
+			c, err := dialForCheck(ctx, "tcp", addr)
 			if err != nil {
 				return err
 			}
@@ -47,7 +106,7 @@ func newChecker(s Service) (checker, error) {
 			}
 			tlsCfg = &tls.Config{RootCAs: pool}
 		}
-		client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg, DisableKeepAlives: true}}
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg, DisableKeepAlives: true, DialContext: dialForCheck}}
 		return func(ctx context.Context, addr string) error {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+s.HealthPath, nil)
 			if err != nil {
@@ -59,7 +118,7 @@ func newChecker(s Service) (checker, error) {
 			}
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("GET %s: %s", s.HealthPath, resp.Status)
+				return &checkError{grade: notReady, err: fmt.Errorf("GET %s: %s", s.HealthPath, resp.Status)}
 			}
 			return nil
 		}, nil
@@ -90,14 +149,7 @@ func (b *Balancer) checkLoop(ctx context.Context, svc *service, cfg Service) {
 				if ctx.Err() != nil {
 					return
 				}
-				if was := be.healthy.Swap(err == nil); was != (err == nil) {
-					if err == nil {
-						b.log.Infof("%s: backend %s is healthy", cfg.Name, be.addr)
-					} else {
-						n := be.sessions.closeAll()
-						b.log.Infof("%s: backend %s is unhealthy (%d sessions closed): %v", cfg.Name, be.addr, n, err)
-					}
-				}
+				b.record(cfg.Name, be, err)
 			}()
 		}
 		wg.Wait()
@@ -106,5 +158,34 @@ func (b *Balancer) checkLoop(ctx context.Context, svc *service, cfg Service) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// record applies one health check's result to be: the rules of fallChecks.
+func (b *Balancer) record(name string, be *backend, err error) {
+	if err == nil {
+		be.fails.Store(0)
+		if !be.healthy.Swap(true) {
+			b.log.Infof("%s: backend %s is healthy", name, be.addr)
+		}
+		return
+	}
+	n := be.fails.Add(1)
+	grade := gradeOf(err)
+	down := grade == unreachable || n >= fallChecks
+	if !down {
+		b.log.Debugf("%s: backend %s failed %d check(s) in a row, still in use: %v", name, be.addr, n, err)
+		return
+	}
+	wasHealthy := be.healthy.Swap(false)
+	closed := 0
+	if grade != slow || n >= staleChecks {
+		closed = be.sessions.closeAll()
+	}
+	switch {
+	case wasHealthy:
+		b.log.Infof("%s: backend %s is unhealthy after %d failed check(s) (%d sessions closed): %v", name, be.addr, n, closed, err)
+	case closed > 0:
+		b.log.Infof("%s: backend %s still unhealthy (%d sessions closed): %v", name, be.addr, closed, err)
 	}
 }

@@ -6,8 +6,9 @@ import (
 )
 
 // sessions are the client connections proxied to one backend. When the
-// backend is marked down or removed they are closed (HAProxy's
-// "on-marked-down shutdown-sessions"): a client with a long-lived
+// backend is removed, or marked down for a reason other than slow checks
+// (fallChecks), they are closed (HAProxy's "on-marked-down
+// shutdown-sessions"): a client with a long-lived
 // connection — a kubelet's or client-go's HTTP/2 connection to the API — would
 // otherwise keep talking to a dead API server that still answers TCP and
 // HTTP/2 pings, such as the bootstrap machine's after its etcd member is

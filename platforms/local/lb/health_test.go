@@ -1,0 +1,120 @@
+package lb
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// The checkers grade what they saw: no TCP connection, a "not ready"
+// answer, or no answer in time.
+func TestCheckGrades(t *testing.T) {
+	gone, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goneAddr := gone.Addr().String()
+	gone.Close()
+	notReadySrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "etcd member removed", http.StatusInternalServerError)
+	}))
+	t.Cleanup(notReadySrv.Close)
+	release := make(chan struct{})
+	slowSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(slowSrv.Close)
+	t.Cleanup(func() { close(release) })
+	okSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	t.Cleanup(okSrv.Close)
+
+	https, err := newChecker(Service{Name: "api", Health: CheckHTTPS, HealthPath: "/readyz"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, err := newChecker(Service{Name: "mcs", Health: CheckTCP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "https://") }
+	for _, tc := range []struct {
+		name  string
+		check checker
+		addr  string
+		want  failure
+	}{
+		{"https to a closed port", https, goneAddr, unreachable},
+		{"tcp to a closed port", tcp, goneAddr, unreachable},
+		{"https answering 500", https, host(notReadySrv), notReady},
+		{"https not answering in time", https, host(slowSrv), slow},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		err := tc.check(ctx, tc.addr)
+		cancel()
+		if err == nil {
+			t.Errorf("%s: check passed", tc.name)
+			continue
+		}
+		if got := gradeOf(err); got != tc.want {
+			t.Errorf("%s: graded %d, want %d (%v)", tc.name, got, tc.want, err)
+		}
+	}
+	if err := https(context.Background(), host(okSrv)); err != nil {
+		t.Errorf("https to a ready backend: %v", err)
+	}
+}
+
+// record marks a backend down and closes its sessions by the grade and the
+// count of failed checks in a row (fallChecks, staleChecks).
+func TestRecordFallRules(t *testing.T) {
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	b := New(log)
+	slowErr := errors.New("context deadline exceeded")
+	notReadyErr := &checkError{grade: notReady, err: errors.New("GET /readyz: 500")}
+	goneErr := &checkError{grade: unreachable, err: errors.New("connection refused")}
+	for _, tc := range []struct {
+		name string
+		err  error
+		// downAt and closeAt are the failed checks (1-based) after which the
+		// backend is marked down and its sessions are closed.
+		downAt, closeAt int32
+	}{
+		{"slow", slowErr, fallChecks, staleChecks},
+		{"not ready", notReadyErr, fallChecks, fallChecks},
+		{"unreachable", goneErr, 1, 1},
+	} {
+		be := &backend{addr: "10.0.0.1:6443"}
+		b.record("api", be, nil)
+		client, server := net.Pipe()
+		be.sessions.add(client)
+		for i := int32(1); i <= staleChecks; i++ {
+			b.record("api", be, tc.err)
+			if down := !be.healthy.Load(); down != (i >= tc.downAt) {
+				t.Errorf("%s: after %d failed checks down=%v, want down from check %d", tc.name, i, down, tc.downAt)
+			}
+			closed := len(be.sessions.conns) == 0
+			if closed != (i >= tc.closeAt) {
+				t.Errorf("%s: after %d failed checks sessions closed=%v, want closed from check %d", tc.name, i, closed, tc.closeAt)
+			}
+		}
+		b.record("api", be, nil)
+		if !be.healthy.Load() || be.fails.Load() != 0 {
+			t.Errorf("%s: a passed check left healthy=%v fails=%d", tc.name, be.healthy.Load(), be.fails.Load())
+		}
+		client.Close()
+		server.Close()
+	}
+}
