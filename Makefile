@@ -6,8 +6,9 @@ CLUSTER_DIR ?= _cluster
 # Root-only steps (host packages, e2e tests) run when this is 0.
 UID := $(shell id -u)
 # Host packages the local platform needs: debootstrap builds the node image,
-# systemd-container runs machines, ignition provides ignition-validate.
-HOST_PACKAGES := debootstrap systemd-container iproute2 iptables ignition zstd ca-certificates
+# systemd-container runs machines, ignition provides ignition-validate;
+# gcc, make, libc6-dev and bzip2 build the conformance suite's BusyBox.
+HOST_PACKAGES := debootstrap systemd-container iproute2 iptables ignition zstd ca-certificates gcc make libc6-dev bzip2
 # Machines share the host's inotify instances (about 32 each, docs/local-platform.md).
 INOTIFY_INSTANCES := 512
 

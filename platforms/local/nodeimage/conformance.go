@@ -153,12 +153,16 @@ func (b *builder) ensureConformance(ctx context.Context) (*Conformance, error) {
 	if err != nil {
 		return nil, err
 	}
+	busybox, err := b.ensureBusybox(ctx)
+	if err != nil {
+		return nil, err
+	}
 	tmp, err := scratch(dir)
 	if err != nil {
 		return nil, err
 	}
 	src := conformanceSources{
-		rootfs: rootfs, bins: bins,
+		rootfs: rootfs, bins: bins, busybox: busybox,
 		module: filepath.Join(b.cache, "go", "mod", "k8s.io", "kubernetes@"+release.KubernetesVersion),
 	}
 	end := b.progress.Start("Writing the conformance test images")
@@ -196,6 +200,7 @@ func (b *builder) ensureConformance(ctx context.Context) (*Conformance, error) {
 func conformanceKey(goVersion, binKey string, deps map[string]component) (string, error) {
 	h := newHasher("conformance/v1")
 	h.add("bin", binKey)
+	h.add("busybox", busyboxKey())
 	for _, name := range []string{"etcd", "pause"} {
 		dc := deps[name]
 		files, err := dc.sources()

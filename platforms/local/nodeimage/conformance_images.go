@@ -79,6 +79,8 @@ type conformanceSources struct {
 	// module is the k8s.io/kubernetes module directory in the module
 	// cache, holding the images' data files (k8s.io/kubernetes/test/images).
 	module string
+	// busybox is the BusyBox binary built from upstream's release.
+	busybox string
 }
 
 // treeSkip are paths of the Debian tree that no image needs: device nodes
@@ -155,7 +157,7 @@ func (b *builder) conformanceLayer(ctx context.Context, name string, src conform
 	case "nonewprivs":
 		return []layerEntry{bin("nonewprivs", "usr/local/bin/nnp", 0o4755)}, nil
 	case "busybox":
-		return b.busyboxEntries(ctx, src.rootfs)
+		return b.busyboxEntries(ctx, src.busybox)
 	case "sample-apiserver":
 		return withBase(bin("sample-apiserver", "sample-apiserver", 0o755)), nil
 	case "etcd":
@@ -173,19 +175,14 @@ func withBase(entries ...layerEntry) []layerEntry {
 }
 
 // busyboxEntries returns the busybox image's only layer: the base files,
-// Debian's static busybox as /bin/busybox and a link for each applet it
-// lists.
-func (b *builder) busyboxEntries(ctx context.Context, rootfs string) ([]layerEntry, error) {
-	t := &tree{root: rootfs, seen: map[string]bool{}}
-	real, err := t.resolve("/bin/busybox")
+// the static BusyBox built from upstream's release (ensureBusybox) as
+// /bin/busybox and a link for each applet it lists.
+func (b *builder) busyboxEntries(ctx context.Context, busybox string) ([]layerEntry, error) {
+	out, err := b.run.output(ctx, command{Path: busybox, Args: []string{"--list"}}, true)
 	if err != nil {
 		return nil, err
 	}
-	out, err := b.run.output(ctx, command{Path: "chroot", Args: []string{rootfs, real, "--list"}}, true)
-	if err != nil {
-		return nil, err
-	}
-	entries := withBase(layerEntry{Name: "bin/busybox", Source: filepath.Join(rootfs, real), Mode: 0o755})
+	entries := withBase(layerEntry{Name: "bin/busybox", Source: busybox, Mode: 0o755})
 	for _, applet := range busyboxApplets(out) {
 		entries = append(entries, layerEntry{Name: "bin/" + applet, Link: "busybox"})
 	}

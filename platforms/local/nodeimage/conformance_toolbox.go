@@ -12,10 +12,10 @@ import (
 
 // toolboxPackages are added to debootstrap's minbase for the conformance
 // test images built from Debian: the tools the specs run inside agnhost
-// pods (the upstream image adds the same from Alpine), busybox, nginx and
-// dig for the DNS specs' "jessie" prober.
+// pods (the upstream image adds the same from Alpine), nginx and dig for
+// the DNS specs' "jessie" prober. The busybox image is not built from it
+// (conformance_busybox.go says why).
 var toolboxPackages = [...]string{
-	"busybox-static",  // the busybox image: one static binary and its applets
 	"curl",            // agnhost pods: HTTP checks of services
 	"dnsutils",        // dig and nslookup: DNS specs, agnhost pods
 	"netcat-openbsd",  // nc: service and port checks from agnhost pods
