@@ -65,6 +65,9 @@ focus=${CONFORMANCE_FOCUS:-$focus}
 skip=${CONFORMANCE_SKIP:-}
 procs=${CONFORMANCE_PROCS:-4}
 mkdir -p "$report_dir"
+# Absolute paths: the ginkgo CLI runs e2e.test in the binary's directory.
+report_dir=$(realpath "$report_dir")
+kubeconfig=$(realpath "$kubeconfig")
 export PATH="$(dirname "$KUBECTL"):$PATH"
 e2e_flags=(--provider=local --kubeconfig="$kubeconfig" --kubectl-path="$KUBECTL")
 set +e
