@@ -56,8 +56,25 @@ func Subset() []string {
 // SubsetFocus returns the ginkgo focus regexp that selects exactly the
 // subset's specs.
 func SubsetFocus() string {
-	quoted := make([]string, len(subset))
-	for i, s := range subset {
+	return anyOf(subset[:])
+}
+
+// cannotRun are the conformance specs that cannot run on a host without
+// internet access; docs/conformance.md gives each one's reason and evidence.
+var cannotRun = [...]string{
+	"[sig-node] ImageVolume should succeed with pod and pull policy of Always [LinuxOnly] [MinimumKubeletVersion:1.35] [Conformance]",
+}
+
+// CannotRunSkip returns the ginkgo skip regexp that leaves out exactly the
+// specs that cannot run here.
+func CannotRunSkip() string {
+	return anyOf(cannotRun[:])
+}
+
+// anyOf returns a regexp matching any of the spec names.
+func anyOf(names []string) string {
+	quoted := make([]string, len(names))
+	for i, s := range names {
 		quoted[i] = regexp.QuoteMeta(s)
 	}
 	return strings.Join(quoted, "|")

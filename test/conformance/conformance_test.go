@@ -119,3 +119,30 @@ func TestSummarizeDirMergesPasses(t *testing.T) {
 		t.Errorf("merged = %+v\nwant %+v", s, want)
 	}
 }
+
+// The default skip leaves out exactly the specs listed as cannot-run, and
+// docs/conformance.md names each of them.
+func TestCannotRunSkip(t *testing.T) {
+	re, err := regexp.Compile(CannotRunSkip())
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "conformance.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range cannotRun {
+		if !re.MatchString(name) {
+			t.Errorf("the skip misses %q", name)
+		}
+		short, _, _ := strings.Cut(strings.TrimPrefix(name, "[sig-node] "), " [")
+		if !strings.Contains(string(doc), short) {
+			t.Errorf("docs/conformance.md does not list %q", short)
+		}
+	}
+	for _, name := range append(Subset(), "[sig-node] ImageVolume should succeed with pod and pull policy of IfNotPresent [LinuxOnly] [Conformance]") {
+		if re.MatchString(name) {
+			t.Errorf("the skip selects %q, which can run", name)
+		}
+	}
+}

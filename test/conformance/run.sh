@@ -17,7 +17,8 @@
 #                    created: 3 masters and 2 workers (at least 2 schedulable nodes).
 # Other settings: KILN (default bin/kiln), REPORT_DIR (default
 # _conformance/<mode>-<UTC time>), CONFORMANCE_FOCUS and CONFORMANCE_SKIP
-# (ginkgo regexps replacing the mode's focus and the default skip, none),
+# (ginkgo regexps replacing the mode's focus and the default skip, which
+# leaves out the specs that cannot run offline; CONFORMANCE_SKIP= skips none),
 # CONFORMANCE_PROCS (default 4): with more than one, the specs not marked
 # [Serial] run in that many ginkgo processes, then the [Serial] ones alone.
 #
@@ -62,7 +63,8 @@ fi
 
 if [ "$mode" = subset ]; then focus=$(helper focus subset); else focus=$(helper focus full); fi
 focus=${CONFORMANCE_FOCUS:-$focus}
-skip=${CONFORMANCE_SKIP:-}
+# By default the specs that cannot run offline are skipped (docs/conformance.md).
+skip=${CONFORMANCE_SKIP-$(helper skip)}
 procs=${CONFORMANCE_PROCS:-4}
 mkdir -p "$report_dir"
 # Absolute paths: the ginkgo CLI runs e2e.test in the binary's directory.

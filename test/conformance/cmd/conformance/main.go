@@ -1,6 +1,7 @@
 // Command conformance is the helper test/conformance/run.sh calls:
 //
 //	conformance focus full|subset    print the ginkgo focus regexp
+//	conformance skip                 print the ginkgo skip regexp of the specs that cannot run here
 //	conformance summary DIR (FOCUS)  print "conformance: P passed, F failed, S skipped of N"
 //	                                 from DIR's JUnit reports, then each failed spec;
 //	                                 exit 1 when a spec or a suite node failed. FOCUS (optional, default
@@ -30,6 +31,9 @@ func run(args []string) error {
 	case len(args) == 2 && args[0] == "focus" && args[1] == "subset":
 		fmt.Println(conformance.SubsetFocus())
 		return nil
+	case len(args) == 1 && args[0] == "skip":
+		fmt.Println(conformance.CannotRunSkip())
+		return nil
 	case (len(args) == 2 || len(args) == 3) && args[0] == "summary":
 		focus := conformance.FullFocus
 		if len(args) == 3 {
@@ -55,5 +59,5 @@ func run(args []string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("usage: conformance focus full|subset | conformance summary DIR [FOCUS]")
+	return fmt.Errorf("usage: conformance focus full|subset | conformance skip | conformance summary DIR [FOCUS]")
 }
