@@ -110,29 +110,54 @@ func (s *Store) commit(j *journal) error {
 
 // replay performs j. Every step is idempotent and checks what is on disk
 // first, so replaying a journal whose run got part-way (or all the way)
-// finishes that run and writes nothing twice.
+// finishes that run and writes nothing twice. The target's files and the
+// copies of consumed files are one batch, made durable together before any
+// original is removed and before the state file that names them is
+// replaced; the removals and the state file are a second batch; the journal
+// goes last.
 func (s *Store) replay(j *journal) error {
+	outputs := s.w.Batch()
+	defer outputs.Abort()
 	for _, f := range j.Writes {
-		if err := s.replayWrite(j, f); err != nil {
+		if err := s.replayWrite(outputs, j, f); err != nil {
 			return err
 		}
 	}
+	var originals []journalFile // consumed files still in place
 	for _, f := range j.Consumes {
-		if err := s.replayConsume(j, f); err != nil {
+		exists, err := s.replayCopy(outputs, j, f)
+		if err != nil {
+			return err
+		}
+		if exists {
+			originals = append(originals, f)
+		}
+	}
+	if err := outputs.Commit(); err != nil {
+		return err
+	}
+	final := s.w.Batch()
+	defer final.Abort()
+	for _, f := range originals {
+		if err := s.removeConsumed(final, f); err != nil {
 			return err
 		}
 	}
 	name := filepath.Join(s.dir, StateFileName)
 	if old, err := os.ReadFile(name); err != nil || !bytes.Equal(old, j.State) {
-		if err := s.w.Write(name, j.State, 0o600); err != nil {
+		if err := final.Write(name, j.State, 0o600); err != nil {
 			return err
 		}
+	}
+	if err := final.Commit(); err != nil {
+		return err
 	}
 	return s.w.Remove(filepath.Join(s.dir, JournalFileName))
 }
 
-// replayWrite writes one of the target's files unless it is there already.
-func (s *Store) replayWrite(j *journal, f journalFile) error {
+// replayWrite queues one of the target's files in b unless it is there
+// already.
+func (s *Store) replayWrite(b *atomicfile.Batch, j *journal, f journalFile) error {
 	full := filepath.Join(s.dir, filepath.FromSlash(f.Path))
 	want := hashBytes(f.Data)
 	if h, mode, ok := fileHash(full); ok {
@@ -143,33 +168,33 @@ func (s *Store) replayWrite(j *journal, f journalFile) error {
 			return s.changedSince(j, f.Path)
 		}
 	}
-	if err := s.w.Write(full, f.Data, f.Mode); err != nil {
-		return err
-	}
-	s.log.Debugf("Wrote %s (%o)", f.Path, f.Mode.Perm())
-	return nil
+	s.log.Debugf("Writing %s (%o)", f.Path, f.Mode.Perm())
+	return b.Write(full, f.Data, f.Mode)
 }
 
-// replayConsume moves one consumed file into ConsumedDir: copy, then
-// remove, then remove the directories it leaves empty (manifests/).
-func (s *Store) replayConsume(j *journal, f journalFile) error {
-	dst := path.Join(ConsumedDir, f.Path)
+// replayCopy queues in b the copy of one consumed file into ConsumedDir
+// unless it is there already, and tells whether the original is still in
+// place, to be removed once the copy is durable.
+func (s *Store) replayCopy(b *atomicfile.Batch, j *journal, f journalFile) (exists bool, err error) {
 	full := filepath.Join(s.dir, filepath.FromSlash(f.Path))
 	want := hashBytes(f.Data)
 	h, _, exists := fileHash(full)
 	if exists && h != want {
-		return s.changedSince(j, f.Path)
+		return false, s.changedSince(j, f.Path)
 	}
-	fullDst := filepath.Join(s.dir, filepath.FromSlash(dst))
+	fullDst := filepath.Join(s.dir, filepath.FromSlash(path.Join(ConsumedDir, f.Path)))
 	if h, mode, ok := fileHash(fullDst); !ok || h != want || mode != f.Mode.Perm() {
-		if err := s.w.Write(fullDst, f.Data, f.Mode); err != nil {
-			return err
+		if err := b.Write(fullDst, f.Data, f.Mode); err != nil {
+			return false, err
 		}
 	}
-	if !exists {
-		return nil
-	}
-	if err := s.w.Remove(full); err != nil {
+	return exists, nil
+}
+
+// removeConsumed removes a consumed file whose copy is durable, then the
+// directories it leaves empty (manifests/).
+func (s *Store) removeConsumed(b *atomicfile.Batch, f journalFile) error {
+	if err := b.Remove(filepath.Join(s.dir, filepath.FromSlash(f.Path))); err != nil {
 		return err
 	}
 	for d := path.Dir(f.Path); d != "."; d = path.Dir(d) {
@@ -177,11 +202,11 @@ func (s *Store) replayConsume(j *journal, f journalFile) error {
 		if entries, err := os.ReadDir(full); err != nil || len(entries) > 0 {
 			break
 		}
-		if err := s.w.Remove(full); err != nil {
+		if err := b.Remove(full); err != nil {
 			return err
 		}
 	}
-	s.log.Infof("Consumed %s; a copy is in %s", f.Path, dst)
+	s.log.Infof("Consumed %s; a copy is in %s", f.Path, path.Join(ConsumedDir, f.Path))
 	return nil
 }
 
