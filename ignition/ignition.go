@@ -13,7 +13,6 @@ import (
 	butanefcos "github.com/coreos/butane/config/fcos/v1_4"
 	"github.com/coreos/ignition/v2/config/v3_3"
 	"github.com/coreos/ignition/v2/config/v3_3/types"
-	"github.com/coreos/ignition/v2/config/validate"
 	"github.com/vincent-petithory/dataurl"
 )
 
@@ -38,8 +37,10 @@ func FromButane(name string, src []byte) (types.Config, error) {
 	if len(rpt.Entries) > 0 {
 		return types.Config{}, fmt.Errorf("butane %s: %s", name, rpt.String())
 	}
-	cfg, _, err := v3_3.Parse(raw)
-	if err != nil {
+	// Butane validated the config it translated, and Marshal validates the
+	// whole config this part goes into: decoding is enough here.
+	var cfg types.Config
+	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return types.Config{}, fmt.Errorf("butane %s: translated config: %w", name, err)
 	}
 	return cfg, nil
@@ -113,14 +114,11 @@ func Marshal(c types.Config) ([]byte, error) {
 var ErrInvalid = errors.New("invalid Ignition config")
 
 // Validate parses raw as a spec 3.3.0 config and runs Ignition's validator
-// over it; warnings are tolerated, errors are not.
+// over it (v3_3.Parse runs validate.ValidateWithContext, as Ignition does
+// on the machine); warnings are tolerated, errors are not.
 func Validate(raw []byte) error {
-	cfg, rpt, err := v3_3.Parse(raw)
-	if err != nil {
+	if _, rpt, err := v3_3.Parse(raw); err != nil {
 		return fmt.Errorf("%w: %v: %s", ErrInvalid, err, strings.TrimSpace(rpt.String()))
-	}
-	if r := validate.ValidateWithContext(cfg, raw); r.IsFatal() {
-		return fmt.Errorf("%w: %s", ErrInvalid, strings.TrimSpace(r.String()))
 	}
 	return nil
 }
