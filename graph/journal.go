@@ -88,10 +88,28 @@ func readJournal(dir string) (*journal, error) {
 	return j, nil
 }
 
+// encode returns the journal as JSON. The state, JSON that newState made,
+// is appended as it is: encoding/json would scan and compact all of it
+// again (a few hundred KiB).
+func (j *journal) encode() ([]byte, error) {
+	head := *j
+	head.State = nil
+	b, err := json.Marshal(&head)
+	if err != nil {
+		return nil, err
+	}
+	tail := []byte(`"state":null}`)
+	if !bytes.HasSuffix(b, tail) || len(j.State) == 0 {
+		return nil, errors.New("journal: no state to record")
+	}
+	b = append(b[:len(b)-len("null}")], j.State...)
+	return append(b, '}'), nil
+}
+
 // commit writes the journal, then performs it: that is the only way Persist
 // changes --dir.
 func (s *Store) commit(j *journal) error {
-	b, err := json.Marshal(j)
+	b, err := j.encode()
 	if err != nil {
 		return err
 	}
