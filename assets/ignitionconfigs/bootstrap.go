@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"path"
+	"slices"
 	"strings"
 
-	"github.com/kiln-project/kiln/assets/installconfig"
-	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/assets/manifests"
-	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/ignition"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
@@ -22,9 +19,9 @@ var _ graph.WritableAsset = (*Bootstrap)(nil)
 // keys: mode 0600.
 const BootstrapFile = "bootstrap.ign"
 
-// Bootstrap is bootstrap.ign: the temporary control plane as static pods,
-// bootkube with every manifest to apply, and the machine-config server with
-// the full master and worker configs.
+// Bootstrap is bootstrap.ign: BootstrapBase (the temporary control plane
+// as static pods, the machine-config server with the full master and worker
+// configs) plus bootkube with every manifest to apply.
 type Bootstrap struct {
 	File *graph.File `json:"file"`
 }
@@ -37,48 +34,30 @@ func (*Bootstrap) Name() string { return "bootstrap Ignition config" }
 
 // Dependencies implements graph.Asset.
 func (*Bootstrap) Dependencies() []graph.Asset {
-	deps := []graph.Asset{
-		&installconfig.InstallConfig{}, &manifests.Values{}, &tls.Bundle{},
-		&kubeconfig.Localhost{}, &kubeconfig.KubeControllerManager{}, &kubeconfig.KubeScheduler{},
-		&MasterConfig{}, &WorkerConfig{},
-	}
-	for _, a := range manifests.Assets() {
-		deps = append(deps, a)
+	deps := []graph.Asset{&BootstrapBase{}, &manifests.UserManifests{}}
+	for _, o := range manifests.Objects() {
+		deps = append(deps, o)
 	}
 	return deps
 }
 
 // Generate implements graph.Asset.
 func (b *Bootstrap) Generate(_ context.Context, p graph.Parents) error {
-	ic, v, bundle := &installconfig.InstallConfig{}, &manifests.Values{}, &tls.Bundle{}
-	admin, kcm, sched := &kubeconfig.Localhost{}, &kubeconfig.KubeControllerManager{}, &kubeconfig.KubeScheduler{}
-	master, worker := &MasterConfig{}, &WorkerConfig{}
+	base, user := &BootstrapBase{}, &manifests.UserManifests{}
 	objects := manifests.Objects()
-	bootPods, masterPods, user := &manifests.BootstrapStaticPods{}, &manifests.MasterStaticPods{}, &manifests.UserManifests{}
-	parents := []graph.Asset{ic, v, bundle, admin, kcm, sched, master, worker, bootPods, masterPods, user}
+	parents := []graph.Asset{base, user}
 	for _, o := range objects {
 		parents = append(parents, o)
 	}
 	if err := p.Get(parents...); err != nil {
 		return err
 	}
-	cfg, err := baseConfig(RoleBootstrap, ic, v)
-	if err != nil {
-		return err
-	}
-	if err := place(&cfg, bundle, append(controlPlanePKI(), bootstrapOnlyPKI()...)); err != nil {
-		return err
-	}
-	ignition.AddFile(&cfg, nodelayout.KubeconfigDir+"/admin.kubeconfig", 0o600, admin.File.Data)
-	ignition.AddFile(&cfg, nodelayout.KubeconfigDir+"/controller-manager.kubeconfig", 0o600, kcm.File.Data)
-	ignition.AddFile(&cfg, nodelayout.KubeconfigDir+"/scheduler.kubeconfig", 0o600, sched.File.Data)
-	addFileSet(&cfg, nodelayout.StaticPodDir, bootPods.Files(), 0o644)
-	etcd := fileNamed(masterPods.Files(), "etcd.yaml")
-	if etcd == nil {
-		p := manifests.StaticPodsDir + "/master/etcd.yaml"
-		return graph.WithKind(graph.KindInput, &manifests.MissingFileError{Path: p, Dir: path.Dir(p)})
-	}
-	ignition.AddFile(&cfg, nodelayout.MasterEtcdManifest, 0o644, etcd.Data)
+	cfg := base.Config
+	// Marshal sorts these lists in place: keep base's own untouched.
+	cfg.Storage.Files = slices.Clone(cfg.Storage.Files)
+	cfg.Storage.Directories = slices.Clone(cfg.Storage.Directories)
+	cfg.Storage.Links = slices.Clone(cfg.Storage.Links)
+	cfg.Systemd.Units = slices.Clone(cfg.Systemd.Units)
 	for _, o := range objects {
 		addFileSet(&cfg, nodelayout.BootstrapManifestsDir, o.Files(), 0o600)
 	}
@@ -88,8 +67,6 @@ func (b *Bootstrap) Generate(_ context.Context, p graph.Parents) error {
 	if names := user.Paths(); len(names) > 0 {
 		ignition.AddFile(&cfg, nodelayout.BootstrapUserManifestsList, 0o644, []byte(strings.Join(names, "\n")+"\n"))
 	}
-	ignition.AddFile(&cfg, nodelayout.MCSConfigDir+"/master.ign", 0o600, master.Config)
-	ignition.AddFile(&cfg, nodelayout.MCSConfigDir+"/worker.ign", 0o600, worker.Config)
 	data, err := ignition.Marshal(cfg)
 	if err != nil {
 		return err
