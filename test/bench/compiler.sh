@@ -85,19 +85,18 @@ median() { sort -n | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-run_kiln "$work" >/dev/null && rm -rf "${work:?}"/* "$work"/.k* # warm-up: page cache, binaries
-run_kubeadm "$work" >/dev/null && rm -rf "${work:?}"/*
-: > "$work.kiln"; : > "$work.kubeadm"; : > "$work.ratio"
-trap 'rm -rf "$work" "$work.kiln" "$work.kubeadm" "$work.ratio"' EXIT
+for cmd in run_kiln run_kubeadm; do # warm-up, not counted: page cache, binaries
+  d=$(mktemp -d "$work/warm.XXXX"); $cmd "$d" >/dev/null; rm -rf "$d"
+done
 printf '%-5s %12s %12s %7s\n' pair kiln_ms kubeadm_ms ratio
 for i in $(seq 1 "$pairs"); do
   a=$(mktemp -d "$work/kiln.XXXX"); b=$(mktemp -d "$work/kubeadm.XXXX")
   ka=$(run_kiln "$a"); kb=$(run_kubeadm "$b")
   rm -rf "$a" "$b"
-  echo "$ka" >> "$work.kiln"; echo "$kb" >> "$work.kubeadm"
-  r=$(awk -v a="$ka" -v b="$kb" 'BEGIN {printf "%.2f", b/a}'); echo "$r" >> "$work.ratio"
+  echo "$ka" >> "$work/kiln"; echo "$kb" >> "$work/kubeadm"
+  r=$(awk -v a="$ka" -v b="$kb" 'BEGIN {printf "%.2f", b/a}'); echo "$r" >> "$work/ratio"
   awk -v i="$i" -v a="$ka" -v b="$kb" -v r="$r" 'BEGIN {printf "%-5d %12.1f %12.1f %6sx\n", i, a/1000, b/1000, r}'
 done
-mk=$(median < "$work.kiln") mb=$(median < "$work.kubeadm") mr=$(median < "$work.ratio")
+mk=$(median < "$work/kiln") mb=$(median < "$work/kubeadm") mr=$(median < "$work/ratio")
 awk -v a="$mk" -v b="$mb" -v r="$mr" -v n="$pairs" 'BEGIN {
   printf "median of %d pairs: kiln %.1f ms, kubeadm %.1f ms: kubeadm/kiln %.1fx (median of the pair ratios %.1fx)\n", n, a/1000, b/1000, b/a, r }'
