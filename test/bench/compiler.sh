@@ -5,7 +5,7 @@
 # run in a fresh temporary directory, the two commands alternating (A B A B
 # ...) so drift of the machine's speed hits both alike. Prints each run, the
 # medians and the ratio kubeadm/kiln of the medians and the median of the
-# per-pair ratios.
+# per-round ratios.
 #
 # kubeadm is built at the pinned Kubernetes version (assets/release) from the
 # Go module proxy the way the node image builds Kubernetes: the wrapper module
@@ -15,11 +15,13 @@
 # image cache makes this build mostly cached. The binary is kept in
 # ~/.cache/kiln/bench/kubeadm-<version>.
 #
-# Usage: test/bench/compiler.sh [pairs]   (default 21; KILN=path to kiln,
-#        KUBEADM=path to a kubeadm to skip the build; BUILD_ONLY=1 to only build)
+# Usage: test/bench/compiler.sh [rounds]  (default 21; KILN=path to kiln,
+#        KUBEADM=path to a kubeadm to skip the build; BUILD_ONLY=1 to only build;
+#        KILN_BASE=path to another kiln, e.g. built from an older commit, to run
+#        it in every round too, between the two, for a before/after comparison)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-pairs=${1:-21}
+rounds=${1:-21}
 kiln=${KILN:-bin/kiln}
 cache=${KILN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kiln}
 release=assets/release/release.go
@@ -68,10 +70,10 @@ fi
 kubeadm_flags=(--kubernetes-version "$version" --apiserver-advertise-address 10.0.0.10
   --control-plane-endpoint api.demo.example.com)
 now() { date +%s%N; }
-run_kiln() { # $1: fresh directory
+run_kiln() { # $1: fresh directory, $2: the kiln binary (default $kiln)
   cp docs/examples/install-config-local.yaml "$1/install-config.yaml"
   local t0; t0=$(now)
-  "$kiln" create ignition-configs --dir "$1" --log-level warn </dev/null
+  "${2:-$kiln}" create ignition-configs --dir "$1" --log-level warn </dev/null
   echo $(( ($(now) - t0) / 1000 ))
 }
 run_kubeadm() { # $1: fresh directory
@@ -88,15 +90,30 @@ trap 'rm -rf "$work"' EXIT
 for cmd in run_kiln run_kubeadm; do # warm-up, not counted: page cache, binaries
   d=$(mktemp -d "$work/warm.XXXX"); $cmd "$d" >/dev/null; rm -rf "$d"
 done
-printf '%-5s %12s %12s %7s\n' pair kiln_ms kubeadm_ms ratio
-for i in $(seq 1 "$pairs"); do
-  a=$(mktemp -d "$work/kiln.XXXX"); b=$(mktemp -d "$work/kubeadm.XXXX")
-  ka=$(run_kiln "$a"); kb=$(run_kubeadm "$b")
-  rm -rf "$a" "$b"
+base=${KILN_BASE:-}
+[ -z "$base" ] || [ -x "$base" ] || { echo "KILN_BASE=$base is not executable" >&2; exit 2; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", b/a}'; }
+printf '%-5s %10s %10s %7s' round kiln_ms kubeadm_ms ratio
+[ -z "$base" ] && echo || printf ' %10s %7s %11s\n' base_ms ratio base/kiln
+for i in $(seq 1 "$rounds"); do
+  d=$(mktemp -d "$work/kiln.XXXX"); ka=$(run_kiln "$d"); rm -rf "$d"
+  if [ -n "$base" ]; then
+    d=$(mktemp -d "$work/base.XXXX"); kc=$(run_kiln "$d" "$base"); rm -rf "$d"
+    echo "$kc" >> "$work/base"
+  fi
+  d=$(mktemp -d "$work/kubeadm.XXXX"); kb=$(run_kubeadm "$d"); rm -rf "$d"
   echo "$ka" >> "$work/kiln"; echo "$kb" >> "$work/kubeadm"
-  r=$(awk -v a="$ka" -v b="$kb" 'BEGIN {printf "%.2f", b/a}'); echo "$r" >> "$work/ratio"
-  awk -v i="$i" -v a="$ka" -v b="$kb" -v r="$r" 'BEGIN {printf "%-5d %12.1f %12.1f %6sx\n", i, a/1000, b/1000, r}'
+  r=$(ratio "$ka" "$kb"); echo "$r" >> "$work/ratio"
+  awk -v i="$i" -v a="$ka" -v b="$kb" -v r="$r" 'BEGIN {printf "%-5d %10.1f %10.1f %6sx", i, a/1000, b/1000, r}'
+  if [ -z "$base" ]; then echo; continue; fi
+  rc=$(ratio "$kc" "$kb"); echo "$rc" >> "$work/base-ratio"; rk=$(ratio "$ka" "$kc"); echo "$rk" >> "$work/base-kiln"
+  awk -v c="$kc" -v rc="$rc" -v rk="$rk" 'BEGIN {printf " %10.1f %6sx %10sx\n", c/1000, rc, rk}'
 done
 mk=$(median < "$work/kiln") mb=$(median < "$work/kubeadm") mr=$(median < "$work/ratio")
-awk -v a="$mk" -v b="$mb" -v r="$mr" -v n="$pairs" 'BEGIN {
-  printf "median of %d pairs: kiln %.1f ms, kubeadm %.1f ms: kubeadm/kiln %.1fx (median of the pair ratios %.1fx)\n", n, a/1000, b/1000, b/a, r }'
+awk -v a="$mk" -v b="$mb" -v r="$mr" -v n="$rounds" 'BEGIN {
+  printf "median of %d rounds: kiln %.1f ms, kubeadm %.1f ms: kubeadm/kiln %.1fx (median of the per-round ratios %.1fx)\n", n, a/1000, b/1000, b/a, r }'
+if [ -n "$base" ]; then
+  mc=$(median < "$work/base") mrc=$(median < "$work/base-ratio") mrk=$(median < "$work/base-kiln")
+  awk -v c="$mc" -v b="$mb" -v rc="$mrc" -v rk="$mrk" 'BEGIN {
+    printf "KILN_BASE: median %.1f ms: kubeadm/base %.1fx (per-round %.1fx); base/kiln per-round median %.2fx\n", c/1000, b/c, rc, rk }'
+fi
