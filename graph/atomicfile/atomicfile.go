@@ -83,7 +83,7 @@ func (w *Writer) Write(name string, data []byte, mode fs.FileMode) error {
 
 // WriteFunc is the package's WriteFunc through w.
 func (w *Writer) WriteFunc(name string, mode fs.FileMode, write func(w io.Writer) error) (err error) {
-	tmp, err := w.createTemp(name)
+	tmp, _, err := w.openTemp(name, mode)
 	if err != nil {
 		return err
 	}
@@ -93,13 +93,6 @@ func (w *Writer) WriteFunc(name string, mode fs.FileMode, write func(w io.Writer
 			os.Remove(tmp.Name())
 		}
 	}()
-	// CreateTemp makes 0600 files; Chmod sets exactly mode, whatever the umask.
-	if err := tmp.Chmod(mode.Perm()); err != nil {
-		return err
-	}
-	if err := w.fault(OpWrite, name); err != nil {
-		return err
-	}
 	if err := write(tmp); err != nil {
 		return err
 	}
@@ -117,7 +110,7 @@ func Produce(name string, mode fs.FileMode, produce func(tmpName string) error) 
 
 // Produce is the package's Produce through w.
 func (w *Writer) Produce(name string, mode fs.FileMode, produce func(tmpName string) error) (err error) {
-	tmp, err := w.createTemp(name)
+	tmp, _, err := w.createTemp(name)
 	if err != nil {
 		return err
 	}
@@ -153,21 +146,38 @@ func (w *Writer) Produce(name string, mode fs.FileMode, produce func(tmpName str
 }
 
 // createTemp creates the temporary file for a write of name, creating
-// missing parent directories 0755.
-func (w *Writer) createTemp(name string) (*os.File, error) {
-	dir := filepath.Dir(name)
-	if _, err := os.Stat(dir); err != nil {
-		if err := w.fault(OpMkdir, dir); err != nil {
-			return nil, err
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
+// missing parent directories 0755; it returns those, outermost first.
+func (w *Writer) createTemp(name string) (*os.File, []string, error) {
+	created, err := w.mkdirs(filepath.Dir(name))
+	if err != nil {
+		return nil, created, err
 	}
 	if err := w.fault(OpCreate, name); err != nil {
-		return nil, err
+		return nil, created, err
 	}
-	return os.CreateTemp(dir, TempPrefix+filepath.Base(name)+"-*")
+	tmp, err := os.CreateTemp(filepath.Dir(name), TempPrefix+filepath.Base(name)+"-*")
+	return tmp, created, err
+}
+
+// openTemp is createTemp for content written by this process: the file gets
+// mode and is ready for the write (the fault seam has seen OpWrite). On
+// error nothing is left but the directories created.
+func (w *Writer) openTemp(name string, mode fs.FileMode) (*os.File, []string, error) {
+	tmp, created, err := w.createTemp(name)
+	if err != nil {
+		return nil, created, err
+	}
+	// CreateTemp makes 0600 files; Chmod sets exactly mode, whatever the umask.
+	err = tmp.Chmod(mode.Perm())
+	if err == nil {
+		err = w.fault(OpWrite, name)
+	}
+	if err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, created, err
+	}
+	return tmp, created, nil
 }
 
 // commit syncs and closes the written temporary file tmp, renames it to

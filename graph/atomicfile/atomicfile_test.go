@@ -87,6 +87,34 @@ func TestRemoveTemps(t *testing.T) {
 	}
 }
 
+// crash is the panic value of a simulated kill in the fault tests.
+type crash struct{}
+
+// faultAt returns a writer whose n-th operation fails (mode "error") or
+// crashes (mode "crash"), and the count of operations it saw.
+func faultAt(n int, mode string) (*Writer, *int) {
+	ops := new(int)
+	return &Writer{Fault: func(Op, string) error {
+		if *ops++; *ops < n {
+			return nil
+		}
+		if mode == "crash" {
+			panic(crash{})
+		}
+		return errors.New("injected")
+	}}, ops
+}
+
+// survive runs fn, turning a simulated crash into a return.
+func survive(fn func()) {
+	defer func() {
+		if r := recover(); r != nil && r != (crash{}) {
+			panic(r)
+		}
+	}()
+	fn()
+}
+
 func assertNoTemps(t *testing.T, dir string) {
 	t.Helper()
 	m, _ := filepath.Glob(filepath.Join(dir, TempPrefix+"*"))
@@ -100,7 +128,6 @@ func assertNoTemps(t *testing.T, dir string) {
 // file; a crash leaves the old or the new content and at most temporary
 // files, which RemoveTemps sweeps.
 func TestWriterFaultAtEveryOperation(t *testing.T) {
-	type crash struct{}
 	for _, mode := range []string{"error", "crash"} {
 		for n := 1; ; n++ {
 			dir := t.TempDir()
@@ -108,28 +135,12 @@ func TestWriterFaultAtEveryOperation(t *testing.T) {
 			if err := Write(name, []byte("old"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			ops := 0
-			w := &Writer{Fault: func(op Op, path string) error {
-				if ops++; ops < n {
-					return nil
-				}
-				if mode == "crash" {
-					panic(crash{})
-				}
-				return errors.New("injected")
-			}}
+			w, ops := faultAt(n, mode)
 			var err error
-			func() {
-				defer func() {
-					if r := recover(); r != nil && r != (crash{}) {
-						panic(r)
-					}
-				}()
-				err = w.Write(name, []byte("new"), 0o600)
-			}()
-			if ops < n { // the write finished before operation n
+			survive(func() { err = w.Write(name, []byte("new"), 0o600) })
+			if *ops < n { // the write finished before operation n
 				if err != nil || n < 5 {
-					t.Fatalf("%s: write with %d operations: %v", mode, ops, err)
+					t.Fatalf("%s: write with %d operations: %v", mode, *ops, err)
 				}
 				break
 			}

@@ -51,8 +51,8 @@ func (w *Writer) Batch() *Batch {
 // missing parent directories 0755; Commit puts it in place. On error the
 // temporary file is removed and the batch can still be committed or
 // aborted.
-func (b *Batch) Write(name string, data []byte, mode fs.FileMode) (err error) {
-	created, err := b.w.mkdirs(filepath.Dir(name))
+func (b *Batch) Write(name string, data []byte, mode fs.FileMode) error {
+	tmp, created, err := b.w.openTemp(name, mode)
 	for _, d := range created {
 		// A new directory's entry is in its parent: sync that too.
 		b.dirs[filepath.Dir(d)] = true
@@ -60,26 +60,9 @@ func (b *Batch) Write(name string, data []byte, mode fs.FileMode) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := b.w.fault(OpCreate, name); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), TempPrefix+filepath.Base(name)+"-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(mode.Perm()); err != nil {
-		return err
-	}
-	if err := b.w.fault(OpWrite, name); err != nil {
-		return err
-	}
 	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
 		return err
 	}
 	b.files = append(b.files, pendingFile{name: name, tmp: tmp})

@@ -68,7 +68,6 @@ func TestBatchWritesRemovesAndSyncsEachDirectoryOnce(t *testing.T) {
 // content; after a failure no temporary file is left, after a crash
 // RemoveTemps sweeps them; a batch that finished has both new contents.
 func TestBatchFaultAtEveryOperation(t *testing.T) {
-	type crash struct{}
 	for _, mode := range []string{"error", "crash"} {
 		for n := 1; ; n++ {
 			dir := t.TempDir()
@@ -76,23 +75,9 @@ func TestBatchFaultAtEveryOperation(t *testing.T) {
 			if err := Write(names[0], []byte("old"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			ops := 0
-			w := &Writer{Fault: func(Op, string) error {
-				if ops++; ops < n {
-					return nil
-				}
-				if mode == "crash" {
-					panic(crash{})
-				}
-				return errors.New("injected")
-			}}
+			w, ops := faultAt(n, mode)
 			var err error
-			func() {
-				defer func() {
-					if r := recover(); r != nil && r != (crash{}) {
-						panic(r)
-					}
-				}()
+			survive(func() {
 				b := w.Batch()
 				defer b.Abort()
 				for _, name := range names {
@@ -101,10 +86,10 @@ func TestBatchFaultAtEveryOperation(t *testing.T) {
 					}
 				}
 				err = b.Commit()
-			}()
-			if ops < n {
+			})
+			if *ops < n {
 				if err != nil {
-					t.Fatalf("%s: batch with %d operations: %v", mode, ops, err)
+					t.Fatalf("%s: batch with %d operations: %v", mode, *ops, err)
 				}
 				for _, name := range names {
 					if data, _ := os.ReadFile(name); string(data) != "new" {
