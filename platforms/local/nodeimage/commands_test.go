@@ -96,7 +96,7 @@ func TestGoBuildCmd(t *testing.T) {
 		{
 			component: "coredns",
 			wantLD:    []string{"-X github.com/coredns/coredns/coremain.GitCommit=v1.15.0"},
-			wantPkgs:  []string{"github.com/coredns/coredns"},
+			wantPkgs:  []string{"."},
 		},
 		{
 			component: "pause",

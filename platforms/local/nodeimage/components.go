@@ -90,7 +90,7 @@ func components() []component {
 		},
 		{
 			Name: "coredns", Version: release.CoreDNSVersion,
-			Packages: []string{"github.com/coredns/coredns"}, Binaries: []string{"coredns"},
+			Packages: []string{"."}, Binaries: []string{"coredns"},
 			LDFlags: []string{"-X github.com/coredns/coredns/coremain.GitCommit=" + release.CoreDNSVersion},
 		},
 		{

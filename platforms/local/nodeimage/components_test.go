@@ -35,9 +35,10 @@ func TestComponentSources(t *testing.T) {
 			wantMain: true,
 		},
 		{
-			name:    "coredns",
-			wantMod: []string{"require github.com/coredns/coredns v1.15.0"},
-			wantSum: []string{"github.com/coredns/coredns v1.15.0 h1:"},
+			name:     "coredns",
+			wantMod:  []string{"require github.com/coredns/coredns v1.15.0"},
+			wantSum:  []string{"github.com/coredns/coredns v1.15.0 h1:"},
+			wantMain: true,
 		},
 		{name: "pause", wantMod: []string{"module kiln.local/components/pause"}, wantMain: true},
 		{

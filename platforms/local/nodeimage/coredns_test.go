@@ -1,0 +1,101 @@
+package nodeimage
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	datamanifests "github.com/kiln-project/kiln/data/manifests"
+)
+
+// corednsPluginPrefix is the import path prefix of CoreDNS's plugins.
+const corednsPluginPrefix = "github.com/coredns/coredns/plugin/"
+
+// TestCoreDNSPluginsMatchCorefile checks that the CoreDNS wrapper imports
+// exactly the plugins of kiln's Corefile: a missing one is an "unknown
+// directive" error when CoreDNS starts on the nodes, an extra one is build
+// time for nothing.
+func TestCoreDNSPluginsMatchCorefile(t *testing.T) {
+	want := corefileDirectives(t)
+	var c component
+	for _, x := range components() {
+		if x.Name == "coredns" {
+			c = x
+		}
+	}
+	files, err := c.sources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", files["main.go"], parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	hasCoremain := false
+	for _, imp := range f.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		switch {
+		case p == "github.com/coredns/coredns/coremain":
+			hasCoremain = true
+		case strings.HasPrefix(p, corednsPluginPrefix):
+			got = append(got, strings.TrimPrefix(p, corednsPluginPrefix))
+		default:
+			t.Errorf("main.go imports %s, neither coremain nor a plugin", p)
+		}
+	}
+	sort.Strings(got)
+	if !hasCoremain {
+		t.Error("main.go does not import coremain")
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("plugins imported %q, the Corefile uses %q", got, want)
+	}
+	if !reflect.DeepEqual(c.Packages, []string{"."}) {
+		t.Errorf("coredns builds %q, want the wrapper's own main package", c.Packages)
+	}
+}
+
+// corefileDirectives returns the sorted plugin names of the Corefile in
+// data/manifests/cluster/11-coredns.yaml: the first word of each line at
+// depth one of its server blocks.
+func corefileDirectives(t *testing.T) []string {
+	t.Helper()
+	data, err := fs.ReadFile(datamanifests.FS, "cluster/11-coredns.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, corefile, ok := strings.Cut(string(data), "Corefile: |\n")
+	if !ok {
+		t.Fatal("11-coredns.yaml has no Corefile")
+	}
+	seen := map[string]bool{}
+	depth := 0
+	for _, line := range strings.Split(corefile, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "---" {
+			break
+		}
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if depth == 1 && line != "}" {
+			seen[strings.Fields(line)[0]] = true
+		}
+		depth += strings.Count(line, "{") - strings.Count(line, "}")
+	}
+	var out []string
+	for d := range seen {
+		out = append(out, d)
+	}
+	sort.Strings(out)
+	if len(out) < 3 {
+		t.Fatalf("found only %q in the Corefile", out)
+	}
+	return out
+}
