@@ -80,24 +80,15 @@ func imageKey(goVersion string, files []bakedFile) (string, error) {
 	return h.sum(), nil
 }
 
-// build builds what is missing: components, base tree, then the image.
+// build builds what is missing (components and base tree, see
+// buildParts), then the image.
 func (b *builder) build(ctx context.Context, p *plan) (*Image, error) {
-	bins := map[string]string{}
-	for _, c := range components() {
-		bc, err := b.ensureComponent(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		for _, n := range c.Binaries {
-			bins[n] = filepath.Join(bc.Bin, n)
-		}
-	}
-	base, err := b.ensureBase(ctx)
+	parts, err := b.buildParts(ctx)
 	if err != nil {
 		return nil, err
 	}
 	end := b.progress.Start("Assembling the node image")
-	img, err := b.assemble(ctx, p, base, bins)
+	img, err := b.assemble(ctx, p, parts.Base, parts.Bins)
 	end(err)
 	return img, err
 }

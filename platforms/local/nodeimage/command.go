@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/sirupsen/logrus"
 )
@@ -27,6 +29,10 @@ type command struct {
 func (c command) String() string {
 	return strings.Join(append([]string{c.Path}, c.Args...), " ")
 }
+
+// waitDelay is how long a killed command's children may keep its output
+// open before run returns.
+const waitDelay = 3 * time.Second
 
 // runner runs commands, sending their output line by line to a logger at
 // Debug level.
@@ -48,6 +54,12 @@ func (r runner) output(ctx context.Context, c command, keep bool) (string, error
 	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
 	cmd.Dir = c.Dir
 	cmd.Env = append(os.Environ(), c.Env...)
+	// A cancelled command is killed with its process group, so that its
+	// children (go's compilers, debootstrap's dpkg) stop too; should one
+	// escape and hold the output pipe open, run stops waiting after a while.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = waitDelay
 	log := r.log.WithField("cmd", c.Path)
 	log.Debugf("running %s", c)
 	tail := &tailLog{log: log, update: r.update}

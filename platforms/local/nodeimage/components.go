@@ -211,46 +211,88 @@ func (bc builtComponent) complete() bool {
 	return true
 }
 
-// ensureComponent builds c unless its cache entry exists.
-func (b *builder) ensureComponent(ctx context.Context, c component) (builtComponent, error) {
+// componentJob is a component on its way into the cache: its cache entry
+// and, unless it is cached already, the scratch directory holding its
+// rendered module.
+type componentJob struct {
+	builtComponent
+	// Dir is the cache entry; Tmp is its scratch directory, "" when the
+	// entry is complete.
+	Dir, Tmp string
+}
+
+// src is the rendered module's directory in the scratch directory.
+func (j componentJob) src() string { return filepath.Join(j.Tmp, "src") }
+
+// stageComponent returns c's job: the cache entry when complete, else a
+// fresh scratch directory with the module's sources written into it.
+func (b *builder) stageComponent(c component) (componentJob, error) {
 	files, err := c.sources()
 	if err != nil {
-		return builtComponent{}, err
+		return componentJob{}, err
 	}
 	key := c.key(b.goVersion, files)
 	dir := filepath.Join(b.cache, "components", c.Name+"-"+key)
-	out := builtComponent{component: c, Key: key, Bin: filepath.Join(dir, "bin")}
-	if out.complete() {
+	job := componentJob{builtComponent: builtComponent{component: c, Key: key, Bin: filepath.Join(dir, "bin")}, Dir: dir}
+	if job.complete() {
 		b.log.Debugf("component %s %s: cached in %s", c.Name, c.Version, dir)
-		return out, nil
+		return job, nil
 	}
 	if err := os.RemoveAll(dir); err != nil { // an incomplete entry, e.g. a binary deleted by hand
-		return out, err
+		return job, err
 	}
-	end := b.progress.Start(fmt.Sprintf("Building %s %s (%s)", c.Name, c.Version, strings.Join(c.Binaries, ", ")))
-	err = b.buildComponent(ctx, c, files, dir)
-	end(err)
-	return out, err
-}
-
-func (b *builder) buildComponent(ctx context.Context, c component, files map[string][]byte, dir string) error {
-	tmp, err := scratch(dir)
-	if err != nil {
-		return err
+	if job.Tmp, err = scratch(dir); err != nil {
+		return job, err
 	}
-	src := filepath.Join(tmp, "src")
 	for name, data := range files {
-		p := filepath.Join(src, filepath.FromSlash(name))
+		p := filepath.Join(job.src(), filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
+			return job, err
 		}
 		if err := os.WriteFile(p, data, 0o644); err != nil {
-			return err
+			return job, err
 		}
 	}
-	bin := filepath.Join(tmp, "bin")
+	return job, nil
+}
+
+// ensureComponent builds c unless its cache entry exists.
+func (b *builder) ensureComponent(ctx context.Context, c component) (builtComponent, error) {
+	job, err := b.stageComponent(c)
+	if err != nil || job.Tmp == "" {
+		return job.builtComponent, err
+	}
+	return job.builtComponent, b.buildComponent(ctx, job, nil)
+}
+
+// buildComponent runs the `go build` of a staged job, reported as one
+// progress step, and publishes the binaries into the cache entry. When
+// fetched is not nil, the build first waits for it to be closed (its
+// modules downloaded); the step's time includes that wait.
+func (b *builder) buildComponent(ctx context.Context, job componentJob, fetched <-chan struct{}) error {
+	c := job.component
+	end := b.progress.Start(fmt.Sprintf("Building %s %s (%s)", c.Name, c.Version, strings.Join(c.Binaries, ", ")))
+	err := ctx.Err()
+	if fetched != nil {
+		b.progress.Update("downloading modules")
+		select {
+		case <-fetched:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err == nil {
+		err = b.goBuild(ctx, job)
+	}
+	end(err)
+	return err
+}
+
+func (b *builder) goBuild(ctx context.Context, job componentJob) error {
+	c := job.component
+	bin := filepath.Join(job.Tmp, "bin")
 	run := runner{log: b.log, update: b.progress.Update}
-	if err := run.run(ctx, goBuildCmd(b.goBin, b.cache, c, src, bin)); err != nil {
+	if err := run.run(ctx, goBuildCmd(b.goBin, b.cache, c, job.src(), bin)); err != nil {
 		return fmt.Errorf("building %s: %w", c.Name, err)
 	}
 	for _, name := range c.Binaries {
@@ -258,5 +300,5 @@ func (b *builder) buildComponent(ctx context.Context, c component, files map[str
 			return fmt.Errorf("building %s: go build did not produce %s", c.Name, name)
 		}
 	}
-	return publish(tmp, dir)
+	return publish(job.Tmp, job.Dir)
 }

@@ -64,43 +64,60 @@ func debootstrapKey() string {
 // mirrorFile records, next to the base tree, the mirror it came from.
 const mirrorFile = "mirror"
 
-// ensureBase runs debootstrap unless its cache entry exists and returns
-// the base tree's directory.
-func (b *builder) ensureBase(ctx context.Context) (string, error) {
-	dir := filepath.Join(b.cache, "debootstrap", debootstrapKey())
-	rootfs := filepath.Join(dir, "rootfs")
-	if exists(filepath.Join(rootfs, "usr/bin/systemctl")) {
-		b.log.Debugf("debootstrap: cached in %s", dir)
-		return rootfs, nil
+// baseJob is the base tree on its way into the cache.
+type baseJob struct {
+	// Dir is the cache entry.
+	Dir string
+	// Mirror is the Debian mirror to bootstrap from; "" when the entry is
+	// complete.
+	Mirror string
+}
+
+// rootfs is the base tree's root directory.
+func (j baseJob) rootfs() string { return filepath.Join(j.Dir, "rootfs") }
+
+// title is the progress step of the job's debootstrap.
+func (j baseJob) title() string {
+	return fmt.Sprintf("Bootstrapping Debian %s from %s", release.DebianSuite, j.Mirror)
+}
+
+// stageBase returns the base tree's job: the cache entry when complete,
+// else the mirror to bootstrap it from, read from the host's apt sources.
+func (b *builder) stageBase() (baseJob, error) {
+	job := baseJob{Dir: filepath.Join(b.cache, "debootstrap", debootstrapKey())}
+	if exists(filepath.Join(job.rootfs(), "usr/bin/systemctl")) {
+		b.log.Debugf("debootstrap: cached in %s", job.Dir)
+		return job, nil
 	}
-	if err := os.RemoveAll(dir); err != nil { // an incomplete entry
-		return "", err
+	if err := os.RemoveAll(job.Dir); err != nil { // an incomplete entry
+		return job, err
 	}
 	mirror, err := detectMirror(b.hostRoot, release.DebianSuite)
 	if err != nil {
-		return "", err
+		return job, err
 	}
-	end := b.progress.Start(fmt.Sprintf("Bootstrapping Debian %s from %s", release.DebianSuite, mirror))
-	err = b.debootstrap(ctx, mirror, dir)
-	end(err)
-	return rootfs, err
+	job.Mirror = mirror
+	return job, nil
 }
 
-func (b *builder) debootstrap(ctx context.Context, mirror, dir string) error {
-	tmp, err := scratch(dir)
+// debootstrap runs debootstrap into a scratch directory and publishes it as
+// the job's cache entry. Its progress lines ("I: Retrieving ...") go to
+// update, when set.
+func (b *builder) debootstrap(ctx context.Context, job baseJob, update func(string)) error {
+	tmp, err := scratch(job.Dir)
 	if err != nil {
 		return err
 	}
 	run := runner{log: b.log, update: func(line string) {
-		if strings.HasPrefix(line, "I: ") {
-			b.progress.Update(strings.TrimPrefix(line, "I: "))
+		if update != nil && strings.HasPrefix(line, "I: ") {
+			update(strings.TrimPrefix(line, "I: "))
 		}
 	}}
-	if err := run.run(ctx, debootstrapCmd(mirror, filepath.Join(tmp, "rootfs"))); err != nil {
+	if err := run.run(ctx, debootstrapCmd(job.Mirror, filepath.Join(tmp, "rootfs"))); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, mirrorFile), []byte(mirror+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, mirrorFile), []byte(job.Mirror+"\n"), 0o644); err != nil {
 		return err
 	}
-	return publish(tmp, dir)
+	return publish(tmp, job.Dir)
 }
