@@ -1,8 +1,9 @@
 // Package components holds the wrapper Go modules kiln builds the cluster's
 // components from: kubernetes (kube-apiserver, kube-controller-manager,
 // kube-scheduler, kube-proxy, kubelet, kubectl), etcd (etcd, etcdctl),
-// coredns, pause, local-path-provisioner (with kiln's local-path-helper)
-// and metrics-server. Each directory holds go.mod.in (a text/template filled
+// coredns (with only the plugins of kiln's Corefile), pause,
+// local-path-provisioner (with kiln's local-path-helper) and
+// metrics-server. Each directory holds go.mod.in (a text/template filled
 // with the versions pinned in assets/release), go.sum.in (the checksums of
 // every module the build needs, so builds are verified and reproducible) and
 // optionally main.go.in. The ".in" suffixes exist because embed cannot
