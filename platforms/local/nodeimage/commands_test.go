@@ -138,3 +138,20 @@ func TestGoBuildCmd(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefetchCmd checks that the prefetch loads the same packages as the
+// build, in the same directory and environment, so that it downloads what
+// the build reads.
+func TestPrefetchCmd(t *testing.T) {
+	for _, c := range components() {
+		build := goBuildCmd("/go", "/cache", c, "/src", "/out")
+		got := prefetchCmd("/go", "/cache", c, "/src")
+		want := append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, c.Packages...)
+		if got.Path != "/go" || !reflect.DeepEqual(got.Args, want) {
+			t.Errorf("%s: argv %s %q, want /go %q", c.Name, got.Path, got.Args, want)
+		}
+		if got.Dir != build.Dir || !reflect.DeepEqual(got.Env, build.Env) {
+			t.Errorf("%s: dir %q env %q; the build has %q %q", c.Name, got.Dir, got.Env, build.Dir, build.Env)
+		}
+	}
+}

@@ -90,16 +90,7 @@ func TestComponentSources(t *testing.T) {
 // directives: k8s.io/kubernetes requires every staging module at v0.0.0, so
 // one missing replace breaks the build.
 func TestKubernetesReplacesEveryStagingModule(t *testing.T) {
-	var k8s component
-	for _, c := range components() {
-		if c.Name == "kubernetes" {
-			k8s = c
-		}
-	}
-	files, err := k8s.sources()
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := componentFiles(t, "kubernetes")
 	staging := []string{
 		"api", "apiextensions-apiserver", "apimachinery", "apiserver", "cli-runtime", "client-go",
 		"cloud-provider", "cluster-bootstrap", "code-generator", "component-base", "component-helpers",

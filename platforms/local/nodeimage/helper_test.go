@@ -17,16 +17,7 @@ func TestLocalPathHelper(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a program")
 	}
-	var lpp component
-	for _, c := range components() {
-		if c.Name == "local-path-provisioner" {
-			lpp = c
-		}
-	}
-	files, err := lpp.sources()
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := componentFiles(t, "local-path-provisioner")
 	src, ok := files["local-path-helper/main.go"]
 	if !ok {
 		t.Fatalf("the wrapper module has no local-path-helper/main.go: %v", keys(files))
@@ -85,6 +76,22 @@ func TestLocalPathHelper(t *testing.T) {
 	if _, err := os.Stat(vol); !os.IsNotExist(err) {
 		t.Errorf("a refused call created %s", vol)
 	}
+}
+
+// componentFiles returns the rendered module of the component named name.
+func componentFiles(t *testing.T, name string) map[string][]byte {
+	t.Helper()
+	for _, c := range components() {
+		if c.Name == name {
+			files, err := c.sources()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return files
+		}
+	}
+	t.Fatalf("no component %s", name)
+	return nil
 }
 
 func keys(m map[string][]byte) []string {

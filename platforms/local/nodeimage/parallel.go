@@ -8,8 +8,18 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// The parts of the image are built in three lanes, so that the CPU-bound
-// Go builds overlap the steps that wait for the network and the disk:
+// parts are the built inputs of the assembly.
+type parts struct {
+	// Bins maps each binary's name to its path in the component cache.
+	Bins map[string]string
+	// Base is the base tree's root directory.
+	Base string
+}
+
+// buildParts builds whatever components and base tree are missing from
+// the cache and returns them all. It runs three lanes, so that the
+// CPU-bound Go builds overlap the steps that wait for the network and the
+// disk:
 //
 //   - debootstrap of the base tree;
 //   - the module downloads of every component to build, in build order
@@ -20,17 +30,6 @@ import (
 //     every core busy (go build runs GOMAXPROCS compilers).
 //
 // The first error cancels the other lanes and is the one returned.
-
-// parts are the built inputs of the assembly.
-type parts struct {
-	// Bins maps each binary's name to its path in the component cache.
-	Bins map[string]string
-	// Base is the base tree's root directory.
-	Base string
-}
-
-// buildParts builds whatever components and base tree are missing from
-// the cache and returns them all.
 func (b *builder) buildParts(ctx context.Context) (*parts, error) {
 	out := &parts{Bins: map[string]string{}}
 	var jobs []componentJob
