@@ -146,3 +146,13 @@ func Redacted(c *types.Config) *types.Config {
 	}
 	return &out
 }
+
+// FromYAML parses, defaults and validates an install-config read from
+// elsewhere than --dir (kiln scale cluster --config), as Load does.
+func FromYAML(data []byte) (*InstallConfig, error) {
+	a := &InstallConfig{}
+	if err := a.load(data); err != nil {
+		return nil, err
+	}
+	return a, nil
+}

@@ -90,11 +90,24 @@ func Client(endpoints []string, caFile, certFile, keyFile string) (*clientv3.Cli
 	if err != nil {
 		return nil, err
 	}
+	cert, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, err
+	}
+	key, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	return ClientPEM(endpoints, ca, cert, key)
+}
+
+// ClientPEM is Client with the CA, certificate and key given as PEM.
+func ClientPEM(endpoints []string, ca, cert, key []byte) (*clientv3.Client, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("%s: no certificate", caFile)
+		return nil, fmt.Errorf("etcd CA: no certificate")
 	}
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	pair, err := tls.X509KeyPair(cert, key)
 	if err != nil {
 		return nil, err
 	}
