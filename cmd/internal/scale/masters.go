@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/cmd/internal/handover"
@@ -89,13 +89,8 @@ func (r *Runner) addMaster(ctx context.Context, name string) error {
 	if err := bootkube.DeleteInstallerSecret(ctx, r.Kube, name); err != nil {
 		r.Log.Warnf("delete the etcd installer Secret of %s: %v", name, err)
 	}
-	direct, err := r.directClient(ip)
-	if err != nil {
-		return err
-	}
 	if err := r.until(ctx, r.joinTimeout(), "Waiting for the API server on "+name, func(ctx context.Context) (bool, string, error) {
-		err := direct.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
-		if err != nil {
+		if err := r.apiReady(ctx, ip); err != nil {
 			return false, "/readyz: " + err.Error(), nil
 		}
 		return true, "", nil
@@ -296,16 +291,20 @@ func (r *Runner) labelControlPlane(ctx context.Context, name string) error {
 	return err
 }
 
-// directClient talks to the API server on one master, verifying its
-// serving certificate by the "kubernetes" name.
-func (r *Runner) directClient(ip string) (kubernetes.Interface, error) {
-	if r.Rest == nil {
-		return r.Kube, nil
+// apiReady asks the API server on the master at ip for /readyz, verifying
+// its serving certificate by the "kubernetes" name (r.APIReady in tests).
+func (r *Runner) apiReady(ctx context.Context, ip string) error {
+	if r.APIReady != nil {
+		return r.APIReady(ctx, ip)
 	}
-	c := *r.Rest
+	c := rest.CopyConfig(r.Rest)
 	c.Host = "https://" + net.JoinHostPort(ip, "6443")
 	c.TLSClientConfig.ServerName = "kubernetes"
-	return kubernetes.NewForConfig(&c)
+	direct, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return err
+	}
+	return direct.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
 }
 
 func peerURL(ip string) string { return "https://" + net.JoinHostPort(ip, "2380") }
@@ -363,4 +362,3 @@ func (r *Runner) Unjoined(ctx context.Context, shape platforms.Shape) ([]string,
 	}
 	return out, nil
 }
-

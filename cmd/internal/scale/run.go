@@ -55,6 +55,9 @@ type Runner struct {
 	Token *bootstraptoken.BootstrapToken
 	// InstallerImage is an image every node has, for the etcd installer.
 	InstallerImage string
+	// APIReady checks the API server on the master at an address; nil asks
+	// its /readyz directly.
+	APIReady func(ctx context.Context, ip string) error
 	// Drain cordons and drains a node; Drainer.Drain in kiln.
 	Drain func(ctx context.Context, node string) error
 	// Force lets a master removal leave an even member count or go ahead
