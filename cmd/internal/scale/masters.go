@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -91,7 +92,7 @@ func (r *Runner) addMaster(ctx context.Context, name string) error {
 	}
 	if err := r.until(ctx, r.joinTimeout(), "Waiting for the API server on "+name, func(ctx context.Context) (bool, string, error) {
 		if err := r.apiReady(ctx, ip); err != nil {
-			return false, "/readyz: " + err.Error(), nil
+			return false, briefReadyz(err), nil
 		}
 		return true, "", nil
 	}); err != nil {
@@ -173,10 +174,10 @@ func (r *Runner) installerGone(ctx context.Context, node string) bool {
 }
 
 // removeMaster takes a master out: its etcd member first (refused when
-// that loses quorum or leaves an even count, unless --force or it is being
-// replaced), then the load balancer, its Node, its machine. The removal is
-// recorded first so that a re-run finishes it.
-func (r *Runner) removeMaster(ctx context.Context, name string, replacing bool) error {
+// the members left would lose quorum, unless --force), then the load
+// balancer, its Node, its machine. The removal is recorded first so that a
+// re-run finishes it.
+func (r *Runner) removeMaster(ctx context.Context, name string) error {
 	if err := r.record([]string{name}); err != nil {
 		return err
 	}
@@ -185,7 +186,7 @@ func (r *Runner) removeMaster(ctx context.Context, name string, replacing bool) 
 		return err
 	}
 	defer etcd.Close()
-	if err := r.step("Removing the etcd member of "+name, func() error { return r.removeMember(ctx, etcd, name, replacing) }); err != nil {
+	if err := r.step("Removing the etcd member of "+name, func() error { return r.removeMember(ctx, etcd, name) }); err != nil {
 		return err
 	}
 	masters := without(r.Cluster.Shape.Masters, name)
@@ -204,7 +205,7 @@ func (r *Runner) removeMaster(ctx context.Context, name string, replacing bool) 
 
 // removeMember removes name's etcd member, if it has one, after checking
 // that the members left keep quorum.
-func (r *Runner) removeMember(ctx context.Context, etcd Etcd, name string, replacing bool) error {
+func (r *Runner) removeMember(ctx context.Context, etcd Etcd, name string) error {
 	list, err := etcd.MemberList(ctx)
 	if err != nil {
 		return fmt.Errorf("etcd member list: %w", err)
@@ -230,7 +231,7 @@ func (r *Runner) removeMember(ctx context.Context, etcd Etcd, name string, repla
 		r.Log.Infof("%s has no etcd member (removed already)", name)
 		return nil
 	}
-	if err := checkQuorum(voters, healthy, replacing || target.IsLearner, r.Force); err != nil {
+	if err := checkQuorum(voters, healthy, r.Force || target.IsLearner); err != nil {
 		return fmt.Errorf("removing %s: %w", name, err)
 	}
 	if _, err := etcd.MemberRemove(ctx, target.ID); err != nil {
@@ -241,25 +242,21 @@ func (r *Runner) removeMember(ctx context.Context, etcd Etcd, name string, repla
 }
 
 // checkQuorum decides whether a member can go, leaving voters voting
-// members of which healthy answer: a majority of them must answer, and
-// their count must be odd unless the removal is half of a replacement.
-func checkQuorum(voters, healthy int, replacing, force bool) error {
-	var problems []string
+// members of which healthy answer: one must be left, and a majority of
+// those left must answer, unless force. (An even count as the result of a
+// scale is refused by MakePlan; on the way from 3 to 1, or half-way
+// through a replacement, it is expected.)
+func checkQuorum(voters, healthy int, force bool) error {
+	var problem string
 	if voters == 0 {
-		problems = append(problems, "it is the last voting member")
+		problem = "it is the last voting member"
 	} else if healthy < voters/2+1 {
-		problems = append(problems, fmt.Sprintf("only %d of the %d members left would answer: etcd would lose quorum", healthy, voters))
+		problem = fmt.Sprintf("only %d of the %d members left would answer: etcd would lose quorum", healthy, voters)
 	}
-	if voters%2 == 0 && !replacing {
-		problems = append(problems, fmt.Sprintf("%d voting members would be left, an even count", voters))
-	}
-	if len(problems) == 0 {
+	if problem == "" || force {
 		return nil
 	}
-	if force {
-		return nil
-	}
-	return fmt.Errorf("%w: %s (--force overrides this)", ErrQuorum, strings.Join(problems, "; "))
+	return fmt.Errorf("%w: %s (--force overrides this)", ErrQuorum, problem)
 }
 
 // dialEtcd connects to the etcd members on the masters other than skip
@@ -361,4 +358,24 @@ func (r *Runner) Unjoined(ctx context.Context, shape platforms.Shape) ([]string,
 		}
 	}
 	return out, nil
+}
+
+// failedCheck matches a failed check in a /readyz answer.
+var failedCheck = regexp.MustCompile(`\[-\]([A-Za-z0-9/_.-]+) failed`)
+
+// briefReadyz says why /readyz failed in one short line: the failed
+// checks, or the start of the error.
+func briefReadyz(err error) string {
+	var failed []string
+	for _, m := range failedCheck.FindAllStringSubmatch(err.Error(), -1) {
+		failed = append(failed, strings.TrimPrefix(m[1], "poststarthook/"))
+	}
+	if len(failed) > 0 {
+		return "/readyz: failing " + strings.Join(failed, ", ")
+	}
+	msg := err.Error()
+	if len(msg) > 160 {
+		msg = msg[:160] + "..."
+	}
+	return "/readyz: " + msg
 }

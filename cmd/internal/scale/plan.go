@@ -23,6 +23,8 @@ type Request struct {
 	// Replace names masters to replace with a fresh machine each: their
 	// etcd member and machine go, a new one takes their place.
 	Replace []string
+	// Force allows an even number of masters (any from 1).
+	Force bool
 }
 
 // Op is what an Action does.
@@ -95,8 +97,12 @@ var validMasters = []int{1, 3, 5}
 // Every problem of req is reported at once, each with its flag.
 func MakePlan(infraID string, cur platforms.Shape, req Request, pending, unjoined []string) (*Plan, error) {
 	var errs field.ErrorList
-	if !slices.Contains(validMasters, req.Masters) {
-		errs = append(errs, field.NotSupported(field.NewPath("controlPlane", "replicas"), req.Masters, []string{"1", "3", "5"}))
+	switch {
+	case req.Masters < 1:
+		errs = append(errs, field.Invalid(field.NewPath("controlPlane", "replicas"), req.Masters, "a cluster needs a master"))
+	case !slices.Contains(validMasters, req.Masters) && !req.Force:
+		errs = append(errs, field.NotSupported(field.NewPath("controlPlane", "replicas"), req.Masters,
+			[]string{"1", "3", "5 (an odd etcd membership; --force allows others)"}))
 	}
 	if req.Workers < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("compute[0]", "replicas"), req.Workers, "must not be negative"))

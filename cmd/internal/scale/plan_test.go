@@ -2,6 +2,7 @@ package scale
 
 import (
 	"bytes"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -109,6 +110,12 @@ func TestMakePlanInvalid(t *testing.T) {
 			t.Errorf("%d masters accepted", bad)
 		}
 	}
+	if _, err := MakePlan(infra, cur, Request{Masters: 2, Workers: 1, Force: true}, nil, nil); err != nil {
+		t.Errorf("2 masters with --force: %v", err)
+	}
+	if _, err := MakePlan(infra, cur, Request{Masters: 0, Workers: 1, Force: true}, nil, nil); err == nil {
+		t.Error("0 masters accepted with --force")
+	}
 }
 
 // TestPlanPrint checks the Terraform-like listing and its summary.
@@ -133,21 +140,31 @@ Plan: 1 to add, 1 to replace, 1 to remove; 3 masters and 2 workers after.
 // TestCheckQuorum checks when a master's member may go.
 func TestCheckQuorum(t *testing.T) {
 	for _, tc := range []struct {
-		voters, healthy  int
-		replacing, force bool
-		ok               bool
+		voters, healthy int
+		force, ok       bool
 	}{
-		{voters: 2, healthy: 2, ok: false},                  // 3 -> 2: even
-		{voters: 2, healthy: 2, replacing: true, ok: true},  // half of a replace
-		{voters: 2, healthy: 1, replacing: true, ok: false}, // a second one down: no quorum
-		{voters: 4, healthy: 4, ok: false},                  // 5 -> 4
-		{voters: 0, healthy: 0, ok: false},                  // the last member
-		{voters: 2, healthy: 1, force: true, ok: true},
+		{voters: 2, healthy: 2, ok: true},  // 3 -> 2, on the way to 1 or half of a replace
+		{voters: 2, healthy: 1, ok: false}, // a second one down: no quorum
 		{voters: 3, healthy: 2, ok: true},
+		{voters: 0, healthy: 0, ok: false}, // the last member
+		{voters: 0, healthy: 0, force: true, ok: true},
+		{voters: 2, healthy: 1, force: true, ok: true},
 	} {
-		err := checkQuorum(tc.voters, tc.healthy, tc.replacing, tc.force)
+		err := checkQuorum(tc.voters, tc.healthy, tc.force)
 		if (err == nil) != tc.ok {
 			t.Errorf("checkQuorum(%+v) = %v", tc, err)
 		}
+	}
+}
+
+// TestBriefReadyz checks that a long /readyz answer comes down to its
+// failed checks.
+func TestBriefReadyz(t *testing.T) {
+	err := errors.New(`an error on the server ("[+]ping ok\n[-]etcd failed: reason withheld\n[-]poststarthook/rbac/bootstrap-roles failed: reason withheld\nreadyz check failed")`)
+	if got, want := briefReadyz(err), "/readyz: failing etcd, rbac/bootstrap-roles"; got != want {
+		t.Errorf("briefReadyz = %q, want %q", got, want)
+	}
+	if got := briefReadyz(errors.New("dial tcp: connection refused")); got != "/readyz: dial tcp: connection refused" {
+		t.Errorf("briefReadyz = %q", got)
 	}
 }

@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -79,6 +80,9 @@ type Runner struct {
 // removals under way.
 func (r *Runner) record(removing []string) error {
 	r.Cluster.Shape = r.Cluster.Machines()
+	for _, names := range [][]string{r.Cluster.Shape.Masters, r.Cluster.Shape.Workers} {
+		slices.SortFunc(names, func(a, b string) int { return cmp.Compare(index(r.Cluster.InfraID, a), index(r.Cluster.InfraID, b)) })
+	}
 	return install.SaveShape(r.Cluster.Dir, install.ShapeRecord{Shape: r.Cluster.Shape, Removing: removing})
 }
 
@@ -96,9 +100,9 @@ func (r *Runner) Run(ctx context.Context, p *Plan) error {
 		case a.Op == OpAdd && a.Role == platforms.RoleMaster:
 			err = r.addMaster(ctx, a.Name)
 		case a.Op == OpRemove && a.Role == platforms.RoleMaster:
-			err = r.removeMaster(ctx, a.Name, false)
+			err = r.removeMaster(ctx, a.Name)
 		case a.Op == OpReplace:
-			if err = r.removeMaster(ctx, a.Name, true); err == nil {
+			if err = r.removeMaster(ctx, a.Name); err == nil {
 				err = r.addMaster(ctx, a.Name)
 			}
 		case a.Op == OpAdd && a.Role == platforms.RoleWorker:

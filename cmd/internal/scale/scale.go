@@ -110,7 +110,7 @@ func confirm(in io.Reader, out io.Writer) error {
 
 // request is the wanted shape from o: an edited install-config, or flags.
 func request(c *install.Cluster, o Options) (Request, error) {
-	req := Request{Masters: len(c.Machines().Masters), Workers: len(c.Machines().Workers), Remove: o.Remove, Replace: o.Replace}
+	req := Request{Masters: len(c.Machines().Masters), Workers: len(c.Machines().Workers), Remove: o.Remove, Replace: o.Replace, Force: o.Force}
 	if o.Config != "" {
 		data, err := os.ReadFile(o.Config)
 		if err != nil {
