@@ -173,12 +173,17 @@ func (r *Runner) installerGone(ctx context.Context, node string) bool {
 	return apierrors.IsNotFound(err) || (err == nil && p.Status.Phase == corev1.PodFailed)
 }
 
-// removeMaster takes a master out: its etcd member first (refused when
-// the members left would lose quorum, unless --force), then the load
-// balancer, its Node, its machine. The removal is recorded first so that a
-// re-run finishes it.
+// removeMaster takes a master out: out of the load balancer first (no
+// request goes to an API server about to lose its etcd member), then its
+// etcd member (refused when the members left would lose quorum, unless
+// --force), its Node, and only then its machine. The removal is recorded
+// first so that a re-run finishes it.
 func (r *Runner) removeMaster(ctx context.Context, name string) error {
 	if err := r.record([]string{name}); err != nil {
+		return err
+	}
+	masters := without(r.Cluster.Shape.Masters, name)
+	if err := r.Machines.SetAPIBackends(ctx, r.Cluster, masters); err != nil {
 		return err
 	}
 	etcd, err := r.dialEtcd(ctx, name)
@@ -187,10 +192,6 @@ func (r *Runner) removeMaster(ctx context.Context, name string) error {
 	}
 	defer etcd.Close()
 	if err := r.step("Removing the etcd member of "+name, func() error { return r.removeMember(ctx, etcd, name) }); err != nil {
-		return err
-	}
-	masters := without(r.Cluster.Shape.Masters, name)
-	if err := r.Machines.SetAPIBackends(ctx, r.Cluster, masters); err != nil {
 		return err
 	}
 	if err := r.deleteNode(ctx, name); err != nil {

@@ -104,6 +104,7 @@ func (e *fakeEtcd) MemberList(context.Context, ...clientv3.OpOption) (*clientv3.
 	for _, m := range e.members {
 		if m.Name == "" {
 			m.Name = e.names[m.PeerURLs[0]]
+			m.ClientURLs = []string{strings.Replace(m.PeerURLs[0], ":2380", ":2379", 1)}
 		}
 	}
 	return &clientv3.MemberListResponse{Members: e.members}, nil
@@ -230,5 +231,40 @@ func TestRunOrder(t *testing.T) {
 	rec, _, err := install.LoadShape(r.Cluster.Dir)
 	if err != nil || len(rec.Removing) != 0 || !reflect.DeepEqual(rec.Masters, ms(0, 1, 2)) || !reflect.DeepEqual(rec.Workers, ws(1)) {
 		t.Errorf("shape record = %+v, %v", rec, err)
+	}
+}
+
+// TestRunRemoveMasterOrder checks a master's removal: out of the load
+// balancer, out of etcd, then its machine; and that a replacement adds a
+// machine of the same name back as a new learner.
+func TestRunRemoveMasterOrder(t *testing.T) {
+	r, j, e := newTestRunner(t, 3, 0)
+	e.names[peerURL("10.0.0.11")] = infra + "-master-1"
+	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 1, Replace: ms(1)}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"lb master-0,master-2",
+		"etcd remove master-1",
+		"machines master-0,master-2",
+		"machines master-0,master-1,master-2",
+		"etcd add learner https://10.0.0.11:2380",
+		"etcd promote master-1",
+		"readyz 10.0.0.11",
+		"lb master-0,master-1,master-2",
+		"lb master-0,master-1",
+		"etcd remove master-2",
+		"machines master-0,master-1",
+		// The replaced master is kept when the count shrinks.
+		"lb master-1",
+		"etcd remove master-0",
+		"machines master-1",
+	}
+	if !reflect.DeepEqual(j.calls, want) {
+		t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(j.calls, "\n"), strings.Join(want, "\n"))
 	}
 }
