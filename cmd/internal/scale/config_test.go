@@ -1,0 +1,48 @@
+package scale
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+)
+
+func testConfig(masters, workers int64) *types.Config {
+	return &types.Config{
+		Metadata:     types.Metadata{Name: "demo"},
+		BaseDomain:   "example.com",
+		PullSecret:   `{"auths":{}}`,
+		ControlPlane: &types.MachinePool{Name: "master", Replicas: &masters},
+		Compute:      []types.MachinePool{{Name: "worker", Replicas: &workers}},
+		Networking:   &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: "10.66.0.0/24"}}},
+		Platform:     types.Platform{Local: &types.LocalPlatform{APIVIP: "10.66.0.1"}},
+	}
+}
+
+// TestCounts checks that replica counts are read from an edited
+// install-config, that a redacted pull secret counts as unchanged, and
+// that every other change is refused with its field named.
+func TestCounts(t *testing.T) {
+	cur := testConfig(1, 1)
+	want := testConfig(3, 2)
+	want.PullSecret = redacted
+	m, w, err := Counts(cur, want)
+	if err != nil || m != 3 || w != 2 {
+		t.Fatalf("Counts = %d, %d, %v; want 3, 2", m, w, err)
+	}
+	bad := testConfig(3, 2)
+	bad.BaseDomain = "other.com"
+	bad.Platform.Local.APIVIP = "10.66.0.2"
+	_, _, err = Counts(cur, bad)
+	if err == nil {
+		t.Fatal("a changed baseDomain and apiVIP were accepted")
+	}
+	for _, f := range []string{"baseDomain: Forbidden", "platform.local.apiVIP: Forbidden"} {
+		if !strings.Contains(err.Error(), f) {
+			t.Errorf("error lacks %q: %v", f, err)
+		}
+	}
+	if strings.Contains(err.Error(), "replicas") && !strings.Contains(err.Error(), "only controlPlane.replicas") {
+		t.Errorf("replicas reported as a change: %v", err)
+	}
+}
