@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -208,36 +207,22 @@ func scaleIn(t *testing.T, mon *monitor, kiln string, args ...string) {
 // behind a NodePort Service.
 func createScaleEcho(ctx context.Context, t *testing.T, client kubernetes.Interface) {
 	t.Helper()
-	two, one := int32(2), intstr.FromInt32(1)
-	labels := map[string]string{"app": "echo"}
-	spec := echoPodSpec("--serve=:8080", "--body=echo")
-	spec.NodeSelector = map[string]string{nodelayout.RoleLabel: "worker"}
-	spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 3}}}
-	spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
-		Spec: appsv1.DeploymentSpec{Replicas: &two, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}},
-	}
-	if _, err := client.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	one := intstr.FromInt32(1)
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "echo"}}},
 	}
 	if _, err := client.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
-		Spec: corev1.ServiceSpec{Selector: labels, Type: corev1.ServiceTypeNodePort,
-			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), NodePort: scaleNodePort}}},
-	}
-	if _, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitDeployment(ctx, t, client)
+	createEcho(ctx, t, client, func(spec *corev1.PodSpec, svc *corev1.ServiceSpec) {
+		spec.NodeSelector = map[string]string{nodelayout.RoleLabel: "worker"}
+		spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 3}}}
+		spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1,
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}}}
+		svc.Type = corev1.ServiceTypeNodePort
+		svc.Ports[0].NodePort = scaleNodePort
+	})
 }
 
 // phase is one monitored step of the scenario.

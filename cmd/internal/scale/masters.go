@@ -50,14 +50,8 @@ var ErrQuorum = errors.New("etcd quorum")
 // an interrupt goes on where it stopped.
 func (r *Runner) addMaster(ctx context.Context, name string) error {
 	r.Cluster.Shape.Masters = with(r.Cluster.Shape.Masters, name)
-	if err := r.record(nil); err != nil {
-		return err
-	}
-	minted, err := r.ensureToken(ctx)
+	minted, err := r.createMachine(ctx)
 	if err != nil {
-		return err
-	}
-	if err := r.Machines.ApplyMachines(ctx, r.Cluster); err != nil {
 		return err
 	}
 	var ip string
@@ -119,10 +113,10 @@ func (r *Runner) joinStep(ctx context.Context, etcd Etcd, name, ip string) (bool
 	if err != nil {
 		return false, "etcd member list: " + err.Error(), nil
 	}
-	m := memberByPeerURL(list.Members, peerURL(ip))
+	m := etcdmember.ByPeerURL(list.Members, etcdmember.PeerURL(ip))
 	switch {
 	case m == nil:
-		if l := learner(list.Members); l != nil {
+		if l := etcdmember.Learner(list.Members); l != nil {
 			return false, "waiting for learner " + l.Name + " before adding " + name, nil
 		}
 		return false, "added as a learner", r.addLearner(ctx, etcd, name, ip)
@@ -145,11 +139,11 @@ func (r *Runner) joinStep(ctx context.Context, etcd Etcd, name, ip string) (bool
 // addLearner issues the member's certificates from the etcd CA, adds it as
 // a learner and installs its files on the master.
 func (r *Runner) addLearner(ctx context.Context, etcd Etcd, name, ip string) error {
-	resp, err := etcd.MemberAddAsLearner(ctx, []string{peerURL(ip)})
+	resp, err := etcd.MemberAddAsLearner(ctx, []string{etcdmember.PeerURL(ip)})
 	if err != nil {
 		return fmt.Errorf("add etcd member %s: %w", name, err)
 	}
-	r.Log.Infof("etcd member %s added as a learner at %s", name, peerURL(ip))
+	r.Log.Infof("etcd member %s added as a learner at %s", name, etcdmember.PeerURL(ip))
 	return r.install(ctx, name, ip, resp.Members, resp.Member.ID)
 }
 
@@ -303,26 +297,6 @@ func (r *Runner) apiReady(ctx context.Context, ip string) error {
 		return err
 	}
 	return direct.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
-}
-
-func peerURL(ip string) string { return "https://" + net.JoinHostPort(ip, "2380") }
-
-func memberByPeerURL(ms []*etcdserverpb.Member, url string) *etcdserverpb.Member {
-	for _, m := range ms {
-		if slices.Contains(m.PeerURLs, url) {
-			return m
-		}
-	}
-	return nil
-}
-
-func learner(ms []*etcdserverpb.Member) *etcdserverpb.Member {
-	for _, m := range ms {
-		if m.IsLearner {
-			return m
-		}
-	}
-	return nil
 }
 
 func nodeIP(n *corev1.Node) string {

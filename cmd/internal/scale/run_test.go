@@ -22,6 +22,7 @@ import (
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/tls/tlstest"
 	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -160,7 +161,7 @@ func newTestRunner(t *testing.T, m, w int) (*Runner, *journal, *fakeEtcd) {
 		}
 		if i < m {
 			e.nextID++
-			e.members = append(e.members, &etcdserverpb.Member{ID: e.nextID, Name: n, PeerURLs: []string{peerURL(ip)}, ClientURLs: []string{"https://" + ip + ":2379"}})
+			e.members = append(e.members, &etcdserverpb.Member{ID: e.nextID, Name: n, PeerURLs: []string{etcdmember.PeerURL(ip)}, ClientURLs: []string{"https://" + ip + ":2379"}})
 		}
 	}
 	log := logrus.New()
@@ -191,12 +192,12 @@ func newTestRunner(t *testing.T, m, w int) (*Runner, *journal, *fakeEtcd) {
 // and machine go.
 func TestRunOrder(t *testing.T) {
 	r, j, e := newTestRunner(t, 1, 1)
-	e.names[peerURL("10.0.0.11")] = infra + "-master-1"
+	e.names[etcdmember.PeerURL("10.0.0.11")] = infra + "-master-1"
 	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 3, Workers: 1, Remove: ws(0)}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.names[peerURL("10.0.0.12")] = infra + "-master-2"
+	e.names[etcdmember.PeerURL("10.0.0.12")] = infra + "-master-2"
 	if err := r.Run(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestRunOrder(t *testing.T) {
 // machine of the same name back as a new learner.
 func TestRunRemoveMasterOrder(t *testing.T) {
 	r, j, e := newTestRunner(t, 3, 0)
-	e.names[peerURL("10.0.0.11")] = infra + "-master-1"
+	e.names[etcdmember.PeerURL("10.0.0.11")] = infra + "-master-1"
 	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 1, Replace: ms(1)}, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -16,15 +16,9 @@ import (
 // bootstrap, and waits for its Node to be Ready. The bootstrap token its
 // config carries is made valid again for the join when it expired.
 func (r *Runner) addWorker(ctx context.Context, name string) error {
-	minted, err := r.ensureToken(ctx)
-	if err != nil {
-		return err
-	}
 	r.Cluster.Shape.Workers = with(r.Cluster.Shape.Workers, name)
-	if err := r.record(nil); err != nil {
-		return err
-	}
-	if err := r.Machines.ApplyMachines(ctx, r.Cluster); err != nil {
+	minted, err := r.createMachine(ctx)
+	if err != nil {
 		return err
 	}
 	if err := r.waitNodeReady(ctx, name); err != nil {
@@ -34,6 +28,19 @@ func (r *Runner) addWorker(ctx context.Context, name string) error {
 		return r.dropToken(ctx)
 	}
 	return nil
+}
+
+// createMachine records the shape (a new machine in it), makes the join
+// token valid and creates the machine. minted reports whether the token
+// was made for this join.
+func (r *Runner) createMachine(ctx context.Context) (minted bool, err error) {
+	if err := r.record(nil); err != nil {
+		return false, err
+	}
+	if minted, err = r.ensureToken(ctx); err != nil {
+		return false, err
+	}
+	return minted, r.Machines.ApplyMachines(ctx, r.Cluster)
 }
 
 // removeWorker cordons and drains the worker (PodDisruptionBudgets
