@@ -116,11 +116,11 @@ func request(c *install.Cluster, o Options) (Request, error) {
 		if err != nil {
 			return req, err
 		}
-		ic, err := installconfig.FromYAML(data)
+		want, err := installconfig.ParseDefaulted(data)
 		if err != nil {
 			return req, fmt.Errorf("%s: %w", o.Config, err)
 		}
-		if req.Masters, req.Workers, err = Counts(c.Config, ic.Config); err != nil {
+		if req.Masters, req.Workers, err = Counts(c.Config, want); err != nil {
 			return req, fmt.Errorf("%s: %w", o.Config, err)
 		}
 	}
