@@ -269,3 +269,20 @@ func TestRunRemoveMasterOrder(t *testing.T) {
 		t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(j.calls, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestUnjoined checks that a master whose join a previous run did not
+// finish (a learner, no member, or not behind the load balancer) is
+// found, and a joined one is not.
+func TestUnjoined(t *testing.T) {
+	r, _, e := newTestRunner(t, 3, 0)
+	r.Machines.(*fakeScaler).backends = ms(0, 1) // master-2 is not behind the balancer
+	e.members[1].IsLearner = true                // master-1 is still a learner
+	shape := platforms.Shape{Masters: ms(0, 1, 2, 3)}
+	got, err := r.Unjoined(context.Background(), shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ms(1, 2, 3); !reflect.DeepEqual(got, want) {
+		t.Errorf("Unjoined = %q, want %q", got, want)
+	}
+}
