@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/platforms"
 )
 
 func testConfig(masters, workers int64) *types.Config {
@@ -44,5 +46,21 @@ func TestCounts(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "replicas") && !strings.Contains(err.Error(), "only controlPlane.replicas") {
 		t.Errorf("replicas reported as a change: %v", err)
+	}
+}
+
+// TestRequestFinishesPending checks that a bare re-run asks for the counts
+// an interrupted shrink was going to, not for the machines still recorded.
+func TestRequestFinishesPending(t *testing.T) {
+	c := &install.Cluster{}
+	c.Config, c.InfraID = testConfig(1, 2), infra
+	c.Shape = platforms.Shape{Masters: ms(0), Workers: ws(0, 1)}
+	req, err := request(c, Options{Masters: -1, Workers: -1}, ws(0))
+	if err != nil || req.Masters != 1 || req.Workers != 1 {
+		t.Errorf("request = %+v, %v; want 1 master, 1 worker", req, err)
+	}
+	req, err = request(c, Options{Masters: 3, Workers: -1}, nil)
+	if err != nil || req.Masters != 3 || req.Workers != 2 {
+		t.Errorf("request = %+v, %v; want 3 masters, 2 workers", req, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,11 +57,11 @@ func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, 
 	if err != nil {
 		return err
 	}
-	req, err := request(c, o)
+	rec, _, err := install.LoadShape(c.Dir)
 	if err != nil {
 		return graph.WithKind(graph.KindInput, err)
 	}
-	rec, _, err := install.LoadShape(c.Dir)
+	req, err := request(c, o, rec.Removing)
 	if err != nil {
 		return graph.WithKind(graph.KindInput, err)
 	}
@@ -108,9 +109,15 @@ func confirm(in io.Reader, out io.Writer) error {
 	return nil
 }
 
-// request is the wanted shape from o: an edited install-config, or flags.
-func request(c *install.Cluster, o Options) (Request, error) {
-	req := Request{Masters: len(c.Machines().Masters), Workers: len(c.Machines().Workers), Remove: o.Remove, Replace: o.Replace, Force: o.Force}
+// request is the wanted shape from o: an edited install-config, or flags;
+// a count neither sets is the current one less the removals under way
+// (pending), so a bare re-run finishes an interrupted shrink.
+func request(c *install.Cluster, o Options, pending []string) (Request, error) {
+	cur := c.Machines()
+	left := func(names []string) int {
+		return len(slices.DeleteFunc(slices.Clone(names), func(n string) bool { return slices.Contains(pending, n) }))
+	}
+	req := Request{Masters: left(cur.Masters), Workers: left(cur.Workers), Remove: o.Remove, Replace: o.Replace, Force: o.Force}
 	if o.Config != "" {
 		data, err := os.ReadFile(o.Config)
 		if err != nil {
