@@ -247,7 +247,9 @@ func startMonitor(ctx context.Context, t *testing.T, client kubernetes.Interface
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	m := &monitor{cancel: cancel}
-	httpc := &http.Client{Timeout: 2 * time.Second}
+	// A new connection per probe: a kept-alive one stays pinned (conntrack)
+	// to the pod it first reached, and hangs once that pod is gone.
+	httpc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	tick := func(f func(n int) error, count func(p *phase, err error)) {
 		defer m.wg.Done()
 		for n := 1; ctx.Err() == nil; n++ {
