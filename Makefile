@@ -53,7 +53,7 @@ host-prep:
 # End-to-end tests: node image build and boot, machines, Terraform, and whole
 # clusters (3 masters + 1 worker, then 1 master), each destroyed afterwards.
 e2e: deps host-prep
-	KILN_E2E=1 $(GO) test ./test/e2e/ -v -count=1 -timeout 85m
+	KILN_E2E=1 $(GO) test ./test/e2e/ -v -count=1 -timeout 100m
 
 test: unit
 	@if [ "$(UID)" = 0 ]; then $(MAKE) --no-print-directory deps validate-ignition e2e; \

@@ -2,6 +2,10 @@ package platforms
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/sirupsen/logrus"
 
@@ -21,6 +25,25 @@ type Cluster struct {
 	// BootstrapDone is set once bootstrap-complete was recorded: a resumed
 	// create must not bring the bootstrap machine back.
 	BootstrapDone bool
+	// Shape names the masters and workers the cluster runs. Zero until a
+	// day-2 change recorded one: then Machines derives it from the
+	// install-config's replica counts.
+	Shape Shape
+	// Full is the complete Ignition config of a machine joining a running
+	// cluster, by role ("master"); a role without one boots from its
+	// pointer config. Masters serve only the worker config, so a master
+	// added on day 2 boots from its full config.
+	Full map[string][]byte
+}
+
+// Machines returns the names of the cluster's masters and workers: Shape
+// when set, else <infraID>-master-<i> and <infraID>-worker-<i> for the
+// install-config's replica counts.
+func (c *Cluster) Machines() Shape {
+	if len(c.Shape.Masters) > 0 {
+		return c.Shape
+	}
+	return DefaultShape(c.InfraID, c.Config.MasterReplicas(), c.Config.WorkerReplicas())
 }
 
 // Env is what a provisioner reports to and caches in.
@@ -134,4 +157,75 @@ type UnitChecker interface {
 	// bootstrap machine, masters and workers), sorted by machine and
 	// unit. A machine that cannot be asked is left out.
 	FailedUnits(ctx context.Context, c *Cluster) ([]FailedUnit, error)
+}
+
+// Shape names the masters and workers of a cluster: the machines it runs
+// besides the bootstrap machine. A machine's name is also its node's.
+type Shape struct {
+	Masters []string `json:"masters"`
+	Workers []string `json:"workers"`
+}
+
+// Machine roles, as they appear in machine names.
+const (
+	RoleMaster = "master"
+	RoleWorker = "worker"
+)
+
+// MachineName is the name of the machine of role with index i.
+func MachineName(infraID, role string, i int) string {
+	return fmt.Sprintf("%s-%s-%d", infraID, role, i)
+}
+
+// MachineIndex returns the role and index of a machine named by
+// MachineName for infraID; ok is false for any other name.
+func MachineIndex(infraID, name string) (role string, i int, ok bool) {
+	rest, found := strings.CutPrefix(name, infraID+"-")
+	if !found {
+		return "", 0, false
+	}
+	role, num, found := strings.Cut(rest, "-")
+	if !found || (role != RoleMaster && role != RoleWorker) {
+		return "", 0, false
+	}
+	i, err := strconv.Atoi(num)
+	if err != nil || i < 0 || strconv.Itoa(i) != num {
+		return "", 0, false
+	}
+	return role, i, true
+}
+
+// DefaultShape is the shape of a cluster as created: masters and workers
+// numbered from 0.
+func DefaultShape(infraID string, masters, workers int) Shape {
+	var s Shape
+	for i := range masters {
+		s.Masters = append(s.Masters, MachineName(infraID, RoleMaster, i))
+	}
+	for i := range workers {
+		s.Workers = append(s.Workers, MachineName(infraID, RoleWorker, i))
+	}
+	return s
+}
+
+// All returns the masters then the workers.
+func (s Shape) All() []string {
+	return append(slices.Clone(s.Masters), s.Workers...)
+}
+
+// Scaler is an optional ability of a Provisioner: changing the machines of
+// a running cluster (kiln scale cluster). The caller orders the steps that
+// keep etcd and the API available; each method only converges the
+// platform to what it is given, and is idempotent.
+type Scaler interface {
+	// ApplyMachines makes the cluster's machines exactly those of
+	// c.Shape: it creates the missing ones (a master with c.Full's master
+	// config) and destroys the others. Running machines are kept as they
+	// are.
+	ApplyMachines(ctx context.Context, c *Cluster) error
+	// SetAPIBackends points the API load balancer (and the machine-config
+	// server's) at exactly masters.
+	SetAPIBackends(ctx context.Context, c *Cluster, masters []string) error
+	// APIBackends returns the masters the API load balancer sends to.
+	APIBackends(ctx context.Context, c *Cluster) ([]string, error)
 }

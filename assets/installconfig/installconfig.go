@@ -146,3 +146,18 @@ func Redacted(c *types.Config) *types.Config {
 	}
 	return &out
 }
+
+// ParseDefaulted parses an install-config read from elsewhere than --dir
+// and applies the defaults, without the validation Load does: kiln scale
+// cluster --config compares it field by field with a cluster's valid
+// install-config and refuses any change but the replica counts, and a
+// validation against the host would refuse the cluster's own machine
+// network, which its bridge now uses.
+func ParseDefaulted(data []byte) (*types.Config, error) {
+	c, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	SetDefaults(c, configs.Platforms())
+	return c, nil
+}

@@ -142,7 +142,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		newNodeCmd(o),
 		newDestroyCmd(o), newWaitForCmd(o), newGatherCmd(o), newLoadCmd(o),
 		newCertsCmd(o),
-		newStopCmd(o), newStartCmd(o),
+		newStopCmd(o), newStartCmd(o), newScaleCmd(o),
 	)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()

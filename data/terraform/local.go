@@ -39,13 +39,16 @@ type LocalVars struct {
 	// BootstrapInLB keeps the bootstrap machine in the load balancer pools;
 	// set false and re-apply the network stage before destroying it.
 	BootstrapInLB bool `json:"bootstrap_in_lb"`
-	// MasterCount is the number of masters.
-	MasterCount int `json:"master_count"`
-	// MasterAddresses are the masters' addresses, without prefix.
+	// MasterNames are the masters' machine names; kiln before day-2
+	// support wrote master_count instead, which Normalize turns into names.
+	MasterNames []string `json:"master_names"`
+	// MasterAddresses are the masters' addresses, without prefix, in the
+	// order of MasterNames.
 	MasterAddresses []string `json:"master_addresses"`
-	// WorkerCount is the number of workers.
-	WorkerCount int `json:"worker_count"`
-	// WorkerAddresses are the workers' addresses, without prefix.
+	// WorkerNames are the workers' machine names.
+	WorkerNames []string `json:"worker_names"`
+	// WorkerAddresses are the workers' addresses, without prefix, in the
+	// order of WorkerNames.
 	WorkerAddresses []string `json:"worker_addresses"`
 	// BootstrapCPUs is the bootstrap machine's CPU quota in cores; 0 is unlimited.
 	BootstrapCPUs float64 `json:"bootstrap_cpus"`

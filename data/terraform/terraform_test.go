@@ -80,8 +80,8 @@ func sampleVars() LocalVars {
 		NodeImage: "/var/lib/kiln/images/node", KilnBinary: "/usr/local/bin/kiln",
 		BootstrapIgnition: "{}", MasterIgnition: "{}", WorkerIgnition: "{}",
 		BootstrapAddress: "10.66.0.10", BootstrapInLB: true,
-		MasterCount: 1, MasterAddresses: []string{"10.66.0.11"},
-		WorkerCount: 2, WorkerAddresses: []string{"10.66.0.21", "10.66.0.22"},
+		MasterNames: []string{"demo-x7k2p-master-0"}, MasterAddresses: []string{"10.66.0.11"},
+		WorkerNames: []string{"demo-x7k2p-worker-0", "demo-x7k2p-worker-1"}, WorkerAddresses: []string{"10.66.0.21", "10.66.0.22"},
 		MasterCPUs: 2, MasterMemoryMiB: 4096,
 	}
 }

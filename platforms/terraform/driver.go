@@ -287,3 +287,85 @@ func unpackStage(modules fs.FS, stage, dir string) error {
 	}
 	return nil
 }
+
+// Instance is one resource instance recorded in a stage's state.
+type Instance struct {
+	// Resource is the resource's address without index, e.g.
+	// kilnlocal_machine.master.
+	Resource string
+	// Key is the instance key: nil for a single instance, a float64 for
+	// count, a string for for_each.
+	Key any
+	// Name is the instance's "name" attribute ("" when it has none).
+	Name string
+}
+
+// Address is the instance's full address, e.g. kilnlocal_machine.master[0]
+// or kilnlocal_machine.master["demo-master-0"].
+func (i Instance) Address() string {
+	switch k := i.Key.(type) {
+	case float64:
+		return fmt.Sprintf("%s[%d]", i.Resource, int(k))
+	case string:
+		return fmt.Sprintf("%s[%q]", i.Resource, k)
+	}
+	return i.Resource
+}
+
+// Instances reads the managed resource instances recorded in stage's state
+// file, without running the engine; a stage never applied has none.
+func (d *Driver) Instances(stage string) ([]Instance, error) {
+	data, err := os.ReadFile(filepath.Join(d.StageDir(stage), stateFileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st struct {
+		Resources []struct {
+			Mode      string `json:"mode"`
+			Type      string `json:"type"`
+			Name      string `json:"name"`
+			Instances []struct {
+				IndexKey   any            `json:"index_key"`
+				Attributes map[string]any `json:"attributes"`
+			} `json:"instances"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("state of stage %s: %w", stage, err)
+	}
+	var out []Instance
+	for _, r := range st.Resources {
+		if r.Mode != "managed" {
+			continue
+		}
+		for _, in := range r.Instances {
+			name, _ := in.Attributes["name"].(string)
+			out = append(out, Instance{Resource: r.Type + "." + r.Name, Key: in.IndexKey, Name: name})
+		}
+	}
+	return out, nil
+}
+
+// Move renames instances in stage's state (`state mv`, one pair
+// [from, to] at a time), so that an apply of a configuration that
+// addresses them differently keeps them instead of replacing them.
+func (d *Driver) Move(ctx context.Context, stage string, vars any, moves [][2]string) error {
+	if len(moves) == 0 {
+		return nil
+	}
+	tf, err := d.prepare(ctx, stage, vars)
+	if err != nil {
+		return err
+	}
+	return d.run(tf, stage, "state mv", func() error {
+		for _, m := range moves {
+			if err := tf.StateMv(ctx, m[0], m[1]); err != nil {
+				return fmt.Errorf("%s to %s: %w", m[0], m[1], err)
+			}
+		}
+		return nil
+	})
+}

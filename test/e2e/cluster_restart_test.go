@@ -190,9 +190,22 @@ func echoPodSpec(args ...string) corev1.PodSpec {
 // createEchoDeployment runs two HTTP servers behind the Service echo.
 func createEchoDeployment(ctx context.Context, t *testing.T, client kubernetes.Interface) {
 	t.Helper()
+	createEcho(ctx, t, client, func(*corev1.PodSpec, *corev1.ServiceSpec) {})
+}
+
+// createEcho is createEchoDeployment with the pod and Service specs
+// changed by edit before they are created.
+func createEcho(ctx context.Context, t *testing.T, client kubernetes.Interface, edit func(*corev1.PodSpec, *corev1.ServiceSpec)) {
+	t.Helper()
 	two := int32(2)
 	labels := map[string]string{"app": "echo"}
 	spec := echoPodSpec("--serve=:8080", "--body=echo")
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Selector: labels,
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	edit(&spec, &svc.Spec)
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
 		Spec: appsv1.DeploymentSpec{Replicas: &two, Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -200,11 +213,6 @@ func createEchoDeployment(ctx context.Context, t *testing.T, client kubernetes.I
 	}
 	if _, err := client.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
-	}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
-		Spec: corev1.ServiceSpec{Selector: labels,
-			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
 	}
 	if _, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -109,7 +109,7 @@ func TestTerraformNetwork(t *testing.T) {
 		NodeImage: "/nonexistent", KilnBinary: kiln, MachineDir: &machineDir, LBDir: &lbDir,
 		BootstrapIgnition: `{"ignition":{"version":"3.3.0"}}`, MasterIgnition: "{}", WorkerIgnition: "{}",
 		BootstrapAddress: subnet + "10", BootstrapInLB: true,
-		MasterCount: 1, MasterAddresses: []string{subnet + "11"},
+		MasterNames: []string{"tfe2e-abcde-master-0"}, MasterAddresses: []string{subnet + "11"},
 	}
 	forward, _ := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 	destroyAll := func() {

@@ -73,7 +73,7 @@ func Destroy(ctx context.Context, dir string, t Target, prov platforms.Provision
 func generated() []string {
 	return []string{
 		graph.StateFileName, metadata.FileName, "bootstrap.ign", "master.ign", "worker.ign",
-		"auth", "manifests", "static-pods", ".kiln/terraform", bootstrapRecord,
+		"auth", "manifests", "static-pods", ".kiln/terraform", bootstrapRecord, ShapeFile,
 	}
 }
 

@@ -115,6 +115,13 @@ func Load(ctx context.Context, dir string, log logrus.FieldLogger, flags Timeout
 		return nil, graph.WithKind(graph.KindInput, fmt.Errorf(
 			"%s is missing from %s: run `kiln create ignition-configs --dir %s` to write it again", admin.File.Path, dir, dir))
 	}
+	rec, found, err := LoadShape(abs)
+	if err != nil {
+		return nil, graph.WithKind(graph.KindInput, err)
+	}
+	if found {
+		c.Shape = rec.Shape
+	}
 	c.Timeouts, err = timeouts(ic.Config.Timeouts, flags)
 	if err != nil {
 		return nil, graph.WithKind(graph.KindInput, err)
@@ -196,8 +203,9 @@ func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress, prov 
 	return API{Waits: w, Server: rc.Host}, nil
 }
 
-// Nodes is the number of nodes install-complete waits for.
-func (c *Cluster) Nodes() int { return c.Config.MasterReplicas() + c.Config.WorkerReplicas() }
+// Nodes is the number of nodes install-complete waits for: the machines of
+// the shape a day-2 change recorded, else the install-config's replicas.
+func (c *Cluster) Nodes() int { return len(c.Machines().All()) }
 
 // Create is `kiln create cluster` after the Ignition configs exist: the
 // whole sequence of an install, then a summary on out. A create resumed

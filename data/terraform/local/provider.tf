@@ -23,8 +23,8 @@ locals {
   hosts = concat(
     [{ ip = var.api_vip, names = ["api.${local.domain}", "api-int.${local.domain}"] }],
     [{ ip = var.bootstrap_address, names = ["${var.infra_id}-bootstrap"] }],
-    [for i, a in var.master_addresses : { ip = a, names = ["${var.infra_id}-master-${i}"] }],
-    [for i, a in var.worker_addresses : { ip = a, names = ["${var.infra_id}-worker-${i}"] }],
+    [for i, a in var.master_addresses : { ip = a, names = [var.master_names[i]] }],
+    [for i, a in var.worker_addresses : { ip = a, names = [var.worker_names[i]] }],
   )
 
   # Every machine routes the service network on-link: a connect from a

@@ -98,28 +98,32 @@ variable "bootstrap_in_lb" {
   description = "Whether the load balancer sends traffic to the bootstrap machine; false once it is to be destroyed."
 }
 
-variable "master_count" {
-  type        = number
-  description = "Number of masters."
+variable "master_names" {
+  type        = list(string)
+  default     = []
+  nullable    = false
+  description = "Machine names of the masters; each master's Terraform instance is keyed by its name, so any one can be removed."
 }
 
 variable "master_addresses" {
   type        = list(string)
   default     = []
   nullable    = false
-  description = "Addresses of the masters (no prefix), master_count of them."
+  description = "Addresses of the masters (no prefix), in the order of master_names."
 }
 
-variable "worker_count" {
-  type        = number
-  description = "Number of workers."
+variable "worker_names" {
+  type        = list(string)
+  default     = []
+  nullable    = false
+  description = "Machine names of the workers, keyed like the masters."
 }
 
 variable "worker_addresses" {
   type        = list(string)
   default     = []
   nullable    = false
-  description = "Addresses of the workers (no prefix), worker_count of them."
+  description = "Addresses of the workers (no prefix), in the order of worker_names."
 }
 
 variable "bootstrap_cpus" {

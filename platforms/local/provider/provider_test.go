@@ -153,8 +153,8 @@ func TestStagesThroughEngine(t *testing.T) {
 		NodeImage: "/images/node", KilnBinary: "/usr/local/bin/kiln", LBDir: &lbDir,
 		BootstrapIgnition: `{"bootstrap":true}`, MasterIgnition: `{"master":true}`, WorkerIgnition: `{"worker":true}`,
 		BootstrapAddress: "127.66.0.10", BootstrapInLB: true,
-		MasterCount: 1, MasterAddresses: []string{"127.66.0.11"},
-		WorkerCount: 1, WorkerAddresses: []string{"127.66.0.21"},
+		MasterNames: []string{"demo-x7k2p-master-0"}, MasterAddresses: []string{"127.66.0.11"},
+		WorkerNames: []string{"demo-x7k2p-worker-0"}, WorkerAddresses: []string{"127.66.0.21"},
 		MasterCPUs: 2, MasterMemoryMiB: 4096,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -241,7 +241,7 @@ func TestStagesThroughEngine(t *testing.T) {
 	waitGone(t, proc)
 	cfgBefore, _ := os.ReadFile(proc.ConfigPath)
 	for stage, want := range map[string]map[string][]string{
-		tf.StageCluster: {"kilnlocal_machine.master[0]": {"update"}},
+		tf.StageCluster: {`kilnlocal_machine.master["demo-x7k2p-master-0"]`: {"update"}},
 		tf.StageNetwork: {"kilnlocal_load_balancer.api": {"update"}},
 	} {
 		got, err := d.Plan(ctx, stage, vars)

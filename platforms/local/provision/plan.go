@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
@@ -28,6 +29,9 @@ type Plan struct {
 	Bootstrap netip.Addr
 	Masters   []netip.Addr
 	Workers   []netip.Addr
+	// MasterNames and WorkerNames name the machines at Masters and
+	// Workers, in the same order.
+	MasterNames, WorkerNames []string
 	// ServiceLB is the address pool of LoadBalancer Services; the zero
 	// Pool when the loadBalancer add-on is off.
 	ServiceLB servicelb.Pool
@@ -46,8 +50,11 @@ func BridgeName(infraID string) string {
 	return "kiln-" + suffix
 }
 
-// NewPlan lays out the cluster of c on the machine network.
-func NewPlan(c *types.Config, infraID string) (*Plan, error) {
+// NewPlan lays out the machines of shape on c's machine network. A
+// machine's address follows from its name's index (master i at offset
+// 11+i, worker i at 20+i), so it keeps its address whatever else is added
+// or removed.
+func NewPlan(c *types.Config, infraID string, shape platforms.Shape) (*Plan, error) {
 	if c.Platform.Local == nil || c.Networking == nil || len(c.Networking.MachineNetwork) == 0 {
 		return nil, errors.New("install-config has no local platform section or machine network after defaulting")
 	}
@@ -76,20 +83,28 @@ func NewPlan(c *types.Config, infraID string) (*Plan, error) {
 	if p.Bootstrap, err = at(bootstrapOffset); err != nil {
 		return nil, err
 	}
-	for i := 0; i < c.MasterReplicas(); i++ {
-		a, err := at(masterOffset + i)
-		if err != nil {
-			return nil, err
+	for _, role := range []struct {
+		name   string
+		names  []string
+		offset int
+		addrs  *[]netip.Addr
+	}{{platforms.RoleMaster, shape.Masters, masterOffset, &p.Masters}, {platforms.RoleWorker, shape.Workers, workerOffset, &p.Workers}} {
+		for _, n := range role.names {
+			r, i, ok := platforms.MachineIndex(infraID, n)
+			if !ok || r != role.name {
+				return nil, fmt.Errorf("machine name %q is not a %s of %s", n, role.name, infraID)
+			}
+			if role.name == platforms.RoleMaster && masterOffset+i >= workerOffset {
+				return nil, fmt.Errorf("machine %s: at most %d master indexes fit before the workers' addresses", n, workerOffset-masterOffset)
+			}
+			a, err := at(role.offset + i)
+			if err != nil {
+				return nil, err
+			}
+			*role.addrs = append(*role.addrs, a)
 		}
-		p.Masters = append(p.Masters, a)
 	}
-	for i := 0; i < c.WorkerReplicas(); i++ {
-		a, err := at(workerOffset + i)
-		if err != nil {
-			return nil, err
-		}
-		p.Workers = append(p.Workers, a)
-	}
+	p.MasterNames, p.WorkerNames = slices.Clone(shape.Masters), slices.Clone(shape.Workers)
 	if c.Addons().LoadBalancer {
 		if err := p.reserveServiceLB(); err != nil {
 			return nil, err
@@ -135,9 +150,9 @@ func (p *Plan) Vars(c *platforms.Cluster, nodeImage, kiln string) tfdata.LocalVa
 		WorkerIgnition:    string(c.Worker),
 		BootstrapAddress:  p.Bootstrap.String(),
 		BootstrapInLB:     true,
-		MasterCount:       len(p.Masters),
+		MasterNames:       p.MasterNames,
 		MasterAddresses:   addrStrings(p.Masters),
-		WorkerCount:       len(p.Workers),
+		WorkerNames:       p.WorkerNames,
 		WorkerAddresses:   addrStrings(p.Workers),
 	}
 	pool := func(mp *types.MachinePool) *types.LocalMachinePool {

@@ -20,8 +20,42 @@ func planConfig(masters, workers int64) *types.Config {
 	}
 }
 
+// newPlan lays out c's machines as created: numbered from 0.
+func newPlan(c *types.Config) (*Plan, error) {
+	return NewPlan(c, "demo-x7k2p", platforms.DefaultShape("demo-x7k2p", c.MasterReplicas(), c.WorkerReplicas()))
+}
+
+// TestPlanByName checks that a machine's address follows its name's
+// index, whatever machines come before it, and that names of another
+// cluster or role, or a master index that would reach the workers'
+// addresses, are refused.
+func TestPlanByName(t *testing.T) {
+	shape := platforms.Shape{Masters: []string{"demo-x7k2p-master-0", "demo-x7k2p-master-3"}, Workers: []string{"demo-x7k2p-worker-2"}}
+	p, err := NewPlan(planConfig(1, 1), "demo-x7k2p", shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(append(addrStrings(p.Masters), addrStrings(p.Workers)...), ","); got != "10.66.0.11,10.66.0.14,10.66.0.22" {
+		t.Errorf("addresses = %s", got)
+	}
+	v := p.Vars(&platforms.Cluster{Config: planConfig(1, 1), InfraID: "demo-x7k2p"}, "/img", "/kiln")
+	if !reflect.DeepEqual(v.MasterNames, shape.Masters) || !reflect.DeepEqual(v.WorkerNames, shape.Workers) {
+		t.Errorf("names = %q, %q", v.MasterNames, v.WorkerNames)
+	}
+	for _, bad := range []platforms.Shape{
+		{Masters: []string{"other-abcde-master-0"}},
+		{Masters: []string{"demo-x7k2p-worker-0"}},
+		{Masters: []string{"demo-x7k2p-master-9"}},
+		{Workers: []string{"demo-x7k2p-worker-x"}},
+	} {
+		if _, err := NewPlan(planConfig(1, 1), "demo-x7k2p", bad); err == nil {
+			t.Errorf("NewPlan(%v) succeeded", bad)
+		}
+	}
+}
+
 func TestPlan(t *testing.T) {
-	p, err := NewPlan(planConfig(3, 2), "demo-x7k2p")
+	p, err := newPlan(planConfig(3, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +72,7 @@ func TestPlan(t *testing.T) {
 	if v.MasterCPUs != 1.5 || v.MasterMemoryMiB != 2048 || v.BootstrapMemoryMiB != 2048 || v.WorkerMemoryMiB != 1024 {
 		t.Errorf("sizes: pool settings and platform defaults not applied: %+v", v)
 	}
-	if !v.BootstrapInLB || v.MasterCount != 3 || v.WorkerCount != 2 || v.BootstrapIgnition != "{}" {
+	if !v.BootstrapInLB || len(v.MasterNames) != 3 || v.WorkerNames[1] != "demo-x7k2p-worker-1" || v.BootstrapIgnition != "{}" {
 		t.Errorf("vars = %+v", v)
 	}
 	if !reflect.DeepEqual(v.ServiceNetwork, []string{"172.30.0.0/16"}) {
@@ -46,7 +80,7 @@ func TestPlan(t *testing.T) {
 	}
 	small := planConfig(1, 0)
 	small.Networking.MachineNetwork[0].CIDR = "10.66.0.0/29"
-	if _, err := NewPlan(small, "demo-x7k2p"); err == nil {
+	if _, err := newPlan(small); err == nil {
 		t.Error("a /29 has no room for the bootstrap machine at offset 10")
 	}
 }
@@ -55,7 +89,7 @@ func TestPlan(t *testing.T) {
 // of the machine network, refused when a machine or the VIP falls in it,
 // absent when the add-on is off.
 func TestPlanServiceLB(t *testing.T) {
-	p, err := NewPlan(planConfig(3, 2), "demo-x7k2p")
+	p, err := newPlan(planConfig(3, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,22 +98,22 @@ func TestPlanServiceLB(t *testing.T) {
 	}
 	small := planConfig(1, 1)
 	small.Networking.MachineNetwork[0].CIDR = "10.66.0.0/27" // pool .24-.30, the worker at .20
-	if p, err := NewPlan(small, "demo-x7k2p"); err != nil || p.ServiceLB.String() != "10.66.0.24-10.66.0.30" {
+	if p, err := newPlan(small); err != nil || p.ServiceLB.String() != "10.66.0.24-10.66.0.30" {
 		t.Errorf("a /27 with one worker: pool %v, %v", p, err)
 	}
 	crowded := planConfig(1, 5) // workers .20-.24
 	crowded.Networking.MachineNetwork[0].CIDR = "10.66.0.0/27"
-	if _, err := NewPlan(crowded, "demo-x7k2p"); err == nil || !strings.Contains(err.Error(), "10.66.0.24") {
+	if _, err := newPlan(crowded); err == nil || !strings.Contains(err.Error(), "10.66.0.24") {
 		t.Errorf("worker 10.66.0.24 in the pool: err = %v", err)
 	}
 	off := false
 	crowded.Platform.Local.Addons = &types.LocalAddons{LoadBalancer: &off}
-	if p, err := NewPlan(crowded, "demo-x7k2p"); err != nil || p.ServiceLB.Size() != 0 {
+	if p, err := newPlan(crowded); err != nil || p.ServiceLB.Size() != 0 {
 		t.Errorf("add-on off: pool %+v, %v; want none and no error", p, err)
 	}
 	vip := planConfig(1, 1)
 	vip.Platform.Local.APIVIP = "10.66.0.200"
-	if _, err := NewPlan(vip, "demo-x7k2p"); err == nil {
+	if _, err := newPlan(vip); err == nil {
 		t.Error("an API VIP in the pool was accepted")
 	}
 }

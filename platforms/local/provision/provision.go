@@ -35,7 +35,7 @@ func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error
 	end := p.Env.Progress.Start("Checking the host")
 	// A resumed create counts only the machines still to start: the running
 	// ones already hold their share of the host's resources.
-	want := 1 + c.Config.MasterReplicas() + c.Config.WorkerReplicas()
+	want := 1 + len(c.Machines().All())
 	running, err := machine.NewManager(machine.Options{StateRoot: p.StateRoot, Log: p.Env.Log}).List(ctx, c.InfraID+"-")
 	if err == nil {
 		want = max(want-len(running), 0)
@@ -61,7 +61,7 @@ func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error
 
 // Provision implements platforms.Provisioner.
 func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error {
-	plan, err := NewPlan(c.Config, c.InfraID)
+	plan, err := NewPlan(c.Config, c.InfraID, c.Machines())
 	if err != nil {
 		return &platforms.ConfigError{Err: err}
 	}
@@ -94,7 +94,13 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 	}
 	for _, stage := range stages {
 		end := p.Env.Progress.Start(stage.title)
-		err := drv.Apply(ctx, stage.name, vars)
+		apply := drv.Apply
+		if stage.name == terraform.StageCluster {
+			apply = func(ctx context.Context, _ string, vars any) error {
+				return p.applyCluster(ctx, drv, vars.(tfdata.LocalVars))
+			}
+		}
+		err := apply(ctx, stage.name, vars)
 		end(err)
 		if err != nil {
 			return err
@@ -149,8 +155,13 @@ func (p *Provisioner) driver(ctx context.Context, dir string) (*terraform.Driver
 	}), nil
 }
 
-// stageVars reads the variables a stage was last applied with.
+// stageVars reads the variables a stage was last applied with, machine
+// names filled in when they were written before machines had them.
 func stageVars(drv *terraform.Driver, stage string) (tfdata.LocalVars, error) {
 	var v tfdata.LocalVars
-	return v, drv.LastVars(stage, &v)
+	if err := drv.LastVars(stage, &v); err != nil {
+		return v, err
+	}
+	normalizeVars(&v)
+	return v, nil
 }

@@ -50,14 +50,7 @@ func (p *Provisioner) MachineStates(ctx context.Context, c *platforms.Cluster) (
 
 // nodeMachines names the masters and workers of c.
 func nodeMachines(c *platforms.Cluster) []string {
-	var names []string
-	for i := range c.Config.MasterReplicas() {
-		names = append(names, fmt.Sprintf("%s-master-%d", c.InfraID, i))
-	}
-	for i := range c.Config.WorkerReplicas() {
-		names = append(names, fmt.Sprintf("%s-worker-%d", c.InfraID, i))
-	}
-	return names
+	return c.Machines().All()
 }
 
 // stopOrder groups the machines named for a stop: workers (stopped
@@ -167,13 +160,17 @@ func (p *Provisioner) Start(ctx context.Context, c *platforms.Cluster) error {
 			return err
 		}
 		end := p.Env.Progress.Start(s.title)
-		err = drv.Apply(ctx, s.name, vars)
+		if s.name == terraform.StageCluster {
+			err = p.applyCluster(ctx, drv, vars)
+		} else {
+			err = drv.Apply(ctx, s.name, vars)
+		}
 		end(err)
 		if err != nil {
 			return err
 		}
 	}
-	plan, err := NewPlan(c.Config, c.InfraID)
+	plan, err := NewPlan(c.Config, c.InfraID, c.Machines())
 	if err != nil {
 		return &platforms.ConfigError{Err: err}
 	}

@@ -86,10 +86,10 @@ func (g *grower) step(ctx context.Context) ([]master, error) {
 		return nil, err
 	}
 	for _, m := range masters {
-		member := memberByPeerURL(resp.Members, peerURL(m.IP))
+		member := etcdmember.ByPeerURL(resp.Members, etcdmember.PeerURL(m.IP))
 		switch {
 		case member == nil:
-			if l := learner(resp.Members); l != nil {
+			if l := etcdmember.Learner(resp.Members); l != nil {
 				return nil, errNotYet("waiting for learner " + l.Name + " before adding " + m.Name)
 			}
 			return nil, g.add(ctx, m)
@@ -114,7 +114,7 @@ func (g *grower) add(ctx context.Context, m master) error {
 	if err != nil {
 		return err
 	}
-	resp, err := g.etcd.MemberAddAsLearner(ctx, []string{peerURL(m.IP)})
+	resp, err := g.etcd.MemberAddAsLearner(ctx, []string{etcdmember.PeerURL(m.IP)})
 	if err != nil {
 		return fmt.Errorf("add etcd member %s: %w", m.Name, err)
 	}
@@ -124,7 +124,7 @@ func (g *grower) add(ctx context.Context, m master) error {
 	if err := g.install(ctx, m, files); err != nil {
 		return err
 	}
-	g.cfg.Log.Infof("etcd member %s added as learner at %s", m.Name, peerURL(m.IP))
+	g.cfg.Log.Infof("etcd member %s added as learner at %s", m.Name, etcdmember.PeerURL(m.IP))
 	return errNotYet("added " + m.Name)
 }
 
@@ -221,28 +221,6 @@ func directConfig(base *rest.Config, ip string) *rest.Config {
 	c.Host = "https://" + net.JoinHostPort(ip, "6443")
 	c.TLSClientConfig.ServerName = "kubernetes"
 	return c
-}
-
-func peerURL(ip string) string { return "https://" + net.JoinHostPort(ip, "2380") }
-
-func memberByPeerURL(ms []*etcdserverpb.Member, url string) *etcdserverpb.Member {
-	for _, m := range ms {
-		for _, u := range m.PeerURLs {
-			if u == url {
-				return m
-			}
-		}
-	}
-	return nil
-}
-
-func learner(ms []*etcdserverpb.Member) *etcdserverpb.Member {
-	for _, m := range ms {
-		if m.IsLearner {
-			return m
-		}
-	}
-	return nil
 }
 
 // isNotYet reports whether err is progress rather than failure.

@@ -2,17 +2,9 @@ package bootkube
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sirupsen/logrus"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -23,6 +15,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/manifests"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
+	"github.com/kiln-project/kiln/assets/tls/tlstest"
 	"github.com/kiln-project/kiln/cmd/internal/handover"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
@@ -67,27 +60,7 @@ func masterNode(name, ip string) *corev1.Node {
 	}
 }
 
-func testCA(t *testing.T) *kilntls.CertKey {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-etcd-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, _ := x509.MarshalPKCS8PrivateKey(key)
-	return &kilntls.CertKey{
-		Cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		Key:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}),
-	}
-}
+func testCA(t *testing.T) *kilntls.CertKey { return tlstest.CA(t) }
 
 func TestStepGrowsOneMemberAtATime(t *testing.T) {
 	log := logrus.New()

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kiln-project/kiln/cmd/internal/handover"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
@@ -19,11 +20,20 @@ const (
 )
 
 // install stores a master's etcd files in a Secret and starts the installer
-// pod on that master: it writes them under /etc/kubernetes, waits for the
-// member to become a voter and then activates the master's staged control
-// plane static pods.
+// pod on that master (InstallMember).
 func (g *grower) install(ctx context.Context, m master, files map[string][]byte) error {
-	secrets := g.client.CoreV1().Secrets(handover.SystemNamespace)
+	return InstallMember(ctx, g.client, m.Name, g.cfg.InstallerImage, files)
+}
+
+// InstallMember stores a master's etcd files (certificates and the etcd
+// static pod, etcd.yaml) in a Secret and starts the installer pod on node:
+// it writes them under /etc/kubernetes, waits for the member to become a
+// voter and then activates the master's staged control plane static pods.
+// Bootstrap grows etcd with it, and kiln scale cluster adds a master with
+// it. Running it again replaces the Secret and the pod.
+func InstallMember(ctx context.Context, client kubernetes.Interface, node, image string, files map[string][]byte) error {
+	m := master{Name: node}
+	secrets := client.CoreV1().Secrets(handover.SystemNamespace)
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: installerName("etcd", m), Namespace: handover.SystemNamespace},
 		Data:       files,
@@ -35,21 +45,31 @@ func (g *grower) install(ctx context.Context, m master, files map[string][]byte)
 	} else if err != nil {
 		return err
 	}
-	pods := g.client.CoreV1().Pods(handover.SystemNamespace)
+	pods := client.CoreV1().Pods(handover.SystemNamespace)
 	if err := pods.Delete(ctx, installerName(handover.InstallerLabelValue, m), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	if _, err := pods.Create(ctx, InstallerPod(m.Name, g.cfg.InstallerImage), metav1.CreateOptions{}); err != nil {
+	if _, err := pods.Create(ctx, InstallerPod(m.Name, image), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("installer pod for %s: %w", m.Name, err)
 	}
 	return nil
 }
 
-// cleanupInstaller removes the installer's Secret (it holds keys) and pod.
+// cleanupInstaller removes the installer's Secret (it holds keys).
 func (g *grower) cleanupInstaller(ctx context.Context, m master) {
-	if err := g.client.CoreV1().Secrets(handover.SystemNamespace).Delete(ctx, installerName("etcd", m), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if err := DeleteInstallerSecret(ctx, g.client, m.Name); err != nil {
 		g.cfg.Log.Warnf("delete installer secret of %s: %v", m.Name, err)
 	}
+}
+
+// DeleteInstallerSecret deletes the Secret InstallMember made for node: it
+// holds the member's keys. One already gone is fine.
+func DeleteInstallerSecret(ctx context.Context, client kubernetes.Interface, node string) error {
+	err := client.CoreV1().Secrets(handover.SystemNamespace).Delete(ctx, installerName("etcd", master{Name: node}), metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 func installerName(prefix string, m master) string { return prefix + "-" + m.Name }

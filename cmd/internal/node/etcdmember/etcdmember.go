@@ -14,8 +14,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	kilntls "github.com/kiln-project/kiln/assets/tls"
@@ -90,11 +92,24 @@ func Client(endpoints []string, caFile, certFile, keyFile string) (*clientv3.Cli
 	if err != nil {
 		return nil, err
 	}
+	cert, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, err
+	}
+	key, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	return ClientPEM(endpoints, ca, cert, key)
+}
+
+// ClientPEM is Client with the CA, certificate and key given as PEM.
+func ClientPEM(endpoints []string, ca, cert, key []byte) (*clientv3.Client, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("%s: no certificate", caFile)
+		return nil, fmt.Errorf("etcd CA: no certificate")
 	}
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	pair, err := tls.X509KeyPair(cert, key)
 	if err != nil {
 		return nil, err
 	}
@@ -111,4 +126,28 @@ func algorithmOf(key crypto.Signer) kilntls.Algorithm {
 		return kilntls.ECDSAP256
 	}
 	return kilntls.RSA2048
+}
+
+// PeerURL is the peer URL of the member at ip.
+func PeerURL(ip string) string { return "https://" + net.JoinHostPort(ip, "2380") }
+
+// ByPeerURL returns the member of ms with peer URL url, or nil.
+func ByPeerURL(ms []*etcdserverpb.Member, url string) *etcdserverpb.Member {
+	for _, m := range ms {
+		if slices.Contains(m.PeerURLs, url) {
+			return m
+		}
+	}
+	return nil
+}
+
+// Learner returns the first learner of ms, or nil: etcd takes one learner
+// at a time.
+func Learner(ms []*etcdserverpb.Member) *etcdserverpb.Member {
+	for _, m := range ms {
+		if m.IsLearner {
+			return m
+		}
+	}
+	return nil
 }

@@ -1,11 +1,20 @@
-# Stage "cluster": masters and workers.
+# Stage "cluster": masters and workers, each keyed by its machine name so
+# that a day-2 change (kiln scale cluster) can remove any one of them.
+# hosts and ignition are read at a machine's first boot only: a later change
+# of them (a machine added elsewhere, a master joining with its full config)
+# must not replace the machines that run.
+
+locals {
+  masters = zipmap(var.master_names, var.master_addresses)
+  workers = zipmap(var.worker_names, var.worker_addresses)
+}
 
 resource "kilnlocal_machine" "master" {
-  count        = var.master_count
-  name         = "${var.infra_id}-master-${count.index}"
+  for_each     = local.masters
+  name         = each.key
   image        = var.node_image
   bridge       = var.bridge
-  address      = "${var.master_addresses[count.index]}/${local.prefix_len}"
+  address      = "${each.value}/${local.prefix_len}"
   hosts        = local.hosts
   routes       = local.routes
   ignition     = var.master_ignition
@@ -14,23 +23,20 @@ resource "kilnlocal_machine" "master" {
   binds        = local.kiln_bind
   env = {
     KILN_ROLE    = "master"
-    KILN_NODE_IP = var.master_addresses[count.index]
+    KILN_NODE_IP = each.value
   }
 
   lifecycle {
-    precondition {
-      condition     = length(var.master_addresses) == var.master_count
-      error_message = "master_addresses must have master_count entries."
-    }
+    ignore_changes = [hosts, ignition]
   }
 }
 
 resource "kilnlocal_machine" "worker" {
-  count        = var.worker_count
-  name         = "${var.infra_id}-worker-${count.index}"
+  for_each     = local.workers
+  name         = each.key
   image        = var.node_image
   bridge       = var.bridge
-  address      = "${var.worker_addresses[count.index]}/${local.prefix_len}"
+  address      = "${each.value}/${local.prefix_len}"
   hosts        = local.hosts
   routes       = local.routes
   ignition     = var.worker_ignition
@@ -39,14 +45,11 @@ resource "kilnlocal_machine" "worker" {
   binds        = local.kiln_bind
   env = {
     KILN_ROLE    = "worker"
-    KILN_NODE_IP = var.worker_addresses[count.index]
+    KILN_NODE_IP = each.value
   }
 
   lifecycle {
-    precondition {
-      condition     = length(var.worker_addresses) == var.worker_count
-      error_message = "worker_addresses must have worker_count entries."
-    }
+    ignore_changes = [hosts, ignition]
   }
 }
 

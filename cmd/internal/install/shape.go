@@ -1,0 +1,57 @@
+package install
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// ShapeFile is where `kiln scale cluster` records, in --dir, the machines a
+// cluster runs once its shape differs from the install-config's replica
+// counts; the install-config in the state file is never changed, since
+// every certificate and config depends on it.
+const ShapeFile = ".kiln/shape.json"
+
+// ShapeRecord is the content of ShapeFile: the machines of the cluster and
+// the journal of a change under way.
+type ShapeRecord struct {
+	platforms.Shape
+	// Removing names the machines a scale is taking out of the cluster:
+	// still in Shape (their machine may still exist), their etcd member,
+	// load balancer backend or Node may be gone already. A re-run finishes
+	// their removal first.
+	Removing []string `json:"removing,omitempty"`
+}
+
+// LoadShape reads dir's shape record; found is false when there is none.
+func LoadShape(dir string) (rec ShapeRecord, found bool, err error) {
+	data, err := os.ReadFile(filepath.Join(dir, ShapeFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return rec, false, nil
+	}
+	if err != nil {
+		return rec, false, err
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return rec, false, fmt.Errorf("%s: %w", ShapeFile, err)
+	}
+	return rec, true, nil
+}
+
+// SaveShape writes dir's shape record atomically.
+func SaveShape(dir string, rec ShapeRecord) error {
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(ShapeFile)), 0o700); err != nil {
+		return err
+	}
+	return atomicfile.Write(filepath.Join(dir, ShapeFile), append(data, '\n'), 0o600)
+}

@@ -1,0 +1,77 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/drain"
+)
+
+// Drainer cordons and drains nodes through the Eviction API, as kubectl
+// drain does: PodDisruptionBudgets are respected, DaemonSet pods and
+// mirror pods are left, emptyDir data is deleted with its pod.
+type Drainer struct {
+	Client kubernetes.Interface
+	// Timeout bounds a node's drain; DefaultDrainTimeout when zero.
+	Timeout time.Duration
+	// Force deletes pods no controller manages and bypasses
+	// PodDisruptionBudgets (pods are deleted instead of evicted).
+	Force bool
+	Log   logrus.FieldLogger
+}
+
+// ForceOverrides says what --force overrides in a drain.
+const ForceOverrides = "--force: pods no controller manages are deleted, and pods are deleted instead of evicted, " +
+	"ignoring PodDisruptionBudgets"
+
+// Drain cordons node and evicts its pods, waiting until they are gone.
+func (d *Drainer) Drain(ctx context.Context, node string) error {
+	timeout := d.Timeout
+	if timeout == 0 {
+		timeout = DefaultDrainTimeout
+	}
+	h := &drain.Helper{
+		Ctx:                 ctx,
+		Client:              d.Client,
+		Force:               d.Force,
+		DisableEviction:     d.Force,
+		GracePeriodSeconds:  -1,
+		IgnoreAllDaemonSets: true,
+		DeleteEmptyDirData:  true,
+		Timeout:             timeout,
+		Out:                 logWriter{d.Log},
+		ErrOut:              logWriter{d.Log},
+		OnPodDeletionOrEvictionFinished: func(pod *corev1.Pod, _ bool, err error) {
+			if err == nil {
+				d.Log.Infof("pod %s/%s evicted from %s", pod.Namespace, pod.Name, node)
+			}
+		},
+	}
+	n, err := d.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if err := drain.RunCordonOrUncordon(h, n, true); err != nil {
+		return fmt.Errorf("cordon %s: %w", node, err)
+	}
+	if err := drain.RunNodeDrain(h, node); err != nil {
+		return fmt.Errorf("drain %s within %s (--force deletes unmanaged pods and ignores PodDisruptionBudgets): %w", node, timeout, err)
+	}
+	return nil
+}
+
+// logWriter sends what the drain helper prints to the debug log.
+type logWriter struct{ log logrus.FieldLogger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Debug(string(p))
+	return len(p), nil
+}
+
+var _ io.Writer = logWriter{}

@@ -1,0 +1,356 @@
+package scale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kiln-project/kiln/assets/manifests"
+	"github.com/kiln-project/kiln/cmd/internal/handover"
+	"github.com/kiln-project/kiln/cmd/internal/node/bootkube"
+	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// Etcd is the part of an etcd client a scale uses; *clientv3.Client has it.
+type Etcd interface {
+	MemberList(ctx context.Context, opts ...clientv3.OpOption) (*clientv3.MemberListResponse, error)
+	MemberAddAsLearner(ctx context.Context, peerAddrs []string) (*clientv3.MemberAddResponse, error)
+	MemberPromote(ctx context.Context, id uint64) (*clientv3.MemberPromoteResponse, error)
+	MemberRemove(ctx context.Context, id uint64) (*clientv3.MemberRemoveResponse, error)
+	Status(ctx context.Context, endpoint string) (*clientv3.StatusResponse, error)
+	Close() error
+}
+
+// ErrQuorum is returned when removing a master would lose etcd's quorum or
+// leave an even member count, and --force was not given.
+var ErrQuorum = errors.New("etcd quorum")
+
+// addMaster creates the master's machine (from the full master config: it
+// holds the control plane's certificates and stages its static pods),
+// waits for its Node, adds its etcd member as a learner and has the
+// installer put the member's certificates and static pod on it, promotes
+// the member once it caught up (the installer then activates the staged
+// control plane), waits for its API server, and only then adds it to the
+// load balancer. Every step checks what exists first, so a re-run after
+// an interrupt goes on where it stopped.
+func (r *Runner) addMaster(ctx context.Context, name string) error {
+	r.Cluster.Shape.Masters = with(r.Cluster.Shape.Masters, name)
+	minted, err := r.createMachine(ctx)
+	if err != nil {
+		return err
+	}
+	var ip string
+	if err := r.until(ctx, r.joinTimeout(), "Waiting for Node "+name+" to register", func(ctx context.Context) (bool, string, error) {
+		n, err := r.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, r.machineNote(ctx, name, "not registered yet"), nil
+		}
+		if err != nil {
+			return false, "API: " + err.Error(), nil
+		}
+		ip = nodeIP(n)
+		return ip != "", "no InternalIP yet", nil
+	}); err != nil {
+		return err
+	}
+	if err := r.labelControlPlane(ctx, name); err != nil {
+		return err
+	}
+	etcd, err := r.dialEtcd(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer etcd.Close()
+	if err := r.until(ctx, r.joinTimeout(), "Adding "+name+" to etcd as a learner and promoting it", func(ctx context.Context) (bool, string, error) {
+		return r.joinStep(ctx, etcd, name, ip)
+	}); err != nil {
+		return err
+	}
+	if err := bootkube.DeleteInstallerSecret(ctx, r.Kube, name); err != nil {
+		r.Log.Warnf("delete the etcd installer Secret of %s: %v", name, err)
+	}
+	if err := r.until(ctx, r.joinTimeout(), "Waiting for the API server on "+name, func(ctx context.Context) (bool, string, error) {
+		if err := r.apiReady(ctx, ip); err != nil {
+			return false, briefReadyz(err), nil
+		}
+		return true, "", nil
+	}); err != nil {
+		return err
+	}
+	if err := r.Machines.SetAPIBackends(ctx, r.Cluster, r.Cluster.Shape.Masters); err != nil {
+		return err
+	}
+	if err := r.waitNodeReady(ctx, name); err != nil {
+		return err
+	}
+	if minted {
+		return r.dropToken(ctx)
+	}
+	return nil
+}
+
+// joinStep makes at most one change towards name being a voting member,
+// as bootkube grows etcd: add it as a learner (with its certificates and
+// static pod installed), then promote it once it has started and caught
+// up.
+func (r *Runner) joinStep(ctx context.Context, etcd Etcd, name, ip string) (bool, string, error) {
+	list, err := etcd.MemberList(ctx)
+	if err != nil {
+		return false, "etcd member list: " + err.Error(), nil
+	}
+	m := etcdmember.ByPeerURL(list.Members, etcdmember.PeerURL(ip))
+	switch {
+	case m == nil:
+		if l := etcdmember.Learner(list.Members); l != nil {
+			return false, "waiting for learner " + l.Name + " before adding " + name, nil
+		}
+		return false, "added as a learner", r.addLearner(ctx, etcd, name, ip)
+	case m.IsLearner && m.Name == "":
+		if r.installerGone(ctx, name) {
+			// A run cut short between the add and the install: install again.
+			return false, "installing the member again", r.install(ctx, name, ip, list.Members, m.ID)
+		}
+		return false, "learner " + name + " has not started yet", nil
+	case m.IsLearner:
+		if _, err := etcd.MemberPromote(ctx, m.ID); err != nil {
+			return false, "learner " + name + " not ready to vote: " + err.Error(), nil
+		}
+		r.Log.Infof("etcd member %s promoted to voter", name)
+		return false, "promoted", nil
+	}
+	return true, "", nil
+}
+
+// addLearner issues the member's certificates from the etcd CA, adds it as
+// a learner and installs its files on the master.
+func (r *Runner) addLearner(ctx context.Context, etcd Etcd, name, ip string) error {
+	resp, err := etcd.MemberAddAsLearner(ctx, []string{etcdmember.PeerURL(ip)})
+	if err != nil {
+		return fmt.Errorf("add etcd member %s: %w", name, err)
+	}
+	r.Log.Infof("etcd member %s added as a learner at %s", name, etcdmember.PeerURL(ip))
+	return r.install(ctx, name, ip, resp.Members, resp.Member.ID)
+}
+
+// install issues the member's certificates and starts the installer pod
+// with them and its static pod.
+func (r *Runner) install(ctx context.Context, name, ip string, members []*etcdserverpb.Member, id uint64) error {
+	member, err := etcdmember.Issue(ctx, r.PKI.CA, name, net.ParseIP(ip))
+	if err != nil {
+		return err
+	}
+	files := etcdmember.Files(r.PKI.CA.Cert, member)
+	files[etcdmember.ManifestFile] = []byte(strings.ReplaceAll(r.PKI.Manifest, manifests.EtcdInitialClusterMarker,
+		bootkube.InitialCluster(members, id, name)))
+	return bootkube.InstallMember(ctx, r.Kube, name, r.InstallerImage, files)
+}
+
+// installerGone reports whether the installer pod of node is missing or
+// failed.
+func (r *Runner) installerGone(ctx context.Context, node string) bool {
+	p, err := r.Kube.CoreV1().Pods(handover.SystemNamespace).Get(ctx, bootkube.InstallerPod(node, "").Name, metav1.GetOptions{})
+	return apierrors.IsNotFound(err) || (err == nil && p.Status.Phase == corev1.PodFailed)
+}
+
+// removeMaster takes a master out: out of the load balancer first (no
+// request goes to an API server about to lose its etcd member), then its
+// etcd member (refused when the members left would lose quorum, unless
+// --force), its Node, and only then its machine. The removal is recorded
+// first so that a re-run finishes it.
+func (r *Runner) removeMaster(ctx context.Context, name string) error {
+	if err := r.record([]string{name}); err != nil {
+		return err
+	}
+	masters := without(r.Cluster.Shape.Masters, name)
+	if err := r.Machines.SetAPIBackends(ctx, r.Cluster, masters); err != nil {
+		return err
+	}
+	etcd, err := r.dialEtcd(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer etcd.Close()
+	if err := r.step("Removing the etcd member of "+name, func() error { return r.removeMember(ctx, etcd, name) }); err != nil {
+		return err
+	}
+	if err := r.deleteNode(ctx, name); err != nil {
+		return err
+	}
+	r.Cluster.Shape.Masters = masters
+	if err := r.Machines.ApplyMachines(ctx, r.Cluster); err != nil {
+		return err
+	}
+	return r.record(nil)
+}
+
+// removeMember removes name's etcd member, if it has one, after checking
+// that the members left keep quorum.
+func (r *Runner) removeMember(ctx context.Context, etcd Etcd, name string) error {
+	list, err := etcd.MemberList(ctx)
+	if err != nil {
+		return fmt.Errorf("etcd member list: %w", err)
+	}
+	var target *etcdserverpb.Member
+	var healthy, voters int
+	for _, m := range list.Members {
+		if m.Name == name {
+			target = m
+			continue
+		}
+		if m.IsLearner {
+			continue
+		}
+		voters++
+		if len(m.ClientURLs) > 0 {
+			if _, err := etcd.Status(ctx, m.ClientURLs[0]); err == nil {
+				healthy++
+			}
+		}
+	}
+	if target == nil {
+		r.Log.Infof("%s has no etcd member (removed already)", name)
+		return nil
+	}
+	if err := checkQuorum(voters, healthy, r.Force || target.IsLearner); err != nil {
+		return fmt.Errorf("removing %s: %w", name, err)
+	}
+	if _, err := etcd.MemberRemove(ctx, target.ID); err != nil {
+		return fmt.Errorf("remove etcd member %s: %w", name, err)
+	}
+	r.Log.Infof("etcd member %s removed", name)
+	return nil
+}
+
+// checkQuorum decides whether a member can go, leaving voters voting
+// members of which healthy answer: one must be left, and a majority of
+// those left must answer, unless force. (An even count as the result of a
+// scale is refused by MakePlan; on the way from 3 to 1, or half-way
+// through a replacement, it is expected.)
+func checkQuorum(voters, healthy int, force bool) error {
+	var problem string
+	if voters == 0 {
+		problem = "it is the last voting member"
+	} else if healthy < voters/2+1 {
+		problem = fmt.Sprintf("only %d of the %d members left would answer: etcd would lose quorum", healthy, voters)
+	}
+	if problem == "" || force {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (--force overrides this)", ErrQuorum, problem)
+}
+
+// dialEtcd connects to the etcd members on the masters other than skip
+// (a master being removed or replaced may be dead).
+func (r *Runner) dialEtcd(ctx context.Context, skip string) (Etcd, error) {
+	nodes, err := r.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: nodelayout.RoleLabel + "=master"})
+	if err != nil {
+		return nil, fmt.Errorf("list the masters: %w", err)
+	}
+	var endpoints []string
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if ip := nodeIP(n); ip != "" && n.Name != skip {
+			endpoints = append(endpoints, "https://"+net.JoinHostPort(ip, "2379"))
+		}
+	}
+	if len(endpoints) == 0 {
+		return nil, errors.New("no master other than " + skip + " has an address to reach etcd on")
+	}
+	slices.Sort(endpoints)
+	return r.Etcd(endpoints)
+}
+
+// labelControlPlane gives the master the control-plane role label, as
+// bootkube does for the masters of an install.
+func (r *Runner) labelControlPlane(ctx context.Context, name string) error {
+	patch := []byte(`{"metadata":{"labels":{"` + handover.ControlPlaneLabel + `":""}}}`)
+	_, err := r.Kube.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// apiReady asks the API server on the master at ip for /readyz, verifying
+// its serving certificate by the "kubernetes" name (r.APIReady in tests).
+func (r *Runner) apiReady(ctx context.Context, ip string) error {
+	if r.APIReady != nil {
+		return r.APIReady(ctx, ip)
+	}
+	c := rest.CopyConfig(r.Rest)
+	c.Host = "https://" + net.JoinHostPort(ip, "6443")
+	c.TLSClientConfig.ServerName = "kubernetes"
+	direct, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return err
+	}
+	return direct.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+}
+
+func nodeIP(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	return ""
+}
+
+// Unjoined returns the masters of shape that a previous run added but did
+// not finish joining: without a voting etcd member, or not among the load
+// balancer's backends.
+func (r *Runner) Unjoined(ctx context.Context, shape platforms.Shape) ([]string, error) {
+	backends, err := r.Machines.APIBackends(ctx, r.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	etcd, err := r.dialEtcd(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	defer etcd.Close()
+	list, err := etcd.MemberList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("etcd member list: %w", err)
+	}
+	var out []string
+	for _, n := range shape.Masters {
+		i := slices.IndexFunc(list.Members, func(m *etcdserverpb.Member) bool { return m.Name == n && !m.IsLearner })
+		if i < 0 || !slices.Contains(backends, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// failedCheck matches a failed check in a /readyz answer.
+var failedCheck = regexp.MustCompile(`\[-\]([A-Za-z0-9/_.-]+) failed`)
+
+// briefReadyz says why /readyz failed in one short line: the failed
+// checks, or the start of the error.
+func briefReadyz(err error) string {
+	var failed []string
+	for _, m := range failedCheck.FindAllStringSubmatch(err.Error(), -1) {
+		failed = append(failed, strings.TrimPrefix(m[1], "poststarthook/"))
+	}
+	if len(failed) > 0 {
+		return "/readyz: failing " + strings.Join(failed, ", ")
+	}
+	msg := err.Error()
+	if len(msg) > 160 {
+		msg = msg[:160] + "..."
+	}
+	return "/readyz: " + msg
+}

@@ -1,0 +1,288 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kiln-project/kiln/assets/bootstraptoken"
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/manifests"
+	"github.com/kiln-project/kiln/assets/tls/tlstest"
+	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// journal records every call of the fakes, in order.
+type journal struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (j *journal) add(format string, args ...any) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.calls = append(j.calls, strings.ReplaceAll(fmt.Sprintf(format, args...), infra+"-", ""))
+}
+
+// fakeScaler is a platform whose machines register their Node (Ready, at
+// the address the plan gives) as soon as they are applied.
+type fakeScaler struct {
+	j        *journal
+	kube     *fake.Clientset
+	backends []string
+}
+
+func (f *fakeScaler) ApplyMachines(ctx context.Context, c *platforms.Cluster) error {
+	f.j.add("machines %s", strings.Join(c.Machines().All(), ","))
+	for _, n := range c.Machines().All() {
+		if _, err := f.kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{}); err == nil {
+			continue
+		}
+		_, _ = f.kube.CoreV1().Nodes().Create(ctx, readyNode(n, ipOf(n)), metav1.CreateOptions{})
+	}
+	return nil
+}
+
+func (f *fakeScaler) SetAPIBackends(_ context.Context, _ *platforms.Cluster, masters []string) error {
+	f.j.add("lb %s", strings.Join(masters, ","))
+	f.backends = masters
+	return nil
+}
+
+func (f *fakeScaler) APIBackends(context.Context, *platforms.Cluster) ([]string, error) {
+	return f.backends, nil
+}
+
+// ipOf is the address the fake platform gives a machine: 10.0.0.1<i> for
+// master i, 10.0.0.2<i> for worker i.
+func ipOf(name string) string {
+	role, i, _ := platforms.MachineIndex(infra, name)
+	if role == platforms.RoleMaster {
+		return fmt.Sprintf("10.0.0.1%d", i)
+	}
+	return fmt.Sprintf("10.0.0.2%d", i)
+}
+
+func readyNode(name, ip string) *corev1.Node {
+	role := "worker"
+	if strings.Contains(name, "-master-") {
+		role = "master"
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{nodelayout.RoleLabel: role}},
+		Status: corev1.NodeStatus{
+			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}
+}
+
+// fakeEtcd is a cluster of members; a learner starts (gets its name) at
+// the first list after its add, as the installer would start it.
+type fakeEtcd struct {
+	j       *journal
+	members []*etcdserverpb.Member
+	names   map[string]string // peer URL -> node name, for learners that start
+	nextID  uint64
+}
+
+func (e *fakeEtcd) MemberList(context.Context, ...clientv3.OpOption) (*clientv3.MemberListResponse, error) {
+	for _, m := range e.members {
+		if m.Name == "" {
+			m.Name = e.names[m.PeerURLs[0]]
+			m.ClientURLs = []string{strings.Replace(m.PeerURLs[0], ":2380", ":2379", 1)}
+		}
+	}
+	return &clientv3.MemberListResponse{Members: e.members}, nil
+}
+
+func (e *fakeEtcd) MemberAddAsLearner(_ context.Context, peers []string) (*clientv3.MemberAddResponse, error) {
+	e.nextID++
+	m := &etcdserverpb.Member{ID: e.nextID, PeerURLs: peers, IsLearner: true}
+	e.members = append(e.members, m)
+	e.j.add("etcd add learner %s", peers[0])
+	return &clientv3.MemberAddResponse{Member: m, Members: e.members}, nil
+}
+
+func (e *fakeEtcd) MemberPromote(_ context.Context, id uint64) (*clientv3.MemberPromoteResponse, error) {
+	for _, m := range e.members {
+		if m.ID == id {
+			m.IsLearner = false
+			e.j.add("etcd promote %s", m.Name)
+		}
+	}
+	return &clientv3.MemberPromoteResponse{}, nil
+}
+
+func (e *fakeEtcd) MemberRemove(_ context.Context, id uint64) (*clientv3.MemberRemoveResponse, error) {
+	for i, m := range e.members {
+		if m.ID == id {
+			e.j.add("etcd remove %s", m.Name)
+			e.members = append(e.members[:i], e.members[i+1:]...)
+			break
+		}
+	}
+	return &clientv3.MemberRemoveResponse{}, nil
+}
+
+func (e *fakeEtcd) Status(context.Context, string) (*clientv3.StatusResponse, error) {
+	return &clientv3.StatusResponse{}, nil
+}
+
+func (e *fakeEtcd) Close() error { return nil }
+
+// newTestRunner returns a runner on a cluster of masters 0..m-1 and
+// workers 0..w-1, all Nodes Ready and every master a voter.
+func newTestRunner(t *testing.T, m, w int) (*Runner, *journal, *fakeEtcd) {
+	t.Helper()
+	j := &journal{}
+	kube := fake.NewClientset()
+	shape := platforms.DefaultShape(infra, m, w)
+	e := &fakeEtcd{j: j, names: map[string]string{}}
+	for i, n := range shape.All() {
+		ip := ipOf(n)
+		if _, err := kube.CoreV1().Nodes().Create(context.Background(), readyNode(n, ip), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if i < m {
+			e.nextID++
+			e.members = append(e.members, &etcdserverpb.Member{ID: e.nextID, Name: n, PeerURLs: []string{etcdmember.PeerURL(ip)}, ClientURLs: []string{"https://" + ip + ":2379"}})
+		}
+	}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	r := &Runner{
+		Cluster: &platforms.Cluster{Dir: t.TempDir(), InfraID: infra, Config: &types.Config{}, Shape: shape},
+		Kube:    kube,
+		Etcd: func([]string) (Etcd, error) {
+			return e, nil
+		},
+		PKI:      EtcdPKI{CA: tlstest.CA(t), Manifest: "initial: " + manifests.EtcdInitialClusterMarker},
+		Token:    &bootstraptoken.BootstrapToken{TokenID: "abcdef", TokenSecret: "0123456789abcdef", Expiration: time.Now().Add(-time.Hour)},
+		APIReady: func(_ context.Context, ip string) error { j.add("readyz %s", ip); return nil },
+		Drain:    func(_ context.Context, n string) error { j.add("drain %s", n); return nil },
+		Poll:     time.Millisecond,
+		Log:      log,
+		Progress: platforms.NoProgress{},
+		Out:      io.Discard,
+	}
+	r.Machines = &fakeScaler{j: j, kube: kube, backends: shape.Masters}
+	return r, j, e
+}
+
+// TestRunOrder checks the order of the steps of each action, which is
+// what keeps etcd and the API available: a master joins etcd (learner,
+// then voter) before it goes behind the load balancer, and leaves etcd
+// before anything else of it goes; a worker is drained before its Node
+// and machine go.
+func TestRunOrder(t *testing.T) {
+	r, j, e := newTestRunner(t, 1, 1)
+	e.names[etcdmember.PeerURL("10.0.0.11")] = infra + "-master-1"
+	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 3, Workers: 1, Remove: ws(0)}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.names[etcdmember.PeerURL("10.0.0.12")] = infra + "-master-2"
+	if err := r.Run(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"machines master-0,master-1,worker-0",
+		"etcd add learner https://10.0.0.11:2380",
+		"etcd promote master-1",
+		"readyz 10.0.0.11",
+		"lb master-0,master-1",
+		"machines master-0,master-1,master-2,worker-0",
+		"etcd add learner https://10.0.0.12:2380",
+		"etcd promote master-2",
+		"readyz 10.0.0.12",
+		"lb master-0,master-1,master-2",
+		"machines master-0,master-1,master-2,worker-0,worker-1",
+		"drain worker-0",
+		"machines master-0,master-1,master-2,worker-1",
+	}
+	if !reflect.DeepEqual(j.calls, want) {
+		t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(j.calls, "\n"), strings.Join(want, "\n"))
+	}
+	// The installer Secrets (member keys) and the join token are gone.
+	if s, _ := r.Kube.CoreV1().Secrets("kiln-system").List(context.Background(), metav1.ListOptions{}); len(s.Items) != 0 {
+		t.Errorf("installer Secrets left: %d", len(s.Items))
+	}
+	if _, err := r.Kube.CoreV1().Secrets("kube-system").Get(context.Background(), "bootstrap-token-abcdef", metav1.GetOptions{}); err == nil {
+		t.Error("the join token minted for the join is still there")
+	}
+	if _, err := r.Kube.CoreV1().Nodes().Get(context.Background(), infra+"-worker-0", metav1.GetOptions{}); err == nil {
+		t.Error("the removed worker's Node is still there")
+	}
+	rec, _, err := install.LoadShape(r.Cluster.Dir)
+	if err != nil || len(rec.Removing) != 0 || !reflect.DeepEqual(rec.Masters, ms(0, 1, 2)) || !reflect.DeepEqual(rec.Workers, ws(1)) {
+		t.Errorf("shape record = %+v, %v", rec, err)
+	}
+}
+
+// TestRunRemoveMasterOrder checks a master's removal: out of the load
+// balancer, out of etcd, then its machine; and that a replacement adds a
+// machine of the same name back as a new learner.
+func TestRunRemoveMasterOrder(t *testing.T) {
+	r, j, e := newTestRunner(t, 3, 0)
+	e.names[etcdmember.PeerURL("10.0.0.11")] = infra + "-master-1"
+	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 1, Replace: ms(1)}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"lb master-0,master-2",
+		"etcd remove master-1",
+		"machines master-0,master-2",
+		"machines master-0,master-1,master-2",
+		"etcd add learner https://10.0.0.11:2380",
+		"etcd promote master-1",
+		"readyz 10.0.0.11",
+		"lb master-0,master-1,master-2",
+		"lb master-0,master-1",
+		"etcd remove master-2",
+		"machines master-0,master-1",
+		// The replaced master is kept when the count shrinks.
+		"lb master-1",
+		"etcd remove master-0",
+		"machines master-1",
+	}
+	if !reflect.DeepEqual(j.calls, want) {
+		t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(j.calls, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestUnjoined checks that a master whose join a previous run did not
+// finish (a learner, no member, or not behind the load balancer) is
+// found, and a joined one is not.
+func TestUnjoined(t *testing.T) {
+	r, _, e := newTestRunner(t, 3, 0)
+	r.Machines.(*fakeScaler).backends = ms(0, 1) // master-2 is not behind the balancer
+	e.members[1].IsLearner = true                // master-1 is still a learner
+	shape := platforms.Shape{Masters: ms(0, 1, 2, 3)}
+	got, err := r.Unjoined(context.Background(), shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ms(1, 2, 3); !reflect.DeepEqual(got, want) {
+		t.Errorf("Unjoined = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,197 @@
+package scale
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kiln-project/kiln/assets/bootstraptoken"
+	"github.com/kiln-project/kiln/assets/ignitionconfigs"
+	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/manifests"
+	"github.com/kiln-project/kiln/assets/release"
+	kilntls "github.com/kiln-project/kiln/assets/tls"
+	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// Options are the flags of kiln scale cluster.
+type Options struct {
+	// Config is an edited install-config whose replica counts are wanted;
+	// "" uses Masters and Workers.
+	Config string
+	// Masters and Workers are the counts wanted; -1 keeps the current one.
+	Masters, Workers int
+	Remove, Replace  []string
+	// PlanOnly prints the plan and changes nothing.
+	PlanOnly bool
+	// Yes skips the confirmation.
+	Yes   bool
+	Force bool
+	// DrainTimeout bounds each worker's drain; JoinTimeout each join.
+	DrainTimeout, JoinTimeout time.Duration
+}
+
+// Scale is kiln scale cluster: plan the change of c's machines, print the
+// plan, ask (unless o.Yes) and carry it out.
+func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, o Options, log logrus.FieldLogger,
+	progress platforms.Progress, in io.Reader, out io.Writer) error {
+	scaler, ok := prov.(platforms.Scaler)
+	if !ok {
+		return graph.WithKind(graph.KindInput, fmt.Errorf("platform %s cannot add or remove machines", c.Config.PlatformName()))
+	}
+	r, err := newRunner(ctx, c, scaler, o, log, progress, out)
+	if err != nil {
+		return err
+	}
+	rec, _, err := install.LoadShape(c.Dir)
+	if err != nil {
+		return graph.WithKind(graph.KindInput, err)
+	}
+	req, err := request(c, o, rec.Removing)
+	if err != nil {
+		return graph.WithKind(graph.KindInput, err)
+	}
+	cur := c.Machines()
+	unjoined, err := r.Unjoined(ctx, cur)
+	if err != nil {
+		return graph.WithKind(graph.KindInstall, fmt.Errorf("read the cluster's etcd members: %w", err))
+	}
+	plan, err := MakePlan(c.InfraID, cur, req, rec.Removing, unjoined)
+	if err != nil {
+		return graph.WithKind(graph.KindInput, err)
+	}
+	plan.Print(out)
+	if plan.Empty() || o.PlanOnly {
+		return nil
+	}
+	if o.Force {
+		fmt.Fprintln(out, "--force: a master removal may leave an even etcd member count or go ahead without a healthy majority; "+
+			strings.TrimPrefix(ForceOverrides, "--force: "))
+	}
+	if !o.Yes {
+		if err := confirm(in, out); err != nil {
+			return graph.WithKind(graph.KindInput, err)
+		}
+	}
+	return graph.WithKind(graph.KindInstall, r.Run(ctx, plan))
+}
+
+// ErrNotConfirmed is returned when the user does not answer yes.
+var ErrNotConfirmed = errors.New("scale cancelled: the answer was not yes")
+
+// confirm asks for "yes" on in; a reader that is not a terminal must be
+// answered with --yes.
+func confirm(in io.Reader, out io.Writer) error {
+	if f, ok := in.(*os.File); ok {
+		if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+			return errors.New("standard input is not a terminal: pass --yes to apply the plan")
+		}
+	}
+	fmt.Fprint(out, "Apply this plan? Only 'yes' will be accepted: ")
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	if strings.TrimSpace(line) != "yes" {
+		return ErrNotConfirmed
+	}
+	return nil
+}
+
+// request is the wanted shape from o: an edited install-config, or flags;
+// a count neither sets is the current one less the removals under way
+// (pending), so a bare re-run finishes an interrupted shrink.
+func request(c *install.Cluster, o Options, pending []string) (Request, error) {
+	cur := c.Machines()
+	left := func(names []string) int {
+		return len(slices.DeleteFunc(slices.Clone(names), func(n string) bool { return slices.Contains(pending, n) }))
+	}
+	req := Request{Masters: left(cur.Masters), Workers: left(cur.Workers), Remove: o.Remove, Replace: o.Replace, Force: o.Force}
+	if o.Config != "" {
+		data, err := os.ReadFile(o.Config)
+		if err != nil {
+			return req, err
+		}
+		want, err := installconfig.ParseDefaulted(data)
+		if err != nil {
+			return req, fmt.Errorf("%s: %w", o.Config, err)
+		}
+		if req.Masters, req.Workers, err = Counts(c.Config, want); err != nil {
+			return req, fmt.Errorf("%s: %w", o.Config, err)
+		}
+	}
+	if o.Masters >= 0 {
+		req.Masters = o.Masters
+	}
+	if o.Workers >= 0 {
+		req.Workers = o.Workers
+	}
+	return req, nil
+}
+
+// newRunner loads what a scale needs from --dir's state: the etcd CA and a
+// client certificate, the masters' etcd static pod and full config, and
+// the bootstrap token.
+func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler, o Options, log logrus.FieldLogger,
+	progress platforms.Progress, out io.Writer) (*Runner, error) {
+	store, err := graph.Open(c.Dir, graph.WithLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	ca, client, pods := &kilntls.EtcdCA{}, &kilntls.APIServerEtcdClient{}, &manifests.MasterStaticPods{}
+	full, tok := &ignitionconfigs.MasterConfig{}, &bootstraptoken.BootstrapToken{}
+	for _, a := range []graph.Asset{ca, client, pods, full, tok} {
+		if found, err := store.FromState(a); err != nil || !found {
+			return nil, graph.WithKind(graph.KindInput, fmt.Errorf("%s is not in the state of %s: %v", a.Name(), c.Dir, err))
+		}
+	}
+	var manifest string
+	for _, f := range pods.Files() {
+		if filepath.Base(f.Path) == etcdmember.ManifestFile {
+			manifest = string(f.Data)
+		}
+	}
+	if !strings.Contains(manifest, manifests.EtcdInitialClusterMarker) {
+		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("the masters' etcd static pod in the state has no %s", manifests.EtcdInitialClusterMarker))
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	c.Full = map[string][]byte{platforms.RoleMaster: full.Config}
+	r := &Runner{
+		Cluster:  &c.Cluster,
+		Machines: scaler,
+		Kube:     kube,
+		Rest:     rc,
+		Etcd: func(endpoints []string) (Etcd, error) {
+			return etcdmember.ClientPEM(endpoints, ca.Cert, client.Cert, client.Key)
+		},
+		PKI:            EtcdPKI{CA: &ca.CertKey, Client: &client.CertKey, Manifest: manifest},
+		Token:          tok,
+		InstallerImage: release.Image(release.Pause),
+		Force:          o.Force,
+		JoinTimeout:    o.JoinTimeout,
+		Log:            log,
+		Progress:       progress,
+		Out:            out,
+	}
+	d := &Drainer{Client: kube, Timeout: o.DrainTimeout, Force: o.Force, Log: log}
+	r.Drain = d.Drain
+	return r, nil
+}

@@ -1,0 +1,140 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	tfdata "github.com/kiln-project/kiln/data/terraform"
+	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/terraform"
+)
+
+var _ platforms.Scaler = (*Provisioner)(nil)
+
+// Resources of the cluster stage, one instance per machine name.
+const (
+	masterResource = "kilnlocal_machine.master"
+	workerResource = "kilnlocal_machine.worker"
+)
+
+// ApplyMachines implements platforms.Scaler: the cluster stage applied with
+// exactly c.Shape's machines. A master it creates boots from c.Full's master
+// config (the masters' machine-config servers serve only the worker
+// config); the machines that run keep theirs, as the stage ignores a
+// change of ignition and hosts.
+func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) error {
+	plan, err := NewPlan(c.Config, c.InfraID, c.Machines())
+	if err != nil {
+		return &platforms.ConfigError{Err: err}
+	}
+	drv, err := p.driver(ctx, c.Dir)
+	if err != nil {
+		return err
+	}
+	net, err := stageVars(drv, terraform.StageNetwork)
+	if err != nil {
+		return fmt.Errorf("no cluster was provisioned from %s: %w", c.Dir, err)
+	}
+	vars := plan.Vars(c, net.NodeImage, net.KilnBinary)
+	vars.BootstrapInLB = false
+	if full := c.Full[platforms.RoleMaster]; full != nil {
+		vars.MasterIgnition = string(full)
+	}
+	end := p.Env.Progress.Start(fmt.Sprintf("Applying the machines: masters %s; workers %s",
+		names(plan.MasterNames), names(plan.WorkerNames)))
+	err = p.applyCluster(ctx, drv, vars)
+	end(err)
+	return err
+}
+
+// SetAPIBackends implements platforms.Scaler: the network stage applied
+// again with its last variables but masters as the load balancer's
+// backends (API and machine-config server).
+func (p *Provisioner) SetAPIBackends(ctx context.Context, c *platforms.Cluster, masters []string) error {
+	plan, err := NewPlan(c.Config, c.InfraID, platforms.Shape{Masters: masters})
+	if err != nil {
+		return &platforms.ConfigError{Err: err}
+	}
+	drv, err := p.driver(ctx, c.Dir)
+	if err != nil {
+		return err
+	}
+	vars, err := stageVars(drv, terraform.StageNetwork)
+	if err != nil {
+		return fmt.Errorf("no cluster was provisioned from %s: %w", c.Dir, err)
+	}
+	vars.MasterNames, vars.MasterAddresses = plan.MasterNames, addrStrings(plan.Masters)
+	vars.BootstrapInLB = false
+	end := p.Env.Progress.Start("Setting the API load balancer's backends to " + names(masters))
+	err = drv.Apply(ctx, terraform.StageNetwork, vars)
+	end(err)
+	return err
+}
+
+// APIBackends implements platforms.Scaler: the masters the network stage
+// was last applied with.
+func (p *Provisioner) APIBackends(ctx context.Context, c *platforms.Cluster) ([]string, error) {
+	drv, err := p.driver(ctx, c.Dir)
+	if err != nil {
+		return nil, err
+	}
+	vars, err := stageVars(drv, terraform.StageNetwork)
+	if err != nil {
+		return nil, err
+	}
+	return vars.MasterNames, nil
+}
+
+// applyCluster applies the cluster stage, first moving the machines of a
+// cluster created before machines were keyed by name (count indexes) to
+// their names, so that none is replaced.
+func (p *Provisioner) applyCluster(ctx context.Context, drv *terraform.Driver, vars tfdata.LocalVars) error {
+	in, err := drv.Instances(terraform.StageCluster)
+	if err != nil {
+		return err
+	}
+	if moves := countMoves(in); len(moves) > 0 {
+		p.Env.Log.Infof("Moving %d machines of the cluster stage's state from count indexes to names", len(moves))
+		if err := drv.Move(ctx, terraform.StageCluster, vars, moves); err != nil {
+			return err
+		}
+	}
+	return drv.Apply(ctx, terraform.StageCluster, vars)
+}
+
+// countMoves returns the state moves that key the masters and workers
+// recorded by count index by their machine names instead.
+func countMoves(in []terraform.Instance) [][2]string {
+	var moves [][2]string
+	for _, i := range in {
+		if i.Resource != masterResource && i.Resource != workerResource {
+			continue
+		}
+		if _, isIndex := i.Key.(float64); !isIndex || i.Name == "" {
+			continue
+		}
+		to := terraform.Instance{Resource: i.Resource, Key: i.Name}
+		moves = append(moves, [2]string{i.Address(), to.Address()})
+	}
+	return moves
+}
+
+// normalizeVars fills in the machine names of variables written before
+// machines were keyed by name: their addresses were in index order.
+func normalizeVars(v *tfdata.LocalVars) {
+	if len(v.MasterNames) == 0 && len(v.MasterAddresses) > 0 {
+		v.MasterNames = platforms.DefaultShape(v.InfraID, len(v.MasterAddresses), 0).Masters
+	}
+	if len(v.WorkerNames) == 0 && len(v.WorkerAddresses) > 0 {
+		v.WorkerNames = platforms.DefaultShape(v.InfraID, 0, len(v.WorkerAddresses)).Workers
+	}
+}
+
+// names lists machine names for a progress line.
+func names(ns []string) string {
+	if len(ns) == 0 {
+		return "none"
+	}
+	return strings.Join(ns, ", ")
+}

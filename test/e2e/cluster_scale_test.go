@@ -1,0 +1,314 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kiln-project/kiln/ignition/nodelayout"
+	"github.com/kiln-project/kiln/platforms/local/lb"
+	"github.com/kiln-project/kiln/platforms/local/machine"
+	"github.com/kiln-project/kiln/platforms/local/provider"
+)
+
+// scaleNodePort is where the e2e Service answers on every node.
+const scaleNodePort = 31080
+
+// TestClusterScale is issue 12's scenario: a 1 master + 1 worker cluster
+// grows to 3 masters (an edited install-config, kiln scale cluster
+// --config) and 2 workers, loses a worker (--remove), and has a master
+// whose machine was destroyed as if it failed replaced (--replace). All the
+// while a writer updates a canary ConfigMap every second through the load
+// balancer and a prober fetches, every second, from a Deployment on the
+// workers through a NodePort Service on master-0: write errors stay within
+// a few seconds during master changes and none happen during worker
+// changes; the same for the Service. At the end etcd has exactly 3
+// voters, the Nodes are the machines, and the load balancer sends to the
+// masters; destroy cluster leaves nothing.
+func TestClusterScale(t *testing.T) {
+	requireMachineHost(t)
+	if os.Getenv("KILN_E2E_CLUSTER") == "0" {
+		t.Skip("KILN_E2E_CLUSTER=0")
+	}
+	kiln := buildStaticKiln(t)
+	dir := t.TempDir()
+	writeInstallConfig(t, dir, "e2escale", 1, 1, "10.66.103.0/24")
+	out, err := runKiln(t, kiln, 45*time.Minute, "create", "cluster", "--dir", dir)
+	infraID := readInfraID(t, dir)
+	t.Cleanup(func() { assertDestroyed(t, kiln, dir, infraID, false) })
+	if err != nil {
+		gather(t, kiln, dir)
+		t.Fatalf("create cluster: %v\n%s", err, lastLines(out, 60))
+	}
+	client := adminClient(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	name := func(role string, i int) string { return fmt.Sprintf("%s-%s-%d", infraID, role, i) }
+
+	createScaleEcho(ctx, t, client)
+	mon := startMonitor(ctx, t, client, fmt.Sprintf("http://10.66.103.11:%d/", scaleNodePort))
+	defer mon.stop()
+
+	// Masters: 1 -> 3 through an edited install-config.
+	cfg := editedInstallConfig(t, kiln, dir, 3, 1)
+	scale(t, mon, "grow masters to 3", kiln, "--dir", dir, "--config", cfg)
+	// Workers: 1 -> 2.
+	scale(t, mon, "add a worker", kiln, "--dir", dir, "--workers", "2")
+	// A worker goes: drained, its Node and machine removed.
+	scale(t, mon, "remove a worker", kiln, "--dir", dir, "--workers", "1", "--remove", name("worker", 0))
+	// A master fails for good: its machine is gone. --replace puts a new
+	// machine in its place.
+	mgr := machine.NewManager(machine.Options{})
+	failed := name("master", 1)
+	mon.begin("replace a failed master")
+	if err := mgr.Destroy(ctx, failed); err != nil {
+		t.Fatalf("destroy the machine of %s: %v", failed, err)
+	}
+	scaleIn(t, mon, kiln, "--dir", dir, "--replace", failed)
+
+	mon.stop()
+	for _, p := range mon.phases {
+		t.Logf("MEASURE %s: %d write errors, %d Service errors over %s (last: %v)", p.name, p.writeErrs, p.serviceErrs, p.end.Sub(p.start).Round(time.Second), p.lastErr)
+		limit := 0
+		if strings.Contains(p.name, "master") {
+			limit = 5 // a few seconds (one probe a second) while a master joins, leaves or has failed
+		}
+		if p.writeErrs > limit || p.serviceErrs > limit {
+			t.Errorf("%s: %d write and %d Service errors, want at most %d each: %v", p.name, p.writeErrs, p.serviceErrs, limit, p.lastErr)
+		}
+	}
+
+	assertEtcdMembers(t, infraID, 3)
+	wantNodes := []string{name("master", 0), name("master", 1), name("master", 2), name("worker", 1)}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range nodes.Items {
+		got = append(got, n.Name)
+		if !nodeReady(&n) {
+			t.Errorf("node %s is not Ready", n.Name)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, wantNodes) {
+		t.Errorf("nodes = %q, want %q", got, wantNodes)
+	}
+	running, err := mgr.List(ctx, infraID+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(running)
+	if !slices.Equal(running, wantNodes) {
+		t.Errorf("machines = %q, want %q (the Nodes)", running, wantNodes)
+	}
+	lbc, err := lb.LoadConfig(lb.ProcessIn(kiln, filepath.Join(provider.DefaultLBDir, infraID)).ConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range lbc.Services {
+		var hosts []string
+		for _, b := range s.Backends {
+			h, _, _ := net.SplitHostPort(b)
+			if h == "" {
+				h = b
+			}
+			hosts = append(hosts, h)
+		}
+		slices.Sort(hosts)
+		if want := []string{"10.66.103.11", "10.66.103.12", "10.66.103.13"}; !slices.Equal(hosts, want) {
+			t.Errorf("load balancer service %s backends = %q, want the masters %q", s.Name, hosts, want)
+		}
+	}
+	var rec struct{ Masters, Workers, Removing []string }
+	data, err := os.ReadFile(filepath.Join(dir, ".kiln", "shape.json"))
+	if err == nil {
+		err = json.Unmarshal(data, &rec)
+	}
+	if err != nil || len(rec.Removing) != 0 || !slices.Equal(append(rec.Masters, rec.Workers...), wantNodes) {
+		t.Errorf("shape record = %+v, %v", rec, err)
+	}
+}
+
+// editedInstallConfig writes what `kiln show install-config` prints with
+// the replica counts changed, as a user would edit it.
+func editedInstallConfig(t *testing.T, kiln, dir string, masters, workers int) string {
+	t.Helper()
+	out, err := runKiln(t, kiln, time.Minute, "show", "install-config", "--dir", dir)
+	if err != nil {
+		t.Fatalf("show install-config: %v\n%s", err, out)
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(out), &cfg); err != nil {
+		t.Fatalf("show install-config output: %v\n%s", err, out)
+	}
+	cfg["controlPlane"].(map[string]any)["replicas"] = masters
+	cfg["compute"].([]any)[0].(map[string]any)["replicas"] = workers
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "install-config.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// doneLine is the line kiln scale prints when an action is done.
+var doneLine = regexp.MustCompile(`(?m)^([-+~>] .*): done in (\S+)$`)
+
+// scale runs kiln scale cluster --yes as one monitored phase.
+func scale(t *testing.T, mon *monitor, phase, kiln string, args ...string) {
+	t.Helper()
+	mon.begin(phase)
+	scaleIn(t, mon, kiln, args...)
+}
+
+// scaleIn runs kiln scale cluster --yes in the current phase and logs each
+// action's time as a MEASURE line.
+func scaleIn(t *testing.T, mon *monitor, kiln string, args ...string) {
+	t.Helper()
+	start := time.Now()
+	out, err := runKiln(t, kiln, 20*time.Minute, append([]string{"scale", "cluster", "--yes"}, args...)...)
+	mon.end()
+	if err != nil {
+		t.Fatalf("scale cluster %s: %v\n%s", strings.Join(args, " "), err, lastLines(out, 60))
+	}
+	for _, m := range doneLine.FindAllStringSubmatch(out, -1) {
+		t.Logf("MEASURE scale %s: %s", m[1], m[2])
+	}
+	t.Logf("MEASURE scale cluster %s: %s", strings.Join(args[2:], " "), time.Since(start).Round(100*time.Millisecond))
+}
+
+// createScaleEcho runs two echo servers on the workers, kept one at a time
+// by a PodDisruptionBudget and leaving their endpoints before they stop,
+// behind a NodePort Service.
+func createScaleEcho(ctx context.Context, t *testing.T, client kubernetes.Interface) {
+	t.Helper()
+	one := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "echo"}}},
+	}
+	if _, err := client.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createEcho(ctx, t, client, func(spec *corev1.PodSpec, svc *corev1.ServiceSpec) {
+		spec.NodeSelector = map[string]string{nodelayout.RoleLabel: "worker"}
+		spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 3}}}
+		spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1,
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}}}
+		svc.Type = corev1.ServiceTypeNodePort
+		svc.Ports[0].NodePort = scaleNodePort
+	})
+}
+
+// phase is one monitored step of the scenario.
+type phase struct {
+	name                   string
+	start, end             time.Time
+	writeErrs, serviceErrs int
+	lastErr                error
+}
+
+// monitor writes the canary ConfigMap and fetches from the Service every
+// second, counting failures in the current phase.
+type monitor struct {
+	mu     sync.Mutex
+	phases []*phase
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func startMonitor(ctx context.Context, t *testing.T, client kubernetes.Interface, url string) *monitor {
+	t.Helper()
+	cms := client.CoreV1().ConfigMaps("default")
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "canary"}, Data: map[string]string{"n": "0"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	m := &monitor{cancel: cancel}
+	// A new connection per probe: a kept-alive one stays pinned (conntrack)
+	// to the pod it first reached, and hangs once that pod is gone.
+	httpc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	tick := func(f func(n int) error, count func(p *phase, err error)) {
+		defer m.wg.Done()
+		for n := 1; ctx.Err() == nil; n++ {
+			err := f(n)
+			m.mu.Lock()
+			if len(m.phases) > 0 {
+				if p := m.phases[len(m.phases)-1]; p.end.IsZero() && err != nil {
+					count(p, err)
+					p.lastErr = err
+				}
+			}
+			m.mu.Unlock()
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	m.wg.Add(2)
+	go tick(func(n int) error {
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		patch := fmt.Appendf(nil, `{"data":{"n":%q}}`, fmt.Sprint(n))
+		_, err := cms.Patch(wctx, "canary", "application/merge-patch+json", patch, metav1.PatchOptions{})
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}, func(p *phase, _ error) { p.writeErrs++ })
+	go tick(func(int) error {
+		resp, err := httpc.Get(url)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return nil
+	}, func(p *phase, _ error) { p.serviceErrs++ })
+	return m
+}
+
+func (m *monitor) begin(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.phases = append(m.phases, &phase{name: name, start: time.Now()})
+}
+
+func (m *monitor) end() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n := len(m.phases); n > 0 && m.phases[n-1].end.IsZero() {
+		m.phases[n-1].end = time.Now()
+	}
+}
+
+func (m *monitor) stop() {
+	m.cancel()
+	m.wg.Wait()
+}
+
