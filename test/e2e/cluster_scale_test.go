@@ -311,4 +311,3 @@ func (m *monitor) stop() {
 	m.cancel()
 	m.wg.Wait()
 }
-
