@@ -143,26 +143,6 @@ func writeRootFiles(s *Spec, addr netip.Prefix, root string, firstBoot bool) err
 	return enableNetworkd(root)
 }
 
-// seedBindDir creates a machine's plain host directory for a bind; a new
-// one gets what the image has at that place.
-func (m *Manager) seedBindDir(ctx context.Context, dir, from string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return err
-	}
-	if ents, err := os.ReadDir(from); err == nil && len(ents) > 0 {
-		return runQuiet(ctx, m.run, copyTreeArgv(from, dir))
-	}
-	return nil
-}
-
-// copyTreeArgv copies the contents of the directory from into to.
-func copyTreeArgv(from, to string) []string {
-	return []string{"cp", "-a", "--reflink=auto", from + "/.", to + "/"}
-}
-
 // waitLeader waits until the machine's init runs.
 func waitLeader(ctx context.Context, rec *record) (int, error) {
 	var leader int

@@ -81,6 +81,8 @@ func TestMountArgv(t *testing.T) {
 		{"umount lazy", umountArgv("/s/m/root", true), []string{"umount", "--lazy", "/s/m/root"}},
 		{"copy tree", copyTreeArgv("/img/var/lib/containerd", "/s/m/bind-containerd"),
 			[]string{"cp", "-a", "--reflink=auto", "/img/var/lib/containerd/.", "/s/m/bind-containerd/"}},
+		{"link tree", linkTreeArgv("/img/var/lib/containerd", "/s/m/bind-containerd"),
+			[]string{"cp", "-a", "--link", "/img/var/lib/containerd/.", "/s/m/bind-containerd/"}},
 	}
 	for _, tt := range tests {
 		if !slices.Equal(tt.got, tt.want) {

@@ -55,7 +55,7 @@ func (b *builder) plan() (*plan, error) {
 
 // imageKey hashes every input of the image: the base tree's key, each
 // component's key, the baked files with their modes, the unit lists, the
-// proxy tools and the release.
+// proxy tools, the pre-import scripts and the release.
 func imageKey(goVersion string, files []bakedFile) (string, error) {
 	h := newHasher("node-image/v1")
 	h.add("base", debootstrapKey())
@@ -72,6 +72,7 @@ func imageKey(goVersion string, files []bakedFile) (string, error) {
 	h.add("enable", strings.Join(enableUnits[:], " "))
 	h.add("mask", strings.Join(maskUnits[:], " "))
 	h.add("proxy-tools", strings.Join(proxyTools[:], " "))
+	h.add("preimport", preimportOuter+preimportInner)
 	rel, err := json.Marshal(release.Current())
 	if err != nil {
 		return "", err
@@ -132,6 +133,10 @@ func (b *builder) assemble(ctx context.Context, p *plan, base string, bins map[s
 		if err := b.run.run(ctx, c); err != nil {
 			return nil, err
 		}
+	}
+	b.progress.Update("importing the container images into the image's containerd")
+	if err := b.run.run(ctx, preimportCmd(rootfs)); err != nil {
+		return nil, fmt.Errorf("pre-importing the container images: %w", err)
 	}
 	if err := resetIdentity(rootfs); err != nil {
 		return nil, err

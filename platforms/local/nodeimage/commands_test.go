@@ -155,3 +155,37 @@ func TestPrefetchCmd(t *testing.T) {
 		}
 	}
 }
+
+func TestPreimportCmd(t *testing.T) {
+	c := preimportCmd("/c/images/node-x.tmp/rootfs")
+	want := []string{"unshare", "--mount", "--pid", "--fork", "--propagation", "private",
+		"sh", "-c", preimportOuter, "kiln-preimport", "/c/images/node-x.tmp/rootfs", preimportInner}
+	if got := append([]string{c.Path}, c.Args...); !reflect.DeepEqual(got, want) {
+		t.Errorf("argv\n got %q\nwant %q", got, want)
+	}
+	// The inner script runs the node's own import script, which the image
+	// must carry, executable.
+	if !strings.Contains(preimportInner, "\n"+importScript+"\n") {
+		t.Errorf("the pre-import does not run %s", importScript)
+	}
+	files, err := bakedFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range files {
+		if f.Path == importScript {
+			found = f.Mode&0o111 != 0
+		}
+	}
+	if !found {
+		t.Errorf("the image has no executable %s", importScript)
+	}
+	// Everything it mounts is inside the tree, never on the host's paths.
+	for _, line := range strings.Split(preimportOuter, "\n") {
+		if strings.HasPrefix(line, "mount ") && !strings.HasSuffix(line, `"$root/proc"`) &&
+			!strings.HasSuffix(line, `"$root/sys"`) && !strings.HasSuffix(line, `"$root/run"`) && !strings.HasSuffix(line, `"$root/tmp"`) {
+			t.Errorf("mount outside the tree: %s", line)
+		}
+	}
+}
