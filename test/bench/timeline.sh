@@ -49,7 +49,7 @@ snapshot() {
   [ -d "$m/upper/var/log/journal" ] && cp -a "$m/upper/var/log/journal" "$tmp/journal" 2>/dev/null
   # Keep the pod logs of earlier snapshots: kubelet removes a container's
   # older logs when it restarts.
-  [ -d "$out/machines/$base/pods" ] && cp -a "$out/machines/$base/pods" "$tmp/pods" 2>/dev/null
+  [ -d "$out/machines/$base/pods" ] && cp -a "$out/machines/$base/pods/." "$tmp/pods/" 2>/dev/null
   [ -d "$m/upper/var/log/pods" ] && cp -a "$m/upper/var/log/pods/." "$tmp/pods/" 2>/dev/null
   rm -rf "$out/machines/$base"
   mv "$tmp" "$out/machines/$base"

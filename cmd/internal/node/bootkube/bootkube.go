@@ -39,13 +39,20 @@ type Config struct {
 	DoneFile           string
 	Kubectl            string
 	Log                logrus.FieldLogger
-	Poll               time.Duration
+	Poll               time.Duration // between checks; DefaultPoll when zero
 }
+
+// DefaultPoll is how often bootkube checks again while it waits. Each
+// check is cheap (a node list and an etcd member list, or one readyz), and
+// every step of the etcd growth (add a learner, promote it, the next
+// master) waits for one, so a short interval takes idle seconds out of
+// every master's join.
+const DefaultPoll = time.Second
 
 // Run performs the bootstrap until completion or ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Poll == 0 {
-		cfg.Poll = 3 * time.Second
+		cfg.Poll = DefaultPoll
 	}
 	restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
 	if err != nil {

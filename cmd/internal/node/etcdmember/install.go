@@ -18,6 +18,11 @@ import (
 // its name among the kubelet's static pods.
 const ManifestFile = "etcd.yaml"
 
+// voterPoll is how often the installer asks the local member whether it
+// votes yet: a local status call, and the master's control plane starts
+// only after the answer.
+const voterPoll = 500 * time.Millisecond
+
 // Install is the installer pod's work on a master: write the member's
 // certificates and static pod from fromDir into kubeDir, wait until the local
 // member is a voter, then activate the staged control plane static pods.
@@ -47,7 +52,7 @@ func Install(ctx context.Context, fromDir, kubeDir string, log logrus.FieldLogge
 		return err
 	}
 	defer c.Close()
-	if err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := wait.PollUntilContextCancel(ctx, voterPoll, true, func(ctx context.Context) (bool, error) {
 		st, err := c.Status(ctx, "https://127.0.0.1:2379")
 		return err == nil && !st.IsLearner, nil
 	}); err != nil {
