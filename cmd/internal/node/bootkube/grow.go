@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -57,7 +58,7 @@ func newGrower(cfg Config, client kubernetes.Interface) (*grower, error) {
 	if !strings.Contains(string(manifest), manifests.EtcdInitialClusterMarker) {
 		return nil, fmt.Errorf("%s does not contain %s", cfg.MasterEtcdManifest, manifests.EtcdInitialClusterMarker)
 	}
-	etcd, err := etcdmember.Client([]string{"https://127.0.0.1:2379"},
+	etcd, err := etcdmember.Client([]string{localEtcd},
 		cfg.EtcdPKIDir+"/"+etcdmember.CACert, cfg.EtcdClientCert, cfg.EtcdClientKey)
 	if err != nil {
 		return nil, fmt.Errorf("etcd client: %w", err)
@@ -156,6 +157,7 @@ func (g *grower) handOver(ctx context.Context, restCfg *rest.Config, masters []m
 	}
 	for _, mem := range resp.Members {
 		if mem.Name == g.cfg.NodeName {
+			g.handLeadership(ctx, resp.Members, mem.ID)
 			if _, err := mc.MemberRemove(ctx, mem.ID); err != nil {
 				return fmt.Errorf("remove bootstrap etcd member: %w", err)
 			}
@@ -169,6 +171,73 @@ func (g *grower) handOver(ctx context.Context, restCfg *rest.Config, masters []m
 		}
 	}
 	return fmt.Errorf("record bootstrap-complete: %w", last)
+}
+
+// localEtcd is the bootstrap member's own client URL.
+const localEtcd = "https://127.0.0.1:2379"
+
+// leaderMoveTimeout bounds the leadership hand-over before the bootstrap
+// member is removed.
+const leaderMoveTimeout = 10 * time.Second
+
+// handLeadership makes a voting master etcd's leader when the bootstrap
+// member (bootstrapID) leads: removing the leading member costs an election
+// (several seconds on a loaded host) during which no API server can write,
+// and bootstrap-complete is such a write. A failure is only logged: the
+// removal works without it, as it did before.
+func (g *grower) handLeadership(ctx context.Context, members []*etcdserverpb.Member, bootstrapID uint64) {
+	to := transferee(members, bootstrapID)
+	if to == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, leaderMoveTimeout)
+	defer cancel()
+	local, err := etcdmember.Client([]string{localEtcd}, g.cfg.EtcdPKIDir+"/"+etcdmember.CACert, g.cfg.EtcdClientCert, g.cfg.EtcdClientKey)
+	if err == nil {
+		var moved bool
+		moved, err = moveLeader(ctx, local, localEtcd, to.ID)
+		local.Close()
+		if moved {
+			g.cfg.Log.Infof("etcd leadership handed to %s", to.Name)
+		}
+	}
+	if err != nil {
+		g.cfg.Log.Warnf("cannot hand etcd leadership to %s before removing the bootstrap member (removing it anyway): %v", to.Name, err)
+	}
+}
+
+// transferee is the voting member other than bootstrapID with the lowest
+// ID, or nil.
+func transferee(members []*etcdserverpb.Member, bootstrapID uint64) *etcdserverpb.Member {
+	var to *etcdserverpb.Member
+	for _, m := range members {
+		if m.ID != bootstrapID && !m.IsLearner && (to == nil || m.ID < to.ID) {
+			to = m
+		}
+	}
+	return to
+}
+
+// leaderMover is the part of an etcd client that moves leadership.
+type leaderMover interface {
+	Status(ctx context.Context, endpoint string) (*clientv3.StatusResponse, error)
+	MoveLeader(ctx context.Context, transfereeID uint64) (*clientv3.MoveLeaderResponse, error)
+}
+
+// moveLeader asks the member at endpoint, when it leads, to hand its
+// leadership to the member with ID to; it reports whether it did.
+func moveLeader(ctx context.Context, c leaderMover, endpoint string, to uint64) (bool, error) {
+	st, err := c.Status(ctx, endpoint)
+	if err != nil {
+		return false, err
+	}
+	if st.Header == nil || st.Leader != st.Header.MemberId {
+		return false, nil
+	}
+	if _, err := c.MoveLeader(ctx, to); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // masters lists the registered masters with an address, sorted by name, and
