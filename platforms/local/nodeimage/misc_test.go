@@ -49,6 +49,13 @@ func TestBakedFiles(t *testing.T) {
 		{"/etc/systemd/system/kiln-images.service", 0o644, []string{"Requires=containerd.service", "Before=kubelet.service"}},
 		{"/etc/systemd/system/kiln-cgroup-rw.service", 0o644, []string{"Before=containerd.service kubelet.service"}},
 	}
+	// systemd's configuration is reloaded once at first boot: by preset
+	// when the config enables units, explicitly only when it does not.
+	firstboot := string(byPath["/usr/local/libexec/kiln/ignition-firstboot"].Data)
+	if n := strings.Count(firstboot, "systemctl daemon-reload"); n != 1 ||
+		!strings.Contains(firstboot, "if [ -z \"$units\" ]; then\n\tsystemctl daemon-reload\nelse") {
+		t.Errorf("ignition-firstboot reloads systemd outside the no-units branch (%d reloads in its text)", n)
+	}
 	for _, tt := range tests {
 		f, ok := byPath[tt.path]
 		if !ok {
