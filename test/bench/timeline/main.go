@@ -44,21 +44,24 @@ func collect(dir string, images bool) (time.Time, []Event, error) {
 	if end, err := readStamp(filepath.Join(dir, "end")); err == nil {
 		events = append(events, Event{T: end, Name: "kiln create cluster exits", Machine: "host"})
 	}
-	if f, err := os.Open(filepath.Join(dir, "create.out")); err == nil {
-		lines, err := parseStamped(f)
+	for _, src := range []struct {
+		file   string
+		parse  func(io.Reader) ([]stampedLine, error)
+		events func([]stampedLine) []Event
+	}{
+		{"create.out", parseStamped, outputEvents},
+		{"kiln.log", parseKilnLog, kilnLogEvents},
+	} {
+		f, err := os.Open(filepath.Join(dir, src.file))
+		if err != nil {
+			continue // not collected: nothing to show from it
+		}
+		lines, err := src.parse(f)
 		f.Close()
 		if err != nil {
-			return time.Time{}, nil, fmt.Errorf("create.out: %w", err)
+			return time.Time{}, nil, fmt.Errorf("%s: %w", src.file, err)
 		}
-		events = append(events, outputEvents(lines)...)
-	}
-	if f, err := os.Open(filepath.Join(dir, "kiln.log")); err == nil {
-		lines, err := parseKilnLog(f)
-		f.Close()
-		if err != nil {
-			return time.Time{}, nil, fmt.Errorf("kiln.log: %w", err)
-		}
-		events = append(events, kilnLogEvents(lines)...)
+		events = append(events, src.events(lines)...)
 	}
 	machines, err := os.ReadDir(filepath.Join(dir, "machines"))
 	if err != nil {

@@ -32,9 +32,7 @@ type journalEntry struct {
 // out: a machine's journal holds the host's dmesg, not the machine's.
 func parseJournal(r io.Reader) ([]journalEntry, error) {
 	var out []journalEntry
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
+	err := eachLine(r, func(line string) error {
 		var rec struct {
 			Transport string          `json:"_TRANSPORT"`
 			Realtime  string          `json:"__REALTIME_TIMESTAMP"`
@@ -42,19 +40,32 @@ func parseJournal(r io.Reader) ([]journalEntry, error) {
 			Unit      string          `json:"_SYSTEMD_UNIT"`
 			Message   json.RawMessage `json:"MESSAGE"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return nil, fmt.Errorf("journal record: %w", err)
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			return fmt.Errorf("journal record: %w", err)
 		}
 		if rec.Transport == "kernel" {
-			continue
+			return nil
 		}
 		us, err := strconv.ParseInt(rec.Realtime, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("journal record: __REALTIME_TIMESTAMP %q: %w", rec.Realtime, err)
+			return fmt.Errorf("journal record: __REALTIME_TIMESTAMP %q: %w", rec.Realtime, err)
 		}
 		out = append(out, journalEntry{T: time.UnixMicro(us), Ident: rec.Ident, Unit: rec.Unit, Msg: journalMessage(rec.Message)})
+		return nil
+	})
+	return out, err
+}
+
+// eachLine calls f with every line of r (up to 16 MiB long) until f fails.
+func eachLine(r io.Reader, f func(line string) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		if err := f(sc.Text()); err != nil {
+			return err
+		}
 	}
-	return out, sc.Err()
+	return sc.Err()
 }
 
 // journalMessage decodes MESSAGE, a string or (for non-UTF-8 text) an array
@@ -84,20 +95,17 @@ type criLine struct {
 // parseCRI reads a CRI container log; lines that do not parse are skipped.
 func parseCRI(r io.Reader) ([]criLine, error) {
 	var out []criLine
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), " ", 4)
+	err := eachLine(r, func(line string) error {
+		parts := strings.SplitN(line, " ", 4)
 		if len(parts) < 4 {
-			continue
+			return nil
 		}
-		t, err := time.Parse(time.RFC3339Nano, parts[0])
-		if err != nil {
-			continue
+		if t, err := time.Parse(time.RFC3339Nano, parts[0]); err == nil {
+			out = append(out, criLine{T: t, Msg: parts[3]})
 		}
-		out = append(out, criLine{T: t, Msg: parts[3]})
-	}
-	return out, sc.Err()
+		return nil
+	})
+	return out, err
 }
 
 // stampedLine is one line of kiln's output stamped by timeline.sh
@@ -111,20 +119,17 @@ type stampedLine struct {
 // skipped.
 func parseStamped(r io.Reader) ([]stampedLine, error) {
 	var out []stampedLine
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		stamp, text, ok := strings.Cut(sc.Text(), " ")
+	err := eachLine(r, func(line string) error {
+		stamp, text, ok := strings.Cut(line, " ")
 		if !ok {
-			continue
+			return nil
 		}
-		t, err := parseUnix(stamp)
-		if err != nil {
-			continue
+		if t, err := parseUnix(stamp); err == nil {
+			out = append(out, stampedLine{T: t, Text: text})
 		}
-		out = append(out, stampedLine{T: t, Text: text})
-	}
-	return out, sc.Err()
+		return nil
+	})
+	return out, err
 }
 
 // parseUnix parses seconds since the epoch with an optional fraction, as
@@ -156,18 +161,15 @@ var logrusLine = regexp.MustCompile(`^time="([^"]+)" level=\w+ msg="?(.*?)"?$`)
 // parseKilnLog reads kiln's debug log (.kiln.log): one-second resolution.
 func parseKilnLog(r io.Reader) ([]stampedLine, error) {
 	var out []stampedLine
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		m := logrusLine.FindStringSubmatch(sc.Text())
+	err := eachLine(r, func(line string) error {
+		m := logrusLine.FindStringSubmatch(line)
 		if m == nil {
-			continue
+			return nil
 		}
-		t, err := time.Parse(time.RFC3339, m[1])
-		if err != nil {
-			continue
+		if t, err := time.Parse(time.RFC3339, m[1]); err == nil {
+			out = append(out, stampedLine{T: t, Text: m[2]})
 		}
-		out = append(out, stampedLine{T: t, Text: m[2]})
-	}
-	return out, sc.Err()
+		return nil
+	})
+	return out, err
 }
