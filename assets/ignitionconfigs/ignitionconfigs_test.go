@@ -18,6 +18,7 @@ import (
 	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/ignition"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
@@ -256,5 +257,40 @@ func TestProxyDropIn(t *testing.T) {
 		if want := "Environment=\"HTTPS_PROXY=http://proxy.example.com:3128\" \"NO_PROXY=.cluster.local\"\n"; !strings.Contains(got, want) {
 			t.Errorf("%s: containerd proxy drop-in = %q, want %q", name, got, want)
 		}
+	}
+}
+
+// TestKubeletWaitsForBootstrapRBAC checks that a joining node's kubelet
+// starts its TLS bootstrap only once its bootstrap credentials may create a
+// CSR, and only while it has no kubeconfig of its own; the bootstrap
+// machine's kubelet (which runs the temporary control plane) never waits.
+func TestKubeletWaitsForBootstrapRBAC(t *testing.T) {
+	dir := newDir(t)
+	persist(t, dir, targets.IgnitionConfigs())
+	raw, err := os.ReadFile(filepath.Join(dir, "bootstrap.ign"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot := parse(t, raw)
+	kubelet := func(c types.Config) string {
+		for _, u := range c.Systemd.Units {
+			if u.Name == "kubelet.service" && u.Contents != nil {
+				return *u.Contents
+			}
+		}
+		t.Fatal("no kubelet.service")
+		return ""
+	}
+	wait := "test -e " + nodelayout.KubeletKubeconfig + " || timeout 600 sh -c \"until /usr/local/bin/kubectl --kubeconfig=" +
+		nodelayout.BootstrapKubeconfig + " --request-timeout=5s auth can-i create certificatesigningrequests.certificates.k8s.io"
+	for name, c := range map[string]types.Config{"master": served(t, boot, "master"), "worker": served(t, boot, "worker")} {
+		unit := kubelet(c)
+		pre := strings.Index(unit, wait)
+		if pre < 0 || pre > strings.Index(unit, "ExecStart=/usr/local/bin/kubelet") || !strings.Contains(unit, "TimeoutStartSec=11min") {
+			t.Errorf("%s: kubelet does not wait for its bootstrap RBAC before starting:\n%s", name, unit)
+		}
+	}
+	if unit := kubelet(boot); strings.Contains(unit, "auth can-i") {
+		t.Errorf("the bootstrap machine's kubelet waits for an API it runs itself:\n%s", unit)
 	}
 }
