@@ -29,34 +29,44 @@ var sharedPrefixes = []string{
 // seedBindDir creates a machine's plain host directory for a bind; a new
 // one gets what the image has at that place: hard links where the files are
 // immutable (sharedPrefixes) and the image is on the same file system,
-// private copies otherwise.
+// private copies otherwise. The tree is built under a temporary name and
+// renamed into place once complete, so that a crash can never leave a
+// directory whose databases are still links to the image's.
 func (m *Manager) seedBindDir(ctx context.Context, dir, from string) error {
 	if _, err := os.Stat(dir); err == nil {
 		return nil
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return err
-	}
 	ents, err := os.ReadDir(from)
 	if err != nil || len(ents) == 0 {
-		return nil
+		return os.Mkdir(dir, 0o755)
 	}
-	lerr := runQuiet(ctx, m.run, linkTreeArgv(from, dir))
-	if lerr == nil {
-		if err := unshareMutable(dir); err != nil {
+	tmp := dir + ".seeding"
+	if err := freshDir(tmp); err != nil {
+		return err
+	}
+	if lerr := runQuiet(ctx, m.run, linkTreeArgv(from, tmp)); lerr == nil {
+		if err := unshareMutable(tmp); err != nil {
 			return fmt.Errorf("seeding %s: %w", dir, err)
 		}
-		return nil
+	} else {
+		// Another file system: start again with a copy.
+		m.log.Debugf("cannot hard-link %s into %s (%v); copying it", from, dir, lerr)
+		if err := freshDir(tmp); err != nil {
+			return err
+		}
+		if err := runQuiet(ctx, m.run, copyTreeArgv(from, tmp)); err != nil {
+			return err
+		}
 	}
-	m.log.Debugf("cannot hard-link %s into %s (%v); copying it", from, dir, lerr)
-	// Another file system: start again with a copy.
+	return os.Rename(tmp, dir)
+}
+
+// freshDir makes dir an empty directory (0755), removing what was there.
+func freshDir(dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return err
-	}
-	return runQuiet(ctx, m.run, copyTreeArgv(from, dir))
+	return os.Mkdir(dir, 0o755)
 }
 
 // copyTreeArgv copies the contents of the directory from into to.

@@ -96,19 +96,46 @@ func TestSeedBindDir(t *testing.T) {
 		if err := m.seedBindDir(ctx, dir, img); err != nil {
 			t.Fatal(err)
 		}
-		want := []string{strings.Join(linkTreeArgv(img, dir), " ")}
+		want := []string{strings.Join(linkTreeArgv(img, dir+".seeding"), " ")}
 		if got := joined(run.calls); !slices.Equal(got, want) {
 			t.Errorf("ran %q, want %q", got, want)
+		}
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+			t.Errorf("the seeded directory is not in place: %v", err)
+		}
+		if _, err := os.Stat(dir + ".seeding"); err == nil {
+			t.Error("the temporary directory is left")
+		}
+	})
+	t.Run("a torn seed is started again", func(t *testing.T) {
+		m, run := newTestManager(t)
+		dir := filepath.Join(t.TempDir(), "bind-containerd")
+		if err := os.MkdirAll(filepath.Join(dir+".seeding", "io.containerd.metadata.v1.bolt"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		stale := filepath.Join(dir+".seeding", "io.containerd.metadata.v1.bolt", "meta.db")
+		if err := os.WriteFile(stale, []byte("a link to the image's"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.seedBindDir(ctx, dir, img); err != nil {
+			t.Fatal(err)
+		}
+		if len(run.calls) != 1 {
+			t.Errorf("ran %q", joined(run.calls))
+		}
+		if _, err := os.Stat(filepath.Join(dir, "io.containerd.metadata.v1.bolt", "meta.db")); err == nil {
+			t.Error("the torn seed's files were kept")
 		}
 	})
 	t.Run("copies across file systems", func(t *testing.T) {
 		m, run := newTestManager(t)
 		dir := filepath.Join(t.TempDir(), "bind-containerd")
-		run.errs = map[string]error{strings.Join(linkTreeArgv(img, dir), " "): errors.New("Invalid cross-device link")}
+		tmp := dir + ".seeding"
+		run.errs = map[string]error{strings.Join(linkTreeArgv(img, tmp), " "): errors.New("Invalid cross-device link")}
 		if err := m.seedBindDir(ctx, dir, img); err != nil {
 			t.Fatal(err)
 		}
-		want := []string{strings.Join(linkTreeArgv(img, dir), " "), strings.Join(copyTreeArgv(img, dir), " ")}
+		want := []string{strings.Join(linkTreeArgv(img, tmp), " "), strings.Join(copyTreeArgv(img, tmp), " ")}
 		if got := joined(run.calls); !slices.Equal(got, want) {
 			t.Errorf("ran %q, want %q", got, want)
 		}
@@ -134,6 +161,9 @@ func TestSeedBindDir(t *testing.T) {
 		}
 		if len(run.calls) != 0 {
 			t.Errorf("ran %q for an empty image directory", joined(run.calls))
+		}
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+			t.Errorf("no directory to bind: %v", err)
 		}
 	})
 }
