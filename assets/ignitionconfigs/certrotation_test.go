@@ -2,8 +2,6 @@ package ignitionconfigs_test
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +11,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/ignition"
 )
 
@@ -47,13 +44,7 @@ func flagOf(t *testing.T, manifest []byte, name string) string {
 // that kube-controller-manager signs kubelet serving certificates with; the
 // approver may approve kubelet serving CSRs only.
 func TestKubeletCertificateRotation(t *testing.T) {
-	dir := newDir(t)
-	persist(t, dir, targets.IgnitionConfigs())
-	raw, err := os.ReadFile(filepath.Join(dir, "bootstrap.ign"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot := parse(t, raw)
+	boot := generatedBootstrap(t)
 	master, worker := served(t, boot, "master"), served(t, boot, "worker")
 
 	type kubeletConfig struct {

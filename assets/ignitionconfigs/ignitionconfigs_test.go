@@ -64,6 +64,19 @@ func parse(t *testing.T, raw []byte) types.Config {
 	return c
 }
 
+// generatedBootstrap generates the ignition configs of a new directory and
+// returns the bootstrap config.
+func generatedBootstrap(t *testing.T) types.Config {
+	t.Helper()
+	dir := newDir(t)
+	persist(t, dir, targets.IgnitionConfigs())
+	raw, err := os.ReadFile(filepath.Join(dir, "bootstrap.ign"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parse(t, raw)
+}
+
 // served returns the full config the machine-config server in c serves for role.
 func served(t *testing.T, c types.Config, role string) types.Config {
 	t.Helper()
@@ -265,13 +278,7 @@ func TestProxyDropIn(t *testing.T) {
 // CSR, and only while it has no kubeconfig of its own; the bootstrap
 // machine's kubelet (which runs the temporary control plane) never waits.
 func TestKubeletWaitsForBootstrapRBAC(t *testing.T) {
-	dir := newDir(t)
-	persist(t, dir, targets.IgnitionConfigs())
-	raw, err := os.ReadFile(filepath.Join(dir, "bootstrap.ign"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot := parse(t, raw)
+	boot := generatedBootstrap(t)
 	kubelet := func(c types.Config) string {
 		for _, u := range c.Systemd.Units {
 			if u.Name == "kubelet.service" && u.Contents != nil {
