@@ -117,9 +117,11 @@ func criEvents(machine, container string, lines []criLine) []Event {
 var nodeLine = regexp.MustCompile(`msg="?Node (\S+) (registered|Ready)`)
 
 // outputEvents derives events from kiln's stamped progress output: each
-// step that ends (" ✓ title (12.3s)") and each node registered or Ready.
+// step that ends (" ✓ title (12.3s)") and the first time kiln reports each
+// node registered or Ready (each wait reports them again).
 func outputEvents(lines []stampedLine) []Event {
 	var out []Event
+	seen := map[string]bool{}
 	for _, l := range lines {
 		text := strings.TrimSpace(l.Text)
 		for _, mark := range []string{"✓ ", "✗ "} {
@@ -135,7 +137,8 @@ func outputEvents(lines []stampedLine) []Event {
 				out = append(out, Event{T: l.T, Name: name, Machine: "host", Detail: "step took " + dur})
 			}
 		}
-		if m := nodeLine.FindStringSubmatch(text); m != nil {
+		if m := nodeLine.FindStringSubmatch(text); m != nil && !seen[m[1]+" "+m[2]] {
+			seen[m[1]+" "+m[2]] = true
 			out = append(out, Event{T: l.T, Name: "Node " + m[2] + " (kiln)", Machine: m[1]})
 		}
 	}
