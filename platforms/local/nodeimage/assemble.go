@@ -135,8 +135,8 @@ func (b *builder) assemble(ctx context.Context, p *plan, base string, bins map[s
 		}
 	}
 	b.progress.Update("importing the container images into the image's containerd")
-	if err := b.run.run(ctx, preimportCmd(rootfs)); err != nil {
-		return nil, fmt.Errorf("pre-importing the container images: %w", err)
+	if err := preimport(ctx, rootfs, b.run.run, b.log); err != nil {
+		return nil, err
 	}
 	if err := resetIdentity(rootfs); err != nil {
 		return nil, err

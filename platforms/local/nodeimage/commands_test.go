@@ -1,10 +1,16 @@
 package nodeimage
 
 import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/sirupsen/logrus/hooks/test"
 )
 
 func TestCommandArgv(t *testing.T) {
@@ -186,6 +192,41 @@ func TestPreimportCmd(t *testing.T) {
 		if strings.HasPrefix(line, "mount ") && !strings.HasSuffix(line, `"$root/proc"`) &&
 			!strings.HasSuffix(line, `"$root/sys"`) && !strings.HasSuffix(line, `"$root/run"`) && !strings.HasSuffix(line, `"$root/tmp"`) {
 			t.Errorf("mount outside the tree: %s", line)
+		}
+	}
+}
+
+func TestPreimportFallsBackToBootImport(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		rootfs := t.TempDir()
+		meta := filepath.Join(rootfs, containerdRoot, "io.containerd.metadata.v1.bolt", "meta.db")
+		if err := os.MkdirAll(filepath.Dir(meta), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(meta, []byte("half written"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		log, hook := test.NewNullLogger()
+		var ran []string
+		run := func(_ context.Context, c command) error {
+			ran = append(ran, c.Path)
+			if fail {
+				return errors.New("overlayfs snapshotter cannot be enabled")
+			}
+			return nil
+		}
+		if err := preimport(context.Background(), rootfs, run, log); err != nil {
+			t.Fatalf("fail=%v: %v", fail, err)
+		}
+		if len(ran) != 1 || ran[0] != "unshare" {
+			t.Errorf("fail=%v: ran %q", fail, ran)
+		}
+		_, err := os.Stat(meta)
+		if kept := err == nil; kept == fail {
+			t.Errorf("fail=%v: containerd root kept = %v", fail, kept)
+		}
+		if warned := len(hook.AllEntries()) > 0; warned != fail {
+			t.Errorf("fail=%v: warned = %v", fail, warned)
 		}
 	}
 }

@@ -1,5 +1,13 @@
 package nodeimage
 
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/sirupsen/logrus"
+)
+
 // Pre-importing the container images at assembly.
 //
 // A machine's containerd root (/var/lib/containerd) is a plain host
@@ -13,7 +21,9 @@ package nodeimage
 // and import script, lets the machine runtime hard-link the committed
 // content and snapshots into each machine instead. kiln-images.service still
 // runs at boot and imports whatever is missing, so a machine seeded from an
-// older image behaves as before.
+// older image behaves as before, and so does one whose pre-import failed
+// (containerd's overlayfs snapshotter refuses a cache directory on an
+// overlayfs, say): assembly then warns and leaves the images to the boot.
 
 // preimportOuter runs in new mount and PID namespaces (unshare), so every
 // mount and process it makes ends with it: it gives the image tree ($1)
@@ -67,3 +77,18 @@ func preimportCmd(rootfs string) command {
 		"sh", "-c", preimportOuter, "kiln-preimport", rootfs, preimportInner,
 	}}
 }
+
+// preimport runs preimportCmd for the tree at rootfs through run. When it
+// fails, it removes what the import left in the tree's containerd root
+// and only warns: every machine then imports the images at first boot.
+func preimport(ctx context.Context, rootfs string, run func(context.Context, command) error, log logrus.FieldLogger) error {
+	err := run(ctx, preimportCmd(rootfs))
+	if err == nil {
+		return nil
+	}
+	log.Warnf("could not import the container images into the node image; every machine will import them at its first boot (slower): %v", err)
+	return os.RemoveAll(filepath.Join(rootfs, containerdRoot))
+}
+
+// containerdRoot is containerd's root directory in the image.
+const containerdRoot = "var/lib/containerd"
