@@ -59,13 +59,24 @@ func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error
 	return nil
 }
 
-// Provision implements platforms.Provisioner.
-func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error {
-	plan, err := NewPlan(c.Config, c.InfraID, c.Machines())
+// planAndDriver returns the plan of c with the machines of shape and the
+// Terraform driver of c's directory; a plan the configuration cannot make
+// is a platforms.ConfigError.
+func (p *Provisioner) planAndDriver(ctx context.Context, c *platforms.Cluster, shape platforms.Shape) (*Plan, *terraform.Driver, error) {
+	plan, err := NewPlan(c.Config, c.InfraID, shape)
 	if err != nil {
-		return &platforms.ConfigError{Err: err}
+		return nil, nil, &platforms.ConfigError{Err: err}
 	}
 	drv, err := p.driver(ctx, c.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return plan, drv, nil
+}
+
+// Provision implements platforms.Provisioner.
+func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error {
+	plan, drv, err := p.planAndDriver(ctx, c, c.Machines())
 	if err != nil {
 		return err
 	}

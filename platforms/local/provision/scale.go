@@ -24,11 +24,7 @@ const (
 // config); the machines that run keep theirs, as the stage ignores a
 // change of ignition and hosts.
 func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) error {
-	plan, err := NewPlan(c.Config, c.InfraID, c.Machines())
-	if err != nil {
-		return &platforms.ConfigError{Err: err}
-	}
-	drv, err := p.driver(ctx, c.Dir)
+	plan, drv, err := p.planAndDriver(ctx, c, c.Machines())
 	if err != nil {
 		return err
 	}
@@ -52,11 +48,7 @@ func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) e
 // again with its last variables but masters as the load balancer's
 // backends (API and machine-config server).
 func (p *Provisioner) SetAPIBackends(ctx context.Context, c *platforms.Cluster, masters []string) error {
-	plan, err := NewPlan(c.Config, c.InfraID, platforms.Shape{Masters: masters})
-	if err != nil {
-		return &platforms.ConfigError{Err: err}
-	}
-	drv, err := p.driver(ctx, c.Dir)
+	plan, drv, err := p.planAndDriver(ctx, c, platforms.Shape{Masters: masters})
 	if err != nil {
 		return err
 	}
