@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os/exec"
 	"path/filepath"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -78,6 +81,37 @@ func newNodeBootkubeCmd(o *rootOptions) *cobra.Command {
 	return cmd
 }
 
+// credentialsPoll is how often netd looks for the kubelet's credentials
+// while the kubelet's TLS bootstrap has not written them yet.
+const credentialsPoll = 500 * time.Millisecond
+
+// awaitNodeClient is nodeClient once kubeconfig and the files it names
+// exist: a joining node's kubelet writes them only when its client
+// certificate is issued, and the node's pod network should be configured
+// the moment its Node exists (exiting for systemd to restart the unit cost
+// its RestartSec, 5 s, before the node could turn Ready).
+func awaitNodeClient(ctx context.Context, kubeconfig string, every time.Duration, log logrus.FieldLogger) (kubernetes.Interface, error) {
+	logged := false
+	for {
+		client, err := nodeClient(kubeconfig)
+		if err == nil {
+			return client, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		if !logged {
+			log.Infof("waiting for the kubelet's credentials (%v)", err)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}
+
 // nodeClient is the clientset of a node agent, with the credentials in
 // kubeconfig.
 func nodeClient(kubeconfig string) (kubernetes.Interface, error) {
@@ -90,13 +124,13 @@ func nodeClient(kubeconfig string) (kubernetes.Interface, error) {
 
 func newNodeNetdCmd(o *rootOptions) *cobra.Command {
 	var kubeconfig string
-	cfg := netd.Config{CNIConfPath: "/etc/cni/net.d/10-kiln.conflist", Runner: execRunner{}}
+	cfg := netd.Config{CNIConfPath: "/etc/cni/net.d/10-kiln.conflist", Runner: execRunner{}, ProxyMetricsURL: netd.DefaultProxyMetricsURL}
 	cmd := &cobra.Command{
 		Use:   "netd",
 		Short: "Maintain this node's pod network (CNI config and routes to other nodes' pods)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			client, err := nodeClient(kubeconfig)
+			client, err := awaitNodeClient(cmd.Context(), kubeconfig, credentialsPoll, o.log)
 			if err != nil {
 				return err
 			}
@@ -107,6 +141,8 @@ func newNodeNetdCmd(o *rootOptions) *cobra.Command {
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", nodelayout.KubeletKubeconfig, "kubeconfig with the node's credentials")
 	cmd.Flags().StringVar(&cfg.NodeName, "node-name", "", "this node's name")
 	cmd.Flags().StringVar(&cfg.CNIConfPath, "cni-conf", cfg.CNIConfPath, "CNI configuration file to write")
+	cmd.Flags().StringVar(&cfg.ProxyMetricsURL, "proxy-metrics-url", cfg.ProxyMetricsURL, "kube-proxy's metrics: a new CNI config waits for its first sync (empty: no wait)")
+	cmd.Flags().DurationVar(&cfg.ProxyWait, "proxy-wait", netd.DefaultProxyWait, "longest wait for kube-proxy's first sync")
 	return cmd
 }
 

@@ -37,6 +37,9 @@ const (
 	StaticPodDir = KubernetesDir + "/" + StaticPodsSubdir
 	// StagedPodDir is StagedPodsSubdir on the machine.
 	StagedPodDir = KubernetesDir + "/" + StagedPodsSubdir
+	// RetiredPodDir keeps the bootstrap machine's control plane static pods
+	// once bootkube has stopped them (the masters run the control plane).
+	RetiredPodDir = KubernetesDir + "/retired-manifests"
 	// PKIDir holds the control plane's certificates and keys.
 	PKIDir = KubernetesDir + "/pki"
 	// EtcdPKIDir is EtcdPKISubdir on the machine.

@@ -34,7 +34,7 @@ func gatherCommands() []gatherCommand {
 		{"containers.txt", []string{"ctr", "-n", "k8s.io", "containers", "ls"}},
 		{"images.txt", []string{"ctr", "-n", "k8s.io", "images", "ls", "-q"}},
 		{"pod-logs.tar.gz", []string{"tar", "-C", "/var/log", "-czf", "-", "pods"}},
-		{"static-pods.txt", []string{"ls", "-l", nodelayout.StaticPodDir, nodelayout.StagedPodDir}},
+		{"static-pods.txt", []string{"ls", "-l", nodelayout.StaticPodDir, nodelayout.StagedPodDir, nodelayout.RetiredPodDir}},
 	}
 }
 

@@ -40,6 +40,10 @@ type Config struct {
 	Kubectl            string
 	Log                logrus.FieldLogger
 	Poll               time.Duration // between checks; DefaultPoll when zero
+	// Retiring the temporary control plane (retire.go); defaults when empty.
+	StaticPodDir  string // the kubelet's static pods
+	RetiredPodDir string // where retired static pods go
+	APIAddress    string // the local API server, host:port
 }
 
 // DefaultPoll is how often bootkube checks again while it waits. Each

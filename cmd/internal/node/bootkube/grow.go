@@ -129,8 +129,9 @@ func (g *grower) add(ctx context.Context, m master) error {
 	return errNotYet("added " + m.Name)
 }
 
-// handOver waits for every master's API server, removes the bootstrap
-// member and records bootstrap-complete through a master's API server.
+// handOver waits for every master's API server, stops the bootstrap API
+// server, removes the bootstrap member and records bootstrap-complete
+// through a master's API server.
 func (g *grower) handOver(ctx context.Context, restCfg *rest.Config, masters []master) error {
 	var clients []kubernetes.Interface
 	var endpoints []string
@@ -146,6 +147,9 @@ func (g *grower) handOver(ctx context.Context, restCfg *rest.Config, masters []m
 		endpoints = append(endpoints, "https://"+net.JoinHostPort(m.IP, "2379"))
 	}
 	g.cfg.Log.Infof("API servers on all %d masters ready", len(masters))
+	if err := g.stopAPI(ctx, clients[0]); err != nil {
+		return err
+	}
 	mc, err := etcdmember.Client(endpoints, g.cfg.EtcdPKIDir+"/"+etcdmember.CACert, g.cfg.EtcdClientCert, g.cfg.EtcdClientKey)
 	if err != nil {
 		return err
@@ -167,6 +171,7 @@ func (g *grower) handOver(ctx context.Context, restCfg *rest.Config, masters []m
 	var last error
 	for _, c := range clients {
 		if last = markComplete(ctx, c); last == nil {
+			g.stopEtcd()
 			return nil
 		}
 	}

@@ -39,6 +39,11 @@ type Config struct {
 	CNIConfPath string // e.g. /etc/cni/net.d/10-kiln.conflist
 	Runner      Runner
 	Log         logrus.FieldLogger
+	// ProxyMetricsURL is the node's kube-proxy metrics; a new CNI config is
+	// written only after kube-proxy's first sync there (proxy.go), at most
+	// ProxyWait (DefaultProxyWait when zero). Empty: no wait.
+	ProxyMetricsURL string
+	ProxyWait       time.Duration
 }
 
 // Route is a route to another node's pods.
@@ -138,7 +143,12 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg Config) error {
 	}
 }
 
+// reconcile installs the routes to the other nodes' pods, then this node's
+// CNI config (which may wait for kube-proxy: the routes must not).
 func reconcile(ctx context.Context, cfg Config, nodes []*corev1.Node) error {
+	if err := reconcileRoutes(ctx, cfg, nodes); err != nil {
+		return err
+	}
 	for _, n := range nodes {
 		if n.Name != cfg.NodeName {
 			continue
@@ -152,6 +162,10 @@ func reconcile(ctx context.Context, cfg Config, nodes []*corev1.Node) error {
 			return err
 		}
 	}
+	return nil
+}
+
+func reconcileRoutes(ctx context.Context, cfg Config, nodes []*corev1.Node) error {
 	want := DesiredRoutes(cfg.NodeName, nodes)
 	have, err := ownRoutes(ctx, cfg.Runner)
 	if err != nil {
@@ -189,6 +203,10 @@ func writeCNIConfig(ctx context.Context, cfg Config, cidr netip.Prefix) error {
 	}
 	if old, err := os.ReadFile(cfg.CNIConfPath); err == nil && string(old) == string(data) {
 		return nil
+	}
+	waitProxySynced(ctx, cfg)
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	if err := atomicfile.Write(cfg.CNIConfPath, data, 0o644); err != nil {
 		return err

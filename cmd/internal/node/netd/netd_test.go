@@ -102,10 +102,10 @@ func TestReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"systemctl restart containerd.service",
 		"ip -j route show proto 199",
 		"ip route replace 10.128.4.0/23 via 10.66.0.21 proto 199",
 		"ip route del 10.128.8.0/23 proto 199",
+		"systemctl restart containerd.service",
 	}
 	if !reflect.DeepEqual(r.calls, want) {
 		t.Fatalf("calls =\n%s\nwant\n%s", strings.Join(r.calls, "\n"), strings.Join(want, "\n"))

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"io"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// A kubeconfig naming the kubelet's client certificate, as the kubelet's
+// TLS bootstrap writes it.
+const testNodeKubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://10.66.0.1:6443"}}]
+users: [{name: u, user: {client-certificate: CERT, client-key: CERT}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`
+
+// testCert is a self-signed certificate and its key, PEM, in one file.
+func testCert(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "system:node:test"},
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})) +
+		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+}
+
+func quietLog() *logrus.Logger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return l
+}
+
+func TestAwaitNodeClientWaitsForTheKubeletsCredentials(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	cert := filepath.Join(dir, "kubelet-client-current.pem")
+	done := make(chan error, 1)
+	go func() {
+		_, err := awaitNodeClient(context.Background(), kubeconfig, 5*time.Millisecond, quietLog())
+		done <- err
+	}()
+	// Neither file yet, then the kubeconfig without its certificate: still waiting.
+	for _, step := range []func(){
+		func() {},
+		func() { writeTestFile(t, kubeconfig, replaceCert(cert)) },
+	} {
+		step()
+		select {
+		case err := <-done:
+			t.Fatalf("returned (%v) before the credentials existed", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	writeTestFile(t, cert, testCert(t))
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("once the credentials exist: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("did not return once the credentials existed")
+	}
+}
+
+func TestAwaitNodeClientFailsAtOnceOnABrokenKubeconfig(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	writeTestFile(t, kubeconfig, "not: [yaml")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := awaitNodeClient(ctx, kubeconfig, time.Millisecond, quietLog()); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want the parse error at once, got %v", err)
+	}
+}
+
+func TestAwaitNodeClientEndsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	_, err := awaitNodeClient(ctx, filepath.Join(t.TempDir(), "kubeconfig"), time.Millisecond, quietLog())
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want the context's error, got %v", err)
+	}
+}
+
+func replaceCert(cert string) string { return strings.ReplaceAll(testNodeKubeconfig, "CERT", cert) }
+
+func writeTestFile(t *testing.T, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(name, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
