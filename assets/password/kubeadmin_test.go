@@ -53,6 +53,9 @@ func TestGenerate(t *testing.T) {
 		if err := bcrypt.CompareHashAndPassword(p.PasswordHash, []byte(pw)); err != nil {
 			t.Errorf("hash does not match the password: %v", err)
 		}
+		if cost, err := bcrypt.Cost(p.PasswordHash); err != nil || cost != generatedCost {
+			t.Errorf("generated password hashed at cost %d (%v), want %d", cost, err, generatedCost)
+		}
 		for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
 			if out := fmt.Sprintf(verb, &p); strings.Contains(out, pw) {
 				t.Errorf("%s prints the password: %s", verb, out)
@@ -98,6 +101,10 @@ func TestLoad(t *testing.T) {
 			}
 			if err := bcrypt.CompareHashAndPassword(p.PasswordHash, []byte(tt.wantPW)); err != nil {
 				t.Errorf("hash does not match: %v", err)
+			}
+			// A password a person chose keeps bcrypt's default work factor.
+			if cost, err := bcrypt.Cost(p.PasswordHash); err != nil || cost != bcrypt.DefaultCost {
+				t.Errorf("user's password hashed at cost %d (%v), want %d", cost, err, bcrypt.DefaultCost)
 			}
 		})
 	}
