@@ -43,6 +43,7 @@ const scaleNodePort = 31080
 // voters, the Nodes are the machines, and the load balancer sends to the
 // masters; destroy cluster leaves nothing.
 func TestClusterScale(t *testing.T) {
+	t.Parallel() // with the other whole-cluster tests (TestClusterHA)
 	requireMachineHost(t)
 	if os.Getenv("KILN_E2E_CLUSTER") == "0" {
 		t.Skip("KILN_E2E_CLUSTER=0")

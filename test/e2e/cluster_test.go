@@ -29,14 +29,25 @@ import (
 // `kiln create cluster`, checked through the API and the machines; then a
 // master crash and a host reboot undone by `kiln start cluster`
 // (assertRestart); then `kiln destroy cluster` leaves nothing behind.
-func TestClusterHA(t *testing.T) { testCluster(t, 3, 1, "10.66.101.0/24", false) }
+//
+// The three whole-cluster tests (this one, TestClusterSingleMaster and
+// TestClusterScale) run in parallel, each on its own machine network and
+// infra ID, after the other e2e tests: `go test -parallel 1` runs them one
+// at a time.
+func TestClusterHA(t *testing.T) {
+	t.Parallel()
+	testCluster(t, 3, 1, "10.66.101.0/24", false)
+}
 
 // TestClusterSingleMaster is the same with one master, and the resilience
 // the reference installer lacks: create is interrupted (SIGINT) while it
 // waits for bootstrap-complete and exits 130; running it again resumes to
 // install-complete; with metadata.json and the state file lost, destroy
 // --infra-id still removes everything.
-func TestClusterSingleMaster(t *testing.T) { testCluster(t, 1, 1, "10.66.102.0/24", true) }
+func TestClusterSingleMaster(t *testing.T) {
+	t.Parallel()
+	testCluster(t, 1, 1, "10.66.102.0/24", true)
+}
 
 // testCluster runs on its own machine network, apart from the default one a
 // user's `make cluster` takes.
