@@ -2,15 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/assets/tls/tlstest"
 )
 
 // A kubeconfig naming the kubelet's client certificate, as the kubelet's
@@ -30,25 +25,10 @@ contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
 `
 
-// testCert is a self-signed certificate and its key, PEM, in one file.
+// testCert is a throwaway certificate and its key, PEM, in one file.
 func testCert(t *testing.T) string {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "system:node:test"},
-		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})) +
-		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	ck := tlstest.CA(t)
+	return string(ck.Cert) + string(ck.Key)
 }
 
 func quietLog() *logrus.Logger {
