@@ -19,13 +19,15 @@ import (
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
-// The bootstrap machine's control plane static pods (data/manifests/static-pods).
-// The API server, controller manager and scheduler retire before the
-// bootstrap etcd member is removed; etcd after bootstrap-complete is recorded.
-var (
-	retireBeforeRemoval = []string{"kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml"}
-	retireAfterComplete = []string{"etcd.yaml"}
-)
+// retireBeforeRemoval and retireAfterComplete name the bootstrap machine's
+// control plane static pods (data/manifests/static-pods): the API server,
+// controller manager and scheduler retire before the bootstrap etcd member
+// is removed; etcd after bootstrap-complete is recorded.
+func retireBeforeRemoval() []string {
+	return []string{"kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml"}
+}
+
+func retireAfterComplete() []string { return []string{"etcd.yaml"} }
 
 // Defaults of the retirement: the local API server's address and how long
 // to wait for it to stop.
@@ -117,8 +119,9 @@ func (r retirer) waitClosed(ctx context.Context) bool {
 	}
 }
 
-// The leader leases of the bootstrap machine's controllers (kube-system).
-var controllerLeases = []string{"kube-controller-manager", "kube-scheduler"}
+// controllerLeases are the leader leases of the bootstrap machine's
+// controllers (kube-system).
+func controllerLeases() []string { return []string{"kube-controller-manager", "kube-scheduler"} }
 
 // releaseLeases deletes the leader leases the stopped bootstrap controllers
 // hold, so the masters' controllers take over at their next try (2 s)
@@ -128,7 +131,7 @@ var controllerLeases = []string{"kube-controller-manager", "kube-scheduler"}
 // "<hostname>_<uuid>") is deleted, and only at the version read. The
 // controllers cannot renew: their API server is stopped.
 func releaseLeases(ctx context.Context, c kubernetes.Interface, node string, log logrus.FieldLogger) {
-	for _, name := range controllerLeases {
+	for _, name := range controllerLeases() {
 		l, err := c.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			if !apierrors.IsNotFound(err) {
@@ -158,7 +161,7 @@ func releaseLeases(ctx context.Context, c kubernetes.Interface, node string, log
 // timeout is logged and the handover goes on: the masters serve anyway.
 func (g *grower) stopAPI(ctx context.Context, c kubernetes.Interface) error {
 	r := newRetirer(g.cfg)
-	moved, err := r.retire(retireBeforeRemoval)
+	moved, err := r.retire(retireBeforeRemoval())
 	if err != nil {
 		return err
 	}
@@ -184,7 +187,7 @@ func (g *grower) stopAPI(ctx context.Context, c kubernetes.Interface) error {
 // is gone from the cluster (a removed member cannot serve or rejoin).
 func (g *grower) stopEtcd() {
 	r := newRetirer(g.cfg)
-	if _, err := r.retire(retireAfterComplete); err != nil {
+	if _, err := r.retire(retireAfterComplete()); err != nil {
 		g.cfg.Log.Warnf("cannot stop the removed bootstrap etcd member: %v", err)
 	}
 }

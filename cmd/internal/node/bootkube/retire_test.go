@@ -28,12 +28,12 @@ func TestRetireMovesStaticPodsOnceAndKeepsTheRest(t *testing.T) {
 		}
 	}
 	r := newRetirer(Config{StaticPodDir: pods, RetiredPodDir: retired})
-	moved, err := r.retire(retireBeforeRemoval)
+	moved, err := r.retire(retireBeforeRemoval())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(moved, retireBeforeRemoval) {
-		t.Fatalf("moved %v, want %v", moved, retireBeforeRemoval)
+	if !reflect.DeepEqual(moved, retireBeforeRemoval()) {
+		t.Fatalf("moved %v, want %v", moved, retireBeforeRemoval())
 	}
 	if left := names(t, pods); !reflect.DeepEqual(left, []string{"etcd.yaml"}) {
 		t.Fatalf("static pods left %v, want only etcd (its member still votes)", left)
@@ -42,10 +42,10 @@ func TestRetireMovesStaticPodsOnceAndKeepsTheRest(t *testing.T) {
 		t.Fatalf("retired API server pod: %q, %v", data, err)
 	}
 	// A restarted bootkube retires again: nothing left to move, no error.
-	if moved, err := r.retire(retireBeforeRemoval); err != nil || len(moved) != 0 {
+	if moved, err := r.retire(retireBeforeRemoval()); err != nil || len(moved) != 0 {
 		t.Fatalf("second retire: moved %v, %v", moved, err)
 	}
-	if _, err := r.retire(retireAfterComplete); err != nil {
+	if _, err := r.retire(retireAfterComplete()); err != nil {
 		t.Fatal(err)
 	}
 	if left := names(t, pods); len(left) != 0 {
