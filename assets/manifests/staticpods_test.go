@@ -21,8 +21,7 @@ metadata:
   name: demo
 baseDomain: example.test
 platform:
-  local:
-    apiVIP: 10.66.0.10
+  local: {}
 `
 
 // apiServerFlags returns the kube-apiserver container's command-line flags

@@ -22,8 +22,7 @@ metadata:
   name: demo
 baseDomain: example.test
 platform:
-  local:
-    apiVIP: 10.66.0.10
+  local: {}
 `
 
 // newDir returns a --dir holding installConfigYAML and the given files.
