@@ -42,8 +42,12 @@ const scaleNodePort = 31080
 // changes; the same for the Service. At the end etcd has exactly 3
 // voters, the Nodes are the machines, and the load balancer sends to the
 // masters; destroy cluster leaves nothing.
+//
+// It runs alone, before the parallel whole-cluster tests: its Service
+// prober allows at most 5 errors while a failed master is replaced, and
+// with two other clusters sharing the host's CPU the replacement took twice
+// as long and the prober saw 7.
 func TestClusterScale(t *testing.T) {
-	t.Parallel() // with the other whole-cluster tests (TestClusterHA)
 	requireMachineHost(t)
 	if os.Getenv("KILN_E2E_CLUSTER") == "0" {
 		t.Skip("KILN_E2E_CLUSTER=0")

@@ -30,10 +30,9 @@ import (
 // master crash and a host reboot undone by `kiln start cluster`
 // (assertRestart); then `kiln destroy cluster` leaves nothing behind.
 //
-// The three whole-cluster tests (this one, TestClusterSingleMaster and
-// TestClusterScale) run in parallel, each on its own machine network and
-// infra ID, after the other e2e tests: `go test -parallel 1` runs them one
-// at a time.
+// This one and TestClusterSingleMaster run in parallel, each on its own
+// machine network and infra ID, after the other e2e tests (TestClusterScale
+// among them): `go test -parallel 1` runs them one at a time.
 func TestClusterHA(t *testing.T) {
 	t.Parallel()
 	testCluster(t, 3, 1, "10.66.101.0/24", false)
