@@ -95,13 +95,7 @@ func (r *Runner) addMaster(ctx context.Context, name string) error {
 	if err := r.Machines.SetAPIBackends(ctx, r.Cluster, r.Cluster.Shape.Masters); err != nil {
 		return err
 	}
-	if err := r.waitNodeReady(ctx, name); err != nil {
-		return err
-	}
-	if minted {
-		return r.dropToken(ctx)
-	}
-	return nil
+	return r.joined(ctx, name, minted)
 }
 
 // joinStep makes at most one change towards name being a voting member,

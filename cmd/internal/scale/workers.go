@@ -21,6 +21,12 @@ func (r *Runner) addWorker(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	return r.joined(ctx, name, minted)
+}
+
+// joined waits for the new machine's Node to be Ready, then deletes the
+// join token when it was made for this join (minted).
+func (r *Runner) joined(ctx context.Context, name string, minted bool) error {
 	if err := r.waitNodeReady(ctx, name); err != nil {
 		return err
 	}
