@@ -114,7 +114,14 @@ func (d *directLauncher) makeCgroup(dir string) error {
 
 func (d *directLauncher) Cleanup(ctx context.Context, name string) error {
 	var errs []error
-	for _, dir := range d.layout.machineCgroups(name) {
+	dirs := d.layout.machineCgroups(name)
+	// Thaw first, in every hierarchy: a frozen process ignores SIGKILL
+	// and keeps the machine's cgroups busy in all the others, which come
+	// before the freezer hierarchy.
+	for _, dir := range dirs {
+		thawTree(dir)
+	}
+	for _, dir := range dirs {
 		if err := removeCgroupTree(ctx, dir); err != nil {
 			errs = append(errs, err)
 		}
@@ -140,27 +147,44 @@ func (d *directLauncher) Names(ctx context.Context) []string {
 	return names
 }
 
+// cgroupTree lists the cgroup tree at dir, parents before children; a
+// cgroup removed meanwhile is left out.
+func cgroupTree(dir string) []string {
+	var dirs []string
+	_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err != nil {
+			return nil // gone meanwhile: nothing to list below it
+		}
+		if e.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	return dirs
+}
+
+// thawTree thaws every cgroup of the tree at dir, parents first: a child
+// stays frozen while its parent is.
+func thawTree(dir string) {
+	for _, d := range cgroupTree(dir) {
+		thaw(d)
+	}
+}
+
 // removeCgroupTree kills every process left in the cgroup tree at dir (a
 // machine's pods, kubelet's leftovers) and removes the tree, deepest first.
 func removeCgroupTree(ctx context.Context, dir string) error {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		var dirs []string
-		err := filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if e.IsDir() {
-				dirs = append(dirs, p)
-			}
+		dirs := cgroupTree(dir)
+		if len(dirs) == 0 {
 			return nil
-		})
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
+		}
+		for _, d := range dirs {
+			thaw(d)
 		}
 		var failed error
 		for i := len(dirs) - 1; i >= 0; i-- {
-			thaw(dirs[i])
 			for _, pid := range cgroupPIDs(dirs[i]) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}

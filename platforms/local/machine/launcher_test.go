@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestDirectStartArgv(t *testing.T) {
@@ -190,5 +192,75 @@ func TestThaw(t *testing.T) {
 	thaw(empty)
 	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
 		t.Errorf("thaw created %v in a cgroup without freezer files", ents)
+	}
+}
+
+// TestCleanupFrozenMachine runs on the host's real cgroup v1 hierarchies:
+// a machine's process frozen by the freezer (as runc leaves a container
+// killed while it sets it up) ignores SIGKILL and keeps the machine's
+// cgroups busy in every hierarchy. The freezer hierarchy is listed last, as
+// on hosts where it is mounted after cpu and memory; Cleanup must thaw it
+// before it removes the others.
+func TestCleanupFrozenMachine(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create cgroups")
+	}
+	host, err := DetectCgroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var layout CgroupLayout
+	var freezer Hierarchy
+	for _, h := range host.Hierarchies {
+		switch {
+		case slices.Contains(h.Controllers, "freezer"):
+			freezer = h
+		case slices.Contains(h.Controllers, "cpu") || slices.Contains(h.Controllers, "memory"):
+			layout.Hierarchies = append(layout.Hierarchies, h)
+		}
+	}
+	if freezer.Path == "" || len(layout.Hierarchies) == 0 || freezer.Unified {
+		t.Skip("no cgroup v1 freezer hierarchy on this host")
+	}
+	layout.Hierarchies = append(layout.Hierarchies, freezer)
+	name := "kiln-test-frozen-" + strconv.Itoa(os.Getpid())
+	l := newLauncher(layout, CgroupV1, ExecRunner{})
+	pid, err := l.Start(context.Background(), name, limits{}, []string{"sleep", "600"}, filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		dirs := layout.machineCgroups(name)
+		for _, d := range dirs {
+			thawTree(d)
+		}
+		for _, d := range dirs {
+			_ = removeCgroupTree(context.Background(), d)
+		}
+	})
+	// A container's cgroup below the machine's, frozen with its process.
+	frozen := filepath.Join(freezer.Path, cgroupParent, name, "pod")
+	if err := os.Mkdir(frozen, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for !slices.Contains(cgroupPIDs(filepath.Join(freezer.Path, cgroupParent, name)), pid) {
+		time.Sleep(10 * time.Millisecond) // the start script moves itself in, then execs sleep
+	}
+	if err := os.WriteFile(filepath.Join(frozen, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(frozen, "freezer.state"), []byte("FROZEN"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := l.Cleanup(ctx, name); err != nil {
+		t.Fatalf("Cleanup of a machine with a frozen process: %v", err)
+	}
+	for _, d := range layout.machineCgroups(name) {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s left after Cleanup: %v", d, err)
+		}
 	}
 }
