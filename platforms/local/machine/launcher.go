@@ -196,10 +196,41 @@ func removeCgroupTree(ctx context.Context, dir string) error {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
+			var left []int
+			for _, d := range dirs {
+				left = append(left, cgroupPIDs(d)...)
+			}
+			if len(left) > 0 {
+				failed = fmt.Errorf("%w (processes left: %s)", failed, describeProcs("/proc", left, 5))
+			}
 			return failed
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// describeProcs names up to max of pids as "pid (comm) state" from the
+// stat files under procDir, so an error says what would not die; "D" is a
+// process stuck in the kernel.
+func describeProcs(procDir string, pids []int, max int) string {
+	var out []string
+	for i, pid := range pids {
+		if i == max {
+			out = append(out, fmt.Sprintf("and %d more", len(pids)-max))
+			break
+		}
+		desc := strconv.Itoa(pid)
+		stat, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "stat"))
+		// The format is "pid (comm) state ..."; comm may hold spaces and
+		// parentheses, so it ends at the last ')'.
+		if open, end := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')'); err == nil && open >= 0 && end > open {
+			if f := strings.Fields(string(stat[end+1:])); len(f) > 0 {
+				desc = fmt.Sprintf("%d %s %s", pid, stat[open:end+1], f[0])
+			}
+		}
+		out = append(out, desc)
+	}
+	return strings.Join(out, ", ")
 }
 
 // thaw unfreezes a cgroup: a frozen process never dies of SIGKILL, so its

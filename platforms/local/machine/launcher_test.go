@@ -264,3 +264,20 @@ func TestCleanupFrozenMachine(t *testing.T) {
 		}
 	}
 }
+
+func TestDescribeProcs(t *testing.T) {
+	proc := t.TempDir()
+	for pid, stat := range map[string]string{
+		"10": "10 (runc:[2:INIT]) D 1 10 10 0",
+		"11": "11 (a (b) c) S 1",
+		"12": "garbage",
+	} {
+		os.MkdirAll(filepath.Join(proc, pid), 0o755)
+		os.WriteFile(filepath.Join(proc, pid, "stat"), []byte(stat), 0o644)
+	}
+	got := describeProcs(proc, []int{10, 11, 12, 13, 14, 15}, 5)
+	want := "10 (runc:[2:INIT]) D, 11 (a (b) c) S, 12, 13, 14, and 1 more"
+	if got != want {
+		t.Errorf("describeProcs = %q\nwant %q", got, want)
+	}
+}
