@@ -209,14 +209,14 @@ func removeCgroupTree(ctx context.Context, dir string) error {
 	}
 }
 
-// describeProcs names up to max of pids as "pid (comm) state" from the
+// describeProcs names up to limit of pids as "pid (comm) state" from the
 // stat files under procDir, so an error says what would not die; "D" is a
 // process stuck in the kernel.
-func describeProcs(procDir string, pids []int, max int) string {
+func describeProcs(procDir string, pids []int, limit int) string {
 	var out []string
 	for i, pid := range pids {
-		if i == max {
-			out = append(out, fmt.Sprintf("and %d more", len(pids)-max))
+		if i == limit {
+			out = append(out, fmt.Sprintf("and %d more", len(pids)-limit))
 			break
 		}
 		desc := strconv.Itoa(pid)
