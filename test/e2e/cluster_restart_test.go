@@ -66,10 +66,11 @@ func assertRestart(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 
 	// start cluster brings it back from its disk.
 	start = time.Now()
-	if out, err := runKiln(t, kiln, 15*time.Minute, "start", "cluster", "--dir", dir); err != nil {
+	out, err = runKiln(t, kiln, 15*time.Minute, "start", "cluster", "--dir", dir)
+	if err != nil {
 		t.Fatalf("start cluster after a master crashed: %v\n%s", err, lastLines(out, 40))
 	}
-	t.Logf("MEASURE start cluster after %s crashed: %s", victim, time.Since(start).Round(100*time.Millisecond))
+	t.Logf("MEASURE start cluster after %s crashed: %s; its stages:\n%s", victim, time.Since(start).Round(100*time.Millisecond), stageLines(out))
 	assertEtcdMembers(t, infraID, masters)
 	assertNodesReady(ctx, t, client, masters+1)
 
@@ -100,7 +101,7 @@ func assertRestart(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 	if err != nil {
 		t.Fatalf("start cluster after a host reboot: %v\n%s", err, lastLines(out, 40))
 	}
-	t.Logf("MEASURE start cluster after a host reboot, to every node Ready: %s", time.Since(start).Round(100*time.Millisecond))
+	t.Logf("MEASURE start cluster after a host reboot, to every node Ready: %s; its stages:\n%s", time.Since(start).Round(100*time.Millisecond), stageLines(out))
 	assertNodesReady(ctx, t, client, masters+1)
 	assertEtcdMembers(t, infraID, masters)
 	cm, err := cms.Get(ctx, "restart", metav1.GetOptions{})
@@ -257,4 +258,16 @@ func assertEchoAnswers(ctx context.Context, t *testing.T, client kubernetes.Inte
 	if !strings.Contains(string(logs), ": echo") {
 		t.Errorf("echo-client log after the reboot: %s", logs)
 	}
+}
+
+// stageLines returns the lines of kiln's output that end a stage (" ✓ ...
+// (elapsed)") or report a node, so a MEASURE line shows where the time went.
+func stageLines(out string) string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, " ✓ ") || strings.Contains(l, "msg=Node ") {
+			keep = append(keep, "\t"+l)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
