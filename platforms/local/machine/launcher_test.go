@@ -244,8 +244,12 @@ func TestCleanupFrozenMachine(t *testing.T) {
 	if err := os.Mkdir(frozen, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for !slices.Contains(cgroupPIDs(filepath.Join(freezer.Path, cgroupParent, name)), pid) {
-		time.Sleep(10 * time.Millisecond) // the start script moves itself in, then execs sleep
+	// The start script moves itself into the cgroups, then execs sleep.
+	for deadline := time.Now().Add(10 * time.Second); !slices.Contains(cgroupPIDs(filepath.Join(freezer.Path, cgroupParent, name)), pid); {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d never joined its freezer cgroup", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if err := os.WriteFile(filepath.Join(frozen, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 		t.Fatal(err)
