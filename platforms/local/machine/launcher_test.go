@@ -231,13 +231,7 @@ func TestCleanupFrozenMachine(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
-		dirs := layout.machineCgroups(name)
-		for _, d := range dirs {
-			thawTree(d)
-		}
-		for _, d := range dirs {
-			_ = removeCgroupTree(context.Background(), d)
-		}
+		_ = l.Cleanup(context.Background(), name)
 	})
 	// A container's cgroup below the machine's, frozen with its process.
 	frozen := filepath.Join(freezer.Path, cgroupParent, name, "pod")
