@@ -77,10 +77,10 @@ func AddFile(c *types.Config, path string, mode int, data []byte) {
 
 // Pointer returns a config that merges the config at url, trusting caPEM
 // for its TLS connection: what master.ign and worker.ign are.
-func Pointer(url string, caPEM []byte) types.Config {
+func Pointer(url string, caPEM []byte, headers ...types.HTTPHeader) types.Config {
 	c := New()
 	ca, _ := encode(caPEM)
-	c.Ignition.Config.Merge = []types.Resource{{Source: &url}}
+	c.Ignition.Config.Merge = []types.Resource{{Source: &url, HTTPHeaders: headers}}
 	c.Ignition.Security.TLS.CertificateAuthorities = []types.Resource{{Source: &ca}}
 	return c
 }

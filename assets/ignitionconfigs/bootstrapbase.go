@@ -6,12 +6,14 @@ import (
 
 	"github.com/coreos/ignition/v2/config/v3_3/types"
 
+	"github.com/kiln-project/kiln/assets/bootstraptoken"
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/ignition"
+	"github.com/kiln-project/kiln/ignition/mcsauth"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
@@ -40,6 +42,7 @@ func (*BootstrapBase) Dependencies() []graph.Asset {
 		&installconfig.InstallConfig{}, &manifests.Values{}, &tls.Bundle{},
 		&kubeconfig.Localhost{}, &kubeconfig.KubeControllerManager{}, &kubeconfig.KubeScheduler{},
 		&MasterConfig{}, &WorkerConfig{}, &manifests.BootstrapStaticPods{}, &manifests.MasterStaticPods{},
+		&bootstraptoken.ConfigTokens{},
 	}
 }
 
@@ -48,8 +51,8 @@ func (b *BootstrapBase) Generate(_ context.Context, p graph.Parents) error {
 	ic, v, bundle := &installconfig.InstallConfig{}, &manifests.Values{}, &tls.Bundle{}
 	admin, kcm, sched := &kubeconfig.Localhost{}, &kubeconfig.KubeControllerManager{}, &kubeconfig.KubeScheduler{}
 	master, worker := &MasterConfig{}, &WorkerConfig{}
-	bootPods, masterPods := &manifests.BootstrapStaticPods{}, &manifests.MasterStaticPods{}
-	if err := p.Get(ic, v, bundle, admin, kcm, sched, master, worker, bootPods, masterPods); err != nil {
+	bootPods, masterPods, tokens := &manifests.BootstrapStaticPods{}, &manifests.MasterStaticPods{}, &bootstraptoken.ConfigTokens{}
+	if err := p.Get(ic, v, bundle, admin, kcm, sched, master, worker, bootPods, masterPods, tokens); err != nil {
 		return err
 	}
 	cfg, err := baseConfig(RoleBootstrap, ic, v)
@@ -71,6 +74,7 @@ func (b *BootstrapBase) Generate(_ context.Context, p graph.Parents) error {
 	ignition.AddFile(&cfg, nodelayout.MasterEtcdManifest, 0o644, etcd.Data)
 	ignition.AddFile(&cfg, nodelayout.MCSConfigDir+"/master.ign", 0o600, master.Config)
 	ignition.AddFile(&cfg, nodelayout.MCSConfigDir+"/worker.ign", 0o600, worker.Config)
+	ignition.AddFile(&cfg, nodelayout.MCSConfigDir+"/"+mcsauth.TokenFile, 0o600, tokens.File(RoleMaster, RoleWorker))
 	b.Config = cfg
 	return nil
 }

@@ -3,12 +3,14 @@ package ignitionconfigs
 import (
 	"context"
 
+	"github.com/kiln-project/kiln/assets/bootstraptoken"
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/ignition"
+	"github.com/kiln-project/kiln/ignition/mcsauth"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
@@ -18,7 +20,8 @@ var _ graph.Asset = (*MasterConfig)(nil)
 // bootstrap machine's machine-config server at /config/master. A master
 // starts with its control plane's static pods staged: bootkube's installer
 // activates them once the master's etcd member votes. Each master serves the
-// worker config in turn. It is not written to --dir.
+// worker config in turn, to workers presenting the worker token, until the
+// tokens expire. It is not written to --dir.
 type MasterConfig struct {
 	// Config is the marshalled, validated config.
 	Config []byte `json:"config"`
@@ -35,7 +38,7 @@ func (*MasterConfig) Dependencies() []graph.Asset {
 	return []graph.Asset{
 		&installconfig.InstallConfig{}, &manifests.Values{}, &tls.Bundle{}, &manifests.MasterStaticPods{},
 		&kubeconfig.KubeletBootstrap{}, &kubeconfig.KubeControllerManager{}, &kubeconfig.KubeScheduler{},
-		&WorkerConfig{},
+		&WorkerConfig{}, &bootstraptoken.ConfigTokens{},
 	}
 }
 
@@ -43,7 +46,8 @@ func (*MasterConfig) Dependencies() []graph.Asset {
 func (m *MasterConfig) Generate(_ context.Context, p graph.Parents) error {
 	ic, v, bundle, pods := &installconfig.InstallConfig{}, &manifests.Values{}, &tls.Bundle{}, &manifests.MasterStaticPods{}
 	kubelet, kcm, sched, worker := &kubeconfig.KubeletBootstrap{}, &kubeconfig.KubeControllerManager{}, &kubeconfig.KubeScheduler{}, &WorkerConfig{}
-	if err := p.Get(ic, v, bundle, pods, kubelet, kcm, sched, worker); err != nil {
+	tokens := &bootstraptoken.ConfigTokens{}
+	if err := p.Get(ic, v, bundle, pods, kubelet, kcm, sched, worker, tokens); err != nil {
 		return err
 	}
 	cfg, err := baseConfig(RoleMaster, ic, v)
@@ -62,6 +66,7 @@ func (m *MasterConfig) Generate(_ context.Context, p graph.Parents) error {
 		}
 	}
 	ignition.AddFile(&cfg, nodelayout.MCSConfigDir+"/worker.ign", 0o600, worker.Config)
+	ignition.AddFile(&cfg, nodelayout.MCSConfigDir+"/"+mcsauth.TokenFile, 0o600, tokens.File(RoleWorker))
 	m.Config, err = ignition.Marshal(cfg)
 	return err
 }

@@ -3,33 +3,41 @@ package ignitionconfigs
 import (
 	"fmt"
 
+	"github.com/coreos/ignition/v2/config/v3_3/types"
+
+	"github.com/kiln-project/kiln/assets/bootstraptoken"
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/ignition"
+	"github.com/kiln-project/kiln/ignition/mcsauth"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 // pointer is the base of master.ign and worker.ign: a config that merges
 // the role's full config from the machine-config server behind api-int,
-// trusting the root CA.
+// trusting the root CA and presenting the role's token. The token makes the
+// file a credential: it is written 0600.
 type pointer struct {
 	File *graph.File `json:"file"`
 }
 
-func pointerDeps() []graph.Asset { return []graph.Asset{&installconfig.InstallConfig{}, &tls.RootCA{}} }
+func pointerDeps() []graph.Asset {
+	return []graph.Asset{&installconfig.InstallConfig{}, &tls.RootCA{}, &bootstraptoken.ConfigTokens{}}
+}
 
 func (ptr *pointer) generate(p graph.Parents, role string) error {
-	ic, ca := &installconfig.InstallConfig{}, &tls.RootCA{}
-	if err := p.Get(ic, ca); err != nil {
+	ic, ca, tokens := &installconfig.InstallConfig{}, &tls.RootCA{}, &bootstraptoken.ConfigTokens{}
+	if err := p.Get(ic, ca, tokens); err != nil {
 		return err
 	}
 	url := fmt.Sprintf("https://%s:%d/config/%s", ic.Config.APIIntName(), nodelayout.MCSPort, role)
-	data, err := ignition.Marshal(ignition.Pointer(url, ca.Cert))
+	auth := mcsauth.HeaderValue(tokens.Token(role))
+	data, err := ignition.Marshal(ignition.Pointer(url, ca.Cert, types.HTTPHeader{Name: mcsauth.Header, Value: &auth}))
 	if err != nil {
 		return err
 	}
-	ptr.File = &graph.File{Path: role + ".ign", Data: data}
+	ptr.File = &graph.File{Path: role + ".ign", Data: data, Mode: 0o600}
 	return nil
 }
 
@@ -37,5 +45,5 @@ func (ptr *pointer) generate(p graph.Parents, role string) error {
 func (ptr *pointer) Files() []*graph.File { return []*graph.File{ptr.File} }
 
 func (ptr *pointer) load(f graph.FileFetcher, role string) (bool, error) {
-	return loadIgnition(f, role+".ign", 0o644, &ptr.File)
+	return loadIgnition(f, role+".ign", 0o600, &ptr.File)
 }

@@ -1,6 +1,8 @@
 // Package mcs is the machine-config server: it serves the full Ignition
 // config of each role over TLS on :22623 to machines whose pointer config
-// merges https://api-int.<cluster>:22623/config/<role>.
+// merges https://api-int.<cluster>:22623/config/<role> and presents that
+// role's bearer token (package mcsauth). A request without a token that the
+// config directory's token file accepts for the role gets no config.
 package mcs
 
 import (
@@ -15,6 +17,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/ignition/mcsauth"
 )
 
 // File names inside the config directory.
@@ -25,8 +29,12 @@ const (
 
 var rolePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 
-// Handler serves GET /config/<role> from <dir>/<role>.ign and GET /healthz.
-func Handler(dir string, log logrus.FieldLogger) http.Handler {
+// Handler serves GET /healthz to anyone, and GET /config/<role> from
+// <dir>/<role>.ign to a request whose bearer token <dir>/tokens accepts for
+// role at now(): 401 without a token or with one the file does not know,
+// 403 with one that opens another role or expired. The token file is read
+// on every request, so a role is withdrawn by rewriting it.
+func Handler(dir string, now func() time.Time, log logrus.FieldLogger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok"))
@@ -35,6 +43,9 @@ func Handler(dir string, log logrus.FieldLogger) http.Handler {
 		role := r.PathValue("role")
 		if !rolePattern.MatchString(role) {
 			http.NotFound(w, r)
+			return
+		}
+		if !authorized(w, r, dir, role, now(), log) {
 			return
 		}
 		data, err := os.ReadFile(filepath.Join(dir, role+".ign"))
@@ -54,6 +65,37 @@ func Handler(dir string, log logrus.FieldLogger) http.Handler {
 	return mux
 }
 
+// authorized checks the request's token for role and answers a refused
+// request itself. The token is never logged.
+func authorized(w http.ResponseWriter, r *http.Request, dir, role string, now time.Time, log logrus.FieldLogger) bool {
+	var entries []mcsauth.Entry
+	data, err := os.ReadFile(filepath.Join(dir, mcsauth.TokenFile))
+	switch {
+	case err == nil:
+		if entries, err = mcsauth.Parse(data); err != nil {
+			log.Errorf("%v: serving no config", err)
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return false
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		log.Errorf("token file: %v", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return false
+	}
+	switch mcsauth.Check(entries, role, r.Header.Get(mcsauth.Header), now) {
+	case mcsauth.Allowed:
+		return true
+	case mcsauth.Forbidden:
+		log.Warnf("refused %s config to %s: its token does not open that role now", role, r.RemoteAddr)
+		http.Error(w, "forbidden", http.StatusForbidden)
+	default:
+		log.Warnf("refused %s config to %s: no valid token", role, r.RemoteAddr)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="kiln machine-config server"`)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	}
+	return false
+}
+
 // Serve runs the server on addr until ctx ends. The certificate is re-read
 // on every handshake so a renewed one is picked up.
 func Serve(ctx context.Context, addr, dir string, log logrus.FieldLogger) error {
@@ -62,7 +104,7 @@ func Serve(ctx context.Context, addr, dir string, log logrus.FieldLogger) error 
 		return err
 	}
 	srv := &http.Server{
-		Handler:           Handler(dir, log),
+		Handler:           Handler(dir, time.Now, log),
 		ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig: &tls.Config{
 			MinVersion: tls.VersionTLS12,

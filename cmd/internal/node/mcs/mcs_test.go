@@ -7,37 +7,99 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/ignition/mcsauth"
 )
 
-func TestHandler(t *testing.T) {
+const workerConfig = `{"ignition":{"version":"3.3.0"}}`
+
+// serve starts the handler on a config directory holding worker.ign and,
+// when tokens is not nil, that token file.
+func serve(t *testing.T, tokens []byte, now time.Time) *httptest.Server {
+	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "worker.ign"), []byte(`{"ignition":{"version":"3.3.0"}}`), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "worker.ign"), []byte(workerConfig), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if tokens != nil {
+		if err := os.WriteFile(filepath.Join(dir, mcsauth.TokenFile), tokens, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	srv := httptest.NewServer(Handler(dir, log))
-	defer srv.Close()
+	srv := httptest.NewServer(Handler(dir, func() time.Time { return now }, log))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set(mcsauth.Header, mcsauth.HeaderValue(token))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestHandler(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	const master, worker, expired = "master-token", "worker-token", "expired-token"
+	tokens := mcsauth.Format(
+		mcsauth.NewEntry("master", master, now.Add(time.Hour)),
+		mcsauth.NewEntry("worker", worker, now.Add(time.Hour)),
+		mcsauth.NewEntry("worker", expired, now),
+	)
+	srv := serve(t, tokens, now)
 	for _, tc := range []struct {
-		path string
-		code int
-		body string
+		name, path, token string
+		code              int
+		body              string
 	}{
-		{"/config/worker", 200, `{"ignition":{"version":"3.3.0"}}`},
-		{"/config/master", 404, ""},
-		{"/config/..%2ftls.key", 404, ""},
-		{"/healthz", 200, "ok"},
+		{"worker token, worker config", "/config/worker", worker, 200, workerConfig},
+		{"anonymous", "/config/worker", "", 401, ""},
+		{"unknown token", "/config/worker", "guess", 401, ""},
+		{"worker token, master config", "/config/master", worker, 403, ""},
+		{"master token, worker config", "/config/worker", master, 403, ""},
+		{"expired token", "/config/worker", expired, 403, ""},
+		{"master token, no master config here", "/config/master", master, 404, ""},
+		{"path escape", "/config/..%2ftls.key", worker, 404, ""},
+		{"health is anonymous", "/healthz", "", 200, "ok"},
 	} {
-		resp, err := http.Get(srv.URL + tc.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != tc.code || (tc.body != "" && string(body) != tc.body) {
-			t.Errorf("GET %s = %d %q, want %d %q", tc.path, resp.StatusCode, body, tc.code, tc.body)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := get(t, srv.URL+tc.path, tc.token)
+			if code != tc.code || (tc.code == 200 && body != tc.body) {
+				t.Errorf("GET %s = %d %q, want %d %q", tc.path, code, body, tc.code, tc.body)
+			}
+			if code != 200 && body == workerConfig {
+				t.Errorf("GET %s refused with %d but returned the config", tc.path, code)
+			}
+		})
+	}
+}
+
+// A server without a token file serves no config to anyone, and one whose
+// token file is broken serves none either.
+func TestHandlerWithoutTokens(t *testing.T) {
+	now := time.Now()
+	for name, tokens := range map[string][]byte{"no token file": nil, "broken token file": []byte("worker nothex later\n")} {
+		t.Run(name, func(t *testing.T) {
+			srv := serve(t, tokens, now)
+			if code, body := get(t, srv.URL+"/config/worker", "any"); code == 200 || body == workerConfig {
+				t.Errorf("GET /config/worker = %d %q, want a refusal", code, body)
+			}
+		})
 	}
 }
