@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -128,6 +129,7 @@ func setup(t *testing.T) (*Cluster, *recordingProv, *fakeAPI, *bytes.Buffer) {
 		Kubeconfig:   "/dir/auth/kubeconfig",
 		PasswordFile: "/dir/auth/kubeadmin-password",
 		TokenExpiry:  time.Now().Add(24 * time.Hour),
+		TokenSecret:  "bootstrap-token-abcdef",
 		Timeouts:     Timeouts{API: time.Second, Bootstrap: 2 * time.Second, Install: 2 * time.Second},
 	}
 	fc := &fakeCluster{client: fake.NewClientset(), nodes: c.Nodes()}
@@ -140,7 +142,7 @@ func create(c *Cluster, prov platforms.Provisioner, api *fakeAPI, log io.Writer)
 	l.SetOutput(log)
 	l.SetLevel(logrus.DebugLevel)
 	var out bytes.Buffer
-	err := Create(context.Background(), c, prov, API{Waits: api, Server: "https://api.demo.example.com:6443"}, l, &out)
+	err := Create(context.Background(), c, prov, API{Waits: api, Server: "https://api.demo.example.com:6443", Client: api.Client}, l, &out)
 	return out.String(), err
 }
 
@@ -168,6 +170,7 @@ func TestCreateRunsEveryPhaseInOrder(t *testing.T) {
 		"check the bootstrap credentials", "preflight", "provision", "wait for the API",
 		"wait for bootstrap-complete", "destroy the bootstrap machine", "wait for install-complete",
 		"check the pod network: skipped", // the fake provisioner is no waitfor.Prober
+		"retire the install-time join token",
 	}
 	if got := phasesRun(logs.String()); !slices.Equal(got, want) {
 		t.Errorf("phases =\n%q\nwant\n%q", got, want)
@@ -370,5 +373,30 @@ func TestProvisionerOfUnprovisionedPlatform(t *testing.T) {
 	}
 	if _, err := Provisioner("mars", platforms.Env{}); graph.KindOf(err) != graph.KindInput {
 		t.Errorf("unknown platform: %v", err)
+	}
+}
+
+// Once install-complete is reached, the install-time join token is gone
+// from the cluster, and only it: nothing may join with it any more.
+func TestCreateRetiresTheInstallJoinToken(t *testing.T) {
+	c, prov, api, logs := setup(t)
+	secrets := api.Client.CoreV1().Secrets("kube-system")
+	for _, name := range []string{c.TokenSecret, "bootstrap-token-other"} {
+		if _, err := secrets.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := create(c, prov, api, logs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := secrets.Get(context.Background(), c.TokenSecret, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the install-time join token survived install-complete: %v", err)
+	}
+	if _, err := secrets.Get(context.Background(), "bootstrap-token-other", metav1.GetOptions{}); err != nil {
+		t.Errorf("another token was deleted: %v", err)
+	}
+	// A resumed create finds it gone and is content.
+	if err := (retireJoinToken{c, API{Waits: api, Client: api.Client}}).Run(context.Background()); err != nil {
+		t.Errorf("retiring the token again: %v", err)
 	}
 }

@@ -79,6 +79,9 @@ type Cluster struct {
 	PasswordFile string
 	// TokenExpiry is when the bootstrap credentials expire.
 	TokenExpiry time.Time
+	// TokenSecret names the install-time bootstrap token's Secret in
+	// kube-system, deleted once install-complete is reached.
+	TokenSecret string
 	Timeouts    Timeouts
 }
 
@@ -110,6 +113,7 @@ func Load(ctx context.Context, dir string, log logrus.FieldLogger, flags Timeout
 		Kubeconfig:   filepath.Join(abs, admin.File.Path),
 		PasswordFile: filepath.Join(abs, pw.File.Path),
 		TokenExpiry:  tok.Expiration,
+		TokenSecret:  tok.Secret().Name,
 	}
 	if _, err := os.Stat(c.Kubeconfig); errors.Is(err, fs.ErrNotExist) {
 		return nil, graph.WithKind(graph.KindInput, fmt.Errorf(
@@ -174,6 +178,8 @@ type API struct {
 	Waits
 	// Server is the API's URL, named in messages.
 	Server string
+	// Client is the admin client, for the changes an install makes itself.
+	Client kubernetes.Interface
 }
 
 // API returns the cluster's API through the admin kubeconfig. When prov
@@ -200,7 +206,7 @@ func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress, prov 
 			return uc.FailedUnits(ctx, &c.Cluster)
 		}
 	}
-	return API{Waits: w, Server: rc.Host}, nil
+	return API{Waits: w, Server: rc.Host, Client: client}, nil
 }
 
 // Nodes is the number of nodes install-complete waits for: the machines of
@@ -234,6 +240,7 @@ func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API
 		destroyBootstrap{c, prov},     // infrastructure
 		waitInstallComplete{c, api},   // install
 		checkPodNetwork{c, api, prov}, // install; only on platforms whose nodes run kiln's probe
+		retireJoinToken{c, api},       // install
 	}
 	if err := Run(ctx, log, phases); err != nil {
 		return err
@@ -253,7 +260,7 @@ func WaitForBootstrapComplete(ctx context.Context, c *Cluster, api API, log logr
 
 // WaitForInstallComplete is `kiln wait-for install-complete`.
 func WaitForInstallComplete(ctx context.Context, c *Cluster, api API, log logrus.FieldLogger) error {
-	return Run(ctx, log, []Phase{waitInstallComplete{c, api}})
+	return Run(ctx, log, []Phase{waitInstallComplete{c, api}, retireJoinToken{c, api}})
 }
 
 // DestroyBootstrap is `kiln destroy bootstrap`: create's phase of the same

@@ -2,7 +2,13 @@ package install
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kiln-project/kiln/assets/bootstraptoken"
 
 	"github.com/kiln-project/kiln/cmd/internal/waitfor"
 	"github.com/kiln-project/kiln/graph"
@@ -20,6 +26,7 @@ var (
 	_ Phase       = destroyBootstrap{}
 	_ Phase       = waitInstallComplete{}
 	_ Conditional = checkPodNetwork{}
+	_ Phase       = retireJoinToken{}
 )
 
 // checkCredentials refuses Ignition configs whose bootstrap credentials
@@ -131,4 +138,23 @@ func (p checkPodNetwork) ShouldRun(context.Context) (bool, error) {
 }
 func (p checkPodNetwork) Run(ctx context.Context) error {
 	return p.api.NetworkCheck(ctx, p.prov.(waitfor.Prober), p.c.Timeouts.Install)
+}
+
+// retireJoinToken deletes the install-time bootstrap token once every node
+// has joined: the worker config the masters serve carries it, and with it
+// a kubelet can ask for a client certificate under any node name. Day-2
+// joins get a token of their own (kiln scale cluster).
+type retireJoinToken struct {
+	c   *Cluster
+	api API
+}
+
+func (retireJoinToken) Title() string    { return "retire the install-time join token" }
+func (retireJoinToken) Kind() graph.Kind { return graph.KindInstall }
+func (p retireJoinToken) Run(ctx context.Context) error {
+	err := p.api.Client.CoreV1().Secrets(bootstraptoken.SecretNamespace).Delete(ctx, p.c.TokenSecret, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the install-time join token (Secret %s/%s): %w", bootstraptoken.SecretNamespace, p.c.TokenSecret, err)
+	}
+	return nil
 }
