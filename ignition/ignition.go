@@ -110,6 +110,15 @@ func Marshal(c types.Config) ([]byte, error) {
 	return raw, nil
 }
 
+// Parse parses and validates raw as a spec 3.3.0 config.
+func Parse(raw []byte) (types.Config, error) {
+	c, rpt, err := v3_3.Parse(raw)
+	if err != nil {
+		return types.Config{}, fmt.Errorf("%w: %v: %s", ErrInvalid, err, strings.TrimSpace(rpt.String()))
+	}
+	return c, nil
+}
+
 // ErrInvalid is returned (wrapped) for a config that fails validation.
 var ErrInvalid = errors.New("invalid Ignition config")
 
@@ -117,10 +126,8 @@ var ErrInvalid = errors.New("invalid Ignition config")
 // over it (v3_3.Parse runs validate.ValidateWithContext, as Ignition does
 // on the machine); warnings are tolerated, errors are not.
 func Validate(raw []byte) error {
-	if _, rpt, err := v3_3.Parse(raw); err != nil {
-		return fmt.Errorf("%w: %v: %s", ErrInvalid, err, strings.TrimSpace(rpt.String()))
-	}
-	return nil
+	_, err := Parse(raw)
+	return err
 }
 
 // FileContents returns the decoded contents of the file at path in c, for

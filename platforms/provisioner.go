@@ -30,9 +30,9 @@ type Cluster struct {
 	// install-config's replica counts.
 	Shape Shape
 	// Full is the complete Ignition config of a machine joining a running
-	// cluster, by role ("master"); a role without one boots from its
-	// pointer config. Masters serve only the worker config, so a master
-	// added on day 2 boots from its full config.
+	// cluster, by role ("master", "worker"); a role without one boots from
+	// its pointer config. A machine added on day 2 boots from its full
+	// config, which carries a join token of its own.
 	Full map[string][]byte
 }
 

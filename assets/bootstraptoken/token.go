@@ -62,19 +62,42 @@ func (*BootstrapToken) Name() string { return "kubelet bootstrap token" }
 // Dependencies implements graph.Asset.
 func (*BootstrapToken) Dependencies() []graph.Asset { return nil }
 
-// Generate draws a new token from crypto/rand.
+// Generate draws a new token from crypto/rand, expiring after
+// tls.BootstrapValidity.
 func (t *BootstrapToken) Generate(context.Context, graph.Parents) error {
-	id, err := randomString(idLen)
+	tok, err := New(time.Now().Add(tls.BootstrapValidity))
 	if err != nil {
 		return err
+	}
+	*t = *tok
+	return nil
+}
+
+// New draws a new token from crypto/rand that expires at expiration.
+func New(expiration time.Time) (*BootstrapToken, error) {
+	id, err := randomString(idLen)
+	if err != nil {
+		return nil, err
 	}
 	secret, err := randomString(secretLen)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	t.TokenID, t.TokenSecret = id, secret
-	t.Expiration = time.Now().Add(tls.BootstrapValidity).UTC().Truncate(time.Second)
-	return nil
+	return &BootstrapToken{TokenID: id, TokenSecret: secret, Expiration: expiration.UTC().Truncate(time.Second)}, nil
+}
+
+// Parse reads a token written as Token() returns it, <id>.<secret>, and
+// gives it expiration.
+func Parse(token string, expiration time.Time) (*BootstrapToken, error) {
+	id, secret, ok := strings.Cut(token, ".")
+	if !ok || !valid(id, idLen) || !valid(secret, secretLen) {
+		return nil, fmt.Errorf("a bootstrap token is %d and %d characters of [a-z0-9] joined by a dot", idLen, secretLen)
+	}
+	return &BootstrapToken{TokenID: id, TokenSecret: secret, Expiration: expiration.UTC().Truncate(time.Second)}, nil
+}
+
+func valid(s string, n int) bool {
+	return len(s) == n && strings.Trim(s, alphabet) == ""
 }
 
 // Token returns the bearer token, <id>.<secret>, for the kubelet bootstrap

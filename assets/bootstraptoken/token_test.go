@@ -73,3 +73,24 @@ func TestSecretGolden(t *testing.T) {
 		t.Errorf("Secret differs from %s (go test -update to accept):\n%s", golden, got)
 	}
 }
+
+func TestNewAndParse(t *testing.T) {
+	exp := time.Now().Add(15 * time.Minute)
+	a, err := New(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := New(exp)
+	if a.TokenID == b.TokenID || a.TokenSecret == b.TokenSecret {
+		t.Error("two new tokens share an ID or a secret")
+	}
+	p, err := Parse(a.Token(), exp)
+	if err != nil || p.Token() != a.Token() || !p.Expiration.Equal(a.Expiration) {
+		t.Errorf("Parse(%s) = %v, %v", a, p, err)
+	}
+	for _, bad := range []string{"", "abcdef", "abcdef.0123456789abcde", "ABCDEF.0123456789abcdef", "abcdef.0123456789abcdef.x"} {
+		if _, err := Parse(bad, exp); err == nil {
+			t.Errorf("Parse(%q) accepted a malformed token", bad)
+		}
+	}
+}

@@ -27,6 +27,11 @@ type ShapeRecord struct {
 	// load balancer backend or Node may be gone already. A re-run finishes
 	// their removal first.
 	Removing []string `json:"removing,omitempty"`
+	// Joining holds the bootstrap token (<id>.<secret>) of each machine a
+	// scale is adding, until its Node registered: a re-run makes the same
+	// token valid again for the machine whose config carries it. A secret:
+	// the file is 0600.
+	Joining map[string]string `json:"joining,omitempty"`
 }
 
 // LoadShape reads dir's shape record; found is false when there is none.

@@ -50,12 +50,11 @@ var ErrQuorum = errors.New("etcd quorum")
 // an interrupt goes on where it stopped.
 func (r *Runner) addMaster(ctx context.Context, name string) error {
 	r.Cluster.Shape.Masters = with(r.Cluster.Shape.Masters, name)
-	minted, err := r.createMachine(ctx)
-	if err != nil {
+	if err := r.join(ctx, name, platforms.RoleMaster); err != nil {
 		return err
 	}
 	var ip string
-	if err := r.until(ctx, r.joinTimeout(), "Waiting for Node "+name+" to register", func(ctx context.Context) (bool, string, error) {
+	if err := r.until(ctx, r.joinTimeout(), "Waiting for Node "+name+"'s address", func(ctx context.Context) (bool, string, error) {
 		n, err := r.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, r.machineNote(ctx, name, "not registered yet"), nil
@@ -92,10 +91,7 @@ func (r *Runner) addMaster(ctx context.Context, name string) error {
 	}); err != nil {
 		return err
 	}
-	if err := r.Machines.SetAPIBackends(ctx, r.Cluster, r.Cluster.Shape.Masters); err != nil {
-		return err
-	}
-	return r.joined(ctx, name, minted)
+	return r.Machines.SetAPIBackends(ctx, r.Cluster, r.Cluster.Shape.Masters)
 }
 
 // joinStep makes at most one change towards name being a voting member,

@@ -92,8 +92,9 @@ var validMasters = []int{1, 3, 5}
 
 // MakePlan plans req from the current shape cur of cluster infraID.
 // pending names machines a previous run began to remove: they go first.
-// unjoined names masters of cur a previous run added but did not finish
-// joining (not a voting etcd member, or not behind the load balancer).
+// unjoined names machines of cur a previous run added but did not finish
+// joining: masters that are not a voting etcd member or not behind the load
+// balancer, and machines whose join token is still recorded.
 // Every problem of req is reported at once, each with its flag.
 func MakePlan(infraID string, cur platforms.Shape, req Request, pending, unjoined []string) (*Plan, error) {
 	var errs field.ErrorList
@@ -137,12 +138,17 @@ func MakePlan(infraID string, cur platforms.Shape, req Request, pending, unjoine
 	// Masters first, adds before removes so the control plane never
 	// shrinks below its size on the way; workers are added before any is
 	// drained, so its pods have somewhere to go.
-	for _, n := range unjoined {
-		if slices.Contains(masters, n) && !slices.Contains(replaced, n) {
-			p.Actions = append(p.Actions, Action{OpFinish, platforms.RoleMaster, n})
+	var finishWorkers []Action
+	for _, n := range slices.Compact(slices.Sorted(slices.Values(unjoined))) {
+		switch role, _, _ := platforms.MachineIndex(infraID, n); {
+		case role == platforms.RoleMaster && slices.Contains(masters, n) && !slices.Contains(replaced, n):
+			p.Actions = append(p.Actions, Action{OpFinish, role, n})
+		case role == platforms.RoleWorker && slices.Contains(workers, n):
+			finishWorkers = append(finishWorkers, Action{OpFinish, role, n})
 		}
 	}
 	p.Actions = append(p.Actions, ordered(mActions)...)
+	p.Actions = append(p.Actions, finishWorkers...)
 	p.Actions = append(p.Actions, ordered(wActions)...)
 	p.To = platforms.Shape{Masters: masters, Workers: workers}
 	return p, nil

@@ -68,6 +68,14 @@ func TestMakePlan(t *testing.T) {
 		{name: "an unjoined master is finished", cur: platforms.Shape{Masters: ms(0, 1), Workers: ws(0)}, req: Request{Masters: 3, Workers: 1}, unjoined: ms(1),
 			want:    acts("> finish joining master master-1", "+ master master-2"),
 			masters: ms(0, 1, 2), workers: ws(0)},
+		{name: "an unjoined worker is finished after the masters, before other workers", cur: platforms.Shape{Masters: ms(0), Workers: ws(0, 1)},
+			req: Request{Masters: 3, Workers: 3}, unjoined: ws(1, 1),
+			want:    acts("+ master master-1", "+ master master-2", "> finish joining worker worker-1", "+ worker worker-2"),
+			masters: ms(0, 1, 2), workers: ws(0, 1, 2)},
+		{name: "an unjoined worker being removed is not finished", cur: platforms.Shape{Masters: ms(0), Workers: ws(0, 1)},
+			req: Request{Masters: 1, Workers: 1, Remove: ws(1)}, unjoined: ws(1),
+			want:    acts("- worker worker-1"),
+			masters: ms(0), workers: ws(0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := MakePlan(infra, tc.cur, tc.req, tc.pending, tc.unjoined)

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kiln-project/kiln/assets/bootstraptoken"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/cmd/internal/install"
 	"github.com/kiln-project/kiln/platforms"
@@ -51,9 +50,13 @@ type Runner struct {
 	Etcd func(endpoints []string) (Etcd, error)
 	// PKI issues a new member's certificates.
 	PKI EtcdPKI
-	// Token is the install-time bootstrap token, which the configs of
-	// joining machines carry.
-	Token *bootstraptoken.BootstrapToken
+	// Configs are the full Ignition configs of the roles ("master",
+	// "worker"); a machine added boots from its role's, with a join token
+	// of its own in place of the install-time one.
+	Configs map[string][]byte
+	// Joining holds the join tokens of the machines being added, as the
+	// shape record keeps them.
+	Joining map[string]string
 	// InstallerImage is an image every node has, for the etcd installer.
 	InstallerImage string
 	// APIReady checks the API server on the master at an address; nil asks
@@ -72,7 +75,7 @@ type Runner struct {
 	Log      logrus.FieldLogger
 	Progress platforms.Progress
 	Out      io.Writer
-	// Now is the clock, for the bootstrap token's expiry.
+	// Now is the clock, for the join tokens' expiry.
 	Now func() time.Time
 }
 
@@ -83,7 +86,7 @@ func (r *Runner) record(removing []string) error {
 	for _, names := range [][]string{r.Cluster.Shape.Masters, r.Cluster.Shape.Workers} {
 		slices.SortFunc(names, func(a, b string) int { return cmp.Compare(index(r.Cluster.InfraID, a), index(r.Cluster.InfraID, b)) })
 	}
-	return install.SaveShape(r.Cluster.Dir, install.ShapeRecord{Shape: r.Cluster.Shape, Removing: removing})
+	return install.SaveShape(r.Cluster.Dir, install.ShapeRecord{Shape: r.Cluster.Shape, Removing: removing, Joining: r.Joining})
 }
 
 // Run carries out p's actions in order. Each step is idempotent, and the
@@ -105,7 +108,7 @@ func (r *Runner) Run(ctx context.Context, p *Plan) error {
 			if err = r.removeMaster(ctx, a.Name); err == nil {
 				err = r.addMaster(ctx, a.Name)
 			}
-		case a.Op == OpAdd && a.Role == platforms.RoleWorker:
+		case a.Op == OpAdd && a.Role == platforms.RoleWorker, a.Op == OpFinish && a.Role == platforms.RoleWorker:
 			err = r.addWorker(ctx, a.Name)
 		case a.Op == OpRemove && a.Role == platforms.RoleWorker:
 			err = r.removeWorker(ctx, a.Name)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,13 +17,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kiln-project/kiln/assets/bootstraptoken"
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/tls/tlstest"
 	"github.com/kiln-project/kiln/cmd/internal/install"
 	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
+	"github.com/kiln-project/kiln/ignition"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -45,17 +48,86 @@ type fakeScaler struct {
 	j        *journal
 	kube     *fake.Clientset
 	backends []string
+	// unregistered: new machines never register their Node.
+	unregistered bool
+	// joins are the join tokens the full configs of created machines
+	// carried, each checked against the cluster's token Secrets.
+	joins []string
+	t     *testing.T
 }
 
 func (f *fakeScaler) ApplyMachines(ctx context.Context, c *platforms.Cluster) error {
 	f.j.add("machines %s", strings.Join(c.Machines().All(), ","))
+	for role, full := range c.Full {
+		tok := configToken(f.t, full)
+		f.joins = append(f.joins, tok)
+		id, _, _ := strings.Cut(tok, ".")
+		s, err := f.kube.CoreV1().Secrets("kube-system").Get(ctx, "bootstrap-token-"+id, metav1.GetOptions{})
+		if err != nil || s.Labels[JoinLabel] == "" || string(s.Data["token-id"])+"."+string(s.Data["token-secret"]) != tok {
+			f.t.Errorf("a %s joins with a token the cluster does not hold: %v", role, err)
+		}
+	}
 	for _, n := range c.Machines().All() {
-		if _, err := f.kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{}); err == nil {
+		if _, err := f.kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{}); err == nil || f.unregistered {
 			continue
 		}
 		_, _ = f.kube.CoreV1().Nodes().Create(ctx, readyNode(n, ipOf(n)), metav1.CreateOptions{})
 	}
 	return nil
+}
+
+// fullConfig is a role's full config with the install-time token in its
+// kubelet bootstrap kubeconfig.
+func fullConfig(t *testing.T) []byte {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://api-int.demo.example.com:6443"}
+	kc.AuthInfos["kubelet-bootstrap"] = &clientcmdapi.AuthInfo{Token: "abcdef.0123456789abcdef"}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "kubelet-bootstrap"}
+	kc.CurrentContext = "c"
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ignition.New()
+	ignition.AddFile(&cfg, nodelayout.BootstrapKubeconfig, 0o600, data)
+	raw, err := ignition.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// configToken returns the token of a full config's kubelet bootstrap kubeconfig.
+func configToken(t *testing.T, full []byte) string {
+	t.Helper()
+	cfg, err := ignition.Parse(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _, err := ignition.FileContents(cfg, nodelayout.BootstrapKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := clientcmd.Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc.AuthInfos["kubelet-bootstrap"].Token
+}
+
+// joinSecrets returns the names of the join token Secrets left.
+func joinSecrets(t *testing.T, r *Runner) []string {
+	t.Helper()
+	list, err := r.Kube.CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{LabelSelector: JoinLabel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range list.Items {
+		names = append(names, s.Name)
+	}
+	return names
 }
 
 func (f *fakeScaler) SetAPIBackends(_ context.Context, _ *platforms.Cluster, masters []string) error {
@@ -173,7 +245,7 @@ func newTestRunner(t *testing.T, m, w int) (*Runner, *journal, *fakeEtcd) {
 			return e, nil
 		},
 		PKI:      EtcdPKI{CA: tlstest.CA(t), Manifest: "initial: " + manifests.EtcdInitialClusterMarker},
-		Token:    &bootstraptoken.BootstrapToken{TokenID: "abcdef", TokenSecret: "0123456789abcdef", Expiration: time.Now().Add(-time.Hour)},
+		Configs:  map[string][]byte{platforms.RoleMaster: fullConfig(t), platforms.RoleWorker: fullConfig(t)},
 		APIReady: func(_ context.Context, ip string) error { j.add("readyz %s", ip); return nil },
 		Drain:    func(_ context.Context, n string) error { j.add("drain %s", n); return nil },
 		Poll:     time.Millisecond,
@@ -181,7 +253,7 @@ func newTestRunner(t *testing.T, m, w int) (*Runner, *journal, *fakeEtcd) {
 		Progress: platforms.NoProgress{},
 		Out:      io.Discard,
 	}
-	r.Machines = &fakeScaler{j: j, kube: kube, backends: shape.Masters}
+	r.Machines = &fakeScaler{j: j, kube: kube, backends: shape.Masters, t: t}
 	return r, j, e
 }
 
@@ -223,14 +295,19 @@ func TestRunOrder(t *testing.T) {
 	if s, _ := r.Kube.CoreV1().Secrets("kiln-system").List(context.Background(), metav1.ListOptions{}); len(s.Items) != 0 {
 		t.Errorf("installer Secrets left: %d", len(s.Items))
 	}
-	if _, err := r.Kube.CoreV1().Secrets("kube-system").Get(context.Background(), "bootstrap-token-abcdef", metav1.GetOptions{}); err == nil {
-		t.Error("the join token minted for the join is still there")
+	if left := joinSecrets(t, r); len(left) != 0 {
+		t.Errorf("join tokens left after the joins: %v", left)
+	}
+	// Each machine joined with a token of its own, never the install-time one.
+	joins := r.Machines.(*fakeScaler).joins
+	if len(joins) != 3 || joins[0] == joins[1] || joins[1] == joins[2] || slices.Contains(joins, "abcdef.0123456789abcdef") {
+		t.Errorf("join tokens = %q, want 3 new and different ones", joins)
 	}
 	if _, err := r.Kube.CoreV1().Nodes().Get(context.Background(), infra+"-worker-0", metav1.GetOptions{}); err == nil {
 		t.Error("the removed worker's Node is still there")
 	}
 	rec, _, err := install.LoadShape(r.Cluster.Dir)
-	if err != nil || len(rec.Removing) != 0 || !reflect.DeepEqual(rec.Masters, ms(0, 1, 2)) || !reflect.DeepEqual(rec.Workers, ws(1)) {
+	if err != nil || len(rec.Removing) != 0 || len(rec.Joining) != 0 || !reflect.DeepEqual(rec.Masters, ms(0, 1, 2)) || !reflect.DeepEqual(rec.Workers, ws(1)) {
 		t.Errorf("shape record = %+v, %v", rec, err)
 	}
 }
@@ -284,5 +361,50 @@ func TestUnjoined(t *testing.T) {
 	}
 	if want := ms(1, 2, 3); !reflect.DeepEqual(got, want) {
 		t.Errorf("Unjoined = %q, want %q", got, want)
+	}
+}
+
+// A join that fails deletes its token; the record keeps it, so that the
+// re-run makes the same token valid again for the machine already created
+// with it, and the token goes once that machine's Node registered.
+func TestJoinTokenOfAFailedJoin(t *testing.T) {
+	r, _, _ := newTestRunner(t, 1, 0)
+	f := r.Machines.(*fakeScaler)
+	f.unregistered = true
+	r.JoinTimeout = 50 * time.Millisecond
+	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 1, Workers: 1}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background(), p); err == nil {
+		t.Fatal("a join whose Node never registered succeeded")
+	}
+	if left := joinSecrets(t, r); len(left) != 0 {
+		t.Errorf("join tokens left after a failed join: %v", left)
+	}
+	rec, _, err := install.LoadShape(r.Cluster.Dir)
+	worker := infra + "-worker-0"
+	if err != nil || rec.Joining[worker] != f.joins[0] {
+		t.Fatalf("shape record = %+v, %v: want the failed join's token kept", rec, err)
+	}
+	// The re-run (a new process: the runner reads the record).
+	f.unregistered = false
+	r.Joining = rec.Joining
+	r.Cluster.Shape = rec.Shape
+	p, err = MakePlan(infra, rec.Shape, Request{Masters: 1, Workers: 1}, nil, []string{worker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.joins) < 2 || f.joins[len(f.joins)-1] != f.joins[0] {
+		t.Errorf("join tokens = %q: the re-run must present the token the machine was created with", f.joins)
+	}
+	if left := joinSecrets(t, r); len(left) != 0 {
+		t.Errorf("join tokens left after the join: %v", left)
+	}
+	if rec, _, _ := install.LoadShape(r.Cluster.Dir); len(rec.Joining) != 0 {
+		t.Errorf("shape record keeps join tokens after the join: %v", rec.Joining)
 	}
 }

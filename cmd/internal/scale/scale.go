@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kiln-project/kiln/assets/bootstraptoken"
 	"github.com/kiln-project/kiln/assets/ignitionconfigs"
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/manifests"
@@ -69,6 +68,9 @@ func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, 
 	unjoined, err := r.Unjoined(ctx, cur)
 	if err != nil {
 		return graph.WithKind(graph.KindInstall, fmt.Errorf("read the cluster's etcd members: %w", err))
+	}
+	for n := range rec.Joining {
+		unjoined = append(unjoined, n)
 	}
 	plan, err := MakePlan(c.InfraID, cur, req, rec.Removing, unjoined)
 	if err != nil {
@@ -150,8 +152,8 @@ func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler,
 		return nil, err
 	}
 	ca, client, pods := &kilntls.EtcdCA{}, &kilntls.APIServerEtcdClient{}, &manifests.MasterStaticPods{}
-	full, tok := &ignitionconfigs.MasterConfig{}, &bootstraptoken.BootstrapToken{}
-	for _, a := range []graph.Asset{ca, client, pods, full, tok} {
+	master, worker := &ignitionconfigs.MasterConfig{}, &ignitionconfigs.WorkerConfig{}
+	for _, a := range []graph.Asset{ca, client, pods, master, worker} {
 		if found, err := store.FromState(a); err != nil || !found {
 			return nil, graph.WithKind(graph.KindInput, fmt.Errorf("%s is not in the state of %s: %v", a.Name(), c.Dir, err))
 		}
@@ -173,7 +175,10 @@ func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler,
 	if err != nil {
 		return nil, err
 	}
-	c.Full = map[string][]byte{platforms.RoleMaster: full.Config}
+	rec, _, err := install.LoadShape(c.Dir)
+	if err != nil {
+		return nil, graph.WithKind(graph.KindInput, err)
+	}
 	r := &Runner{
 		Cluster:  &c.Cluster,
 		Machines: scaler,
@@ -183,7 +188,8 @@ func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler,
 			return etcdmember.ClientPEM(endpoints, ca.Cert, client.Cert, client.Key)
 		},
 		PKI:            EtcdPKI{CA: &ca.CertKey, Client: &client.CertKey, Manifest: manifest},
-		Token:          tok,
+		Configs:        map[string][]byte{platforms.RoleMaster: master.Config, platforms.RoleWorker: worker.Config},
+		Joining:        rec.Joining,
 		InstallerImage: release.Image(release.Pause),
 		Force:          o.Force,
 		JoinTimeout:    o.JoinTimeout,

@@ -11,42 +11,54 @@ import (
 	"github.com/kiln-project/kiln/platforms"
 )
 
-// addWorker creates the worker's machine, which fetches /config/worker
-// from the masters' machine-config servers and joins through kubelet TLS
-// bootstrap, and waits for its Node to be Ready. The bootstrap token its
-// config carries is made valid again for the join when it expired.
+// addWorker creates the worker's machine from the full worker config with
+// a join token of its own, waits for its Node to register, retires the
+// token, and waits for the Node to be Ready.
 func (r *Runner) addWorker(ctx context.Context, name string) error {
 	r.Cluster.Shape.Workers = with(r.Cluster.Shape.Workers, name)
-	minted, err := r.createMachine(ctx)
+	if err := r.join(ctx, name, platforms.RoleWorker); err != nil {
+		return err
+	}
+	return r.waitNodeReady(ctx, name)
+}
+
+// join records the shape (the new machine in it) and the machine's join
+// token, creates the machine from its role's full config with that token,
+// and waits for its Node to register; then the token is deleted, as it is
+// when any of this fails.
+func (r *Runner) join(ctx context.Context, name, role string) error {
+	err := func() error {
+		full, err := r.startJoin(ctx, name, role)
+		if err != nil {
+			return err
+		}
+		r.Cluster.Full = map[string][]byte{role: full}
+		err = r.Machines.ApplyMachines(ctx, r.Cluster)
+		r.Cluster.Full = nil
+		if err != nil {
+			return err
+		}
+		return r.waitNodeRegistered(ctx, name)
+	}()
 	if err != nil {
-		return err
+		return r.joinFailed(ctx, name, err)
 	}
-	return r.joined(ctx, name, minted)
+	return r.endJoin(ctx, name)
 }
 
-// joined waits for the new machine's Node to be Ready, then deletes the
-// join token when it was made for this join (minted).
-func (r *Runner) joined(ctx context.Context, name string, minted bool) error {
-	if err := r.waitNodeReady(ctx, name); err != nil {
-		return err
-	}
-	if minted {
-		return r.dropToken(ctx)
-	}
-	return nil
-}
-
-// createMachine records the shape (a new machine in it), makes the join
-// token valid and creates the machine. minted reports whether the token
-// was made for this join.
-func (r *Runner) createMachine(ctx context.Context) (minted bool, err error) {
-	if err := r.record(nil); err != nil {
-		return false, err
-	}
-	if minted, err = r.ensureToken(ctx); err != nil {
-		return false, err
-	}
-	return minted, r.Machines.ApplyMachines(ctx, r.Cluster)
+// waitNodeRegistered waits for the Node name to exist, naming its
+// machine's state when it is not running.
+func (r *Runner) waitNodeRegistered(ctx context.Context, name string) error {
+	return r.until(ctx, r.joinTimeout(), "Waiting for Node "+name+" to register", func(ctx context.Context) (bool, string, error) {
+		_, err := r.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, r.machineNote(ctx, name, "not registered yet"), nil
+		}
+		if err != nil {
+			return false, "API: " + err.Error(), nil
+		}
+		return true, "", nil
+	})
 }
 
 // removeWorker cordons and drains the worker (PodDisruptionBudgets

@@ -19,10 +19,10 @@ const (
 )
 
 // ApplyMachines implements platforms.Scaler: the cluster stage applied with
-// exactly c.Shape's machines. A master it creates boots from c.Full's master
-// config (the masters' machine-config servers serve only the worker
-// config); the machines that run keep theirs, as the stage ignores a
-// change of ignition and hosts.
+// exactly c.Shape's machines. A machine it creates boots from c.Full's
+// config of its role when there is one (a day-2 join: the full config with
+// the machine's own join token); the machines that run keep theirs, as the
+// stage ignores a change of ignition and hosts.
 func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) error {
 	plan, drv, err := p.planAndDriver(ctx, c, c.Machines())
 	if err != nil {
@@ -36,6 +36,9 @@ func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) e
 	vars.BootstrapInLB = false
 	if full := c.Full[platforms.RoleMaster]; full != nil {
 		vars.MasterIgnition = string(full)
+	}
+	if full := c.Full[platforms.RoleWorker]; full != nil {
+		vars.WorkerIgnition = string(full)
 	}
 	end := p.Env.Progress.Start(fmt.Sprintf("Applying the machines: masters %s; workers %s",
 		names(plan.MasterNames), names(plan.WorkerNames)))
