@@ -63,6 +63,7 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 	addUserManifest(t, kiln, dir)
 
 	start := time.Now()
+	probe := startConfigProbe(t, dir)
 	if interrupt {
 		interruptCreate(t, kiln, dir, "Waiting up to 30m0s for bootstrapping to complete")
 	}
@@ -81,6 +82,7 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 		t.Fatalf("create cluster: %v\n%s", err, lastLines(out, 60))
 	}
 	t.Logf("create cluster: %s", time.Since(start).Round(time.Second))
+	probe.finish(t)
 	for _, want := range []string{"Pod network works", "Install complete!", "export KUBECONFIG=" + filepath.Join(dir, "auth", "kubeconfig"), "auth/kubeadmin-password", "Time elapsed:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("create cluster output lacks %q", want)
@@ -112,6 +114,7 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 		}
 	}
 	assertEtcdMembers(t, infraID, masters)
+	assertConfigServerLocked(t, dir)
 	if _, err := os.Stat(filepath.Join(machine.DefaultStateRoot, infraID+"-bootstrap")); !os.IsNotExist(err) {
 		t.Errorf("the bootstrap machine still exists after install-complete: %v", err)
 	}
