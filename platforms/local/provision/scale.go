@@ -19,7 +19,8 @@ const (
 )
 
 // ApplyMachines implements platforms.Scaler: the cluster stage applied with
-// exactly c.Shape's machines. A master it creates boots from c.Full's master
+// exactly c.Shape's machines, then the LoadBalancer Service controller told
+// their addresses. A master it creates boots from c.Full's master
 // config (the masters' machine-config servers serve only the worker
 // config); the machines that run keep theirs, as the stage ignores a
 // change of ignition and hosts.
@@ -41,7 +42,13 @@ func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) e
 		names(plan.MasterNames), names(plan.WorkerNames)))
 	err = p.applyCluster(ctx, drv, vars)
 	end(err)
-	return err
+	if err != nil {
+		return err
+	}
+	if err := p.writeServiceLB(c, plan); err != nil {
+		return fmt.Errorf("the machines are applied, but not the LoadBalancer Service controller's list of them: %w", err)
+	}
+	return nil
 }
 
 // SetAPIBackends implements platforms.Scaler: the network stage applied
