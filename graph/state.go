@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // StateFileName is the state file kept in --dir.
@@ -62,6 +63,26 @@ func readState(dir string) (*State, error) {
 		st.Assets = map[string]*StateEntry{}
 	}
 	return st, nil
+}
+
+// retire removes the assets ids from st: their entries, and their place
+// among the parents of every other entry. It returns, sorted, the IDs it
+// found.
+func (st *State) retire(ids []string) []string {
+	var dropped []string
+	for _, id := range ids {
+		if _, ok := st.Assets[id]; ok {
+			dropped = append(dropped, id)
+			delete(st.Assets, id)
+		}
+		for _, e := range st.Assets {
+			if e != nil {
+				delete(e.Parents, id)
+			}
+		}
+	}
+	slices.Sort(dropped)
+	return dropped
 }
 
 // stateMode is the state file's permission: it holds every private key.

@@ -20,11 +20,12 @@ import (
 // stale, reuses what the state file holds, and lets files the user edited on
 // disk win. Nothing is written to --dir until Persist has every value.
 type Store struct {
-	dir   string
-	log   logrus.FieldLogger
-	force bool
-	state *State // as read from disk; never modified
-	w     *atomicfile.Writer
+	dir     string
+	log     logrus.FieldLogger
+	force   bool
+	retired []string
+	state   *State // as read from disk, less retired assets; never modified after Open
+	w       *atomicfile.Writer
 
 	mu    sync.Mutex
 	nodes map[string]*node
@@ -40,6 +41,19 @@ func WithLogger(l logrus.FieldLogger) Option { return func(s *Store) { s.log = l
 // the file's own dependencies changed too, discarding the edit, instead of
 // stopping with a ConflictError.
 func WithForceRegenerate(force bool) Option { return func(s *Store) { s.force = force } }
+
+// WithRetired names asset IDs that an earlier kiln kept in the state file
+// and this one no longer has. Open drops their entries, so the next Persist
+// writes a state file without them (a retired secret does not linger
+// there), and removes them from every other entry's parents, so an asset
+// that depended on a retired one is restored as it was instead of being
+// regenerated: a --dir made by an earlier kiln resumes with the very same
+// files. Files a retired asset wrote into --dir are left alone. A store
+// opened without it keeps such entries, like those of every asset it does
+// not fetch.
+func WithRetired(ids ...string) Option {
+	return func(s *Store) { s.retired = append(s.retired, ids...) }
+}
 
 // WithFaults passes every file-system operation of the store through fault
 // (see atomicfile.Writer.Fault): a test seam to fail or crash a run at any
@@ -68,6 +82,9 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	}
 	if s.state, err = readState(dir); err != nil {
 		return nil, err
+	}
+	if dropped := s.state.retire(s.retired); len(dropped) > 0 {
+		s.log.Debugf("Dropping retired assets from the state file: %v", dropped)
 	}
 	if fixed, err := enforceStateMode(dir); err != nil {
 		return nil, err

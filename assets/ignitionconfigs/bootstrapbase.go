@@ -23,8 +23,8 @@ var _ graph.Asset = (*BootstrapBase)(nil)
 // the machine's own configuration, the temporary control plane as static
 // pods with its keys and kubeconfigs, and the machine-config server with the
 // full master and worker configs. It depends on no manifest, so the graph
-// builds it while the manifests are generated (the kubeadmin Secret waits
-// for a bcrypt hash); Bootstrap only adds the manifests.
+// builds it while the manifests are generated; Bootstrap only adds the
+// manifests.
 type BootstrapBase struct {
 	// Config holds private keys: never log it.
 	Config types.Config `json:"config"`

@@ -214,7 +214,7 @@ func TestEditedManifestFlowsIntoBootstrap(t *testing.T) {
 func snapshot(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	for _, name := range []string{"bootstrap.ign", "master.ign", "worker.ign", "metadata.json", "auth/kubeconfig", "auth/kubeadmin-password"} {
+	for _, name := range []string{"bootstrap.ign", "master.ign", "worker.ign", "metadata.json", "auth/kubeconfig"} {
 		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)

@@ -13,15 +13,13 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kiln-project/kiln/assets/password"
 	"github.com/kiln-project/kiln/graph"
 )
 
-// credentialAssets are the assets of this package and the password.
+// credentialAssets are the assets of this package.
 func credentialAssets() []graph.WritableAsset {
 	return []graph.WritableAsset{
 		&Admin{}, &KubeletBootstrap{}, &Localhost{}, &KubeControllerManager{}, &KubeScheduler{},
-		&password.KubeadminPassword{},
 	}
 }
 
@@ -57,7 +55,7 @@ func TestEngineRoundTrip(t *testing.T) {
 	if w := persist(t, dir); len(w) > 0 {
 		t.Errorf("first run warned: %s", w[0].Message)
 	}
-	paths := []string{AdminPath, KubeletBootstrapPath, LocalhostPath, KubeControllerManagerPath, KubeSchedulerPath, password.FileName}
+	paths := []string{AdminPath, KubeletBootstrapPath, LocalhostPath, KubeControllerManagerPath, KubeSchedulerPath}
 	first := map[string][]byte{}
 	for _, p := range paths {
 		full := filepath.Join(dir, p)

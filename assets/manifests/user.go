@@ -35,11 +35,18 @@ func (u *UserManifests) Generate(context.Context, graph.Parents) error {
 	return nil
 }
 
+// retiredKubeadminPath is the kubeadmin Secret an earlier kiln wrote to
+// manifests/; a --dir made by it may still hold the file. It is kiln's, not
+// the user's, and it carries a hash nothing reads: Load skips it, and it is
+// never applied.
+const retiredKubeadminPath = ManifestsDir + "/04-kubeadmin.yaml"
+
 // Load implements graph.WritableAsset: every file of manifests/ that is not
-// one of kiln's own, each checked as Kubernetes objects. While manifests/
-// holds any file, what it holds is the set (a user file deleted from there
-// is dropped); once it is gone (ignition-configs consumed it) the state
-// file's set is used.
+// one of kiln's own (nor one an earlier kiln wrote and this one retired),
+// each checked as Kubernetes objects. While manifests/ holds any such file,
+// what it holds is the set (a user file deleted from there is dropped);
+// once it is gone (ignition-configs consumed it) the state file's set is
+// used.
 func (u *UserManifests) Load(f graph.FileFetcher) (bool, error) {
 	names, err := f.Names(ManifestsDir + "/*")
 	if err != nil {
@@ -47,7 +54,8 @@ func (u *UserManifests) Load(f graph.FileFetcher) (bool, error) {
 	}
 	names = slices.DeleteFunc(names, func(n string) bool {
 		base := path.Base(n)
-		return strings.HasPrefix(base, ".") || strings.HasSuffix(base, "~") // an editor's hidden or backup file
+		return strings.HasPrefix(base, ".") || strings.HasSuffix(base, "~") || // an editor's hidden or backup file
+			n == retiredKubeadminPath
 	})
 	if len(names) == 0 {
 		return false, nil

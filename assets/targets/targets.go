@@ -9,7 +9,6 @@ import (
 	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/metadata"
-	"github.com/kiln-project/kiln/assets/password"
 	"github.com/kiln-project/kiln/graph"
 )
 
@@ -37,18 +36,31 @@ func Manifests() graph.Target {
 }
 
 // IgnitionConfigs is `kiln create ignition-configs`: the Ignition configs,
-// the admin kubeconfig, the kubeadmin password and metadata.json. It
-// consumes install-config.yaml and the manifests.
+// the admin kubeconfig and metadata.json. It consumes install-config.yaml
+// and the manifests.
 func IgnitionConfigs() graph.Target {
 	return graph.Target{Name: IgnitionConfigsName, Assets: []graph.WritableAsset{
 		&ignitionconfigs.Bootstrap{}, &ignitionconfigs.Master{}, &ignitionconfigs.Worker{},
-		&kubeconfig.Admin{}, &password.KubeadminPassword{}, &metadata.Metadata{},
+		&kubeconfig.Admin{}, &metadata.Metadata{},
 	}}
 }
 
 // All returns every target in the order a user runs them.
 func All() []graph.Target {
 	return []graph.Target{InstallConfig(), Manifests(), IgnitionConfigs()}
+}
+
+// Retired lists the IDs of assets that an earlier kiln kept in the state
+// file and this one no longer has; a store that writes --dir is opened with
+// graph.WithRetired(Retired()...), so the state file sheds them and what
+// depended on them is kept as it was:
+//
+//   - password/kubeadmin and manifests/kubeadmin: the kubeadmin password
+//     and the Secret with its bcrypt hash. No component read the hash (kiln
+//     runs no OAuth server), so the password authenticated nothing. A
+//     --dir's auth/kubeadmin-password is left where it is.
+func Retired() []string {
+	return []string{"password/kubeadmin", "manifests/kubeadmin"}
 }
 
 // Assets returns the assets of every target, for `kiln graph`.

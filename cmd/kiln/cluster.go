@@ -158,7 +158,7 @@ func newWaitForCmd(o *rootOptions) *cobra.Command {
 				if err := install.WaitForInstallComplete(ctx, c, api, o.log); err != nil {
 					return err
 				}
-				fmt.Fprintf(o.stdout, "Install complete! export KUBECONFIG=%s\n", c.Kubeconfig)
+				c.WriteComplete(o.stdout)
 				return nil
 			}),
 	)

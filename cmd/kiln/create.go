@@ -62,7 +62,8 @@ func (o *rootOptions) createTarget(ctx context.Context, co *createOptions, t gra
 		return fmt.Errorf("target %s lists no assets yet", t.Name)
 	}
 	compileGC()
-	store, err := graph.Open(o.dir, graph.WithLogger(o.log), graph.WithForceRegenerate(co.forceRegenerate))
+	store, err := graph.Open(o.dir, graph.WithLogger(o.log), graph.WithForceRegenerate(co.forceRegenerate),
+		graph.WithRetired(targets.Retired()...))
 	if err != nil {
 		return err
 	}

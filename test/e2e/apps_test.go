@@ -286,15 +286,30 @@ func assertLoadBalancer(t *testing.T, client kubernetes.Interface, infraID strin
 		}
 		time.Sleep(2 * time.Second)
 	}
-	pool := servicePool(t, infraID)
-	if a, err := netip.ParseAddr(ip); err != nil || !pool.Contains(a) {
-		t.Fatalf("external address %s is not in the pool %s", ip, pool)
+	cfg := serviceLBConfig(t, infraID)
+	if a, err := netip.ParseAddr(ip); err != nil || !cfg.Pool.Contains(a) {
+		t.Fatalf("external address %s is not in the pool %s", ip, cfg.Pool)
+	}
+	// service-lb proxies to the addresses kiln assigned the machines, by
+	// machine name: each Node must be one of them, at the address it reports.
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		a, ok := cfg.Machines.Addresses[n.Name]
+		if !ok {
+			t.Errorf("Node %s is not among service-lb's machines (%s)", n.Name, cfg.Machines)
+			continue
+		}
+		for _, na := range n.Status.Addresses {
+			if na.Type == corev1.NodeInternalIP && na.Address != a.String() {
+				t.Errorf("Node %s reports %s, service-lb proxies to %s", n.Name, na.Address, a)
+			}
+		}
 	}
 	url := "http://" + ip + "/"
-	var (
-		got string
-		err error
-	)
+	var got string
 	for got != body {
 		got, err = httpGet(url)
 		if ctx.Err() != nil {
@@ -337,9 +352,8 @@ func onHost(t *testing.T, ip string) bool {
 	return strings.Contains(string(out), " "+ip+"/")
 }
 
-// servicePool reads the address pool from the cluster's `kiln service-lb`
-// configuration.
-func servicePool(t *testing.T, infraID string) servicelb.Pool {
+// serviceLBConfig reads the cluster's `kiln service-lb` configuration.
+func serviceLBConfig(t *testing.T, infraID string) servicelb.Config {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(provider.DefaultLBDir, infraID, servicelb.ConfigFile))
 	if err != nil {
@@ -349,5 +363,5 @@ func servicePool(t *testing.T, infraID string) servicelb.Pool {
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	return cfg.Pool
+	return cfg
 }

@@ -126,11 +126,10 @@ func setup(t *testing.T) (*Cluster, *recordingProv, *fakeAPI, *bytes.Buffer) {
 			ControlPlane: &types.MachinePool{Replicas: &one},
 			Compute:      []types.MachinePool{{Replicas: &one}},
 		}},
-		Kubeconfig:   "/dir/auth/kubeconfig",
-		PasswordFile: "/dir/auth/kubeadmin-password",
-		TokenExpiry:  time.Now().Add(24 * time.Hour),
-		TokenSecret:  "bootstrap-token-abcdef",
-		Timeouts:     Timeouts{API: time.Second, Bootstrap: 2 * time.Second, Install: 2 * time.Second},
+		Kubeconfig:  "/dir/auth/kubeconfig",
+		TokenExpiry: time.Now().Add(24 * time.Hour),
+		TokenSecret: "bootstrap-token-abcdef",
+		Timeouts:    Timeouts{API: time.Second, Bootstrap: 2 * time.Second, Install: 2 * time.Second},
 	}
 	fc := &fakeCluster{client: fake.NewClientset(), nodes: c.Nodes()}
 	api := &fakeAPI{Waiter: &waitfor.Waiter{Client: fc.client, Log: log, Progress: platforms.NoProgress{}, Poll: time.Millisecond}}
@@ -178,10 +177,14 @@ func TestCreateRunsEveryPhaseInOrder(t *testing.T) {
 	if api.apiCalls != 1 {
 		t.Errorf("API waited %d times, want 1", api.apiCalls)
 	}
-	for _, s := range []string{"Install complete!", "export KUBECONFIG=/dir/auth/kubeconfig", "/dir/auth/kubeadmin-password"} {
+	for _, s := range []string{"Install complete!", "export KUBECONFIG=/dir/auth/kubeconfig", "there is no password"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("summary lacks %q:\n%s", s, out)
 		}
+	}
+	// kiln makes no kubeadmin password: nothing would accept it.
+	if strings.Contains(out, "kubeadmin") {
+		t.Errorf("summary names a kubeadmin credential:\n%s", out)
 	}
 }
 

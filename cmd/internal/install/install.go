@@ -29,7 +29,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/kubeconfig"
-	"github.com/kiln-project/kiln/assets/password"
+	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/cmd/internal/waitfor"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
@@ -75,8 +75,6 @@ type Cluster struct {
 	platforms.Cluster
 	// Kubeconfig is the admin kubeconfig in --dir.
 	Kubeconfig string
-	// PasswordFile is the kubeadmin password file in --dir.
-	PasswordFile string
 	// TokenExpiry is when the bootstrap credentials expire.
 	TokenExpiry time.Time
 	// TokenSecret names the install-time bootstrap token's Secret in
@@ -88,7 +86,7 @@ type Cluster struct {
 // Load reads the cluster of dir from its state (the ignition-configs target
 // must have been created); flags override install-config's timeouts.
 func Load(ctx context.Context, dir string, log logrus.FieldLogger, flags Timeouts) (*Cluster, error) {
-	store, err := graph.Open(dir, graph.WithLogger(log))
+	store, err := graph.Open(dir, graph.WithLogger(log), graph.WithRetired(targets.Retired()...))
 	if err != nil {
 		return nil, err
 	}
@@ -97,8 +95,8 @@ func Load(ctx context.Context, dir string, log logrus.FieldLogger, flags Timeout
 	if found, err := store.FromState(boot); err != nil || !found {
 		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("%w (in %s)", ErrNoCluster, dir))
 	}
-	admin, pw, tok := &kubeconfig.Admin{}, &password.KubeadminPassword{}, &bootstraptoken.BootstrapToken{}
-	if err := store.Fetch(ctx, ic, cid, boot, master, worker, admin, pw, tok); err != nil {
+	admin, tok := &kubeconfig.Admin{}, &bootstraptoken.BootstrapToken{}
+	if err := store.Fetch(ctx, ic, cid, boot, master, worker, admin, tok); err != nil {
 		return nil, err
 	}
 	abs, err := filepath.Abs(dir)
@@ -110,10 +108,9 @@ func Load(ctx context.Context, dir string, log logrus.FieldLogger, flags Timeout
 			Dir: abs, Config: ic.Config, InfraID: cid.InfraID,
 			Bootstrap: boot.File.Data, Master: master.File.Data, Worker: worker.File.Data,
 		},
-		Kubeconfig:   filepath.Join(abs, admin.File.Path),
-		PasswordFile: filepath.Join(abs, pw.File.Path),
-		TokenExpiry:  tok.Expiration,
-		TokenSecret:  tok.Secret().Name,
+		Kubeconfig:  filepath.Join(abs, admin.File.Path),
+		TokenExpiry: tok.Expiration,
+		TokenSecret: tok.Secret().Name,
 	}
 	if _, err := os.Stat(c.Kubeconfig); errors.Is(err, fs.ErrNotExist) {
 		return nil, graph.WithKind(graph.KindInput, fmt.Errorf(
@@ -245,11 +242,18 @@ func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API
 	if err := Run(ctx, log, phases); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "Install complete!\n")
-	fmt.Fprintf(out, "To access the cluster as the system:admin user: export KUBECONFIG=%s\n", c.Kubeconfig)
-	fmt.Fprintf(out, "The kubeadmin password is in %s\n", c.PasswordFile)
+	c.WriteComplete(out)
 	fmt.Fprintf(out, "Time elapsed: %s\n", time.Since(start).Round(time.Second))
 	return nil
+}
+
+// WriteComplete tells the user on out that the install is complete and how
+// to log in: with the admin kubeconfig, the only login kiln creates (it
+// runs no OAuth server, so there is no password).
+func (c *Cluster) WriteComplete(out io.Writer) {
+	fmt.Fprintf(out, "Install complete!\n")
+	fmt.Fprintf(out, "To access the cluster as the system:admin user: export KUBECONFIG=%s\n", c.Kubeconfig)
+	fmt.Fprintf(out, "That admin kubeconfig is the cluster's only login (there is no password): keep it private.\n")
 }
 
 // WaitForBootstrapComplete is `kiln wait-for bootstrap-complete`: create's

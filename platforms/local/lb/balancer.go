@@ -42,6 +42,7 @@ type service struct {
 	backends atomic.Pointer[[]*backend]
 	next     atomic.Uint64
 	stop     context.CancelFunc
+	limits
 }
 
 // backend is one backend address, its health and its sessions.
@@ -59,9 +60,9 @@ func serviceKey(listen string, s Service) string {
 }
 
 // Apply makes the running services match cfg: new services start listening,
-// removed ones stop (their open connections continue), and the backends and
-// health checks of kept ones are replaced, keeping the health of backends
-// present before and after.
+// removed ones stop (their open connections continue), and the backends,
+// health checks and limits of kept ones are replaced, keeping the health of
+// backends present before and after. New limits apply to new connections.
 func (b *Balancer) Apply(cfg *Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -96,6 +97,8 @@ func (b *Balancer) Apply(cfg *Config) error {
 			svc.stop()
 		}
 		svc.backends.Store(mergeBackends(svc.backends.Load(), s.backendAddrs()))
+		svc.idle.Store(int64(s.idleTimeout()))
+		svc.maxConns.Store(int64(s.MaxConns))
 		ctx, cancel := context.WithCancel(context.Background())
 		svc.stop = cancel
 		b.wg.Add(1)
@@ -182,9 +185,14 @@ func (b *Balancer) accept(svc *service) {
 		if err != nil {
 			return
 		}
+		if !svc.admit() {
+			b.refuse(svc, c)
+			continue
+		}
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
+			defer svc.active.Add(-1)
 			b.handle(svc, c)
 		}()
 	}
@@ -236,6 +244,10 @@ func (b *Balancer) handle(svc *service, client net.Conn) {
 	defer b.untrack(client, up)
 	be.sessions.add(client)
 	defer be.sessions.remove(client)
+	if idle := time.Duration(svc.idle.Load()); idle > 0 {
+		b.pipeIdle(svc.name, client, up, idle)
+		return
+	}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); copyHalf(up, client) }()
@@ -271,9 +283,5 @@ func (b *Balancer) untrack(cs ...net.Conn) {
 // sees EOF while the other direction continues.
 func copyHalf(dst, src net.Conn) {
 	io.Copy(dst, src)
-	if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
-	} else {
-		dst.Close()
-	}
+	closeWrite(dst)
 }

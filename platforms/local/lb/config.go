@@ -48,6 +48,19 @@ type Service struct {
 	CAFile string `json:"caFile,omitempty"`
 	// IntervalMillis is the health-check interval; DefaultInterval when 0.
 	IntervalMillis int `json:"intervalMillis,omitempty"`
+	// IdleTimeoutMillis closes a proxied connection, both ways, once
+	// neither direction has moved a byte for this long; 0 never does (the
+	// API load balancer: a quiet watch is no reason to cut it).
+	IdleTimeoutMillis int `json:"idleTimeoutMillis,omitempty"`
+	// MaxConns caps the connections this port proxies at once: past it a
+	// new connection is reset as soon as it is accepted, and a warning says
+	// so at most once per minute; 0 sets no cap.
+	MaxConns int `json:"maxConns,omitempty"`
+}
+
+// idleTimeout returns the service's idle timeout; 0 is none.
+func (s Service) idleTimeout() time.Duration {
+	return time.Duration(s.IdleTimeoutMillis) * time.Millisecond
 }
 
 // interval returns the service's health-check interval.
@@ -92,6 +105,12 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s.port: %d used twice", p, s.Port))
 		}
 		seen[s.Port] = true
+		if s.IdleTimeoutMillis < 0 {
+			errs = append(errs, fmt.Errorf("%s.idleTimeoutMillis: %d is negative (0 is no timeout)", p, s.IdleTimeoutMillis))
+		}
+		if s.MaxConns < 0 {
+			errs = append(errs, fmt.Errorf("%s.maxConns: %d is negative (0 is no cap)", p, s.MaxConns))
+		}
 		switch s.Health {
 		case CheckTCP:
 		case CheckHTTPS:

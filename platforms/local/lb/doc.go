@@ -7,5 +7,7 @@
 // configuration on SIGHUP or when the file changes, which is how the
 // bootstrap machine leaves the pools. It never routes traffic off the host:
 // it only listens on the address it is given and dials the backends named in
-// its configuration.
+// its configuration. A service may close connections idle for a while and
+// cap how many it proxies at once (`kiln service-lb` sets both; the API
+// ports set neither).
 package lb

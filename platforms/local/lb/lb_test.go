@@ -374,8 +374,9 @@ func TestConfigValidate(t *testing.T) {
 		}}, nil},
 		{"every problem", Config{Listen: "gateway", Services: []Service{
 			{Name: "api", Port: 6443, Health: CheckHTTPS, Backends: []string{"master-0"}},
-			{Name: "mcs", Port: 6443, Health: "icmp"},
-		}}, []string{"listen:", "services[0].healthPath", "services[0].backends[0]", "services[1].port: 6443 used twice", "services[1].health"}},
+			{Name: "mcs", Port: 6443, Health: "icmp", IdleTimeoutMillis: -1, MaxConns: -1},
+		}}, []string{"listen:", "services[0].healthPath", "services[0].backends[0]", "services[1].port: 6443 used twice", "services[1].health",
+			"services[1].idleTimeoutMillis", "services[1].maxConns"}},
 	}
 	for _, tt := range tests {
 		err := tt.cfg.Validate()

@@ -19,10 +19,11 @@ const (
 )
 
 // ApplyMachines implements platforms.Scaler: the cluster stage applied with
-// exactly c.Shape's machines. A machine it creates boots from c.Full's
-// config of its role when there is one (a day-2 join: the full config with
-// the machine's own join token); the machines that run keep theirs, as the
-// stage ignores a change of ignition and hosts.
+// exactly c.Shape's machines, then the LoadBalancer Service controller told
+// their addresses. A machine it creates boots from c.Full's config of its
+// role when there is one (a day-2 join: the full config with the machine's
+// own join token); the machines that run keep theirs, as the stage ignores
+// a change of ignition and hosts.
 func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) error {
 	plan, drv, err := p.planAndDriver(ctx, c, c.Machines())
 	if err != nil {
@@ -44,7 +45,13 @@ func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) e
 		names(plan.MasterNames), names(plan.WorkerNames)))
 	err = p.applyCluster(ctx, drv, vars)
 	end(err)
-	return err
+	if err != nil {
+		return err
+	}
+	if err := p.writeServiceLB(c, plan); err != nil {
+		return fmt.Errorf("the machines are applied, but not the LoadBalancer Service controller's list of them: %w", err)
+	}
+	return nil
 }
 
 // SetAPIBackends implements platforms.Scaler: the network stage applied

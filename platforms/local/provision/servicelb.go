@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -24,30 +25,56 @@ func (p *Provisioner) lbDir(infraID string) string {
 	return filepath.Join(dir, infraID)
 }
 
-// startServiceLB starts the cluster's LoadBalancer Service controller
-// (`kiln service-lb`, detached, beside the API load balancer) unless it
-// runs already or the add-on is off. It watches the API with a copy of the
-// admin kubeconfig and waits for it to answer by itself.
+// startServiceLB writes the configuration of the cluster's LoadBalancer
+// Service controller (`kiln service-lb`, detached, beside the API load
+// balancer) and starts it unless it runs already or the add-on is off. It
+// watches the API with a copy of the admin kubeconfig and waits for it to
+// answer by itself.
 func (p *Provisioner) startServiceLB(ctx context.Context, c *platforms.Cluster, plan *Plan, kiln string) error {
 	if plan.ServiceLB.Size() == 0 {
 		return nil
 	}
-	dir := p.lbDir(c.InfraID)
-	proc := servicelb.Process(kiln, dir)
+	if err := p.writeServiceLB(c, plan); err != nil {
+		return err
+	}
+	proc := servicelb.Process(kiln, p.lbDir(c.InfraID))
 	if _, err := proc.PID(); err == nil {
+		return nil
+	}
+	end := p.Env.Progress.Start(fmt.Sprintf("Starting the LoadBalancer Service controller (addresses %s)", plan.ServiceLB))
+	_, err := proc.Start(ctx)
+	end(err)
+	return err
+}
+
+// writeServiceLB writes the files of the cluster's LoadBalancer Service
+// controller for plan, when the add-on is on. A controller that runs reads
+// the machines again: after a scale, new machines get traffic and removed
+// ones none.
+func (p *Provisioner) writeServiceLB(c *platforms.Cluster, plan *Plan) error {
+	if plan.ServiceLB.Size() == 0 {
 		return nil
 	}
 	kc, err := os.ReadFile(filepath.Join(c.Dir, kubeconfig.AdminPath))
 	if err != nil {
 		return fmt.Errorf("the LoadBalancer Service controller needs the admin kubeconfig: %w", err)
 	}
-	if err := servicelb.WriteFiles(dir, servicelb.Config{Bridge: plan.Bridge, Pool: plan.ServiceLB}, kc); err != nil {
-		return err
+	return servicelb.WriteFiles(p.lbDir(c.InfraID), serviceLBConfig(plan), kc)
+}
+
+// serviceLBConfig is the configuration of the LoadBalancer Service
+// controller of plan: its bridge and address pool, and the addresses plan
+// gives the masters and workers, the only places it proxies to (never an
+// address a Node reports).
+func serviceLBConfig(plan *Plan) servicelb.Config {
+	m := servicelb.Machines{Network: plan.CIDR, Host: plan.VIP, Addresses: map[string]netip.Addr{}}
+	for i, n := range plan.MasterNames {
+		m.Addresses[n] = plan.Masters[i]
 	}
-	end := p.Env.Progress.Start(fmt.Sprintf("Starting the LoadBalancer Service controller (addresses %s)", plan.ServiceLB))
-	_, err = proc.Start(ctx)
-	end(err)
-	return err
+	for i, n := range plan.WorkerNames {
+		m.Addresses[n] = plan.Workers[i]
+	}
+	return servicelb.Config{Bridge: plan.Bridge, Pool: plan.ServiceLB, Machines: m}
 }
 
 // stopServiceLB stops the cluster's LoadBalancer Service controller, which

@@ -21,8 +21,25 @@ import (
 )
 
 // resync is how often the controller reconciles without an event: it also
-// catches an address removed from the bridge by hand.
+// catches an address removed from the bridge by hand, and a new list of
+// machines.
 const resync = 30 * time.Second
+
+// DefaultIdleTimeout closes a proxied connection on which neither direction
+// has moved a byte for 10 minutes. That is longer than the idle timeouts of
+// the cloud load balancers applications are written for (AWS NLB 350 s,
+// Azure 4 minutes), so what works behind those works here; and it is far
+// shorter than TCP keepalive's 2 hours, so the connection of a peer that
+// vanished without a FIN (a machine stopped, a client gone) stops holding
+// two sockets and a slot under the cap of this root process.
+const DefaultIdleTimeout = 10 * time.Minute
+
+// DefaultMaxConns caps the connections each Service port proxies at once.
+// A connection holds two sockets and 64 KiB of buffers, so the cap bounds
+// one port at 2,048 file descriptors and about 64 MiB: far more
+// connections than a local cluster's clients make, far fewer than it
+// would take a flood of them to exhaust the host.
+const DefaultMaxConns = 1024
 
 // Controller keeps the host-side addresses, proxies and statuses of a
 // cluster's LoadBalancer Services.
@@ -30,12 +47,25 @@ type Controller struct {
 	Client kubernetes.Interface
 	Addrs  Addresses
 	Pool   Pool
-	Log    logrus.FieldLogger
+	// Machines returns the addresses kiln assigned to the cluster's
+	// machines, the only backends; it is called on every pass. Nil, or an
+	// empty list, proxies to nothing.
+	Machines func() (Machines, error)
+	// IdleTimeout and MaxConns are each port's limits; zero is
+	// DefaultIdleTimeout and DefaultMaxConns.
+	IdleTimeout time.Duration
+	MaxConns    int
+	Log         logrus.FieldLogger
 
 	services  cacheLister
 	nodes     cacheLister
 	assigned  map[string]netip.Addr
 	balancers map[netip.Addr]*lb.Balancer
+	// noted is, by Node name, what was last logged about the Node's
+	// backend, so a problem is logged once, not on every pass.
+	noted map[string]string
+	// machines is the list of machines last logged.
+	machines string
 }
 
 // cacheLister lists the objects of one informer.
@@ -121,7 +151,19 @@ func (c *Controller) Sync(ctx context.Context) error {
 			errs = append(errs, c.release(ctx, key))
 		}
 	}
-	backends := c.nodeAddrs()
+	machines := Machines{}
+	if c.Machines != nil {
+		m, err := c.Machines()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading the machines' addresses: %w", err))
+		}
+		machines = m
+	}
+	if s := machines.String(); s != c.machines {
+		c.Log.Infof("LoadBalancer traffic goes to these machines' node ports: %s", s)
+		c.machines = s
+	}
+	backends := c.backends(machines)
 	keys := make([]string, 0, len(want))
 	for k := range want {
 		keys = append(keys, k)
@@ -218,23 +260,51 @@ func (c *Controller) used() map[netip.Addr]bool {
 	return used
 }
 
-// nodeAddrs returns the InternalIPs of the Ready nodes, sorted.
-func (c *Controller) nodeAddrs() []string {
+// backends returns the addresses to proxy to, sorted: for each Ready Node
+// that is one of m's machines, the address kiln assigned that machine. The
+// addresses the Node reports are never used (see Machines); a Node that
+// is not a machine, or whose machine's address is not a machine address,
+// gets no traffic. Each such Node, and each Node that reports an InternalIP
+// other than its machine's, is logged once.
+func (c *Controller) backends(m Machines) []string {
+	noted := map[string]string{}
 	var out []string
 	for _, o := range c.nodes.List() {
 		n, ok := o.(*corev1.Node)
 		if !ok || !ready(n) {
 			continue
 		}
-		for _, a := range n.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP {
-				out = append(out, a.Address)
-				break
+		var note string
+		a, err := m.backend(n.Name, c.Pool)
+		if err != nil {
+			note = fmt.Sprintf("Node %s gets no LoadBalancer traffic: %v", n.Name, err)
+		} else {
+			out = append(out, a.String())
+			if r := internalIP(n); r != a.String() {
+				note = fmt.Sprintf("Node %s reports InternalIP %q; its LoadBalancer traffic goes to %s, the address kiln assigned its machine", n.Name, r, a)
 			}
 		}
+		if note == "" {
+			continue
+		}
+		noted[n.Name] = note
+		if c.noted[n.Name] != note {
+			c.Log.Warn(note)
+		}
 	}
+	c.noted = noted
 	sort.Strings(out)
 	return out
+}
+
+// internalIP returns the first InternalIP n reports, or "".
+func internalIP(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	return ""
 }
 
 func ready(n *corev1.Node) bool {
@@ -246,19 +316,45 @@ func ready(n *corev1.Node) bool {
 	return false
 }
 
+// Limits are the limits of every port of a Service's proxy.
+type Limits struct {
+	// IdleTimeout closes a connection idle both ways for that long.
+	IdleTimeout time.Duration
+	// MaxConns caps the connections of one port at once.
+	MaxConns int
+}
+
+// limits returns the controller's limits, defaults filled in.
+func (c *Controller) limits() Limits {
+	l := Limits{IdleTimeout: c.IdleTimeout, MaxConns: c.MaxConns}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = DefaultIdleTimeout
+	}
+	if l.MaxConns <= 0 {
+		l.MaxConns = DefaultMaxConns
+	}
+	return l
+}
+
 // ProxyConfig returns the proxy configuration of one Service on address a: each
 // TCP port with a node port, balanced over backends at that node port with
-// TCP health checks.
-func ProxyConfig(svc *corev1.Service, a netip.Addr, backends []string) *lb.Config {
+// TCP health checks, under lim.
+func ProxyConfig(svc *corev1.Service, a netip.Addr, backends []string, lim Limits) *lb.Config {
 	cfg := &lb.Config{Listen: a.String()}
+	idle := 0
+	if lim.IdleTimeout > 0 {
+		idle = max(int(lim.IdleTimeout/time.Millisecond), 1) // a timeout never rounds down to none
+	}
 	for _, p := range svc.Spec.Ports {
 		if p.Protocol != corev1.ProtocolTCP && p.Protocol != "" || p.NodePort == 0 {
 			continue
 		}
 		s := lb.Service{
-			Name:   svc.Namespace + "/" + svc.Name + ":" + strconv.Itoa(int(p.Port)),
-			Port:   int(p.Port),
-			Health: lb.CheckTCP,
+			Name:              svc.Namespace + "/" + svc.Name + ":" + strconv.Itoa(int(p.Port)),
+			Port:              int(p.Port),
+			Health:            lb.CheckTCP,
+			IdleTimeoutMillis: idle,
+			MaxConns:          lim.MaxConns,
 		}
 		for _, b := range backends {
 			s.Backends = append(s.Backends, b+":"+strconv.Itoa(int(p.NodePort)))
@@ -278,7 +374,7 @@ func (c *Controller) serve(ctx context.Context, key string, svc *corev1.Service,
 		b = lb.New(c.Log.WithField("service", key))
 		c.balancers[a] = b
 	}
-	if err := b.Apply(ProxyConfig(svc, a, backends)); err != nil {
+	if err := b.Apply(ProxyConfig(svc, a, backends, c.limits())); err != nil {
 		return fmt.Errorf("service %s on %s: %w", key, a, err)
 	}
 	return nil

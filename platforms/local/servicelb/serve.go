@@ -35,6 +35,10 @@ type Config struct {
 	Bridge string `json:"bridge"`
 	// Pool is the range the addresses come from.
 	Pool Pool `json:"pool"`
+	// Machines are the addresses kiln assigned to the machines: the only
+	// backends. kiln rewrites them when it changes the machines, and the
+	// running controller reads them again.
+	Machines Machines `json:"machines"`
 }
 
 // Validate returns every problem of c.
@@ -48,6 +52,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Pool.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("pool: %w", err))
+	}
+	if err := c.Machines.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("machines: %w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -127,11 +134,13 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		}
 		defer os.Remove(o.PIDFile)
 	}
+	machines := &machineFile{path: o.ConfigPath}
 	c := &Controller{
-		Client: client,
-		Addrs:  BridgeAddresses{Run: o.Run, Bridge: cfg.Bridge},
-		Pool:   cfg.Pool,
-		Log:    o.Log,
+		Client:   client,
+		Addrs:    BridgeAddresses{Run: o.Run, Bridge: cfg.Bridge},
+		Pool:     cfg.Pool,
+		Machines: machines.Machines,
+		Log:      o.Log,
 	}
 	return c.Run(ctx)
 }

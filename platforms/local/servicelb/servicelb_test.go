@@ -123,7 +123,8 @@ func TestProxyConfig(t *testing.T) {
 	svc.Spec.Ports = append(svc.Spec.Ports,
 		corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053},
 		corev1.ServicePort{Name: "no-node-port", Protocol: corev1.ProtocolTCP, Port: 81})
-	cfg := ProxyConfig(svc, netip.MustParseAddr("10.66.0.192"), []string{"10.66.0.11", "10.66.0.20"})
+	cfg := ProxyConfig(svc, netip.MustParseAddr("10.66.0.192"), []string{"10.66.0.11", "10.66.0.20"},
+		Limits{IdleTimeout: DefaultIdleTimeout, MaxConns: DefaultMaxConns})
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -134,15 +135,22 @@ func TestProxyConfig(t *testing.T) {
 	if s.Port != 80 || s.Health != "tcp" || !slices.Equal(s.Backends, []string{"10.66.0.11:30080", "10.66.0.20:30080"}) {
 		t.Errorf("service %+v", s)
 	}
+	if s.IdleTimeoutMillis != 600_000 || s.MaxConns != 1024 {
+		t.Errorf("limits: idle %d ms, at most %d connections; want 600000 ms and 1024", s.IdleTimeoutMillis, s.MaxConns)
+	}
+	if s := ProxyConfig(svc, netip.MustParseAddr("10.66.0.192"), nil, Limits{IdleTimeout: time.Microsecond}).Services[0]; s.IdleTimeoutMillis != 1 {
+		t.Errorf("a 1 µs idle timeout became %d ms, want 1 (0 would be none)", s.IdleTimeoutMillis)
+	}
 }
 
 // TestController runs the controller against a fake API with real
 // listeners on loopback addresses: a Service gets the first free address,
-// its status shows it and a connection to it reaches the node port; a
-// Service that had an address keeps it; deleting a Service or changing its
-// type releases its address; stopping removes every address.
+// its status shows it and a connection to it reaches the node port of the
+// machine at the address kiln assigned it; a Service that had an address
+// keeps it; deleting a Service or changing its type releases its address;
+// stopping removes every address.
 func TestController(t *testing.T) {
-	backend := httptest(t, "hello from the node port")
+	backend := httptest(t, "127.0.0.2", "hello from the node port")
 	nodePort := backend.Addr().(*net.TCPAddr).Port
 	port := freePort(t)
 	node := &corev1.Node{
@@ -157,7 +165,8 @@ func TestController(t *testing.T) {
 	client := fake.NewClientset(node, kept, lbService("web", 2, port, int32(nodePort)))
 	r := &fakeRunner{addrs: []string{"127.0.0.201/32"}} // stale: no Service holds it
 	pool := Pool{First: netip.MustParseAddr("127.0.0.200"), Last: netip.MustParseAddr("127.0.0.203")}
-	c := &Controller{Client: client, Addrs: BridgeAddresses{Run: r, Bridge: "kiln-x"}, Pool: pool, Log: testLog(t)}
+	c := &Controller{Client: client, Addrs: BridgeAddresses{Run: r, Bridge: "kiln-x"}, Pool: pool, Log: testLog(t),
+		Machines: staticMachines(map[string]string{"n1": "127.0.0.2"})}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
@@ -256,10 +265,11 @@ func get(url string) string {
 	return string(b)
 }
 
-// httptest serves body on a free loopback port until the test ends.
-func httptest(t *testing.T, body string) net.Listener {
+// httptest serves body on a free port of the loopback address ip until the
+// test ends.
+func httptest(t *testing.T, ip, body string) net.Listener {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +321,9 @@ func TestProcessAndFiles(t *testing.T) {
 		t.Error("PID of a process never started")
 	}
 	pool := Pool{First: netip.MustParseAddr("10.66.0.192"), Last: netip.MustParseAddr("10.66.0.254")}
-	if err := WriteFiles(dir, Config{Bridge: "kiln-x", Pool: pool}, []byte("apiVersion: v1\n")); err != nil {
+	machines := Machines{Network: netip.MustParsePrefix("10.66.0.0/24"), Host: netip.MustParseAddr("10.66.0.1"),
+		Addresses: map[string]netip.Addr{"demo-x7k2p-master-0": netip.MustParseAddr("10.66.0.11")}}
+	if err := WriteFiles(dir, Config{Bridge: "kiln-x", Pool: pool, Machines: machines}, []byte("apiVersion: v1\n")); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{ConfigFile, KubeconfigFile} {
@@ -321,10 +333,14 @@ func TestProcessAndFiles(t *testing.T) {
 	}
 	data, _ := os.ReadFile(filepath.Join(dir, ConfigFile))
 	var cfg Config
-	if err := json.Unmarshal(data, &cfg); err != nil || cfg.Kubeconfig != filepath.Join(dir, KubeconfigFile) || cfg.Pool != pool || cfg.Bridge != "kiln-x" {
+	if err := json.Unmarshal(data, &cfg); err != nil || cfg.Kubeconfig != filepath.Join(dir, KubeconfigFile) || cfg.Pool != pool || cfg.Bridge != "kiln-x" ||
+		cfg.Machines.String() != "demo-x7k2p-master-0=10.66.0.11" {
 		t.Errorf("config %s: %+v %v", data, cfg, err)
 	}
-	if err := WriteFiles(dir, Config{Pool: pool}, nil); err == nil {
+	if err := WriteFiles(dir, Config{Pool: pool, Machines: machines}, nil); err == nil {
 		t.Error("a config without a bridge was written")
+	}
+	if err := WriteFiles(dir, Config{Bridge: "kiln-x", Pool: pool}, nil); err == nil {
+		t.Error("a config without machines was written")
 	}
 }
