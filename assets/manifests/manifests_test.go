@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path"
@@ -28,6 +29,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kiln-project/kiln/assets/bootstraptoken"
+	"github.com/kiln-project/kiln/assets/manifests/inventory"
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
@@ -74,6 +76,9 @@ type manifestCase struct {
 	hostPrefix, masters, coreDNSReps string
 	// addons: the storage and metrics add-ons are rendered.
 	addons bool
+	// machines is the inventory: "<name after the infra ID>=<last octet>",
+	// in order; the machine network itself depends on the host.
+	machines string
 }
 
 var manifestCases = []manifestCase{{
@@ -81,11 +86,13 @@ var manifestCases = []manifestCase{{
 	clusterName: "demo", apiInt: "api-int.demo.example.test", platform: "local",
 	clusterCIDR: "10.244.0.0/16", serviceCIDR: "10.96.0.0/16", dnsIP: "10.96.0.10",
 	hostPrefix: "24", masters: "3", coreDNSReps: "2", addons: true,
+	machines: "master-0=11 master-1=12 master-2=13 worker-0=20",
 }, {
 	name: "local without add-ons", config: strings.Replace(localConfig, "local: {}", "local: {addons: {storage: false, metrics: false}}", 1),
 	clusterName: "demo", apiInt: "api-int.demo.example.test", platform: "local",
 	clusterCIDR: "10.244.0.0/16", serviceCIDR: "10.96.0.0/16", dnsIP: "10.96.0.10",
 	hostPrefix: "24", masters: "3", coreDNSReps: "2",
+	machines: "master-0=11 master-1=12 master-2=13 worker-0=20",
 }, {
 	name: "none", config: noneConfig,
 	clusterName: "upi", apiInt: "api-int.upi.example.org", platform: "none",
@@ -221,6 +228,7 @@ func TestManifests(t *testing.T) {
 			}
 			checkInventory(t, tc, perFile)
 			checkObjects(t, tc, objs)
+			checkMachineInventory(t, tc, objs)
 			if tc.addons {
 				checkAddons(t, objs)
 			}
@@ -245,6 +253,7 @@ var wantObjects = map[string][]string{
 	"manifests/02-bootstrap-token.yaml": {"Secret/kube-system/bootstrap-token-*"},
 	"manifests/03-cluster-config.yaml":  {"ConfigMap/kube-system/cluster-config"},
 	"manifests/04-kubeadmin.yaml":       {"Secret/kube-system/kubeadmin"},
+	"manifests/05-machines.yaml":        {"ConfigMap/kube-system/kiln-machines"},
 	"manifests/10-kube-proxy.yaml": {
 		"ServiceAccount/kube-system/kube-proxy",
 		"ClusterRoleBinding//kiln:kube-proxy",
@@ -627,4 +636,29 @@ func checkAddons(t *testing.T, objs map[string]runtime.Object) {
 	if name != svc.Name || ns != svc.Namespace || group != "metrics.k8s.io" || api.GetAPIVersion() != "apiregistration.k8s.io/v1" {
 		t.Errorf("APIService points at %s/%s for group %q (%s)", ns, name, group, api.GetAPIVersion())
 	}
+}
+
+// checkMachineInventory checks the machine inventory: the local platform's
+// address plan; empty on none.
+func checkMachineInventory(t *testing.T, tc manifestCase, objs map[string]runtime.Object) {
+	t.Helper()
+	cm := find[*corev1.ConfigMap](t, objs, "manifests/05-machines.yaml", "ConfigMap/kube-system/kiln-machines")
+	inv, err := inventory.FromConfigMap(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range inv.Machines {
+		_, rest, _ := strings.Cut(m.Name, "-") // the infra ID is <name>-<suffix>
+		_, rest, _ = strings.Cut(rest, "-")
+		if len(m.Addresses) != 1 || !strings.HasPrefix(rest, m.Role+"-") {
+			t.Errorf("inventory machine %+v: want one address and its role in its name", m)
+			continue
+		}
+		got = append(got, fmt.Sprintf("%s=%d", rest, m.Addresses[0].As4()[3]))
+	}
+	if strings.Join(got, " ") != tc.machines {
+		t.Errorf("inventory = %q, want %q", strings.Join(got, " "), tc.machines)
+	}
+
 }
