@@ -229,6 +229,7 @@ func TestManifests(t *testing.T) {
 			checkInventory(t, tc, perFile)
 			checkObjects(t, tc, objs)
 			checkMachineInventory(t, tc, objs)
+			checkNoConfigMapWriters(t, objs)
 			if tc.addons {
 				checkAddons(t, objs)
 			}
@@ -272,6 +273,8 @@ var wantObjects = map[string][]string{
 		"ServiceAccount/kiln-system/kiln-csr-approver",
 		"ClusterRole//kiln:csr-approver",
 		"ClusterRoleBinding//kiln:csr-approver",
+		"Role/kube-system/kiln:csr-approver",
+		"RoleBinding/kube-system/kiln:csr-approver",
 		"ConfigMap/kiln-system/kiln-csr-approver",
 		"Deployment/kiln-system/kiln-csr-approver",
 	},
@@ -638,8 +641,10 @@ func checkAddons(t *testing.T, objs map[string]runtime.Object) {
 	}
 }
 
-// checkMachineInventory checks the machine inventory: the local platform's
-// address plan; empty on none.
+// checkMachineInventory checks the machine inventory (the local platform's
+// address plan; empty on none) and that the approver reads it, that one
+// ConfigMap only, reads no Node, and denies the API's names and addresses
+// and the cluster's networks.
 func checkMachineInventory(t *testing.T, tc manifestCase, objs map[string]runtime.Object) {
 	t.Helper()
 	cm := find[*corev1.ConfigMap](t, objs, "manifests/05-machines.yaml", "ConfigMap/kube-system/kiln-machines")
@@ -661,4 +666,62 @@ func checkMachineInventory(t *testing.T, tc manifestCase, objs map[string]runtim
 		t.Errorf("inventory = %q, want %q", strings.Join(got, " "), tc.machines)
 	}
 
+	const f = "manifests/12-csr-approver.yaml"
+	role := find[*rbacv1.Role](t, objs, f, "Role/kube-system/kiln:csr-approver")
+	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"configmaps"}) ||
+		!slices.Equal(role.Rules[0].ResourceNames, []string{inventory.Name}) || !slices.Equal(role.Rules[0].Verbs, []string{"get", "list", "watch"}) {
+		t.Errorf("the approver's Role %+v, want read of ConfigMap %s only", role.Rules, inventory.Name)
+	}
+	binding := find[*rbacv1.RoleBinding](t, objs, f, "RoleBinding/kube-system/kiln:csr-approver")
+	if binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 || binding.Subjects[0].Name != "kiln-csr-approver" {
+		t.Errorf("the approver's RoleBinding %+v", binding)
+	}
+	for _, r := range find[*rbacv1.ClusterRole](t, objs, f, "ClusterRole//kiln:csr-approver").Rules {
+		if slices.Contains(r.Resources, "nodes") || slices.Contains(r.Resources, "configmaps") || slices.Contains(r.Resources, "*") {
+			t.Errorf("the approver's ClusterRole grants %v on %v: it must read neither Nodes nor other ConfigMaps", r.Verbs, r.Resources)
+		}
+	}
+	argv := find[*appsv1.Deployment](t, objs, f, "Deployment/kiln-system/kiln-csr-approver").Spec.Template.Spec.Containers[0].Command
+	wantFlags(t, "csr-approver", argv,
+		"--deny-name=api."+tc.clusterName+"."+strings.TrimPrefix(tc.apiInt, "api-int."+tc.clusterName+"."),
+		"--deny-name="+tc.apiInt,
+		"--deny-domain="+ClusterDNSDomain,
+		"--deny-cidr="+tc.serviceCIDR,
+		"--deny-cidr="+tc.clusterCIDR,
+	)
+	vip := flagValue(argv, "--deny-ip")
+	if tc.platform == "local" {
+		if len(inv.Machines) == 0 || !strings.HasSuffix(vip, ".1") ||
+			strings.TrimSuffix(vip, ".1") != strings.Join(strings.Split(inv.Machines[0].Addresses[0].String(), ".")[:3], ".") {
+			t.Errorf("--deny-ip=%q, want the API VIP (.1 of the machine network)", vip)
+		}
+	} else if vip != "" {
+		t.Errorf("--deny-ip=%q on a platform without an API VIP", vip)
+	}
+}
+
+// checkNoConfigMapWriters checks that no role kiln ships lets anyone write
+// ConfigMaps (the machine inventory among them): writes stay with
+// administrators (system:masters).
+func checkNoConfigMapWriters(t *testing.T, objs map[string]runtime.Object) {
+	t.Helper()
+	for k, o := range objs {
+		var rules []rbacv1.PolicyRule
+		switch r := o.(type) {
+		case *rbacv1.ClusterRole:
+			rules = r.Rules
+		case *rbacv1.Role:
+			rules = r.Rules
+		}
+		for _, r := range rules {
+			if !slices.Contains(r.Resources, "configmaps") && !slices.Contains(r.Resources, "*") {
+				continue
+			}
+			for _, v := range r.Verbs {
+				if v != "get" && v != "list" && v != "watch" {
+					t.Errorf("%s grants %s on %v", k, v, r.Resources)
+				}
+			}
+		}
+	}
 }
