@@ -50,6 +50,9 @@ var ErrQuorum = errors.New("etcd quorum")
 // an interrupt goes on where it stopped.
 func (r *Runner) addMaster(ctx context.Context, name string) error {
 	r.Cluster.Shape.Masters = with(r.Cluster.Shape.Masters, name)
+	if err := r.enroll(ctx, name); err != nil {
+		return err
+	}
 	minted, err := r.createMachine(ctx)
 	if err != nil {
 		return err
@@ -187,6 +190,9 @@ func (r *Runner) removeMaster(ctx context.Context, name string) error {
 	}
 	r.Cluster.Shape.Masters = masters
 	if err := r.Machines.ApplyMachines(ctx, r.Cluster); err != nil {
+		return err
+	}
+	if err := r.unenroll(ctx, name); err != nil {
 		return err
 	}
 	return r.record(nil)

@@ -17,6 +17,9 @@ import (
 // config carries is made valid again for the join when it expired.
 func (r *Runner) addWorker(ctx context.Context, name string) error {
 	r.Cluster.Shape.Workers = with(r.Cluster.Shape.Workers, name)
+	if err := r.enroll(ctx, name); err != nil {
+		return err
+	}
 	minted, err := r.createMachine(ctx)
 	if err != nil {
 		return err
@@ -64,6 +67,9 @@ func (r *Runner) removeWorker(ctx context.Context, name string) error {
 	}
 	r.Cluster.Shape.Workers = without(r.Cluster.Shape.Workers, name)
 	if err := r.Machines.ApplyMachines(ctx, r.Cluster); err != nil {
+		return err
+	}
+	if err := r.unenroll(ctx, name); err != nil {
 		return err
 	}
 	return r.record(nil)
