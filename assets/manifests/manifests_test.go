@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -229,6 +231,7 @@ func TestManifests(t *testing.T) {
 			checkInventory(t, tc, perFile)
 			checkObjects(t, tc, objs)
 			checkMachineInventory(t, tc, objs)
+			checkKubeletServingCA(t, objs, files)
 			checkNoConfigMapWriters(t, objs)
 			if tc.addons {
 				checkAddons(t, objs)
@@ -251,10 +254,11 @@ var wantObjects = map[string][]string{
 		"ClusterRole//kiln:netd",
 		"ClusterRoleBinding//kiln:netd",
 	},
-	"manifests/02-bootstrap-token.yaml": {"Secret/kube-system/bootstrap-token-*"},
-	"manifests/03-cluster-config.yaml":  {"ConfigMap/kube-system/cluster-config"},
-	"manifests/04-kubeadmin.yaml":       {"Secret/kube-system/kubeadmin"},
-	"manifests/05-machines.yaml":        {"ConfigMap/kube-system/kiln-machines"},
+	"manifests/02-bootstrap-token.yaml":    {"Secret/kube-system/bootstrap-token-*"},
+	"manifests/03-cluster-config.yaml":     {"ConfigMap/kube-system/cluster-config"},
+	"manifests/04-kubeadmin.yaml":          {"Secret/kube-system/kubeadmin"},
+	"manifests/05-machines.yaml":           {"ConfigMap/kube-system/kiln-machines"},
+	"manifests/06-kubelet-serving-ca.yaml": {"ConfigMap/kube-system/kiln-kubelet-serving-ca"},
 	"manifests/10-kube-proxy.yaml": {
 		"ServiceAccount/kube-system/kube-proxy",
 		"ClusterRoleBinding//kiln:kube-proxy",
@@ -465,7 +469,7 @@ func checkStaticPods(t *testing.T, tc manifestCase, role string, objs map[string
 		"--secure-port=6443",
 		"--etcd-servers=https://127.0.0.1:2379",
 		"--authorization-mode=Node,RBAC",
-		"--kubelet-certificate-authority=/etc/kubernetes/pki/ca.crt",
+		"--kubelet-certificate-authority=/etc/kubernetes/pki/kubelet-serving-ca.crt",
 	)
 	if cn := flagValue(api.Command, "--requestheader-allowed-names"); cn == "" {
 		t.Errorf("%s/kube-apiserver: no front-proxy client CN in --requestheader-allowed-names", role)
@@ -480,7 +484,11 @@ func checkStaticPods(t *testing.T, tc manifestCase, role string, objs map[string
 		"--node-cidr-mask-size="+tc.hostPrefix,
 		"--service-cluster-ip-range="+tc.serviceCIDR,
 		"--allocate-node-cidrs=true",
-		"--cluster-signing-cert-file=/etc/kubernetes/pki/ca.crt", // signs kubelet serving certificates
+		"--cluster-signing-kubelet-serving-cert-file=/etc/kubernetes/pki/kubelet-serving-ca.crt",
+		"--cluster-signing-kubelet-serving-key-file=/etc/kubernetes/pki/kubelet-serving-ca.key",
+		"--cluster-signing-kubelet-client-cert-file=/etc/kubernetes/pki/ca.crt",
+		"--cluster-signing-kube-apiserver-client-cert-file=/etc/kubernetes/pki/ca.crt",
+		"--root-ca-file=/etc/kubernetes/pki/ca.crt",
 	)
 
 	etcd := pods["etcd"].Spec.Containers[0].Command
@@ -618,9 +626,23 @@ func checkAddons(t *testing.T, objs map[string]runtime.Object) {
 		t.Errorf("metrics-server image %s pull %s", c.Image, c.ImagePullPolicy)
 	}
 	wantFlags(t, "metrics-server", c.Command,
-		"--kubelet-certificate-authority=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+		"--kubelet-certificate-authority=/etc/kiln/kubelet-serving-ca/"+KubeletServingCAKey,
 		"--kubelet-preferred-address-types=InternalIP",
 	)
+	var caVolume string
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == "/etc/kiln/kubelet-serving-ca" {
+			caVolume = m.Name
+		}
+	}
+	for _, v := range msDep.Spec.Template.Spec.Volumes {
+		if v.Name == caVolume && (v.ConfigMap == nil || v.ConfigMap.Name != KubeletServingCAConfigMap) {
+			t.Errorf("metrics-server's kubelet CA comes from %+v, want ConfigMap %s", v.VolumeSource, KubeletServingCAConfigMap)
+		}
+	}
+	if caVolume == "" {
+		t.Errorf("metrics-server mounts no kubelet serving CA")
+	}
 	for _, arg := range append(c.Command, c.Args...) {
 		if strings.HasPrefix(arg, "--kubelet-insecure-tls") {
 			t.Errorf("metrics-server runs with %s", arg)
@@ -723,5 +745,30 @@ func checkNoConfigMapWriters(t *testing.T, objs map[string]runtime.Object) {
 				}
 			}
 		}
+	}
+}
+
+// checkKubeletServingCA checks the published kubelet serving CA: its
+// certificate alone, a CA, not the root CA.
+func checkKubeletServingCA(t *testing.T, objs map[string]runtime.Object, files map[string][]byte) {
+	t.Helper()
+	const f = "manifests/06-kubelet-serving-ca.yaml"
+	if strings.Contains(string(files[f]), "PRIVATE KEY") {
+		t.Fatalf("%s holds a private key", f)
+	}
+	cm := find[*corev1.ConfigMap](t, objs, f, "ConfigMap/kube-system/"+KubeletServingCAConfigMap)
+	if len(cm.Data) != 1 {
+		t.Errorf("%s holds %d keys, want only %s", f, len(cm.Data), KubeletServingCAKey)
+	}
+	block, _ := pem.Decode([]byte(cm.Data[KubeletServingCAKey]))
+	if block == nil {
+		t.Fatalf("%s: %s is not PEM", f, KubeletServingCAKey)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cert.IsCA || cert.Subject.CommonName != "kiln-kubelet-serving-ca" {
+		t.Errorf("%s: certificate %s (CA %v), want the kubelet serving CA", f, cert.Subject, cert.IsCA)
 	}
 }

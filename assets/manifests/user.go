@@ -93,9 +93,9 @@ func isManifestName(base string) bool {
 }
 
 // ownObjectPaths are the files of manifests/ that Objects write: one per
-// template of data/manifests/cluster, the bootstrap token Secret and the
-// machine inventory.
+// template of data/manifests/cluster, the bootstrap token Secret, the
+// machine inventory and the kubelet serving CA bundle.
 func ownObjectPaths() []string {
 	templates, _ := fs.Glob(manifestfs.FS, "cluster/*") // the pattern is valid
-	return append(targetPaths(ManifestsDir, templates), bootstrapTokenPath, machinesPath)
+	return append(targetPaths(ManifestsDir, templates), bootstrapTokenPath, machinesPath, kubeletServingCAPath)
 }
