@@ -40,16 +40,8 @@ func TestKubeletServingCAStaysWithKubeletClients(t *testing.T) {
 		"bootstrap": boot, "master": served(t, boot, "master"), "worker": served(t, boot, "worker"),
 		"master pointer": parse(t, read("master.ign")), "worker pointer": parse(t, read("worker.ign")),
 	}
-	store, err := graph.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ca, root := &tls.KubeletServingCA{}, &tls.RootCA{}
-	for _, a := range []graph.Asset{ca, root} {
-		if found, err := store.FromState(a); err != nil || !found {
-			t.Fatalf("%s not in the state: %v", a.ID(), err)
-		}
-	}
+	fromState(t, dir, ca, root)
 	caPEM := ca.Cert
 	caB64 := []byte(base64.StdEncoding.EncodeToString(caPEM))
 	keyB64 := []byte(base64.StdEncoding.EncodeToString(ca.Key))
@@ -160,16 +152,8 @@ func TestOldStateGetsAKubeletServingCA(t *testing.T) {
 	}
 
 	persist(t, dir, targets.IgnitionConfigs())
-	store, err := graph.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ca, root := &tls.KubeletServingCA{}, &tls.RootCA{}
-	for _, a := range []graph.Asset{ca, root} {
-		if found, err := store.FromState(a); err != nil || !found {
-			t.Fatalf("%s not in the state after the resume: %v", a.ID(), err)
-		}
-	}
+	fromState(t, dir, ca, root)
 	var rootAfter tls.RootCA
 	if err := json.Unmarshal(rootBefore, &rootAfter); err != nil {
 		t.Fatal(err)
@@ -183,5 +167,19 @@ func TestOldStateGetsAKubeletServingCA(t *testing.T) {
 	}
 	if got := fileOf(t, parse(t, raw), "/etc/kubernetes/pki/kubelet-serving-ca.crt"); !bytes.Equal(got, ca.Cert) {
 		t.Error("the resumed bootstrap config does not carry the new kubelet serving CA")
+	}
+}
+
+// fromState reads assets from dir's state file; each must be there.
+func fromState(t *testing.T, dir string, assets ...graph.Asset) {
+	t.Helper()
+	store, err := graph.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range assets {
+		if found, err := store.FromState(a); err != nil || !found {
+			t.Fatalf("%s not in the state: %v", a.ID(), err)
+		}
 	}
 }

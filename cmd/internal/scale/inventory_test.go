@@ -55,34 +55,20 @@ func journalInventory(t *testing.T, j *journal, kube *fake.Clientset) {
 // with the address the platform's plan gives it; and that a cluster
 // without an inventory (installed before kiln kept one) gets one.
 func TestRunInventory(t *testing.T) {
-	for _, tt := range []struct {
-		name     string
-		existing bool // the cluster has an inventory already
-		want     []string
-	}{{
-		name: "existing inventory", existing: true,
-		want: []string{
-			"inventory master-0=10.0.0.11 worker-0=10.0.0.20 worker-1=10.0.0.21",
-			"machines master-0,worker-0,worker-1",
-			"drain worker-0",
-			"machines master-0,worker-1",
-			"inventory master-0=10.0.0.11 worker-1=10.0.0.21",
-		},
-	}, {
-		name: "no inventory yet",
-		want: []string{
-			"inventory master-0=10.0.0.11 worker-0=10.0.0.20 worker-1=10.0.0.21",
-			"machines master-0,worker-0,worker-1",
-			"drain worker-0",
-			"machines master-0,worker-1",
-			"inventory master-0=10.0.0.11 worker-1=10.0.0.21",
-		},
-	}} {
-		t.Run(tt.name, func(t *testing.T) {
+	// Created or updated, the inventory goes through the same states.
+	want := []string{
+		"inventory master-0=10.0.0.11 worker-0=10.0.0.20 worker-1=10.0.0.21",
+		"machines master-0,worker-0,worker-1",
+		"drain worker-0",
+		"machines master-0,worker-1",
+		"inventory master-0=10.0.0.11 worker-1=10.0.0.21",
+	}
+	for _, existing := range []bool{true, false} {
+		t.Run(fmt.Sprintf("existing inventory %v", existing), func(t *testing.T) {
 			r, j, _ := newTestRunner(t, 1, 1)
 			r.Cluster.Config = localConfig()
 			kube := r.Kube.(*fake.Clientset)
-			if tt.existing {
+			if existing {
 				inv := &inventory.Inventory{}
 				for _, n := range r.Cluster.Shape.All() {
 					m, _, err := r.inventoryMachine(n)
@@ -107,8 +93,8 @@ func TestRunInventory(t *testing.T) {
 			if err := r.Run(context.Background(), p); err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(j.calls, tt.want) {
-				t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(j.calls, "\n"), strings.Join(tt.want, "\n"))
+			if !reflect.DeepEqual(j.calls, want) {
+				t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(j.calls, "\n"), strings.Join(want, "\n"))
 			}
 		})
 	}
@@ -140,22 +126,11 @@ func TestInventoryMasterReplace(t *testing.T) {
 	if len(j.calls) < len(want) || !reflect.DeepEqual(j.calls[:len(want)], want) {
 		t.Errorf("calls:\n%s\nwant them to start with:\n%s", strings.Join(j.calls, "\n"), strings.Join(want, "\n"))
 	}
-	writes := 0
-	for _, a := range r.Kube.(*fake.Clientset).Actions() {
-		if a.GetResource().Resource == "configmaps" && (a.GetVerb() == "create" || a.GetVerb() == "update") {
-			writes++
-		}
-	}
+	writes := inventoryWrites(r.Kube.(*fake.Clientset))
 	if err := r.enroll(context.Background(), infra+"-master-1"); err != nil {
 		t.Fatal(err)
 	}
-	after := 0
-	for _, a := range r.Kube.(*fake.Clientset).Actions() {
-		if a.GetResource().Resource == "configmaps" && (a.GetVerb() == "create" || a.GetVerb() == "update") {
-			after++
-		}
-	}
-	if writes != 1 || after != writes {
+	if after := inventoryWrites(r.Kube.(*fake.Clientset)); writes != 1 || after != writes {
 		t.Errorf("inventory writes: %d in the run, %d after enrolling master-1 again; want 1 and no more", writes, after)
 	}
 }
@@ -174,4 +149,15 @@ func TestEnrollRefusesABrokenInventory(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "machines[0].role") || !strings.Contains(err.Error(), "kubectl -n kube-system edit configmap kiln-machines") {
 		t.Errorf("enroll into a broken inventory: %v", err)
 	}
+}
+
+// inventoryWrites counts the ConfigMap creates and updates kube saw.
+func inventoryWrites(kube *fake.Clientset) int {
+	n := 0
+	for _, a := range kube.Actions() {
+		if a.GetResource().Resource == "configmaps" && (a.GetVerb() == "create" || a.GetVerb() == "update") {
+			n++
+		}
+	}
+	return n
 }
