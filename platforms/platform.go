@@ -1,6 +1,8 @@
 package platforms
 
 import (
+	"net/netip"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
@@ -19,4 +21,16 @@ type Platform interface {
 	// Validate checks the platform section and the machine pools' platform
 	// sections; fldPath is the path of the platform section ("platform.local").
 	Validate(c *types.Config, fldPath *field.Path) field.ErrorList
+}
+
+// MachineAddresser is an optional ability of a Platform whose machines get
+// addresses that follow from the install-config alone, known before any
+// machine exists. kiln publishes them in the machine inventory (ConfigMap
+// kube-system/kiln-machines), the only names and addresses a kubelet
+// serving certificate is approved for; on a platform without it the
+// inventory starts empty and the administrator fills it in.
+type MachineAddresser interface {
+	// MachineAddresses returns the addresses of c's master or worker
+	// called name (a MachineName of infraID).
+	MachineAddresses(c *types.Config, infraID, name string) ([]netip.Addr, error)
 }

@@ -40,9 +40,9 @@ func flagOf(t *testing.T, manifest []byte, name string) string {
 }
 
 // Kubelets that join rotate their client certificate and get their serving
-// certificate from the cluster CA; the API servers verify it with the CA
-// that kube-controller-manager signs kubelet serving certificates with; the
-// approver may approve kubelet serving CSRs only.
+// certificate from the kubelet serving CA, not the root CA; the API servers
+// verify it with the CA that kube-controller-manager signs kubelet serving
+// certificates with; the approver may approve kubelet serving CSRs only.
 func TestKubeletCertificateRotation(t *testing.T) {
 	boot := generatedBootstrap(t)
 	master, worker := served(t, boot, "master"), served(t, boot, "worker")
@@ -71,13 +71,13 @@ func TestKubeletCertificateRotation(t *testing.T) {
 	} {
 		c := map[string]types.Config{"bootstrap": boot, "master": master}[name]
 		ca := flagOf(t, fileOf(t, c, paths[0]), "kubelet-certificate-authority")
-		signer := flagOf(t, fileOf(t, c, paths[1]), "cluster-signing-cert-file")
+		signer := flagOf(t, fileOf(t, c, paths[1]), "cluster-signing-kubelet-serving-cert-file")
 		if ca == "" || ca != signer {
-			t.Errorf("%s: kube-apiserver --kubelet-certificate-authority=%q, kube-controller-manager signs with %q", name, ca, signer)
+			t.Errorf("%s: kube-apiserver --kubelet-certificate-authority=%q, kube-controller-manager signs kubelet serving certificates with %q", name, ca, signer)
 			continue
 		}
-		if !bytes.Equal(fileOf(t, c, ca), fileOf(t, c, "/etc/kubernetes/pki/client-ca.crt")) {
-			t.Errorf("%s: %s is not the root CA", name, ca)
+		if bytes.Equal(fileOf(t, c, ca), fileOf(t, c, "/etc/kubernetes/pki/client-ca.crt")) {
+			t.Errorf("%s: %s is the root CA: a kubelet serving certificate would pass for the API server's", name, ca)
 		}
 	}
 

@@ -3,10 +3,11 @@ package ignitionconfigs
 import "github.com/kiln-project/kiln/ignition/nodelayout"
 
 // Which of --dir's TLS files each role gets, and where. Keys (0600) go only
-// where they are used: the root CA key to the bootstrap machine and masters
-// (kube-controller-manager signs kubelet certificates with it), the etcd CA
-// key only to the bootstrap machine (it issues every etcd member's
-// certificates), the front-proxy CA key nowhere.
+// where they are used: the root CA key and the kubelet serving CA key to the
+// bootstrap machine and masters (kube-controller-manager signs kubelet client
+// certificates with the first, kubelet serving certificates with the
+// second), the etcd CA key only to the bootstrap machine (it issues every
+// etcd member's certificates), the front-proxy CA key nowhere.
 
 func cert(name, dest string) placement { return placement{"tls/" + name + ".crt", dest, 0o644} }
 func key(name, dest string) placement  { return placement{"tls/" + name + ".key", dest, 0o600} }
@@ -18,6 +19,8 @@ func controlPlanePKI() []placement {
 		cert("root-ca", nodelayout.PKIDir+"/ca.crt"),
 		key("root-ca", nodelayout.PKIDir+"/ca.key"),
 		cert("root-ca", nodelayout.PKIDir+"/client-ca.crt"),
+		cert("kubelet-serving-ca", nodelayout.PKIDir+"/kubelet-serving-ca.crt"),
+		key("kubelet-serving-ca", nodelayout.PKIDir+"/kubelet-serving-ca.key"),
 		cert("apiserver", nodelayout.PKIDir+"/apiserver.crt"),
 		key("apiserver", nodelayout.PKIDir+"/apiserver.key"),
 		cert("apiserver-etcd-client", nodelayout.PKIDir+"/apiserver-etcd-client.crt"),

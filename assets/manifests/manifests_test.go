@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path"
@@ -28,6 +31,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kiln-project/kiln/assets/bootstraptoken"
+	"github.com/kiln-project/kiln/assets/manifests/inventory"
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
@@ -74,6 +78,9 @@ type manifestCase struct {
 	hostPrefix, masters, coreDNSReps string
 	// addons: the storage and metrics add-ons are rendered.
 	addons bool
+	// machines is the inventory: "<name after the infra ID>=<last octet>",
+	// in order; the machine network itself depends on the host.
+	machines string
 }
 
 var manifestCases = []manifestCase{{
@@ -81,11 +88,13 @@ var manifestCases = []manifestCase{{
 	clusterName: "demo", apiInt: "api-int.demo.example.test", platform: "local",
 	clusterCIDR: "10.244.0.0/16", serviceCIDR: "10.96.0.0/16", dnsIP: "10.96.0.10",
 	hostPrefix: "24", masters: "3", coreDNSReps: "2", addons: true,
+	machines: "master-0=11 master-1=12 master-2=13 worker-0=20",
 }, {
 	name: "local without add-ons", config: strings.Replace(localConfig, "local: {}", "local: {addons: {storage: false, metrics: false}}", 1),
 	clusterName: "demo", apiInt: "api-int.demo.example.test", platform: "local",
 	clusterCIDR: "10.244.0.0/16", serviceCIDR: "10.96.0.0/16", dnsIP: "10.96.0.10",
 	hostPrefix: "24", masters: "3", coreDNSReps: "2",
+	machines: "master-0=11 master-1=12 master-2=13 worker-0=20",
 }, {
 	name: "none", config: noneConfig,
 	clusterName: "upi", apiInt: "api-int.upi.example.org", platform: "none",
@@ -221,6 +230,9 @@ func TestManifests(t *testing.T) {
 			}
 			checkInventory(t, tc, perFile)
 			checkObjects(t, tc, objs)
+			checkMachineInventory(t, tc, objs)
+			checkKubeletServingCA(t, objs, files)
+			checkNoConfigMapWriters(t, objs)
 			if tc.addons {
 				checkAddons(t, objs)
 			}
@@ -242,8 +254,10 @@ var wantObjects = map[string][]string{
 		"ClusterRole//kiln:netd",
 		"ClusterRoleBinding//kiln:netd",
 	},
-	"manifests/02-bootstrap-token.yaml": {"Secret/kube-system/bootstrap-token-*"},
-	"manifests/03-cluster-config.yaml":  {"ConfigMap/kube-system/cluster-config"},
+	"manifests/02-bootstrap-token.yaml":    {"Secret/kube-system/bootstrap-token-*"},
+	"manifests/03-cluster-config.yaml":     {"ConfigMap/kube-system/cluster-config"},
+	"manifests/05-machines.yaml":           {"ConfigMap/kube-system/kiln-machines"},
+	"manifests/06-kubelet-serving-ca.yaml": {"ConfigMap/kube-system/kiln-kubelet-serving-ca"},
 	"manifests/10-kube-proxy.yaml": {
 		"ServiceAccount/kube-system/kube-proxy",
 		"ClusterRoleBinding//kiln:kube-proxy",
@@ -262,6 +276,8 @@ var wantObjects = map[string][]string{
 		"ServiceAccount/kiln-system/kiln-csr-approver",
 		"ClusterRole//kiln:csr-approver",
 		"ClusterRoleBinding//kiln:csr-approver",
+		"Role/kube-system/kiln:csr-approver",
+		"RoleBinding/kube-system/kiln:csr-approver",
 		"ConfigMap/kiln-system/kiln-csr-approver",
 		"Deployment/kiln-system/kiln-csr-approver",
 	},
@@ -455,7 +471,7 @@ func checkStaticPods(t *testing.T, tc manifestCase, role string, objs map[string
 		"--secure-port=6443",
 		"--etcd-servers=https://127.0.0.1:2379",
 		"--authorization-mode=Node,RBAC",
-		"--kubelet-certificate-authority=/etc/kubernetes/pki/ca.crt",
+		"--kubelet-certificate-authority=/etc/kubernetes/pki/kubelet-serving-ca.crt",
 	)
 	if cn := flagValue(api.Command, "--requestheader-allowed-names"); cn == "" {
 		t.Errorf("%s/kube-apiserver: no front-proxy client CN in --requestheader-allowed-names", role)
@@ -470,7 +486,11 @@ func checkStaticPods(t *testing.T, tc manifestCase, role string, objs map[string
 		"--node-cidr-mask-size="+tc.hostPrefix,
 		"--service-cluster-ip-range="+tc.serviceCIDR,
 		"--allocate-node-cidrs=true",
-		"--cluster-signing-cert-file=/etc/kubernetes/pki/ca.crt", // signs kubelet serving certificates
+		"--cluster-signing-kubelet-serving-cert-file=/etc/kubernetes/pki/kubelet-serving-ca.crt",
+		"--cluster-signing-kubelet-serving-key-file=/etc/kubernetes/pki/kubelet-serving-ca.key",
+		"--cluster-signing-kubelet-client-cert-file=/etc/kubernetes/pki/ca.crt",
+		"--cluster-signing-kube-apiserver-client-cert-file=/etc/kubernetes/pki/ca.crt",
+		"--root-ca-file=/etc/kubernetes/pki/ca.crt",
 	)
 
 	etcd := pods["etcd"].Spec.Containers[0].Command
@@ -608,9 +628,23 @@ func checkAddons(t *testing.T, objs map[string]runtime.Object) {
 		t.Errorf("metrics-server image %s pull %s", c.Image, c.ImagePullPolicy)
 	}
 	wantFlags(t, "metrics-server", c.Command,
-		"--kubelet-certificate-authority=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+		"--kubelet-certificate-authority=/etc/kiln/kubelet-serving-ca/"+KubeletServingCAKey,
 		"--kubelet-preferred-address-types=InternalIP",
 	)
+	var caVolume string
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == "/etc/kiln/kubelet-serving-ca" {
+			caVolume = m.Name
+		}
+	}
+	for _, v := range msDep.Spec.Template.Spec.Volumes {
+		if v.Name == caVolume && (v.ConfigMap == nil || v.ConfigMap.Name != KubeletServingCAConfigMap) {
+			t.Errorf("metrics-server's kubelet CA comes from %+v, want ConfigMap %s", v.VolumeSource, KubeletServingCAConfigMap)
+		}
+	}
+	if caVolume == "" {
+		t.Errorf("metrics-server mounts no kubelet serving CA")
+	}
 	for _, arg := range append(c.Command, c.Args...) {
 		if strings.HasPrefix(arg, "--kubelet-insecure-tls") {
 			t.Errorf("metrics-server runs with %s", arg)
@@ -628,5 +662,115 @@ func checkAddons(t *testing.T, objs map[string]runtime.Object) {
 	group, _, _ := unstructured.NestedString(api.Object, "spec", "group")
 	if name != svc.Name || ns != svc.Namespace || group != "metrics.k8s.io" || api.GetAPIVersion() != "apiregistration.k8s.io/v1" {
 		t.Errorf("APIService points at %s/%s for group %q (%s)", ns, name, group, api.GetAPIVersion())
+	}
+}
+
+// checkMachineInventory checks the machine inventory (the local platform's
+// address plan; empty on none) and that the approver reads it, that one
+// ConfigMap only, reads no Node, and denies the API's names and addresses
+// and the cluster's networks.
+func checkMachineInventory(t *testing.T, tc manifestCase, objs map[string]runtime.Object) {
+	t.Helper()
+	cm := find[*corev1.ConfigMap](t, objs, "manifests/05-machines.yaml", "ConfigMap/kube-system/kiln-machines")
+	inv, err := inventory.FromConfigMap(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range inv.Machines {
+		_, rest, _ := strings.Cut(m.Name, "-") // the infra ID is <name>-<suffix>
+		_, rest, _ = strings.Cut(rest, "-")
+		if len(m.Addresses) != 1 || !strings.HasPrefix(rest, m.Role+"-") {
+			t.Errorf("inventory machine %+v: want one address and its role in its name", m)
+			continue
+		}
+		got = append(got, fmt.Sprintf("%s=%d", rest, m.Addresses[0].As4()[3]))
+	}
+	if strings.Join(got, " ") != tc.machines {
+		t.Errorf("inventory = %q, want %q", strings.Join(got, " "), tc.machines)
+	}
+
+	const f = "manifests/12-csr-approver.yaml"
+	role := find[*rbacv1.Role](t, objs, f, "Role/kube-system/kiln:csr-approver")
+	if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"configmaps"}) ||
+		!slices.Equal(role.Rules[0].ResourceNames, []string{inventory.Name}) || !slices.Equal(role.Rules[0].Verbs, []string{"get", "list", "watch"}) {
+		t.Errorf("the approver's Role %+v, want read of ConfigMap %s only", role.Rules, inventory.Name)
+	}
+	binding := find[*rbacv1.RoleBinding](t, objs, f, "RoleBinding/kube-system/kiln:csr-approver")
+	if binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 || binding.Subjects[0].Name != "kiln-csr-approver" {
+		t.Errorf("the approver's RoleBinding %+v", binding)
+	}
+	for _, r := range find[*rbacv1.ClusterRole](t, objs, f, "ClusterRole//kiln:csr-approver").Rules {
+		if slices.Contains(r.Resources, "nodes") || slices.Contains(r.Resources, "configmaps") || slices.Contains(r.Resources, "*") {
+			t.Errorf("the approver's ClusterRole grants %v on %v: it must read neither Nodes nor other ConfigMaps", r.Verbs, r.Resources)
+		}
+	}
+	argv := find[*appsv1.Deployment](t, objs, f, "Deployment/kiln-system/kiln-csr-approver").Spec.Template.Spec.Containers[0].Command
+	wantFlags(t, "csr-approver", argv,
+		"--deny-name=api."+tc.clusterName+"."+strings.TrimPrefix(tc.apiInt, "api-int."+tc.clusterName+"."),
+		"--deny-name="+tc.apiInt,
+		"--deny-domain="+ClusterDNSDomain,
+		"--deny-cidr="+tc.serviceCIDR,
+		"--deny-cidr="+tc.clusterCIDR,
+	)
+	vip := flagValue(argv, "--deny-ip")
+	if tc.platform == "local" {
+		if len(inv.Machines) == 0 || !strings.HasSuffix(vip, ".1") ||
+			strings.TrimSuffix(vip, ".1") != strings.Join(strings.Split(inv.Machines[0].Addresses[0].String(), ".")[:3], ".") {
+			t.Errorf("--deny-ip=%q, want the API VIP (.1 of the machine network)", vip)
+		}
+	} else if vip != "" {
+		t.Errorf("--deny-ip=%q on a platform without an API VIP", vip)
+	}
+}
+
+// checkNoConfigMapWriters checks that no role kiln ships lets anyone write
+// ConfigMaps (the machine inventory among them): writes stay with
+// administrators (system:masters).
+func checkNoConfigMapWriters(t *testing.T, objs map[string]runtime.Object) {
+	t.Helper()
+	for k, o := range objs {
+		var rules []rbacv1.PolicyRule
+		switch r := o.(type) {
+		case *rbacv1.ClusterRole:
+			rules = r.Rules
+		case *rbacv1.Role:
+			rules = r.Rules
+		}
+		for _, r := range rules {
+			if !slices.Contains(r.Resources, "configmaps") && !slices.Contains(r.Resources, "*") {
+				continue
+			}
+			for _, v := range r.Verbs {
+				if v != "get" && v != "list" && v != "watch" {
+					t.Errorf("%s grants %s on %v", k, v, r.Resources)
+				}
+			}
+		}
+	}
+}
+
+// checkKubeletServingCA checks the published kubelet serving CA: its
+// certificate alone, a CA, not the root CA.
+func checkKubeletServingCA(t *testing.T, objs map[string]runtime.Object, files map[string][]byte) {
+	t.Helper()
+	const f = "manifests/06-kubelet-serving-ca.yaml"
+	if strings.Contains(string(files[f]), "PRIVATE KEY") {
+		t.Fatalf("%s holds a private key", f)
+	}
+	cm := find[*corev1.ConfigMap](t, objs, f, "ConfigMap/kube-system/"+KubeletServingCAConfigMap)
+	if len(cm.Data) != 1 {
+		t.Errorf("%s holds %d keys, want only %s", f, len(cm.Data), KubeletServingCAKey)
+	}
+	block, _ := pem.Decode([]byte(cm.Data[KubeletServingCAKey]))
+	if block == nil {
+		t.Fatalf("%s: %s is not PEM", f, KubeletServingCAKey)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cert.IsCA || cert.Subject.CommonName != "kiln-kubelet-serving-ca" {
+		t.Errorf("%s: certificate %s (CA %v), want the kubelet serving CA", f, cert.Subject, cert.IsCA)
 	}
 }

@@ -101,8 +101,9 @@ func isManifestName(base string) bool {
 }
 
 // ownObjectPaths are the files of manifests/ that Objects write: one per
-// template of data/manifests/cluster, and the bootstrap token Secret.
+// template of data/manifests/cluster, the bootstrap token Secret, the
+// machine inventory and the kubelet serving CA bundle.
 func ownObjectPaths() []string {
 	templates, _ := fs.Glob(manifestfs.FS, "cluster/*") // the pattern is valid
-	return append(targetPaths(ManifestsDir, templates), bootstrapTokenPath)
+	return append(targetPaths(ManifestsDir, templates), bootstrapTokenPath, machinesPath, kubeletServingCAPath)
 }

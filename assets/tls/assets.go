@@ -9,6 +9,7 @@ func Assets() []graph.WritableAsset {
 		&RootCA{},
 		&EtcdCA{},
 		&FrontProxyCA{},
+		&KubeletServingCA{},
 		&APIServer{},
 		&APIServerKubeletClient{},
 		&APIServerEtcdClient{},

@@ -7,7 +7,7 @@ import (
 	"github.com/kiln-project/kiln/graph"
 )
 
-// BenchmarkGenerateAll generates every TLS asset (the Bundle and its 13 key
+// BenchmarkGenerateAll generates every TLS asset (the Bundle and its 14 key
 // pairs) from an empty --dir: through graph.Store, which generates
 // independent assets in parallel, and one asset at a time for comparison.
 // docs/pki.md records the numbers.

@@ -41,6 +41,7 @@ func wantCerts() []certWant {
 		{asset: &RootCA{}, cn: "kiln-root-ca", usage: usageCA, validity: CAValidity},
 		{asset: &EtcdCA{}, cn: "kiln-etcd-ca", usage: usageCA, validity: CAValidity},
 		{asset: &FrontProxyCA{}, cn: "kiln-front-proxy-ca", usage: usageCA, validity: CAValidity},
+		{asset: &KubeletServingCA{}, cn: "kiln-kubelet-serving-ca", usage: usageCA, validity: CAValidity},
 		{asset: &APIServer{}, signer: &RootCA{}, cn: "kube-apiserver", usage: usageServer, validity: LeafValidity,
 			dns: []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc",
 				"kubernetes.default.svc.cluster", "kubernetes.default.svc.cluster.local", "api.demo.example.test", "api-int.demo.example.test", "localhost"},

@@ -12,8 +12,10 @@ var _ graph.WritableAsset = (*RootCA)(nil)
 // RootCA is the cluster's Kubernetes CA. It signs the kube-apiserver and
 // machine-config-server serving certificates and the control plane's client
 // certificates; kube-apiserver trusts it for client certificates and
-// kube-controller-manager signs kubelet certificates with it. Ignition pointer
-// configs trust it for the machine-config server.
+// kube-controller-manager signs kubelet client certificates with it (kubelet
+// serving certificates have KubeletServingCA). Kubeconfigs, service account
+// ca.crt and Ignition pointer configs trust it for the API and the
+// machine-config server.
 type RootCA struct{ CertKey }
 
 // ID implements graph.Asset.

@@ -148,19 +148,28 @@ func newNodeNetdCmd(o *rootOptions) *cobra.Command {
 
 func newNodeCSRApproverCmd(o *rootOptions) *cobra.Command {
 	var kubeconfig string
+	var names, domains, ips, cidrs []string
 	cmd := &cobra.Command{
 		Use:   "csr-approver",
-		Short: "Approve kubelet serving certificate requests for the node's own name and addresses",
+		Short: "Approve kubelet serving certificate requests for the names and addresses of kiln's machine inventory",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			deny, err := csrapprover.NewDenyList(names, domains, ips, cidrs)
+			if err != nil {
+				return graph.WithKind(graph.KindInput, err)
+			}
 			client, err := nodeClient(kubeconfig)
 			if err != nil {
 				return err
 			}
-			return csrapprover.Run(cmd.Context(), client, o.log)
+			return csrapprover.Run(cmd.Context(), client, deny, o.log)
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the approver's ServiceAccount (in-cluster config when empty)")
+	cmd.Flags().StringArrayVar(&names, "deny-name", nil, "DNS name never approved, whatever the inventory says (repeatable)")
+	cmd.Flags().StringArrayVar(&domains, "deny-domain", nil, "DNS domain never approved, with every name under it (repeatable)")
+	cmd.Flags().StringArrayVar(&ips, "deny-ip", nil, "IP address never approved (repeatable)")
+	cmd.Flags().StringArrayVar(&cidrs, "deny-cidr", nil, "CIDR block whose addresses are never approved (repeatable)")
 	return cmd
 }
 

@@ -185,6 +185,9 @@ func (r *Runner) removeMaster(ctx context.Context, name string) error {
 	if err := r.Machines.ApplyMachines(ctx, r.Cluster); err != nil {
 		return err
 	}
+	if err := r.unenroll(ctx, name); err != nil {
+		return err
+	}
 	return r.record(nil)
 }
 

@@ -23,13 +23,16 @@ func (r *Runner) addWorker(ctx context.Context, name string) error {
 }
 
 // join records the shape (the new machine in it) and the machine's join
-// token, creates the machine from its role's full config with that token,
-// and waits for its Node to register; then the token is deleted, as it is
-// when any of this fails.
+// token, enrolls the machine in the inventory, creates it from its role's
+// full config with that token, and waits for its Node to register; then the
+// token is deleted, as it is when any of this fails.
 func (r *Runner) join(ctx context.Context, name, role string) error {
 	err := func() error {
 		full, err := r.startJoin(ctx, name, role)
 		if err != nil {
+			return err
+		}
+		if err := r.enroll(ctx, name); err != nil {
 			return err
 		}
 		r.Cluster.Full = map[string][]byte{role: full}
@@ -76,6 +79,9 @@ func (r *Runner) removeWorker(ctx context.Context, name string) error {
 	}
 	r.Cluster.Shape.Workers = without(r.Cluster.Shape.Workers, name)
 	if err := r.Machines.ApplyMachines(ctx, r.Cluster); err != nil {
+		return err
+	}
+	if err := r.unenroll(ctx, name); err != nil {
 		return err
 	}
 	return r.record(nil)

@@ -10,15 +10,8 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/local"
 	"github.com/kiln-project/kiln/platforms/local/servicelb"
-)
-
-// Address plan inside machineNetwork[0]: the API VIP is the host's address
-// on the bridge (defaulted to the first address), then fixed offsets.
-const (
-	bootstrapOffset = 10
-	masterOffset    = 11
-	workerOffset    = 20
 )
 
 // Plan is the local platform's layout of one cluster.
@@ -50,19 +43,17 @@ func BridgeName(infraID string) string {
 	return "kiln-" + suffix
 }
 
-// NewPlan lays out the machines of shape on c's machine network. A
-// machine's address follows from its name's index (master i at offset
-// 11+i, worker i at 20+i), so it keeps its address whatever else is added
-// or removed.
+// NewPlan lays out the machines of shape on c's machine network, with the
+// addresses of local.MachineAddress: a machine keeps its address whatever
+// else is added or removed.
 func NewPlan(c *types.Config, infraID string, shape platforms.Shape) (*Plan, error) {
-	if c.Platform.Local == nil || c.Networking == nil || len(c.Networking.MachineNetwork) == 0 {
-		return nil, errors.New("install-config has no local platform section or machine network after defaulting")
+	if c.Platform.Local == nil {
+		return nil, errors.New("install-config has no local platform section after defaulting")
 	}
-	cidr, err := netip.ParsePrefix(c.Networking.MachineNetwork[0].CIDR)
+	cidr, err := local.MachineNetwork(c)
 	if err != nil {
 		return nil, err
 	}
-	cidr = cidr.Masked()
 	p := &Plan{Bridge: c.Platform.Local.BridgeName, CIDR: cidr}
 	if p.Bridge == "" {
 		p.Bridge = BridgeName(infraID)
@@ -70,36 +61,21 @@ func NewPlan(c *types.Config, infraID string, shape platforms.Shape) (*Plan, err
 	if p.VIP, err = netip.ParseAddr(c.APIVIP()); err != nil {
 		return nil, fmt.Errorf("platform.local.apiVIP: %w", err)
 	}
-	at := func(off int) (netip.Addr, error) {
-		a := cidr.Addr()
-		for i := 0; i < off; i++ {
-			a = a.Next()
-		}
-		if !cidr.Contains(a) || !cidr.Contains(a.Next()) {
-			return netip.Addr{}, fmt.Errorf("machine network %s has no room for address offset %d", cidr, off)
-		}
-		return a, nil
-	}
-	if p.Bootstrap, err = at(bootstrapOffset); err != nil {
+	if p.Bootstrap, err = local.BootstrapAddress(c); err != nil {
 		return nil, err
 	}
 	for _, role := range []struct {
-		name   string
-		names  []string
-		offset int
-		addrs  *[]netip.Addr
-	}{{platforms.RoleMaster, shape.Masters, masterOffset, &p.Masters}, {platforms.RoleWorker, shape.Workers, workerOffset, &p.Workers}} {
+		name  string
+		names []string
+		addrs *[]netip.Addr
+	}{{platforms.RoleMaster, shape.Masters, &p.Masters}, {platforms.RoleWorker, shape.Workers, &p.Workers}} {
 		for _, n := range role.names {
-			r, i, ok := platforms.MachineIndex(infraID, n)
-			if !ok || r != role.name {
-				return nil, fmt.Errorf("machine name %q is not a %s of %s", n, role.name, infraID)
-			}
-			if role.name == platforms.RoleMaster && masterOffset+i >= workerOffset {
-				return nil, fmt.Errorf("machine %s: at most %d master indexes fit before the workers' addresses", n, workerOffset-masterOffset)
-			}
-			a, err := at(role.offset + i)
+			r, a, err := local.MachineAddress(c, infraID, n)
 			if err != nil {
 				return nil, err
+			}
+			if r != role.name {
+				return nil, fmt.Errorf("machine name %q is not a %s of %s", n, role.name, infraID)
 			}
 			*role.addrs = append(*role.addrs, a)
 		}

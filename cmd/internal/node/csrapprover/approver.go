@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -18,39 +19,50 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kiln-project/kiln/assets/manifests/inventory"
 )
 
 // ApprovalReason is the reason of the Approved condition the agent sets.
 const ApprovalReason = "KilnKubeletServingApprove"
 
-// resync re-evaluates every CSR this often, in case a Node's addresses
-// changed without an event reaching the agent.
+// resync re-evaluates every CSR this often, in case the inventory changed
+// without an event reaching the agent.
 const resync = 10 * time.Minute
 
 // approver holds the agent's state while it runs.
 type approver struct {
-	client kubernetes.Interface
-	csrs   certificatesv1listers.CertificateSigningRequestLister
-	nodes  corev1listers.NodeLister
-	queue  workqueue.TypedRateLimitingInterface[string]
-	log    logrus.FieldLogger
-	said   map[string]string // CSR name -> last reason logged for leaving it pending
+	client   kubernetes.Interface
+	csrs     certificatesv1listers.CertificateSigningRequestLister
+	machines MachineSource
+	deny     DenyList
+	queue    workqueue.TypedRateLimitingInterface[string]
+	log      logrus.FieldLogger
+	said     map[string]string // CSR name -> last reason logged for leaving it pending
 	// done holds the CSRs approved, until the informer shows it: an update
 	// event may still carry the pending copy, which must not be approved twice.
 	done map[types.UID]bool
 }
 
-// Run approves kubelet serving CSRs that pass Decide until ctx ends. It
-// watches CSRs and Nodes (a CSR that arrives before its Node's addresses is
-// re-examined when the Node changes) and processes one CSR at a time.
-func Run(ctx context.Context, client kubernetes.Interface, log logrus.FieldLogger) error {
+// Run approves kubelet serving CSRs that pass Decide, with deny, until ctx
+// ends. It watches CSRs and the machine inventory (ConfigMap
+// kube-system/kiln-machines, the only ConfigMap it may read: a CSR of a
+// machine not in it yet is examined again when it changes) and processes
+// one CSR at a time.
+func Run(ctx context.Context, client kubernetes.Interface, deny DenyList, log logrus.FieldLogger) error {
 	factory := informers.NewSharedInformerFactory(client, resync)
 	csrInf := factory.Certificates().V1().CertificateSigningRequests()
-	nodeInf := factory.Core().V1().Nodes()
+	invFactory := informers.NewSharedInformerFactoryWithOptions(client, resync,
+		informers.WithNamespace(inventory.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", inventory.Name).String()
+		}))
+	cmInf := invFactory.Core().V1().ConfigMaps()
 	a := &approver{
-		client: client,
-		csrs:   csrInf.Lister(),
-		nodes:  nodeInf.Lister(),
+		client:   client,
+		csrs:     csrInf.Lister(),
+		machines: ListerSource{Lister: cmInf.Lister()},
+		deny:     deny,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kiln-csr-approver"}),
 		log:  log,
@@ -74,27 +86,26 @@ func Run(ctx context.Context, client kubernetes.Interface, log logrus.FieldLogge
 	}); err != nil {
 		return fmt.Errorf("watch CSRs: %w", err)
 	}
-	nodeChanged := func(obj any) {
-		if n, ok := obj.(*corev1.Node); ok {
-			a.enqueuePendingOf(n.Name)
-		}
-	}
-	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: nodeChanged, UpdateFunc: func(_, n any) { nodeChanged(n) },
+	inventoryChanged := func(any) { a.enqueuePending() }
+	if _, err := cmInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: inventoryChanged, UpdateFunc: func(_, n any) { inventoryChanged(n) }, DeleteFunc: inventoryChanged,
 	}); err != nil {
-		return fmt.Errorf("watch Nodes: %w", err)
+		return fmt.Errorf("watch the machine inventory: %w", err)
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			if ctx.Err() != nil {
-				return nil
+	for _, f := range []informers.SharedInformerFactory{factory, invFactory} {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("cache of %v did not sync", typ)
 			}
-			return fmt.Errorf("cache of %v did not sync", typ)
 		}
 	}
-	log.Infof("approving %s CSRs of nodes for their own names and addresses", certificatesv1.KubeletServingSignerName)
+	log.Infof("approving %s CSRs for the names and addresses of kiln's machine inventory (ConfigMap %s/%s)",
+		certificatesv1.KubeletServingSignerName, inventory.Namespace, inventory.Name)
 	go func() {
 		<-ctx.Done()
 		a.queue.ShutDown()
@@ -104,18 +115,35 @@ func Run(ctx context.Context, client kubernetes.Interface, log logrus.FieldLogge
 	return nil
 }
 
-// enqueuePendingOf queues the undecided kubelet serving CSRs of node.
-func (a *approver) enqueuePendingOf(node string) {
+// enqueuePending queues every undecided kubelet serving CSR.
+func (a *approver) enqueuePending() {
 	csrs, err := a.csrs.List(labels.Everything())
 	if err != nil {
 		return
 	}
 	for _, csr := range csrs {
-		if csr.Spec.Username == NodeUserPrefix+node && csr.Spec.SignerName == certificatesv1.KubeletServingSignerName &&
-			len(csr.Status.Conditions) == 0 {
+		if csr.Spec.SignerName == certificatesv1.KubeletServingSignerName && len(csr.Status.Conditions) == 0 {
 			a.queue.Add(csr.Name)
 		}
 	}
+}
+
+// ListerSource reads the machine inventory from a ConfigMap lister.
+type ListerSource struct {
+	// Lister lists ConfigMaps; only inventory.Namespace/inventory.Name is read.
+	Lister corev1listers.ConfigMapLister
+}
+
+// Machines implements MachineSource.
+func (s ListerSource) Machines() (*inventory.Inventory, error) {
+	cm, err := s.Lister.ConfigMaps(inventory.Namespace).Get(inventory.Name)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("no ConfigMap %s/%s", inventory.Namespace, inventory.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return inventory.FromConfigMap(cm)
 }
 
 // next processes one queued CSR; false once the queue is shut down.
@@ -144,7 +172,7 @@ func (a *approver) sync(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	verdict, reason := Decide(csr, a.nodes)
+	verdict, reason := Decide(csr, a.machines, a.deny)
 	switch {
 	case verdict == Ignore:
 		delete(a.said, name)
@@ -164,7 +192,7 @@ func (a *approver) sync(ctx context.Context, name string) error {
 		Type:           certificatesv1.CertificateApproved,
 		Status:         corev1.ConditionTrue,
 		Reason:         ApprovalReason,
-		Message:        "kiln: kubelet serving certificate for the node's own name and addresses",
+		Message:        "kiln: kubelet serving certificate for the machine's own name and addresses in kiln's inventory",
 		LastUpdateTime: metav1.Now(),
 	})
 	_, err = a.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, csr, metav1.UpdateOptions{})

@@ -4,15 +4,13 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"net"
+	"net/netip"
 	"slices"
 	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
-	corev1listers "k8s.io/client-go/listers/core/v1"
+
+	"github.com/kiln-project/kiln/assets/manifests/inventory"
 )
 
 // Identity of kubelets in the API (their client certificates' CN and O).
@@ -28,8 +26,8 @@ type Verdict int
 const (
 	// Ignore: not a kubelet serving CSR, or already approved, denied or failed.
 	Ignore Verdict = iota
-	// Approve: a kubelet asks for a serving certificate for its own Node's
-	// name and addresses.
+	// Approve: a kubelet asks for a serving certificate for its own
+	// machine's name and addresses, as kiln assigned them.
 	Approve
 	// Pending: a kubelet serving CSR that breaks a rule; it is left for an
 	// administrator (never denied), and the reason is logged.
@@ -41,6 +39,13 @@ func (v Verdict) String() string {
 	return [...]string{"ignore", "approve", "pending"}[v]
 }
 
+// MachineSource gives Decide kiln's machine inventory.
+type MachineSource interface {
+	// Machines returns the inventory, or why it cannot be read (then
+	// every CSR is left pending).
+	Machines() (*inventory.Inventory, error)
+}
+
 // Decide applies the approval rules to csr. The reason says why a CSR is
 // ignored or left pending (empty for Approve). Rules, all of which must hold:
 //   - the signer is kubernetes.io/kubelet-serving;
@@ -48,11 +53,14 @@ func (v Verdict) String() string {
 //   - the request's subject is exactly CN=system:node:<name>, O=system:nodes;
 //   - usages are digital signature and server auth, plus optionally key
 //     encipherment, and nothing else;
-//   - Node <name> exists, every DNS SAN is one of its Hostname/InternalDNS/
-//     ExternalDNS addresses and every IP SAN one of its InternalIP/ExternalIP
-//     addresses that no other Node reports; there is at least one SAN, and
-//     no e-mail or URI SAN.
-func Decide(csr *certificatesv1.CertificateSigningRequest, nodes corev1listers.NodeLister) (Verdict, string) {
+//   - there is at least one DNS or IP SAN, and no e-mail or URI SAN;
+//   - no SAN is on deny (nor among what DenyList always refuses);
+//   - <name> is a machine of kiln's inventory (machines), every DNS SAN is
+//     its name and every IP SAN one of the addresses kiln assigned to it.
+//
+// What the kubelet reports in its Node's status is not consulted: a node
+// can write its own status.
+func Decide(csr *certificatesv1.CertificateSigningRequest, machines MachineSource, deny DenyList) (Verdict, string) {
 	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
 		return Ignore, "signer " + csr.Spec.SignerName
 	}
@@ -76,18 +84,21 @@ func Decide(csr *certificatesv1.CertificateSigningRequest, nodes corev1listers.N
 	if err := checkUsages(csr.Spec.Usages); err != nil {
 		return Pending, err.Error()
 	}
-	node, err := nodes.Get(name)
-	if apierrors.IsNotFound(err) {
-		return Pending, fmt.Sprintf("no Node %s", name)
+	if err := checkSANKinds(req); err != nil {
+		return Pending, err.Error()
 	}
+	if err := deny.check(req); err != nil {
+		return Pending, err.Error()
+	}
+	inv, err := machines.Machines()
 	if err != nil {
-		return Pending, fmt.Sprintf("Node %s: %v", name, err)
+		return Pending, fmt.Sprintf("machine inventory: %v", err)
 	}
-	others, err := nodes.List(labels.Everything())
-	if err != nil {
-		return Pending, fmt.Sprintf("list Nodes: %v", err)
+	m, ok := inv.Machine(name)
+	if !ok {
+		return Pending, fmt.Sprintf("node %s is not a machine of kiln's inventory (ConfigMap %s/%s)", name, inventory.Namespace, inventory.Name)
 	}
-	if err := checkSANs(req, node, others); err != nil {
+	if err := checkSANs(req, m); err != nil {
 		return Pending, err.Error()
 	}
 	return Approve, ""
@@ -146,44 +157,39 @@ func checkUsages(usages []certificatesv1.KeyUsage) error {
 	return nil
 }
 
-// checkSANs checks the request's names and addresses against node's own.
-func checkSANs(req *x509.CertificateRequest, node *corev1.Node, all []*corev1.Node) error {
+// checkSANKinds requires a DNS or IP SAN and refuses e-mail and URI SANs.
+func checkSANKinds(req *x509.CertificateRequest) error {
 	if len(req.EmailAddresses) > 0 || len(req.URIs) > 0 {
 		return fmt.Errorf("request has e-mail or URI SANs")
 	}
 	if len(req.DNSNames)+len(req.IPAddresses) == 0 {
 		return fmt.Errorf("request has no DNS or IP SAN")
 	}
-	names, ips := addresses(node)
+	return nil
+}
+
+// checkSANs checks the request's names and addresses against what kiln
+// assigned to machine m: its name, its addresses.
+func checkSANs(req *x509.CertificateRequest, m inventory.Machine) error {
 	for _, d := range req.DNSNames {
-		if !slices.Contains(names, d) {
-			return fmt.Errorf("DNS SAN %s is not an address of Node %s (%s)", d, node.Name, strings.Join(names, ", "))
+		if d != m.Name {
+			return fmt.Errorf("DNS SAN %s is not the name of machine %s", d, m.Name)
 		}
 	}
 	for _, ip := range req.IPAddresses {
-		if !slices.ContainsFunc(ips, ip.Equal) {
-			return fmt.Errorf("IP SAN %s is not an address of Node %s", ip, node.Name)
-		}
-		for _, o := range all {
-			if _, oips := addresses(o); o.Name != node.Name && slices.ContainsFunc(oips, ip.Equal) {
-				return fmt.Errorf("IP SAN %s is also an address of Node %s", ip, o.Name)
-			}
+		a, _ := netip.AddrFromSlice(ip)
+		if !slices.Contains(m.Addresses, a.Unmap()) {
+			return fmt.Errorf("IP SAN %s is not an address kiln assigned to machine %s (%s)", ip, m.Name, joinAddrs(m.Addresses))
 		}
 	}
 	return nil
 }
 
-// addresses returns a Node's host names and IP addresses from its status.
-func addresses(n *corev1.Node) (names []string, ips []net.IP) {
-	for _, a := range n.Status.Addresses {
-		switch a.Type {
-		case corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeExternalDNS:
-			names = append(names, a.Address)
-		case corev1.NodeInternalIP, corev1.NodeExternalIP:
-			if ip := net.ParseIP(a.Address); ip != nil {
-				ips = append(ips, ip)
-			}
-		}
+// joinAddrs lists addresses for a message.
+func joinAddrs(as []netip.Addr) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
 	}
-	return names, ips
+	return strings.Join(s, ", ")
 }

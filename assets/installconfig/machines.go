@@ -1,0 +1,33 @@
+package installconfig
+
+import (
+	"net/netip"
+
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/configs"
+)
+
+// MachineNames returns the names of the masters and workers c creates
+// (platforms.DefaultShape): what their nodes register as.
+func MachineNames(c *types.Config, infraID string) (masters, workers []string) {
+	s := platforms.DefaultShape(infraID, c.MasterReplicas(), c.WorkerReplicas())
+	return s.Masters, s.Workers
+}
+
+// MachineAddresses returns the addresses c's platform assigns to the master
+// or worker called name. ok is false when the platform does not assign
+// addresses (platforms.MachineAddresser): the user's machines on the none
+// platform have whatever addresses the user gave them.
+func MachineAddresses(c *types.Config, infraID, name string) (addrs []netip.Addr, ok bool, err error) {
+	p, found := configs.Get(c.PlatformName())
+	if !found {
+		return nil, false, nil
+	}
+	a, ok := p.(platforms.MachineAddresser)
+	if !ok {
+		return nil, false, nil
+	}
+	addrs, err = a.MachineAddresses(c, infraID, name)
+	return addrs, err == nil, err
+}

@@ -1,0 +1,96 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+var _ platforms.MachineAddresser = (*Config)(nil)
+
+// Address plan inside machineNetwork[0]: the API VIP is the host's address
+// on the bridge (defaulted to the first address), then fixed offsets. A
+// machine's address follows from its name's index (master i at offset
+// MasterOffset+i, worker i at WorkerOffset+i), so it keeps its address
+// whatever else is added or removed, and kiln knows it before the machine
+// exists.
+const (
+	BootstrapOffset = 10
+	MasterOffset    = 11
+	WorkerOffset    = 20
+)
+
+// MachineNetwork returns c's machineNetwork[0], masked: the block of the
+// cluster's machines.
+func MachineNetwork(c *types.Config) (netip.Prefix, error) {
+	if c.Networking == nil || len(c.Networking.MachineNetwork) == 0 {
+		return netip.Prefix{}, errors.New("install-config has no machine network after defaulting")
+	}
+	cidr, err := netip.ParsePrefix(c.Networking.MachineNetwork[0].CIDR)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("networking.machineNetwork[0]: %w", err)
+	}
+	return cidr.Masked(), nil
+}
+
+// BootstrapAddress returns the bootstrap machine's address on c's machine
+// network.
+func BootstrapAddress(c *types.Config) (netip.Addr, error) {
+	cidr, err := MachineNetwork(c)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	return addressAt(cidr, BootstrapOffset)
+}
+
+// MachineAddress returns the role (platforms.RoleMaster or RoleWorker) and
+// the address of the machine called name, a platforms.MachineName of
+// infraID. It is a pure function of c's machine network and the name's
+// index; a name of another cluster, a master index that would reach the
+// workers' addresses, or an address outside the machine network is an
+// error.
+func MachineAddress(c *types.Config, infraID, name string) (role string, addr netip.Addr, err error) {
+	role, i, ok := platforms.MachineIndex(infraID, name)
+	if !ok {
+		return "", netip.Addr{}, fmt.Errorf("machine name %q is not a master or worker of %s", name, infraID)
+	}
+	off := WorkerOffset + i
+	if role == platforms.RoleMaster {
+		if MasterOffset+i >= WorkerOffset {
+			return "", netip.Addr{}, fmt.Errorf("machine %s: at most %d master indexes fit before the workers' addresses", name, WorkerOffset-MasterOffset)
+		}
+		off = MasterOffset + i
+	}
+	cidr, err := MachineNetwork(c)
+	if err != nil {
+		return "", netip.Addr{}, err
+	}
+	addr, err = addressAt(cidr, off)
+	return role, addr, err
+}
+
+// MachineAddresses implements platforms.MachineAddresser: the one address
+// of the master or worker called name.
+func (*Config) MachineAddresses(c *types.Config, infraID, name string) ([]netip.Addr, error) {
+	_, a, err := MachineAddress(c, infraID, name)
+	if err != nil {
+		return nil, err
+	}
+	return []netip.Addr{a}, nil
+}
+
+// addressAt returns the address off places after cidr's first; it must
+// not be the block's last (broadcast) address.
+func addressAt(cidr netip.Prefix, off int) (netip.Addr, error) {
+	a := cidr.Addr()
+	for i := 0; i < off; i++ {
+		a = a.Next()
+	}
+	if !cidr.Contains(a) || !cidr.Contains(a.Next()) {
+		return netip.Addr{}, fmt.Errorf("machine network %s has no room for address offset %d", cidr, off)
+	}
+	return a, nil
+}

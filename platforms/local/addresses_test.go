@@ -1,0 +1,62 @@
+package local
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+)
+
+func addressConfig(cidr string) *types.Config {
+	return &types.Config{
+		Networking: &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: cidr}}},
+		Platform:   types.Platform{Local: &types.LocalPlatform{APIVIP: "10.66.0.1"}},
+	}
+}
+
+// TestMachineAddress checks the address plan: it follows the name's index
+// alone, and names of another cluster, master indexes that would reach the
+// workers and addresses past the block are refused.
+func TestMachineAddress(t *testing.T) {
+	tests := []struct {
+		cidr, name string
+		role, addr string
+		err        string // part of the error; "" for none
+	}{
+		{cidr: "10.66.0.0/24", name: "demo-x7k2p-master-0", role: "master", addr: "10.66.0.11"},
+		{cidr: "10.66.0.0/24", name: "demo-x7k2p-master-8", role: "master", addr: "10.66.0.19"},
+		{cidr: "10.66.0.0/24", name: "demo-x7k2p-worker-0", role: "worker", addr: "10.66.0.20"},
+		{cidr: "10.66.0.7/24", name: "demo-x7k2p-worker-12", role: "worker", addr: "10.66.0.32"}, // masked first
+		{cidr: "10.66.0.0/24", name: "demo-x7k2p-master-9", err: "at most 9 master indexes"},
+		{cidr: "10.66.0.0/24", name: "other-abcde-worker-0", err: "not a master or worker of demo-x7k2p"},
+		{cidr: "10.66.0.0/24", name: "demo-x7k2p-bootstrap", err: "not a master or worker"},
+		{cidr: "10.66.0.0/27", name: "demo-x7k2p-worker-11", err: "no room for address offset 31"},
+		{cidr: "garbage", name: "demo-x7k2p-worker-0", err: "networking.machineNetwork[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" in "+tt.cidr, func(t *testing.T) {
+			role, addr, err := MachineAddress(addressConfig(tt.cidr), "demo-x7k2p", tt.name)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || role != tt.role || addr != netip.MustParseAddr(tt.addr) {
+				t.Fatalf("= %s %s %v, want %s %s", role, addr, err, tt.role, tt.addr)
+			}
+			got, err := (&Config{}).MachineAddresses(addressConfig(tt.cidr), "demo-x7k2p", tt.name)
+			if err != nil || !slices.Equal(got, []netip.Addr{addr}) {
+				t.Errorf("MachineAddresses = %v, %v; want [%s]", got, err, addr)
+			}
+		})
+	}
+	if a, err := BootstrapAddress(addressConfig("10.66.0.0/24")); err != nil || a != netip.MustParseAddr("10.66.0.10") {
+		t.Errorf("BootstrapAddress = %s, %v; want 10.66.0.10", a, err)
+	}
+	if _, err := BootstrapAddress(&types.Config{}); err == nil {
+		t.Error("BootstrapAddress without a machine network succeeded")
+	}
+}
