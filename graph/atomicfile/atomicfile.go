@@ -59,7 +59,8 @@ const (
 // directory so opened. A link there is refused with a *SymlinkError naming
 // it, before anything is written. Root itself is followed as named. Without
 // Root, the directories the Writer creates are never links, but those that
-// existed are followed.
+// existed are followed, and a link at the name written is replaced by the
+// file (a rename never follows it), as a machine's root file system needs.
 //
 // Fault, when set, is called before every operation with the path it
 // applies to: an error it returns fails the operation (an I/O error such as
@@ -195,14 +196,14 @@ func (t *temp) abort() {
 }
 
 // createTemp creates the temporary file for a write of name, creating
-// missing parent directories 0755; it returns those, outermost first. name
-// must not be a symbolic link.
+// missing parent directories 0755; it returns those, outermost first. Below
+// a Root, name must not be a symbolic link.
 func (w *Writer) createTemp(name string) (*temp, []string, error) {
 	d, created, err := w.openDir(filepath.Dir(name), true, 0o755)
 	if err != nil {
 		return nil, created, err
 	}
-	if target, ok := isLinkAt(d, filepath.Base(name)); ok {
+	if target, ok := isLinkAt(d, filepath.Base(name)); ok && w.Root != "" {
 		d.Close()
 		return nil, created, &SymlinkError{Path: name, Target: target}
 	}

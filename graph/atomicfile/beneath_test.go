@@ -312,3 +312,25 @@ func TestWriterRootedWritesAndRemoves(t *testing.T) {
 		})
 	}
 }
+
+// TestWriterWithoutRootReplacesALink: without a Root (a machine's root file
+// system, the cache) a link at the name written is replaced by the file,
+// and what it pointed to is left alone; a directory the write creates is
+// never a link.
+func TestWriterWithoutRootReplacesALink(t *testing.T) {
+	for _, r := range resolvers {
+		t.Run(r.name, func(t *testing.T) {
+			l := newLinkedRoot(t)
+			outside := snapshot(t, l.outside)
+			w := &Writer{fallback: r.fallback}
+			must(t, w.Write(l.in("lfile"), []byte("new"), 0o644))
+			if st, err := os.Lstat(l.in("lfile")); err != nil || !st.Mode().IsRegular() {
+				t.Errorf("lfile is not a regular file: %v %v", st, err)
+			}
+			must(t, w.Write(l.in("real/new/f"), []byte("new"), 0o644))
+			if got := snapshot(t, l.outside); !maps.Equal(outside, got) {
+				t.Errorf("the link's target changed:\nbefore %v\nafter  %v", outside, got)
+			}
+		})
+	}
+}
