@@ -241,3 +241,26 @@ func TestTempsBehindALinkAreNotSwept(t *testing.T) {
 		t.Errorf("Open swept files outside --dir:\nbefore %v\nafter  %v", before, after)
 	}
 }
+
+// TestOneLinkIsReportedOnce: every asset that loads a file below a linked
+// directory is refused for the same link, and the link is named once.
+func TestOneLinkIsReportedOnce(t *testing.T) {
+	dir, out := t.TempDir(), outsideDir(t)
+	symlink(t, out, filepath.Join(dir, "b"))
+	ctx, _ := withHooks(t)
+	s, err := graph.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two assets whose files are both below b/.
+	err = s.Fetch(ctx, &fileAsset[sOutB]{}, &fileAsset[sOutB2]{})
+	if n := strings.Count(fmt.Sprint(err), "is a symbolic link"); n != 1 || graph.KindOf(err) != graph.KindInput {
+		t.Errorf("err = %v (kind %d): the link is named %d times, want once, as an input error", err, graph.KindOf(err), n)
+	}
+}
+
+type sOutB2 struct{}
+
+func (sOutB2) id() string          { return "outB2" }
+func (sOutB2) deps() []graph.Asset { return nil }
+func (sOutB2) file() string        { return "b/b2.txt" }
