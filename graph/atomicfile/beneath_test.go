@@ -81,12 +81,15 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// resolvers are the two ways names are resolved: openat2, and one
+// resolver is one of the two ways names are resolved: openat2, and one
 // component at a time as on kernels without it.
-var resolvers = []struct {
+type resolver struct {
 	name     string
 	fallback bool
-}{{"openat2", false}, {"openat-walk", true}}
+}
+
+// resolvers returns both resolvers.
+func resolvers() []resolver { return []resolver{{"openat2", false}, {"openat-walk", true}} }
 
 // TestWriterRefusesSymlinks runs every Writer operation on a name with a
 // symbolic link as its last component, as a directory on the way, and
@@ -143,7 +146,7 @@ func TestWriterRefusesSymlinks(t *testing.T) {
 		{name: "dot-dot out of the root", path: "../outside/precious"},
 		{name: "dot-dot out through a directory", path: "real/../../outside/new"},
 	}
-	for _, r := range resolvers {
+	for _, r := range resolvers() {
 		for _, tc := range cases {
 			names := tc.ops
 			if names == nil {
@@ -181,7 +184,7 @@ func TestWriterRefusesSymlinks(t *testing.T) {
 // itself, and RemoveAll of a directory holding links leaves their targets
 // alone.
 func TestWriterRemovesLinksNotTargets(t *testing.T) {
-	for _, r := range resolvers {
+	for _, r := range resolvers() {
 		t.Run(r.name, func(t *testing.T) {
 			l := newLinkedRoot(t)
 			outside := snapshot(t, l.outside)
@@ -210,7 +213,7 @@ func TestWriterRemovesLinksNotTargets(t *testing.T) {
 // TestTempsSkipsLinkedDirectories: temporary files are found only where
 // the writer could have written them, never through a link.
 func TestTempsSkipsLinkedDirectories(t *testing.T) {
-	for _, r := range resolvers {
+	for _, r := range resolvers() {
 		t.Run(r.name, func(t *testing.T) {
 			l := newLinkedRoot(t)
 			mine := l.in("real/" + TempPrefix + "f-1")
@@ -240,7 +243,7 @@ func TestOpenFileAndStatFollowNoLink(t *testing.T) {
 		{"ldir/new", "ldir"}, {"real/ldir/precious", "real/ldir"}, {"rel/precious", "rel"},
 		{"file", ""}, {"real/new", ""},
 	}
-	for _, r := range resolvers {
+	for _, r := range resolvers() {
 		for _, tc := range cases {
 			t.Run(r.name+"/"+tc.path, func(t *testing.T) {
 				l := newLinkedRoot(t)
@@ -284,7 +287,7 @@ func TestOpenFileAndStatFollowNoLink(t *testing.T) {
 // both resolvers: directories are created, files written with their mode,
 // and a link below the root path itself (the root is followed as named).
 func TestWriterRootedWritesAndRemoves(t *testing.T) {
-	for _, r := range resolvers {
+	for _, r := range resolvers() {
 		t.Run(r.name, func(t *testing.T) {
 			area := t.TempDir()
 			real := filepath.Join(area, "real")
@@ -318,7 +321,7 @@ func TestWriterRootedWritesAndRemoves(t *testing.T) {
 // and what it pointed to is left alone; a directory the write creates is
 // never a link.
 func TestWriterWithoutRootReplacesALink(t *testing.T) {
-	for _, r := range resolvers {
+	for _, r := range resolvers() {
 		t.Run(r.name, func(t *testing.T) {
 			l := newLinkedRoot(t)
 			outside := snapshot(t, l.outside)
