@@ -73,8 +73,8 @@ func (l Errors) Unwrap() []error {
 
 // joinAssetErrors merges nodes' errors (nil entries are skipped): nil for
 // none, the *AssetError itself for one, else Errors with each failing asset
-// once (its first path), sorted, of the kind they share (KindInternal when
-// they differ).
+// once (its first path) and each input error's message once, sorted, of the
+// kind they share (KindInternal when they differ).
 func joinAssetErrors(errs []error) error {
 	var all []*AssetError
 	for _, err := range errs {
@@ -94,9 +94,12 @@ func joinAssetErrors(errs []error) error {
 	var out Errors
 	for _, ae := range all {
 		key := ""
-		if len(ae.Path) > 0 {
+		if len(ae.Path) > 0 && KindOf(ae.Err) != KindInput {
 			key = ae.Path[len(ae.Path)-1]
 		}
+		// An input error prints flat: several assets refused for the same
+		// file (a symbolic link auth/ that every auth/* asset meets) print
+		// one line.
 		key += "\x00" + ae.Err.Error()
 		if !seen[key] {
 			seen[key] = true

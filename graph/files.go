@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // defaultMode is the mode of a File whose Mode is zero.
@@ -44,19 +46,19 @@ func newDirFetcher(dir string) *dirFetcher {
 }
 
 // FetchByName implements FileFetcher. A path that is there but is no
-// regular file (a directory, a FIFO, a dangling symbolic link) is an input
-// error saying what it is, not "not found".
+// regular file (a directory, a FIFO) is an input error saying what it is,
+// not "not found". Every file fetched is one kiln writes, consumes or
+// removes, so a symbolic link at it or on the way to it is refused: an
+// *atomicfile.SymlinkError of KindInput naming the link.
 func (d *dirFetcher) FetchByName(name string) (*File, error) {
 	name = path.Clean(name)
 	if !fs.ValidPath(name) {
 		return nil, fmt.Errorf("%s: not a path inside --dir", name)
 	}
 	full := filepath.Join(d.dir, filepath.FromSlash(name))
-	st, err := os.Stat(full)
-	if errors.Is(err, fs.ErrNotExist) {
-		if target, lerr := os.Readlink(full); lerr == nil {
-			return nil, WithKind(KindInput, fmt.Errorf("%s is a symbolic link to %s, which does not exist", name, target))
-		}
+	st, err := atomicfile.Stat(d.dir, full)
+	if errors.Is(err, atomicfile.ErrSymlink) {
+		return nil, WithKind(KindInput, err)
 	}
 	if err != nil {
 		return nil, err
@@ -64,7 +66,10 @@ func (d *dirFetcher) FetchByName(name string) (*File, error) {
 	if !st.Mode().IsRegular() {
 		return nil, WithKind(KindInput, fmt.Errorf("%s is %s, not a regular file", name, describeMode(st.Mode())))
 	}
-	data, err := os.ReadFile(full)
+	data, err := atomicfile.ReadFile(d.dir, full)
+	if errors.Is(err, atomicfile.ErrSymlink) {
+		return nil, WithKind(KindInput, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +111,8 @@ func (d *dirFetcher) FetchByPattern(pattern string) ([]*File, error) {
 	return files, nil
 }
 
-// Names implements FileFetcher: directories are left out.
+// Names implements FileFetcher: directories are left out, symbolic links
+// are not (FetchByName refuses them).
 func (d *dirFetcher) Names(pattern string) ([]string, error) {
 	matches, err := filepath.Glob(filepath.Join(d.dir, filepath.FromSlash(pattern)))
 	if err != nil {
@@ -115,7 +121,7 @@ func (d *dirFetcher) Names(pattern string) ([]string, error) {
 	sort.Strings(matches)
 	var names []string
 	for _, m := range matches {
-		if st, err := os.Stat(m); err == nil && st.IsDir() {
+		if st, err := os.Lstat(m); err == nil && st.IsDir() {
 			continue
 		}
 		rel, err := filepath.Rel(d.dir, m)

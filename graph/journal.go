@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
 )
@@ -65,7 +68,7 @@ func (j *journal) paths() []string {
 // readJournal reads dir's journal; it returns nil when there is none.
 func readJournal(dir string) (*journal, error) {
 	name := filepath.Join(dir, JournalFileName)
-	b, err := os.ReadFile(name)
+	b, err := atomicfile.ReadFile(dir, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -113,6 +116,9 @@ func (s *Store) commit(j *journal) error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkLinks(j); err != nil {
+		return err
+	}
 	if err := s.w.Write(filepath.Join(s.dir, JournalFileName), b, 0o600); err != nil {
 		return fmt.Errorf("cannot write to %s: %w", s.dir, err)
 	}
@@ -134,6 +140,9 @@ func (s *Store) commit(j *journal) error {
 // replaced; the removals and the state file are a second batch; the journal
 // goes last.
 func (s *Store) replay(j *journal) error {
+	if err := s.checkLinks(j); err != nil {
+		return err
+	}
 	outputs := s.w.Batch()
 	defer outputs.Abort()
 	for _, f := range j.Writes {
@@ -162,7 +171,7 @@ func (s *Store) replay(j *journal) error {
 		}
 	}
 	name := filepath.Join(s.dir, StateFileName)
-	if old, err := os.ReadFile(name); err != nil || !bytes.Equal(old, j.State) {
+	if old, err := atomicfile.ReadFile(s.dir, name); err != nil || !bytes.Equal(old, j.State) {
 		if err := final.Write(name, j.State, 0o600); err != nil {
 			return err
 		}
@@ -178,7 +187,7 @@ func (s *Store) replay(j *journal) error {
 func (s *Store) replayWrite(b *atomicfile.Batch, j *journal, f journalFile) error {
 	full := filepath.Join(s.dir, filepath.FromSlash(f.Path))
 	want := hashBytes(f.Data)
-	if h, mode, ok := fileHash(full); ok {
+	if h, mode, ok := s.fileHash(f.Path); ok {
 		if h == want && mode == f.Mode.Perm() {
 			return nil
 		}
@@ -194,14 +203,14 @@ func (s *Store) replayWrite(b *atomicfile.Batch, j *journal, f journalFile) erro
 // unless it is there already, and tells whether the original is still in
 // place, to be removed once the copy is durable.
 func (s *Store) replayCopy(b *atomicfile.Batch, j *journal, f journalFile) (exists bool, err error) {
-	full := filepath.Join(s.dir, filepath.FromSlash(f.Path))
 	want := hashBytes(f.Data)
-	h, _, exists := fileHash(full)
+	h, _, exists := s.fileHash(f.Path)
 	if exists && h != want {
 		return false, s.changedSince(j, f.Path)
 	}
-	fullDst := filepath.Join(s.dir, filepath.FromSlash(path.Join(ConsumedDir, f.Path)))
-	if h, mode, ok := fileHash(fullDst); !ok || h != want || mode != f.Mode.Perm() {
+	dst := path.Join(ConsumedDir, f.Path)
+	fullDst := filepath.Join(s.dir, filepath.FromSlash(dst))
+	if h, mode, ok := s.fileHash(dst); !ok || h != want || mode != f.Mode.Perm() {
 		if err := b.Write(fullDst, f.Data, f.Mode); err != nil {
 			return false, err
 		}
@@ -217,7 +226,7 @@ func (s *Store) removeConsumed(b *atomicfile.Batch, f journalFile) error {
 	}
 	for d := path.Dir(f.Path); d != "."; d = path.Dir(d) {
 		full := filepath.Join(s.dir, filepath.FromSlash(d))
-		if entries, err := os.ReadDir(full); err != nil || len(entries) > 0 {
+		if !s.emptyDir(full) {
 			break
 		}
 		if err := b.Remove(full); err != nil {
@@ -259,7 +268,7 @@ func (s *Store) recover(st *State) error {
 	dirs = sortedUnique(dirs)
 	var temps []string
 	for _, d := range dirs {
-		m, _ := filepath.Glob(filepath.Join(s.dir, filepath.FromSlash(d), atomicfile.TempPrefix+"*"))
+		m, _ := s.w.Temps(filepath.Join(s.dir, filepath.FromSlash(d)))
 		temps = append(temps, m...)
 	}
 	if j == nil && len(temps) == 0 {
@@ -280,6 +289,9 @@ func (s *Store) recover(st *State) error {
 		}
 		s.log.Warnf("Finishing `kiln create %s`, interrupted at %s, from %s",
 			j.Target, j.Started.Local().Format(time.DateTime), filepath.Join(s.dir, JournalFileName))
+		if err := s.checkLinks(j); err != nil {
+			return fmt.Errorf("cannot finish the interrupted kiln run recorded in %s: %w", filepath.Join(s.dir, JournalFileName), err)
+		}
 		return s.replay(j)
 	})
 	var busy *BusyError
@@ -303,16 +315,43 @@ func (s *Store) exclusive(fn func() error) error {
 	return fn()
 }
 
-// fileHash returns the content hash and permission of the regular file
-// name; ok is false when there is none.
-func fileHash(name string) (hash string, mode fs.FileMode, ok bool) {
-	st, err := os.Stat(name)
+// checkLinks refuses, before anything is written, a journal that would
+// write, consume or remove a file through a symbolic link in --dir, or
+// replace one: the *atomicfile.SymlinkError names the link. The writes
+// themselves refuse links too; checking first leaves --dir as it was.
+func (s *Store) checkLinks(j *journal) error {
+	for _, p := range append([]string{JournalFileName, StateFileName}, j.paths()...) {
+		if err := atomicfile.CheckNoSymlink(s.dir, filepath.Join(s.dir, filepath.FromSlash(p))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fileHash returns the content hash and permission of the regular file p
+// below --dir; ok is false when there is none, or a symbolic link is on
+// the way to it or at it.
+func (s *Store) fileHash(p string) (hash string, mode fs.FileMode, ok bool) {
+	name := filepath.Join(s.dir, filepath.FromSlash(p))
+	st, err := atomicfile.Stat(s.dir, name)
 	if err != nil || !st.Mode().IsRegular() {
 		return "", 0, false
 	}
-	b, err := os.ReadFile(name)
+	b, err := atomicfile.ReadFile(s.dir, name)
 	if err != nil {
 		return "", 0, false
 	}
 	return hashBytes(b), st.Mode().Perm(), true
+}
+
+// emptyDir tells whether name, below --dir, is an empty directory reached
+// without following a symbolic link.
+func (s *Store) emptyDir(name string) bool {
+	d, err := atomicfile.OpenFile(s.dir, name, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(1)
+	return len(names) == 0 && errors.Is(err, io.EOF)
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // LockFileName is the lock file a kiln writing --dir holds (flock(2)) and
@@ -71,7 +73,9 @@ func LockDir(dir, command string) (*Lock, error) {
 		l.made = dir
 	}
 	for {
-		f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o600)
+		// Opened without following a link: as root, a planted
+		// .kiln.lock -> /etc/shadow would be truncated by the write below.
+		f, err := atomicfile.OpenFile(dir, l.path, os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
 			if errors.Is(err, unix.ENOTDIR) {
 				err = WithKind(KindInput, fmt.Errorf("--dir %s: not a directory", dir))
@@ -115,7 +119,9 @@ func (l *Lock) Unlock() error {
 		return nil
 	}
 	l.closed = true
-	err := os.Remove(l.path) // while still holding the lock: see LockDir
+	// While still holding the lock: see LockDir. unlink(2) removes a
+	// link, never what it points to, and --dir itself is followed as named.
+	err := os.Remove(l.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		err = nil
 	}
@@ -131,7 +137,7 @@ func (l *Lock) Unlock() error {
 // heldHere tells whether this process holds the lock of dir (through a Lock
 // of its caller's): the lock file then names this process.
 func heldHere(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, LockFileName))
+	f, err := atomicfile.OpenFile(dir, filepath.Join(dir, LockFileName), os.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}
@@ -164,7 +170,7 @@ func sameFile(f *os.File, path string) bool {
 	if err != nil {
 		return false
 	}
-	b, err := os.Stat(path)
+	b, err := os.Lstat(path)
 	return err == nil && os.SameFile(a, b)
 }
 

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // ConsumedDir is where Persist keeps a copy of each consumed file, below
@@ -60,8 +61,7 @@ func (s *Store) Persist(ctx context.Context, t Target) error {
 		n := s.node(a.ID())
 		disk := map[string]string{}
 		for _, f := range a.Files() {
-			full := filepath.Join(s.dir, filepath.FromSlash(f.Path))
-			h, mode, ok := fileHash(full)
+			h, mode, ok := s.fileHash(f.Path)
 			disk[f.Path] = hashBytes(f.Data)
 			if ok && h == disk[f.Path] && mode == ModeOf(f) {
 				continue
@@ -79,7 +79,7 @@ func (s *Store) Persist(ctx context.Context, t Target) error {
 	if j.State, err = s.newState(); err != nil {
 		return err
 	}
-	old, _ := os.ReadFile(filepath.Join(s.dir, StateFileName))
+	old, _ := atomicfile.ReadFile(s.dir, filepath.Join(s.dir, StateFileName))
 	if len(j.Writes) == 0 && len(j.Consumes) == 0 && string(old) == string(j.State) {
 		return nil // nothing changed: leave --dir (and every mtime) alone
 	}
@@ -100,11 +100,11 @@ func (s *Store) consumed(inTarget map[string]bool) ([]journalFile, error) {
 		}
 		for _, p := range slices.Sorted(maps.Keys(n.onDisk)) {
 			full := filepath.Join(s.dir, filepath.FromSlash(p))
-			st, err := os.Stat(full)
+			st, err := atomicfile.Stat(s.dir, full)
 			if err != nil {
 				return nil, err
 			}
-			data, err := os.ReadFile(full)
+			data, err := atomicfile.ReadFile(s.dir, full)
 			if err != nil {
 				return nil, err
 			}

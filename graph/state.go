@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // StateFileName is the state file kept in --dir.
@@ -45,7 +47,7 @@ func ReadState(dir string) (*State, error) { return readState(dir) }
 // readState reads dir's state file; a missing file is an empty state.
 func readState(dir string) (*State, error) {
 	st := &State{Version: stateVersion, Assets: map[string]*StateEntry{}}
-	b, err := os.ReadFile(filepath.Join(dir, StateFileName))
+	b, err := atomicfile.ReadFile(dir, filepath.Join(dir, StateFileName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
@@ -89,17 +91,22 @@ func (st *State) retire(ids []string) []string {
 const stateMode fs.FileMode = 0o600
 
 // enforceStateMode sets the state file of dir back to 0600 when someone
-// widened it; it reports whether it did.
+// widened it; it reports whether it did. The file is opened without
+// following a link, and changed through that descriptor.
 func enforceStateMode(dir string) (bool, error) {
-	name := filepath.Join(dir, StateFileName)
-	st, err := os.Stat(name)
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && st.Mode().Perm() == stateMode) {
+	f, err := atomicfile.OpenFile(dir, filepath.Join(dir, StateFileName), os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	return true, os.Chmod(name, stateMode)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Mode().Perm() == stateMode {
+		return false, err
+	}
+	return true, f.Chmod(stateMode)
 }
 
 // decodeError is a state entry that does not decode into its asset.

@@ -59,17 +59,19 @@ func WithRetired(ids ...string) Option {
 // (see atomicfile.Writer.Fault): a test seam to fail or crash a run at any
 // write, rename or remove.
 func WithFaults(fault func(op atomicfile.Op, path string) error) Option {
-	return func(s *Store) { s.w = &atomicfile.Writer{Fault: fault} }
+	return func(s *Store) { s.w.Fault = fault }
 }
 
 // Open returns the store of dir, reading its state file if there is one.
 // It first finishes a run that was interrupted while writing dir and
 // removes the temporary files of interrupted writes (docs/crash-safety.md),
-// and it sets the state file back to mode 0600 if it was widened.
+// and it sets the state file back to mode 0600 if it was widened. The store
+// follows no symbolic link below dir where it writes, nor in the files it
+// reads there: a link is an *atomicfile.SymlinkError naming it.
 func Open(dir string, opts ...Option) (*Store, error) {
 	quiet := logrus.New()
 	quiet.SetOutput(io.Discard)
-	s := &Store{dir: dir, log: quiet, w: &atomicfile.Writer{}, nodes: map[string]*node{}}
+	s := &Store{dir: dir, log: quiet, w: &atomicfile.Writer{Root: dir}, nodes: map[string]*node{}}
 	for _, o := range opts {
 		o(s)
 	}

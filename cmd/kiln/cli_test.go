@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 //	code N                   the last kiln run exited with exactly N
 //	mode PATH PERM           PATH has permission PERM (octal)
 //	replace PATH OLD NEW     replace OLD by NEW in PATH (Go escapes such as \n allowed)
-//	snapshot                 remember every file under $WORK (but testscript's $WORK/.tmp)
+//	snapshot                 remember every file and link under $WORK (but testscript's $WORK/.tmp)
 //	unchanged [-log]         $WORK is byte-for-byte, mode and mtime as at snapshot (-log: but .kiln.log)
 func TestCLIScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
@@ -174,9 +174,9 @@ func cmdUnchanged(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// snapshot maps every directory and file under $WORK, but testscript's
-// temporary directory, to its mode (and a file's modification time and
-// content).
+// snapshot maps every directory, file and symbolic link under $WORK, but
+// testscript's temporary directory, to its mode (and a file's modification
+// time and content, a link's target; links are not followed).
 func snapshot(ts *testscript.TestScript) map[string]string {
 	work := ts.Getenv("WORK")
 	out := map[string]string{}
@@ -195,6 +195,11 @@ func snapshot(ts *testscript.TestScript) map[string]string {
 		if d.IsDir() {
 			out[rel+"/"] = info.Mode().String()
 			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(p)
+			out[rel] = fmt.Sprintf("%s -> %s", info.Mode(), target)
+			return err
 		}
 		b, err := os.ReadFile(p)
 		out[rel] = fmt.Sprintf("%s %s %s", info.Mode(), info.ModTime(), b)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // debugLog collects every log entry. It buffers until open() names a file
@@ -59,14 +60,16 @@ func (d *debugLog) Write(p []byte) (int, error) {
 	return d.buf.Write(p)
 }
 
-// open starts appending to path, flushing what was buffered.
-func (d *debugLog) open(path string) error {
+// open starts appending to path, in or below dir, flushing what was
+// buffered. No symbolic link below dir is followed: a link at path is an
+// *atomicfile.SymlinkError.
+func (d *debugLog) open(dir, path string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.file != nil {
 		return nil
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := atomicfile.OpenFile(dir, path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -95,7 +98,7 @@ func (o *rootOptions) openDebugLog() {
 		o.log.Warnf("cannot create %s: %v", o.dir, err)
 		return
 	}
-	if err := o.debug.open(filepath.Join(o.dir, debugLogName)); err != nil {
+	if err := o.debug.open(o.dir, filepath.Join(o.dir, debugLogName)); err != nil {
 		o.log.Warnf("cannot write the debug log: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/sirupsen/logrus"
@@ -17,6 +18,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/cmd/internal/status"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // debugLogName is the debug log kept in --dir.
@@ -74,6 +76,10 @@ func execute(ctx context.Context, o *rootOptions, args []string) int {
 		err = graph.WithKind(graph.KindInput, err)
 	case errors.Is(err, installconfig.ErrNoConfig) && o.dirMissing && o.command != "kiln create install-config":
 		err = graph.WithKind(graph.KindInput, fmt.Errorf("--dir %s does not exist", o.dir))
+	case errors.Is(err, atomicfile.ErrSymlink):
+		// A symbolic link where kiln writes in --dir (docs/crash-safety.md,
+		// "Links in --dir") is bad input, whichever step met it.
+		err = graph.WithKind(graph.KindInput, err)
 	}
 	kind := graph.KindOf(err)
 	if err != nil {
@@ -113,6 +119,11 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 				return graph.WithKind(graph.KindInput, fmt.Errorf("--dir %s is not a directory", o.dir))
 			}
 			o.dirMissing = errors.Is(err, fs.ErrNotExist)
+			// The debug log is appended to, not replaced: refuse a link
+			// there before anything runs, rather than write through it.
+			if err := atomicfile.CheckNoSymlink(o.dir, filepath.Join(o.dir, debugLogName)); err != nil {
+				return err
+			}
 			if mode == debugLogStream {
 				o.openDebugLog()
 			}

@@ -3,7 +3,6 @@ package atomicfile
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -29,17 +28,11 @@ const maxParallelSyncs = 16
 type Batch struct {
 	w *Writer
 	// files are the pending writes, in the order Write queued them.
-	files []pendingFile
+	files []*temp
 	// dirs are the directories to sync at Commit.
 	dirs map[string]bool
 	// removed are the names Remove removed, never synced as directories.
 	removed map[string]bool
-}
-
-// pendingFile is a write whose content is in tmp, to be renamed to name.
-type pendingFile struct {
-	name string
-	tmp  *os.File
 }
 
 // Batch returns an empty batch writing through w.
@@ -60,22 +53,31 @@ func (b *Batch) Write(name string, data []byte, mode fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
+	if _, err := tmp.f.Write(data); err != nil {
+		tmp.abort()
+		tmp.dir.Close()
 		return err
 	}
-	b.files = append(b.files, pendingFile{name: name, tmp: tmp})
+	b.files = append(b.files, tmp)
 	return nil
 }
 
 // Remove removes the file or empty directory name now; Commit syncs its
-// directory. A name that does not exist is not an error.
+// directory. A name that does not exist is not an error. A symbolic link at
+// name is removed, never what it points to.
 func (b *Batch) Remove(name string) error {
 	if err := b.w.fault(OpRemove, name); err != nil {
 		return err
 	}
-	if err := os.Remove(name); err != nil {
+	d, _, err := b.w.openDir(filepath.Dir(name), false, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := unlinkAt(d, name); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
@@ -96,20 +98,21 @@ func (b *Batch) Commit() error {
 			return err
 		}
 	}
-	if err := parallel(b.files, func(f pendingFile) error { return f.tmp.Sync() }); err != nil {
+	if err := parallel(b.files, func(f *temp) error { return f.f.Sync() }); err != nil {
 		return err
 	}
 	for len(b.files) > 0 {
 		f := b.files[0]
-		if err := f.tmp.Close(); err != nil {
+		if err := f.f.Close(); err != nil {
 			return err
 		}
 		if err := b.w.fault(OpRename, f.name); err != nil {
 			return err
 		}
-		if err := os.Rename(f.tmp.Name(), f.name); err != nil {
+		if err := renameAt(f); err != nil {
 			return err
 		}
+		f.dir.Close()
 		b.files = b.files[1:]
 		b.dirs[filepath.Dir(f.name)] = true
 	}
@@ -125,46 +128,19 @@ func (b *Batch) Commit() error {
 			return err
 		}
 	}
-	return parallel(dirs, SyncDir)
+	return parallel(dirs, b.w.syncDirNamed)
 }
 
 // Abort removes the pending files of a batch that is not committed; the
 // batch is empty afterwards. Aborting a committed batch does nothing.
 func (b *Batch) Abort() {
 	for _, f := range b.files {
-		f.tmp.Close()
-		os.Remove(f.tmp.Name())
+		f.abort()
+		f.dir.Close()
 	}
 	b.files = nil
 	clear(b.dirs)
 	clear(b.removed)
-}
-
-// mkdirs creates dir and its missing parents 0755 and returns the
-// directories it created, outermost first.
-func (w *Writer) mkdirs(dir string) ([]string, error) {
-	var missing []string
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
-			break
-		}
-		missing = append(missing, d)
-	}
-	if len(missing) == 0 {
-		return nil, nil
-	}
-	if err := w.fault(OpMkdir, dir); err != nil {
-		return nil, err
-	}
-	slices.Reverse(missing)
-	var created []string
-	for _, d := range missing {
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return created, err
-		}
-		created = append(created, d)
-	}
-	return created, nil
 }
 
 // parallel runs fn on every item, at most maxParallelSyncs at once, and

@@ -81,9 +81,10 @@ func shellQuote(s string) string {
 }
 
 // WriteCLIConfig installs providers into the filesystem mirror mirrorDir and
-// writes the CLI configuration file path that points the engine at it.
-// Both are rewritten every run so they always name the running kiln binary.
-func WriteCLIConfig(path, mirrorDir string, providers []Provider) error {
+// writes the CLI configuration file path that points the engine at it,
+// through w. Both are rewritten every run so they always name the running
+// kiln binary.
+func WriteCLIConfig(w *atomicfile.Writer, path, mirrorDir string, providers []Provider) error {
 	for _, p := range providers {
 		if !strings.HasPrefix(p.Source, kilnHost+"/") || strings.Count(p.Source, "/") != 2 {
 			return fmt.Errorf("provider source %q: must be %s/<namespace>/<type>", p.Source, kilnHost)
@@ -91,9 +92,9 @@ func WriteCLIConfig(path, mirrorDir string, providers []Provider) error {
 		if _, err := parseSemver(p.Version); err != nil {
 			return fmt.Errorf("provider %s: %w", p.Source, err)
 		}
-		if err := atomicfile.Write(p.mirrorPath(mirrorDir), providerScript(p), 0o755); err != nil {
+		if err := w.Write(p.mirrorPath(mirrorDir), providerScript(p), 0o755); err != nil {
 			return err
 		}
 	}
-	return atomicfile.Write(path, cliConfig(mirrorDir), 0o644)
+	return w.Write(path, cliConfig(mirrorDir), 0o644)
 }

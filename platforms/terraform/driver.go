@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/terraform-exec/tfexec"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
 )
@@ -37,6 +38,7 @@ const (
 	varFileName   = "kiln.tfvars.json"
 	stateFileName = "terraform.tfstate"
 	lockFileName  = ".terraform.lock.hcl"
+	planFileName  = "kiln.tfplan"
 )
 
 // DriverOptions configures a Driver.
@@ -57,13 +59,26 @@ type DriverOptions struct {
 
 // Driver runs init, apply and destroy of a platform's stages; each stage has
 // its working directory and state file in Dir/.kiln/terraform/<stage>.
+// Everything the driver writes there follows no symbolic link below Dir,
+// and it refuses to run the engine in a stage directory whose state, lock
+// or .terraform is a link (the engine would write through it).
 type Driver struct {
 	o DriverOptions
+	w *atomicfile.Writer
 }
 
 // NewDriver returns a Driver.
 func NewDriver(o DriverOptions) *Driver {
-	return &Driver{o: o}
+	return &Driver{o: o, w: &atomicfile.Writer{Root: o.Dir}}
+}
+
+// engineFiles are the files and directories the engine itself writes in a
+// stage directory, which must not be symbolic links when it starts.
+func engineFiles() []string {
+	return []string{
+		stateFileName, stateFileName + ".backup", ".terraform.tfstate.lock.info",
+		lockFileName, ".terraform", planFileName,
+	}
 }
 
 // root returns Dir/.kiln/terraform.
@@ -98,8 +113,8 @@ func (d *Driver) Plan(ctx context.Context, stage string, vars any) (map[string][
 	if err != nil {
 		return nil, err
 	}
-	planFile := filepath.Join(d.StageDir(stage), "kiln.tfplan")
-	defer os.Remove(planFile)
+	planFile := filepath.Join(d.StageDir(stage), planFileName)
+	defer d.w.Remove(planFile)
 	changes := map[string][]string{}
 	err = d.run(tf, stage, "plan", func() error {
 		if _, err := tf.Plan(ctx, tfexec.VarFile(filepath.Join(d.StageDir(stage), varFileName)), tfexec.Out(planFile)); err != nil {
@@ -141,7 +156,7 @@ func (d *Driver) Destroy(ctx context.Context, stage string, vars any) error {
 // LastVars reads into vars the variables stage was last applied with; the
 // error satisfies errors.Is(err, fs.ErrNotExist) for a stage never applied.
 func (d *Driver) LastVars(stage string, vars any) error {
-	data, err := os.ReadFile(filepath.Join(d.StageDir(stage), varFileName))
+	data, err := atomicfile.ReadFile(d.o.Dir, filepath.Join(d.StageDir(stage), varFileName))
 	if err != nil {
 		return err
 	}
@@ -190,23 +205,28 @@ func (d *Driver) initOptions() []tfexec.InitOption {
 // prepare writes the CLI configuration, the provider mirror, the stage's
 // module files and tfvars, and runs init.
 func (d *Driver) prepare(ctx context.Context, stage string, vars any) (*tfexec.Terraform, error) {
-	if err := WriteCLIConfig(filepath.Join(d.root(), cliConfigName), filepath.Join(d.root(), mirrorName), d.o.Providers); err != nil {
+	if err := WriteCLIConfig(d.w, filepath.Join(d.root(), cliConfigName), filepath.Join(d.root(), mirrorName), d.o.Providers); err != nil {
 		return nil, fmt.Errorf("write terraform CLI configuration: %w", err)
 	}
 	dir := d.StageDir(stage)
-	if err := unpackStage(d.o.Modules, stage, dir); err != nil {
+	if err := unpackStage(d.w, d.o.Modules, stage, dir); err != nil {
 		return nil, fmt.Errorf("unpack terraform stage %s: %w", stage, err)
+	}
+	for _, name := range engineFiles() {
+		if err := atomicfile.CheckNoSymlink(d.o.Dir, filepath.Join(dir, name)); err != nil {
+			return nil, err
+		}
 	}
 	data, err := json.MarshalIndent(vars, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("terraform variables of stage %s: %w", stage, err)
 	}
-	if err := atomicfile.Write(filepath.Join(dir, varFileName), data, 0o600); err != nil {
+	if err := d.w.Write(filepath.Join(dir, varFileName), data, 0o600); err != nil {
 		return nil, err
 	}
 	// The lock file would pin the hash of the provider script, which names the
 	// kiln binary; kiln ships its providers itself, so it starts afresh.
-	if err := os.Remove(filepath.Join(dir, lockFileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := d.w.Remove(filepath.Join(dir, lockFileName)); err != nil {
 		return nil, err
 	}
 	tf, err := d.newTerraform(stage)
@@ -248,17 +268,17 @@ func (d *Driver) run(tf *tfexec.Terraform, stage, verb string, f func() error) e
 }
 
 // unpackStage replaces the *.tf files of dir with those of modules' stage
-// directory and its top level, keeping state and other files.
-func unpackStage(modules fs.FS, stage, dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// directory and its top level, keeping state and other files; w writes them.
+func unpackStage(w *atomicfile.Writer, modules fs.FS, stage, dir string) error {
+	if err := w.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	old, err := filepath.Glob(filepath.Join(dir, "*.tf"))
+	old, err := tfFiles(w.Root, dir)
 	if err != nil {
 		return err
 	}
 	for _, f := range old {
-		if err := os.Remove(f); err != nil {
+		if err := w.Remove(f); err != nil {
 			return err
 		}
 	}
@@ -276,7 +296,7 @@ func unpackStage(modules fs.FS, stage, dir string) error {
 			if err != nil {
 				return err
 			}
-			if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+			if err := w.Write(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
 				return err
 			}
 			found = found || src == stage
@@ -286,6 +306,27 @@ func unpackStage(modules fs.FS, stage, dir string) error {
 		return fmt.Errorf("no *.tf files for stage %q", stage)
 	}
 	return nil
+}
+
+// tfFiles lists the *.tf files in dir, opened without following a link
+// below root.
+func tfFiles(root, dir string) ([]string, error) {
+	d, err := atomicfile.OpenFile(root, dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".tf") {
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	return out, nil
 }
 
 // Instance is one resource instance recorded in a stage's state.

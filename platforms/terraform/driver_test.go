@@ -16,6 +16,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -63,7 +65,7 @@ func TestWriteCLIConfig(t *testing.T) {
 		Env:     map[string]string{"KILN_X": "served"},
 	}
 	cfg := filepath.Join(dir, "kiln.tfrc")
-	if err := WriteCLIConfig(cfg, mirror, []Provider{p}); err != nil {
+	if err := WriteCLIConfig(&atomicfile.Writer{}, cfg, mirror, []Provider{p}); err != nil {
 		t.Fatal(err)
 	}
 	exe := filepath.Join(mirror, "kiln.dev/kiln/kilnlocal/0.1.0", runtime.GOOS+"_"+runtime.GOARCH, "terraform-provider-kilnlocal")
@@ -89,7 +91,7 @@ func TestWriteCLIConfig(t *testing.T) {
 		{Source: "kiln.dev/local", Version: "0.1.0"},
 		{Source: "kiln.dev/kiln/local", Version: "dev"},
 	} {
-		if err := WriteCLIConfig(cfg, mirror, []Provider{bad}); err == nil {
+		if err := WriteCLIConfig(&atomicfile.Writer{}, cfg, mirror, []Provider{bad}); err == nil {
 			t.Errorf("WriteCLIConfig(%s %s) succeeded", bad.Source, bad.Version)
 		}
 	}
@@ -275,5 +277,57 @@ func TestDriverApplyError(t *testing.T) {
 	}
 	if err := d.Apply(context.Background(), "nosuchstage", nil); err == nil {
 		t.Errorf("Apply of a stage without modules succeeded")
+	}
+}
+
+// TestDriverRefusesSymlinks plants a link to a directory outside --dir
+// where the driver writes (the work directory, a stage directory) or where
+// the engine itself writes (state, .terraform): Apply fails with an
+// *atomicfile.SymlinkError naming the link before the engine runs, and
+// nothing outside --dir changes.
+func TestDriverRefusesSymlinks(t *testing.T) {
+	for _, link := range []string{
+		".kiln", ".kiln/terraform", ".kiln/terraform/network",
+		".kiln/terraform/providers", ".kiln/terraform/kiln.tfrc",
+		".kiln/terraform/network/" + stateFileName, ".kiln/terraform/network/.terraform",
+		".kiln/terraform/network/" + varFileName,
+	} {
+		t.Run(link, func(t *testing.T) {
+			bin := t.TempDir()
+			engine := &Engine{Name: OpenTofu, Path: fakeEngine(t, bin, "tofu", "1.12.6"), Version: "1.12.6"}
+			logFile := filepath.Join(t.TempDir(), "invocations")
+			t.Setenv("FAKE_ENGINE_LOG", logFile)
+			dir, outside := t.TempDir(), t.TempDir()
+			if err := os.WriteFile(filepath.Join(outside, "precious"), []byte("precious"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			linkPath := filepath.Join(dir, filepath.FromSlash(link))
+			if err := os.MkdirAll(filepath.Dir(linkPath), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, linkPath); err != nil {
+				t.Fatal(err)
+			}
+			log, _ := test.NewNullLogger()
+			d := NewDriver(DriverOptions{Engine: engine, Dir: dir, Log: log,
+				Modules: fstest.MapFS{"network/main.tf": {Data: []byte("# network")}},
+				Providers: []Provider{{Source: "kiln.dev/kiln/kilnlocal", Version: "0.1.0",
+					Command: []string{"/usr/local/bin/kiln", "terraform-provider-kilnlocal"}}}})
+			err := d.Apply(context.Background(), StageNetwork, map[string]any{})
+			var se *atomicfile.SymlinkError
+			if !errors.As(err, &se) || se.Path != linkPath {
+				t.Fatalf("Apply = %v; want an *atomicfile.SymlinkError for %s", err, linkPath)
+			}
+			entries, err := os.ReadDir(outside)
+			if err != nil || len(entries) != 1 {
+				t.Errorf("the driver wrote outside --dir: %v %v", entries, err)
+			}
+			if data, _ := os.ReadFile(filepath.Join(outside, "precious")); string(data) != "precious" {
+				t.Errorf("precious = %q", data)
+			}
+			if inv := readInvocations(t, logFile); len(inv) != 0 {
+				t.Errorf("the engine ran %d times", len(inv))
+			}
+		})
 	}
 }

@@ -77,12 +77,16 @@ func generated() []string {
 	}
 }
 
+// cleanDir puts install-config.yaml back and removes what kiln generated,
+// following no symbolic link in dir: a link among the generated paths is
+// removed itself, never what it points to.
 func cleanDir(dir string, log logrus.FieldLogger) error {
+	w := &atomicfile.Writer{Root: dir}
 	ic := filepath.Join(dir, "install-config.yaml")
-	consumed := filepath.Join(dir, graph.ConsumedDir, "install-config.yaml")
-	if _, err := os.Stat(ic); errors.Is(err, fs.ErrNotExist) {
-		if data, err := os.ReadFile(consumed); err == nil {
-			if err := atomicfile.Write(ic, data, 0o600); err != nil {
+	consumed := filepath.Join(dir, filepath.FromSlash(graph.ConsumedDir), "install-config.yaml")
+	if _, err := os.Lstat(ic); errors.Is(err, fs.ErrNotExist) {
+		if data, err := atomicfile.ReadFile(dir, consumed); err == nil {
+			if err := w.Write(ic, data, 0o600); err != nil {
 				return err
 			}
 			log.Infof("Restored install-config.yaml from %s", consumed)
@@ -90,7 +94,7 @@ func cleanDir(dir string, log logrus.FieldLogger) error {
 	}
 	var errs []error
 	for _, p := range generated() {
-		if err := os.RemoveAll(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
+		if err := w.RemoveAll(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -28,19 +29,16 @@ func Gather(ctx context.Context, dir string, t Target, prov platforms.Provisione
 	defer os.RemoveAll(tmp)
 	gatherErr := classify(graph.KindInfrastructure, g.Gather(ctx, t.InfraID, tmp))
 	out := filepath.Join(dir, "log-bundle-"+now.UTC().Format("20060102-150405")+".tar.gz")
-	if err := tarGz(tmp, out); err != nil {
+	w := &atomicfile.Writer{Root: dir}
+	if err := w.WriteFunc(out, 0o600, func(f io.Writer) error { return tarGz(tmp, f) }); err != nil {
 		return "", err
 	}
 	return out, gatherErr
 }
 
-// tarGz writes the tree under src into a gzip-compressed tar at dst (0600:
-// logs may name secrets' paths and hold cluster details).
-func tarGz(src, dst string) error {
-	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
+// tarGz writes the tree under src into f as a gzip-compressed tar. The
+// bundle is 0600: logs may name secrets' paths and hold cluster details.
+func tarGz(src string, f io.Writer) error {
 	zw := gzip.NewWriter(f)
 	tw := tar.NewWriter(zw)
 	walkErr := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
@@ -64,7 +62,7 @@ func tarGz(src, dst string) error {
 		_, err = io.Copy(tw, in)
 		return err
 	})
-	for _, c := range []io.Closer{tw, zw, f} {
+	for _, c := range []io.Closer{tw, zw} {
 		if err := c.Close(); err != nil && walkErr == nil {
 			walkErr = err
 		}

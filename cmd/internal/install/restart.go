@@ -31,7 +31,8 @@ func (c *Cluster) recordBootstrap() error {
 	if c.Dir == "" || c.bootstrapRecorded() {
 		return nil
 	}
-	return atomicfile.Write(filepath.Join(c.Dir, filepath.FromSlash(bootstrapRecord)), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
+	w := &atomicfile.Writer{Root: c.Dir}
+	return w.Write(filepath.Join(c.Dir, filepath.FromSlash(bootstrapRecord)), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
 }
 
 // restarter returns prov as a platforms.Restarter, or an input error for a

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"path"
 	"path/filepath"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
@@ -36,7 +36,7 @@ type ShapeRecord struct {
 
 // LoadShape reads dir's shape record; found is false when there is none.
 func LoadShape(dir string) (rec ShapeRecord, found bool, err error) {
-	data, err := os.ReadFile(filepath.Join(dir, ShapeFile))
+	data, err := atomicfile.ReadFile(dir, filepath.Join(dir, ShapeFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return rec, false, nil
 	}
@@ -49,14 +49,16 @@ func LoadShape(dir string) (rec ShapeRecord, found bool, err error) {
 	return rec, true, nil
 }
 
-// SaveShape writes dir's shape record atomically.
+// SaveShape writes dir's shape record atomically, following no symbolic
+// link in dir.
 func SaveShape(dir string, rec ShapeRecord) error {
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(ShapeFile)), 0o700); err != nil {
+	w := &atomicfile.Writer{Root: dir}
+	if err := w.MkdirAll(filepath.Join(dir, filepath.FromSlash(path.Dir(ShapeFile))), 0o700); err != nil {
 		return err
 	}
-	return atomicfile.Write(filepath.Join(dir, ShapeFile), append(data, '\n'), 0o600)
+	return w.Write(filepath.Join(dir, filepath.FromSlash(ShapeFile)), append(data, '\n'), 0o600)
 }

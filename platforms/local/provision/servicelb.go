@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/kiln-project/kiln/assets/kubeconfig"
+	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/lb"
 	"github.com/kiln-project/kiln/platforms/local/provider"
@@ -55,7 +55,9 @@ func (p *Provisioner) writeServiceLB(c *platforms.Cluster, plan *Plan) error {
 	if plan.ServiceLB.Size() == 0 {
 		return nil
 	}
-	kc, err := os.ReadFile(filepath.Join(c.Dir, kubeconfig.AdminPath))
+	// Read without following a link in --dir: the controller acts with
+	// these credentials, so they must be the cluster's own.
+	kc, err := atomicfile.ReadFile(c.Dir, filepath.Join(c.Dir, filepath.FromSlash(kubeconfig.AdminPath)))
 	if err != nil {
 		return fmt.Errorf("the LoadBalancer Service controller needs the admin kubeconfig: %w", err)
 	}

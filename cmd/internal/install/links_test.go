@@ -1,0 +1,162 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// fakeGatherer gathers one log file.
+type fakeGatherer struct{ platforms.Provisioner }
+
+func (fakeGatherer) Gather(_ context.Context, _, dir string) error {
+	return os.WriteFile(filepath.Join(dir, "journal.log"), []byte("log"), 0o600)
+}
+
+// outsideTree describes every entry under dir without following links.
+func outsideTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		out[p] = info.Mode().String()
+		if info.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			out[p] += " " + string(b)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestDirWritersRefuseSymlinks: what the cluster commands write into --dir
+// (the shape record, the bootstrap-complete record, the log bundle, the
+// restored install-config and the removals of a destroy) never goes
+// through a symbolic link planted there: the error names the link and
+// nothing outside --dir changes.
+func TestDirWritersRefuseSymlinks(t *testing.T) {
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	cases := []struct {
+		name, link string
+		// dir says the link points at the outside directory, else at a
+		// file in it.
+		dir bool
+		run func(dir string) error
+	}{
+		{name: "shape record", link: ".kiln", dir: true,
+			run: func(dir string) error { return SaveShape(dir, ShapeRecord{}) }},
+		{name: "shape record file", link: ShapeFile,
+			run: func(dir string) error { return SaveShape(dir, ShapeRecord{}) }},
+		{name: "bootstrap-complete record", link: ".kiln", dir: true,
+			run: func(dir string) error { return (&Cluster{Cluster: platforms.Cluster{Dir: dir}}).recordBootstrap() }},
+		{name: "log bundle", link: "log-bundle-20250102-030405.tar.gz",
+			run: func(dir string) error {
+				_, err := Gather(context.Background(), dir, Target{InfraID: "demo-1"}, fakeGatherer{}, now)
+				return err
+			}},
+		{name: "destroy removes through a linked directory", link: ".kiln", dir: true,
+			run: func(dir string) error {
+				return Destroy(context.Background(), dir, Target{InfraID: "demo-1"}, &fakeProv{}, log)
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			area := t.TempDir()
+			dir, outside := filepath.Join(area, "dir"), filepath.Join(area, "outside")
+			for _, d := range []string{dir, outside, filepath.Join(outside, "terraform")} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(outside, "precious"), []byte("precious"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			target := filepath.Join(outside, "precious")
+			if tc.dir {
+				target = outside
+			}
+			link := filepath.Join(dir, filepath.FromSlash(tc.link))
+			if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, link); err != nil {
+				t.Fatal(err)
+			}
+			before := outsideTree(t, outside)
+			err := tc.run(dir)
+			var se *atomicfile.SymlinkError
+			if !errors.As(err, &se) || se.Path != link {
+				t.Fatalf("err = %v; want an *atomicfile.SymlinkError for %s", err, link)
+			}
+			if after := outsideTree(t, outside); !maps.Equal(before, after) {
+				t.Errorf("outside --dir changed:\nbefore %v\nafter  %v", before, after)
+			}
+		})
+	}
+}
+
+// TestDestroyRemovesLinksNotTargets: a generated path that is a link (auth/)
+// is removed by destroy, and what it pointed to is left alone; an
+// install-config.yaml that is a (dangling) link is not restored through.
+func TestDestroyRemovesLinksNotTargets(t *testing.T) {
+	area := t.TempDir()
+	dir, outside := filepath.Join(area, "dir"), filepath.Join(area, "outside")
+	for _, d := range []string{dir, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(outside, "kubeconfig"), []byte("theirs"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "auth")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "new"), filepath.Join(dir, "install-config.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ".kiln/consumed"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".kiln/consumed/install-config.yaml"), []byte("ic"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := outsideTree(t, outside)
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	if err := Destroy(context.Background(), dir, Target{InfraID: "demo-1"}, &fakeProv{}, log); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "auth")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("auth is still there: %v", err)
+	}
+	if target, err := os.Readlink(filepath.Join(dir, "install-config.yaml")); err != nil || target != filepath.Join(outside, "new") {
+		t.Errorf("install-config.yaml link changed: %q %v", target, err)
+	}
+	if after := outsideTree(t, outside); !maps.Equal(before, after) {
+		t.Errorf("outside --dir changed:\nbefore %v\nafter  %v", before, after)
+	}
+}
