@@ -127,6 +127,9 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 	assertPodNetwork(ctx, t, client, infraID)
 	assertHostNetworkReachesServices(t, infraID, masters, workers)
 	assertUserManifest(ctx, t, client)
+	if workers > 0 {
+		assertServingCSRApproval(t, dir, infraID)
+	}
 	if masters == 1 {
 		// The add-ons, on the smaller cluster only: the checks need one.
 		assertApps(t, dir, infraID)
