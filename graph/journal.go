@@ -200,9 +200,11 @@ func (s *Store) replayCopy(b *atomicfile.Batch, j *journal, f journalFile) (exis
 	if exists && h != want {
 		return false, s.changedSince(j, f.Path)
 	}
+	// consumedMode, not f.Mode: a journal an older kiln wrote may carry
+	// the original's mode.
 	fullDst := filepath.Join(s.dir, filepath.FromSlash(path.Join(ConsumedDir, f.Path)))
-	if h, mode, ok := fileHash(fullDst); !ok || h != want || mode != f.Mode.Perm() {
-		if err := b.Write(fullDst, f.Data, f.Mode); err != nil {
+	if h, mode, ok := fileHash(fullDst); !ok || h != want || mode != consumedMode {
+		if err := b.Write(fullDst, f.Data, consumedMode); err != nil {
 			return false, err
 		}
 	}

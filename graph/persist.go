@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -15,6 +16,11 @@ import (
 // ConsumedDir is where Persist keeps a copy of each consumed file, below
 // --dir: .kiln/consumed/<path>.
 const ConsumedDir = ".kiln/consumed"
+
+// consumedMode is the mode of every copy in ConsumedDir, whatever the
+// original's: install-config.yaml holds the pull secret, manifests may hold
+// Secrets, and the user's 0644 must not outlive the file it was set on.
+const consumedMode fs.FileMode = 0o600
 
 // Target is a named list of writable assets: what one `kiln create`
 // subcommand writes into --dir.
@@ -100,19 +106,42 @@ func (s *Store) consumed(inTarget map[string]bool) ([]journalFile, error) {
 		}
 		for _, p := range slices.Sorted(maps.Keys(n.onDisk)) {
 			full := filepath.Join(s.dir, filepath.FromSlash(p))
-			st, err := os.Stat(full)
-			if err != nil {
-				return nil, err
-			}
 			data, err := os.ReadFile(full)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, journalFile{Path: p, Mode: st.Mode().Perm(), Data: data})
+			out = append(out, journalFile{Path: p, Mode: consumedMode, Data: data})
 		}
 		n.onDisk = nil
 	}
 	return out, nil
+}
+
+// enforceConsumedMode sets every copy in ConsumedDir that others may read
+// back to consumedMode (an older kiln kept the original's mode) and returns
+// their paths relative to dir.
+func enforceConsumedMode(dir string) ([]string, error) {
+	root := filepath.Join(dir, filepath.FromSlash(ConsumedDir))
+	var fixed []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && p == root {
+			return fs.SkipAll
+		}
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil || info.Mode().Perm()&^consumedMode == 0 {
+			return err
+		}
+		if err := os.Chmod(p, consumedMode); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fixed = append(fixed, filepath.ToSlash(rel))
+		return nil
+	})
+	return fixed, err
 }
 
 // newState is the state file's new content: the previous state updated with

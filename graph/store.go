@@ -51,7 +51,8 @@ func WithFaults(fault func(op atomicfile.Op, path string) error) Option {
 // Open returns the store of dir, reading its state file if there is one.
 // It first finishes a run that was interrupted while writing dir and
 // removes the temporary files of interrupted writes (docs/crash-safety.md),
-// and it sets the state file back to mode 0600 if it was widened.
+// and it sets the state file and the copies of consumed files back to mode
+// 0600 if they were widened.
 func Open(dir string, opts ...Option) (*Store, error) {
 	quiet := logrus.New()
 	quiet.SetOutput(io.Discard)
@@ -74,6 +75,11 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	} else if fixed {
 		s.log.Warnf("%s was readable by others; set it back to mode 0600 (it holds every private key)",
 			filepath.Join(dir, StateFileName))
+	}
+	if fixed, err := enforceConsumedMode(dir); err != nil {
+		return nil, err
+	} else if len(fixed) > 0 {
+		s.log.Warnf("%v were readable by others; set them back to mode 0600 (install-config.yaml holds the pull secret)", fixed)
 	}
 	return s, nil
 }
