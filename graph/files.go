@@ -10,7 +10,9 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
+	"unicode/utf8"
 )
 
 // defaultMode is the mode of a File whose Mode is zero.
@@ -106,7 +108,9 @@ func (d *dirFetcher) FetchByPattern(pattern string) ([]*File, error) {
 	return files, nil
 }
 
-// Names implements FileFetcher: directories are left out.
+// Names implements FileFetcher: directories are left out. A name that is
+// not valid UTF-8 is an input error (a *NameError): neither Ignition's
+// JSON nor a Kubernetes object can carry it.
 func (d *dirFetcher) Names(pattern string) ([]string, error) {
 	matches, err := filepath.Glob(filepath.Join(d.dir, filepath.FromSlash(pattern)))
 	if err != nil {
@@ -122,7 +126,23 @@ func (d *dirFetcher) Names(pattern string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !utf8.ValidString(rel) {
+			return nil, WithKind(KindInput, &NameError{Path: filepath.ToSlash(rel)})
+		}
 		names = append(names, filepath.ToSlash(rel))
 	}
 	return names, nil
+}
+
+// NameError is a file in --dir whose name is not valid UTF-8.
+type NameError struct {
+	// Path is the name as found, relative to --dir; it may hold any byte.
+	Path string
+}
+
+// Error names the file with its invalid bytes escaped, so that the message
+// itself is printable.
+func (e *NameError) Error() string {
+	return strconv.Quote(e.Path) + ": the file name is not valid UTF-8: rename it " +
+		"(Ignition configs and Kubernetes objects carry UTF-8 names only)"
 }

@@ -80,6 +80,9 @@ func TestHostileDirs(t *testing.T) {
 		{name: "unknown-field-manifest", prepare: "manifests", args: []string{"create", "manifests"}, code: 2, msg: "manifests/00-namespaces.yaml"},
 		{name: "added-text-file", prepare: "manifests", args: []string{"create", "manifests"}, code: 2, msg: "manifests/notes.txt"},
 		{name: "added-manifest-without-kind", prepare: "manifests", args: []string{"create", "manifests"}, code: 2, msg: "manifests/50-x.yaml: no kind"},
+		{name: "non-UTF-8 manifest name", prepare: "manifests", spoil: func(t *testing.T, dir string) {
+			must(t, os.WriteFile(filepath.Join(dir, "manifests", "50-\xff.yaml"), []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: x\n"), 0o644))
+		}, args: []string{"create", "ignition-configs"}, code: 2, msg: `"manifests/50-\xff.yaml": the file name is not valid UTF-8`},
 		{name: "deleted kube-apiserver static pod", prepare: "manifests", spoil: rm("static-pods/master/kube-apiserver.yaml"),
 			args: []string{"create", "manifests"}, code: 2, msg: "static-pods/master/kube-apiserver.yaml is missing"},
 		{name: "deleted etcd static pod", prepare: "manifests", spoil: rm("static-pods/master/etcd.yaml"),
