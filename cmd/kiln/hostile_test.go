@@ -75,6 +75,8 @@ func TestHostileDirs(t *testing.T) {
 			must(t, os.Remove(dir))
 			must(t, os.WriteFile(dir, []byte("a file"), 0o644))
 		}, args: []string{"destroy", "cluster"}, code: 2, msg: "is not a directory"},
+		{name: "duplicate-key-install-config", prepare: "install-config", args: []string{"create", "manifests"}, code: 2,
+			msg: "install-config.yaml: metadata: Duplicate value: set twice, at line 2 and again at line 7"},
 		// Edited or added manifests and static pods.
 		{name: "invalid-yaml-manifest", prepare: "manifests", args: []string{"create", "manifests"}, code: 2, msg: "manifests/11-coredns.yaml"},
 		{name: "unknown-field-manifest", prepare: "manifests", args: []string{"create", "manifests"}, code: 2, msg: "manifests/00-namespaces.yaml"},
@@ -83,6 +85,10 @@ func TestHostileDirs(t *testing.T) {
 		{name: "non-UTF-8 manifest name", prepare: "manifests", spoil: func(t *testing.T, dir string) {
 			must(t, os.WriteFile(filepath.Join(dir, "manifests", "50-\xff.yaml"), []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: x\n"), 0o644))
 		}, args: []string{"create", "ignition-configs"}, code: 2, msg: `"manifests/50-\xff.yaml": the file name is not valid UTF-8`},
+		{name: "duplicate-key-manifest", prepare: "manifests", args: []string{"create", "ignition-configs"}, code: 2,
+			msg: "manifests/50-x.yaml: spec.size: set twice, at line 6 and again at line 8"},
+		{name: "duplicate-key-static-pod", prepare: "manifests", args: []string{"create", "ignition-configs"}, code: 2,
+			msg: "static-pods/master/kube-scheduler.yaml: spec.containers[0].image: set twice, at line 10 and again at line 11"},
 		{name: "deleted kube-apiserver static pod", prepare: "manifests", spoil: rm("static-pods/master/kube-apiserver.yaml"),
 			args: []string{"create", "manifests"}, code: 2, msg: "static-pods/master/kube-apiserver.yaml is missing"},
 		{name: "deleted etcd static pod", prepare: "manifests", spoil: rm("static-pods/master/etcd.yaml"),
