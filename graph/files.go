@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -32,48 +34,92 @@ func hashBytes(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// dirFetcher is the FileFetcher over --dir. It records every file it
-// returned (path -> content hash) so the store can tell whether the user
-// edited an asset's files.
+// dirFetcher is the FileFetcher over --dir for one asset, whose files are
+// of kind input. It records every file it returned (path -> content hash)
+// so the store can tell whether the user edited an asset's files.
 type dirFetcher struct {
-	dir  string
-	mu   sync.Mutex
-	seen map[string]string
+	dir    string
+	input  Input
+	budget *budget // shared by the fetchers of one store
+	mu     sync.Mutex
+	seen   map[string]string
 }
 
-func newDirFetcher(dir string) *dirFetcher {
-	return &dirFetcher{dir: dir, seen: map[string]string{}}
+func newDirFetcher(dir string, input Input, b *budget) *dirFetcher {
+	return &dirFetcher{dir: dir, input: input, budget: b, seen: map[string]string{}}
 }
 
 // FetchByName implements FileFetcher. A path that is there but is no
 // regular file (a directory, a FIFO, a dangling symbolic link) is an input
-// error saying what it is, not "not found".
+// error saying what it is, not "not found"; so is a file larger than its
+// kind of input allows (a *SizeError), which is not read.
 func (d *dirFetcher) FetchByName(name string) (*File, error) {
 	name = path.Clean(name)
 	if !fs.ValidPath(name) {
 		return nil, fmt.Errorf("%s: not a path inside --dir", name)
 	}
-	full := filepath.Join(d.dir, filepath.FromSlash(name))
-	st, err := os.Stat(full)
-	if errors.Is(err, fs.ErrNotExist) {
-		if target, lerr := os.Readlink(full); lerr == nil {
-			return nil, WithKind(KindInput, fmt.Errorf("%s is a symbolic link to %s, which does not exist", name, target))
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, WithKind(KindInput, fmt.Errorf("%s is %s, not a regular file", name, describeMode(st.Mode())))
-	}
-	data, err := os.ReadFile(full)
+	data, mode, err := readInput(d.dir, name, d.input, d.budget)
 	if err != nil {
 		return nil, err
 	}
 	d.mu.Lock()
 	d.seen[name] = hashBytes(data)
 	d.mu.Unlock()
-	return &File{Path: name, Data: data, Mode: st.Mode().Perm()}, nil
+	return &File{Path: name, Data: data, Mode: mode}, nil
+}
+
+// ReadFile reads the file name (slash-separated, relative to dir) of kind
+// input, as an asset's Load does: a path that is no regular file, or a
+// file larger than input.MaxSize, is an input error, and the file is not
+// read; a missing file is an error satisfying errors.Is(err,
+// fs.ErrNotExist). It is for commands that read --dir outside the store.
+func ReadFile(dir, name string, input Input) ([]byte, error) {
+	data, _, err := readInput(dir, name, input, nil)
+	return data, err
+}
+
+// readInput reads dir/name, of kind input, within its size limits. The
+// file is opened without blocking (a FIFO put there meanwhile does not hang
+// kiln), checked by its size before it is read (a 100 GiB sparse file costs
+// nothing), and read through a LimitReader (a file growing meanwhile cannot
+// slip past the limit). b counts the files of kinds with a total limit.
+func readInput(dir, name string, input Input, b *budget) ([]byte, fs.FileMode, error) {
+	full := filepath.Join(dir, filepath.FromSlash(name))
+	f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		if target, lerr := os.Readlink(full); lerr == nil {
+			return nil, 0, WithKind(KindInput, fmt.Errorf("%s is a symbolic link to %s, which does not exist", name, target))
+		}
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, WithKind(KindInput, fmt.Errorf("%s is %s, not a regular file", name, describeMode(st.Mode())))
+	}
+	limit := input.MaxSize()
+	if st.Size() > limit {
+		return nil, 0, WithKind(KindInput, &SizeError{Path: name, Input: input, Size: st.Size(), Limit: limit})
+	}
+	if err := b.take(name, input, st.Size()); err != nil {
+		return nil, 0, WithKind(KindInput, err)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	if int64(len(data)) > limit {
+		return nil, 0, WithKind(KindInput, &SizeError{Path: name, Input: input, Size: int64(len(data)), Limit: limit, Unsized: true})
+	}
+	if err := b.take(name, input, int64(len(data))); err != nil {
+		return nil, 0, WithKind(KindInput, err)
+	}
+	return data, st.Mode().Perm(), nil
 }
 
 // describeMode names a file type for messages.

@@ -2,13 +2,17 @@ package graph
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
@@ -65,7 +69,7 @@ func (j *journal) paths() []string {
 // readJournal reads dir's journal; it returns nil when there is none.
 func readJournal(dir string) (*journal, error) {
 	name := filepath.Join(dir, JournalFileName)
-	b, err := os.ReadFile(name)
+	b, err := ReadFile(dir, JournalFileName, JournalInput)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -162,7 +166,7 @@ func (s *Store) replay(j *journal) error {
 		}
 	}
 	name := filepath.Join(s.dir, StateFileName)
-	if old, err := os.ReadFile(name); err != nil || !bytes.Equal(old, j.State) {
+	if old, err := ReadFile(s.dir, StateFileName, StateInput); err != nil || !bytes.Equal(old, j.State) {
 		if err := final.Write(name, j.State, 0o600); err != nil {
 			return err
 		}
@@ -306,15 +310,21 @@ func (s *Store) exclusive(fn func() error) error {
 }
 
 // fileHash returns the content hash and permission of the regular file
-// name; ok is false when there is none.
+// name; ok is false when there is none. The file is hashed as it is read,
+// in constant memory, whatever its size.
 func fileHash(name string) (hash string, mode fs.FileMode, ok bool) {
-	st, err := os.Stat(name)
-	if err != nil || !st.Mode().IsRegular() {
-		return "", 0, false
-	}
-	b, err := os.ReadFile(name)
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", 0, false
 	}
-	return hashBytes(b), st.Mode().Perm(), true
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return "", 0, false
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", 0, false
+	}
+	return hex.EncodeToString(h.Sum(nil)), st.Mode().Perm(), true
 }

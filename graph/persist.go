@@ -85,7 +85,7 @@ func (s *Store) Persist(ctx context.Context, t Target) error {
 	if j.State, err = s.newState(); err != nil {
 		return err
 	}
-	old, _ := os.ReadFile(filepath.Join(s.dir, StateFileName))
+	old, _ := ReadFile(s.dir, StateFileName, StateInput)
 	if len(j.Writes) == 0 && len(j.Consumes) == 0 && string(old) == string(j.State) {
 		return nil // nothing changed: leave --dir (and every mtime) alone
 	}
@@ -105,8 +105,7 @@ func (s *Store) consumed(inTarget map[string]bool) ([]journalFile, error) {
 			continue
 		}
 		for _, p := range slices.Sorted(maps.Keys(n.onDisk)) {
-			full := filepath.Join(s.dir, filepath.FromSlash(p))
-			data, err := os.ReadFile(full)
+			data, err := ReadFile(s.dir, p, inputOf(n.asset))
 			if err != nil {
 				return nil, err
 			}

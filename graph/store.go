@@ -28,6 +28,9 @@ type Store struct {
 
 	mu    sync.Mutex
 	nodes map[string]*node
+	// budget counts the files of kinds with a total size limit that the
+	// assets' Load read.
+	budget *budget
 }
 
 // Option configures a Store.
@@ -56,7 +59,7 @@ func WithFaults(fault func(op atomicfile.Op, path string) error) Option {
 func Open(dir string, opts ...Option) (*Store, error) {
 	quiet := logrus.New()
 	quiet.SetOutput(io.Discard)
-	s := &Store{dir: dir, log: quiet, w: &atomicfile.Writer{}, nodes: map[string]*node{}}
+	s := &Store{dir: dir, log: quiet, w: &atomicfile.Writer{}, nodes: map[string]*node{}, budget: &budget{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -196,7 +199,7 @@ func (s *Store) build(ctx context.Context, n *node) error {
 		// Report this asset's own bad files too: a user fixing one input
 		// error should not discover the next only on the next run.
 		if wa, ok := n.asset.(WritableAsset); ok {
-			if _, lerr := wa.Load(newDirFetcher(s.dir)); lerr != nil && KindOf(lerr) == KindInput {
+			if _, lerr := wa.Load(newDirFetcher(s.dir, inputOf(wa), s.budget)); lerr != nil && KindOf(lerr) == KindInput {
 				err = joinAssetErrors([]error{err, &AssetError{Err: lerr}})
 			}
 			zero(n.asset)
@@ -230,7 +233,7 @@ func (s *Store) build(ctx context.Context, n *node) error {
 	parentsSame := prev != nil && len(changed) == 0
 
 	if wa, ok := n.asset.(WritableAsset); ok {
-		fetcher := newDirFetcher(s.dir)
+		fetcher := newDirFetcher(s.dir, inputOf(wa), s.budget)
 		found, err := wa.Load(fetcher)
 		if err != nil {
 			return err

@@ -39,6 +39,9 @@ func (k *Kubeconfig) String() string {
 // GoString keeps the credentials out of %#v output.
 func (k *Kubeconfig) GoString() string { return k.String() }
 
+// InputKind implements graph.Sized for the embedding asset.
+func (*Kubeconfig) InputKind() graph.Input { return graph.KubeconfigInput }
+
 // Files implements graph.WritableAsset for the embedding asset.
 func (k *Kubeconfig) Files() []*graph.File {
 	if k.File == nil {

@@ -42,6 +42,9 @@ type caAsset interface {
 	certKey() *CertKey
 }
 
+// InputKind implements graph.Sized for every asset that embeds CertKey.
+func (*CertKey) InputKind() graph.Input { return graph.TLSInput }
+
 // certKey returns c; promoted to every asset that embeds CertKey.
 func (c *CertKey) certKey() *CertKey { return c }
 

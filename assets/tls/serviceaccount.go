@@ -35,6 +35,9 @@ func (*ServiceAccountKeyPair) Name() string { return "service account signing ke
 // Dependencies implements graph.Asset.
 func (*ServiceAccountKeyPair) Dependencies() []graph.Asset { return []graph.Asset{&KeyAlgorithm{}} }
 
+// InputKind implements graph.Sized.
+func (*ServiceAccountKeyPair) InputKind() graph.Input { return graph.TLSInput }
+
 // String keeps the private key out of formatted output.
 func (*ServiceAccountKeyPair) String() string { return "service account key pair (key redacted)" }
 

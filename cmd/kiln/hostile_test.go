@@ -89,6 +89,13 @@ func TestHostileDirs(t *testing.T) {
 			msg: "manifests/50-x.yaml: spec.size: set twice, at line 6 and again at line 8"},
 		{name: "duplicate-key-static-pod", prepare: "manifests", args: []string{"create", "ignition-configs"}, code: 2,
 			msg: "static-pods/master/kube-scheduler.yaml: spec.containers[0].image: set twice, at line 10 and again at line 11"},
+		{name: "oversized manifest", prepare: "manifests", spoil: func(t *testing.T, dir string) {
+			f, err := os.Create(filepath.Join(dir, "manifests", "50-big.yaml"))
+			must(t, err)
+			must(t, f.Truncate(9<<20)) // sparse
+			must(t, f.Close())
+		}, args: []string{"create", "ignition-configs"}, code: 2,
+			msg: "manifests/50-big.yaml is 9437184 bytes (9.0 MiB), more than the 8388608 bytes (8.0 MiB) kiln reads for a manifest or static pod"},
 		{name: "deleted kube-apiserver static pod", prepare: "manifests", spoil: rm("static-pods/master/kube-apiserver.yaml"),
 			args: []string{"create", "manifests"}, code: 2, msg: "static-pods/master/kube-apiserver.yaml is missing"},
 		{name: "deleted etcd static pod", prepare: "manifests", spoil: rm("static-pods/master/etcd.yaml"),

@@ -36,7 +36,7 @@ type Target struct {
 // how a cluster whose metadata.json was lost is destroyed, by its machines'
 // names, on the default platform).
 func FindTarget(dir, infraID string) (Target, error) {
-	data, err := os.ReadFile(filepath.Join(dir, metadata.FileName))
+	data, err := graph.ReadFile(dir, metadata.FileName, graph.OtherInput)
 	if errors.Is(err, fs.ErrNotExist) {
 		if infraID != "" {
 			return Target{InfraID: infraID, Platform: configs.Default()}, nil
@@ -81,7 +81,7 @@ func cleanDir(dir string, log logrus.FieldLogger) error {
 	ic := filepath.Join(dir, "install-config.yaml")
 	consumed := filepath.Join(dir, graph.ConsumedDir, "install-config.yaml")
 	if _, err := os.Stat(ic); errors.Is(err, fs.ErrNotExist) {
-		if data, err := os.ReadFile(consumed); err == nil {
+		if data, err := graph.ReadFile(dir, graph.ConsumedDir+"/install-config.yaml", graph.InstallConfigInput); err == nil {
 			if err := atomicfile.Write(ic, data, 0o600); err != nil {
 				return err
 			}
