@@ -56,6 +56,17 @@ type FileFetcher interface {
 	Names(pattern string) ([]string, error)
 }
 
+// StateChecker is an asset whose value the store checks when it restores it
+// from the state file, beyond decoding it: a CA key that no longer parses,
+// or was swapped for another, decodes fine but would sign every leaf
+// issued from then on. A failing check is reported as a damaged state entry
+// (bad input naming the asset and the state file), never repaired by
+// generating the value again, which would silently replace the CA.
+type StateChecker interface {
+	// CheckState reports what is wrong with the value just restored.
+	CheckState() error
+}
+
 // Parents gives Generate the generated values of declared dependencies.
 type Parents interface {
 	// Get fills each pointer with the generated value of the asset with the

@@ -323,10 +323,17 @@ func diskEdited(recorded, seen map[string]string) bool {
 	return false
 }
 
-// restore sets a to the JSON value v.
+// restore sets a to the JSON value v and, when a is a StateChecker, checks
+// it.
 func restore(a Asset, v json.RawMessage) error {
 	zero(a)
-	return json.Unmarshal(v, a)
+	if err := json.Unmarshal(v, a); err != nil {
+		return err
+	}
+	if c, ok := a.(StateChecker); ok {
+		return c.CheckState()
+	}
+	return nil
 }
 
 // zero resets the value a points to.

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -109,6 +111,18 @@ func TestHostileDirs(t *testing.T) {
 		// Edited outputs and corrupt state.
 		{name: "edited-bootstrap-ign", prepare: "ignition-configs", args: []string{"create", "ignition-configs"}, code: 2, msg: "bootstrap.ign"},
 		{name: "corrupt-state", prepare: "ignition-configs", args: []string{"create", "ignition-configs"}, code: 2, msg: ".kiln_state.json"},
+		// A CA key in the state file garbled or swapped, and a leaf to issue
+		// again with it (its entry removed).
+		{name: "state root CA key garbled", prepare: "ignition-configs", spoil: editState(func(a map[string]map[string]any) {
+			a["tls/root-ca"]["value"].(map[string]any)["key"] = base64.StdEncoding.EncodeToString([]byte("-----BEGIN PRIVATE KEY-----\nZ2FyYmFnZQ==\n-----END PRIVATE KEY-----\n"))
+			delete(a, "tls/admin-client")
+		}), args: []string{"create", "ignition-configs"}, code: 2,
+			msg: `the value of asset tls/root-ca is damaged (the private key of "kiln-root-ca" does not parse`},
+		{name: "state root CA key swapped", prepare: "ignition-configs", spoil: editState(func(a map[string]map[string]any) {
+			a["tls/root-ca"]["value"].(map[string]any)["key"] = a["tls/etcd-ca"]["value"].(map[string]any)["key"]
+			delete(a, "tls/admin-client")
+		}), args: []string{"create", "ignition-configs"}, code: 2,
+			msg: `the value of asset tls/root-ca is damaged (the private key does not belong to the certificate "kiln-root-ca"`},
 		{name: "metadata-garbage", prepare: "ignition-configs", args: []string{"destroy", "cluster"}, code: 2, msg: "metadata.json"},
 		{name: "metadata is a directory", prepare: "ignition-configs", spoil: mkdir("metadata.json"),
 			args: []string{"destroy", "cluster"}, code: 2, msg: "metadata.json"},
@@ -185,6 +199,25 @@ func prepared(t *testing.T, target, dir string) {
 		}
 	}
 	copyTree(t, src, dir)
+}
+
+// editState returns a spoil that changes the assets of dir's state file.
+func editState(edit func(assets map[string]map[string]any)) func(*testing.T, string) {
+	return func(t *testing.T, dir string) {
+		t.Helper()
+		name := filepath.Join(dir, ".kiln_state.json")
+		b, err := os.ReadFile(name)
+		must(t, err)
+		var st struct {
+			Version int                       `json:"version"`
+			Assets  map[string]map[string]any `json:"assets"`
+		}
+		must(t, json.Unmarshal(b, &st))
+		edit(st.Assets)
+		b, err = json.Marshal(st)
+		must(t, err)
+		must(t, os.WriteFile(name, b, 0o600))
+	}
 }
 
 func isDir(p string) bool {
