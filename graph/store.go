@@ -256,6 +256,11 @@ func (s *Store) build(ctx context.Context, n *node) error {
 				} else {
 					s.log.Infof("Using %v from %s", files, s.dir)
 				}
+				if c, ok := n.asset.(AdoptionChecker); ok {
+					if err := c.CheckAdopted(ctx, parents{owner: id, nodes: s.ancestors(n.asset), ancestors: true}); err != nil {
+						return err
+					}
+				}
 				n.origin, n.causes = fromDisk, files
 				return s.finish(n, hashes, fetcher.seen)
 			}
@@ -300,6 +305,27 @@ func (s *Store) finish(n *node, hashes, disk map[string]string) error {
 	}
 	n.entry = &StateEntry{Hash: hashBytes(b), Parents: hashes, Disk: disk, Value: b}
 	return nil
+}
+
+// ancestors returns the finished nodes of a's dependencies and of theirs,
+// transitively, by ID. It is called once a's dependencies are resolved,
+// which resolved theirs.
+func (s *Store) ancestors(a Asset) map[string]*node {
+	out := map[string]*node{}
+	var visit func(Asset)
+	visit = func(x Asset) {
+		for _, d := range x.Dependencies() {
+			if _, ok := out[d.ID()]; ok {
+				continue
+			}
+			if n := s.node(d.ID()); n != nil {
+				out[d.ID()] = n
+				visit(n.asset)
+			}
+		}
+	}
+	visit(a)
+	return out
 }
 
 // causesOrID is what to name when n's change invalidates a dependent.
