@@ -51,3 +51,34 @@ func TestFieldError(t *testing.T) {
 		t.Errorf("FieldError() = %q, want %q", got, want)
 	}
 }
+
+func TestValues(t *testing.T) {
+	type val struct {
+		field, value string
+		line         int
+	}
+	tests := []struct {
+		name string
+		data string
+		want []val
+	}{
+		{name: "ConfigMap", data: "kind: ConfigMap\ndata:\n  clusterName: dev\n  infraID: dev-abcde\n  other: x\n",
+			want: []val{{"data.clusterName", "dev", 3}, {"data.infraID", "dev-abcde", 4}}},
+		{name: "JSON", data: "{\n  \"clusterName\": \"dev\",\n  \"infraID\": \"dev-abcde\"\n}\n",
+			want: []val{{"clusterName", "dev", 2}, {"infraID", "dev-abcde", 3}}},
+		{name: "in a list, second document", data: "a: 1\n---\nitems:\n- infraID: x\n", want: []val{{"items[0].infraID", "x", 4}}},
+		{name: "not a scalar", data: "infraID: {a: b}\n"},
+		{name: "none", data: "a: b\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []val
+			for _, v := range yamlkeys.Values([]byte(tc.data), "clusterName", "infraID") {
+				got = append(got, val{v.Field.String(), v.Value, v.Line})
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Values = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
