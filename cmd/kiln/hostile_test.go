@@ -39,8 +39,10 @@ type hostileCase struct {
 	args  []string
 	inCwd bool
 	code  int
-	// msg must be in stderr (it names the file); absent must not be.
+	// msg must be in stderr (it names the file), and so must each of more;
+	// absent must not be.
 	msg, absent string
+	more        []string
 }
 
 // D9, D10 and deliverable 10: no panic, the documented exit code, a message
@@ -108,6 +110,20 @@ func TestHostileDirs(t *testing.T) {
 		{name: "garbage-ca-key", prepare: "install-config", args: []string{"create", "ignition-configs"}, code: 2, msg: "tls/root-ca.key", absent: "asn1"},
 		{name: "weak-rsa-512-ca", prepare: "install-config", args: []string{"create", "ignition-configs"}, code: 2, msg: "tls/root-ca.key: RSA key of 512 bits", absent: "admin-client"},
 		{name: "sha1-ca", prepare: "install-config", args: []string{"create", "ignition-configs"}, code: 2, msg: "tls/root-ca.crt: signed with SHA1-RSA"},
+		// Outputs of another cluster, or of a state that is gone, adopted.
+		{name: "bootstrap.ign of another cluster", prepare: "install-config", spoil: fromOtherCluster("bootstrap.ign"),
+			args: []string{"create", "ignition-configs"}, code: 2, msg: "bootstrap.ign: /etc/",
+			more: []string{`does not chain to this cluster's CAs (tls/root-ca, tls/etcd-ca, tls/front-proxy-ca)`, "more items of it disagree too"}},
+		{name: "metadata.json of another cluster", prepare: "install-config", spoil: fromOtherCluster("metadata.json"),
+			args: []string{"create", "ignition-configs"}, code: 2, msg: `metadata.json: clusterID: clusterID is "`},
+		{name: "outputs of a lost state", prepare: "ignition-configs", spoil: func(t *testing.T, dir string) {
+			must(t, os.Remove(filepath.Join(dir, ".kiln_state.json")))
+			b, err := os.ReadFile(filepath.Join(dir, ".kiln", "consumed", "install-config.yaml"))
+			must(t, err)
+			must(t, os.WriteFile(filepath.Join(dir, "install-config.yaml"), b, 0o600))
+		}, args: []string{"create", "ignition-configs"}, code: 2, msg: "bootstrap.ign: /etc/",
+			more: []string{"master.ign: ignition.security.tls.certificateAuthorities[0]: certificate \"kiln-root-ca\" does not chain to this cluster's CAs",
+				"auth/kubeconfig: clusters[0].cluster.certificate-authority-data", "metadata.json: clusterID"}},
 		// Edited outputs and corrupt state.
 		{name: "edited-bootstrap-ign", prepare: "ignition-configs", args: []string{"create", "ignition-configs"}, code: 2, msg: "bootstrap.ign"},
 		{name: "corrupt-state", prepare: "ignition-configs", args: []string{"create", "ignition-configs"}, code: 2, msg: ".kiln_state.json"},
@@ -171,6 +187,11 @@ func TestHostileDirs(t *testing.T) {
 			if !strings.Contains(stderr, tc.msg) || (tc.absent != "" && strings.Contains(stderr, tc.absent)) {
 				t.Errorf("stderr does not say %q (or says %q):\n%s", tc.msg, tc.absent, stderr)
 			}
+			for _, m := range tc.more {
+				if !strings.Contains(stderr, m) {
+					t.Errorf("stderr does not say %q:\n%s", m, stderr)
+				}
+			}
 			if after := snapshotArea(t, area); !maps.Equal(before, after) {
 				t.Errorf("the directory changed:\n%s", diffSnapshots(before, after))
 			}
@@ -199,6 +220,19 @@ func prepared(t *testing.T, target, dir string) {
 		}
 	}
 	copyTree(t, src, dir)
+}
+
+// fromOtherCluster returns a spoil that copies file from a --dir kiln
+// prepared for another cluster, from the same install-config.
+func fromOtherCluster(file string) func(*testing.T, string) {
+	return func(t *testing.T, dir string) {
+		t.Helper()
+		other := filepath.Join(t.TempDir(), "other")
+		prepared(t, "ignition-configs", other)
+		b, err := os.ReadFile(filepath.Join(other, file))
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(dir, file), b, 0o600))
+	}
 }
 
 // editState returns a spoil that changes the assets of dir's state file.
