@@ -56,6 +56,34 @@ type FileFetcher interface {
 	Names(pattern string) ([]string, error)
 }
 
+// AdoptionChecker is a WritableAsset that checks the files it loaded from
+// --dir before the store adopts them as they are, in place of generating
+// them. Files the user edits win, but a file made for another cluster, or
+// with CAs the state no longer holds, must not: --dir would then hold two
+// clusters' PKI. The store calls CheckAdopted only when it is about to use
+// the loaded files as they are (not when it regenerates them or restores
+// the asset from the state file).
+type AdoptionChecker interface {
+	// CheckAdopted checks the value Load read against the asset's
+	// ancestors: the values (generated this run or restored from the state
+	// file) of its dependencies and of theirs, transitively, since an
+	// adopted file stands in for everything it is made from. Asking for
+	// an asset that is no ancestor is an error. A mismatch is an input
+	// error naming the file and the first item in it that disagrees.
+	CheckAdopted(ctx context.Context, ancestors Parents) error
+}
+
+// StateChecker is an asset whose value the store checks when it restores it
+// from the state file, beyond decoding it: a CA key that no longer parses,
+// or was swapped for another, decodes fine but would sign every leaf
+// issued from then on. A failing check is reported as a damaged state entry
+// (bad input naming the asset and the state file), never repaired by
+// generating the value again, which would silently replace the CA.
+type StateChecker interface {
+	// CheckState reports what is wrong with the value just restored.
+	CheckState() error
+}
+
 // Parents gives Generate the generated values of declared dependencies.
 type Parents interface {
 	// Get fills each pointer with the generated value of the asset with the

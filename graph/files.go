@@ -5,12 +5,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
+	"syscall"
+	"unicode/utf8"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
 )
@@ -32,51 +36,92 @@ func hashBytes(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// dirFetcher is the FileFetcher over --dir. It records every file it
-// returned (path -> content hash) so the store can tell whether the user
-// edited an asset's files.
+// dirFetcher is the FileFetcher over --dir for one asset, whose files are
+// of kind input. It records every file it returned (path -> content hash)
+// so the store can tell whether the user edited an asset's files.
 type dirFetcher struct {
-	dir  string
-	mu   sync.Mutex
-	seen map[string]string
+	dir    string
+	input  Input
+	budget *budget // shared by the fetchers of one store
+	mu     sync.Mutex
+	seen   map[string]string
 }
 
-func newDirFetcher(dir string) *dirFetcher {
-	return &dirFetcher{dir: dir, seen: map[string]string{}}
+func newDirFetcher(dir string, input Input, b *budget) *dirFetcher {
+	return &dirFetcher{dir: dir, input: input, budget: b, seen: map[string]string{}}
 }
 
 // FetchByName implements FileFetcher. A path that is there but is no
 // regular file (a directory, a FIFO) is an input error saying what it is,
-// not "not found". Every file fetched is one kiln writes, consumes or
-// removes, so a symbolic link at it or on the way to it is refused: an
-// *atomicfile.SymlinkError of KindInput naming the link.
+// not "not found"; so is a file larger than its kind of input allows (a
+// *SizeError), which is not read. Every file fetched is one kiln writes,
+// consumes or removes, so a symbolic link at it or on the way to it is
+// refused: an *atomicfile.SymlinkError of KindInput naming the link.
 func (d *dirFetcher) FetchByName(name string) (*File, error) {
 	name = path.Clean(name)
 	if !fs.ValidPath(name) {
 		return nil, fmt.Errorf("%s: not a path inside --dir", name)
 	}
-	full := filepath.Join(d.dir, filepath.FromSlash(name))
-	st, err := atomicfile.Stat(d.dir, full)
-	if errors.Is(err, atomicfile.ErrSymlink) {
-		return nil, WithKind(KindInput, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, WithKind(KindInput, fmt.Errorf("%s is %s, not a regular file", name, describeMode(st.Mode())))
-	}
-	data, err := atomicfile.ReadFile(d.dir, full)
-	if errors.Is(err, atomicfile.ErrSymlink) {
-		return nil, WithKind(KindInput, err)
-	}
+	data, mode, err := readInput(d.dir, name, d.input, d.budget)
 	if err != nil {
 		return nil, err
 	}
 	d.mu.Lock()
 	d.seen[name] = hashBytes(data)
 	d.mu.Unlock()
-	return &File{Path: name, Data: data, Mode: st.Mode().Perm()}, nil
+	return &File{Path: name, Data: data, Mode: mode}, nil
+}
+
+// ReadFile reads the file name (slash-separated, relative to dir) of kind
+// input, as an asset's Load does: a path that is no regular file, or a
+// file larger than input.MaxSize, is an input error, and the file is not
+// read; a missing file is an error satisfying errors.Is(err,
+// fs.ErrNotExist). It is for commands that read --dir outside the store.
+func ReadFile(dir, name string, input Input) ([]byte, error) {
+	data, _, err := readInput(dir, name, input, nil)
+	return data, err
+}
+
+// readInput reads dir/name, of kind input, within its size limits. The
+// file is opened following no symbolic link below dir, without blocking (a FIFO put there meanwhile does not hang
+// kiln), checked by its size before it is read (a 100 GiB sparse file costs
+// nothing), and read through a LimitReader (a file growing meanwhile cannot
+// slip past the limit). b counts the files of kinds with a total limit.
+func readInput(dir, name string, input Input, b *budget) ([]byte, fs.FileMode, error) {
+	full := filepath.Join(dir, filepath.FromSlash(name))
+	f, err := atomicfile.OpenFile(dir, full, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, atomicfile.ErrSymlink) {
+		return nil, 0, WithKind(KindInput, err)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, WithKind(KindInput, fmt.Errorf("%s is %s, not a regular file", name, describeMode(st.Mode())))
+	}
+	limit := input.MaxSize()
+	if st.Size() > limit {
+		return nil, 0, WithKind(KindInput, &SizeError{Path: name, Input: input, Size: st.Size(), Limit: limit})
+	}
+	if err := b.take(name, input, st.Size()); err != nil {
+		return nil, 0, WithKind(KindInput, err)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	if int64(len(data)) > limit {
+		return nil, 0, WithKind(KindInput, &SizeError{Path: name, Input: input, Size: int64(len(data)), Limit: limit, Unsized: true})
+	}
+	if err := b.take(name, input, int64(len(data))); err != nil {
+		return nil, 0, WithKind(KindInput, err)
+	}
+	return data, st.Mode().Perm(), nil
 }
 
 // describeMode names a file type for messages.
@@ -112,7 +157,9 @@ func (d *dirFetcher) FetchByPattern(pattern string) ([]*File, error) {
 }
 
 // Names implements FileFetcher: directories are left out, symbolic links
-// are not (FetchByName refuses them).
+// are not (FetchByName refuses them). A name that is not valid UTF-8 is an
+// input error (a *NameError): neither Ignition's JSON nor a Kubernetes
+// object can carry it.
 func (d *dirFetcher) Names(pattern string) ([]string, error) {
 	matches, err := filepath.Glob(filepath.Join(d.dir, filepath.FromSlash(pattern)))
 	if err != nil {
@@ -128,7 +175,23 @@ func (d *dirFetcher) Names(pattern string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !utf8.ValidString(rel) {
+			return nil, WithKind(KindInput, &NameError{Path: filepath.ToSlash(rel)})
+		}
 		names = append(names, filepath.ToSlash(rel))
 	}
 	return names, nil
+}
+
+// NameError is a file in --dir whose name is not valid UTF-8.
+type NameError struct {
+	// Path is the name as found, relative to --dir; it may hold any byte.
+	Path string
+}
+
+// Error names the file with its invalid bytes escaped, so that the message
+// itself is printable.
+func (e *NameError) Error() string {
+	return strconv.Quote(e.Path) + ": the file name is not valid UTF-8: rename it " +
+		"(Ignition configs and Kubernetes objects carry UTF-8 names only)"
 }

@@ -1,6 +1,7 @@
 package graph_test
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/kiln-project/kiln/graph"
 )
@@ -44,5 +46,51 @@ func TestNonRegularFileIsNamed(t *testing.T) {
 				t.Error("a.txt was written although b/b.txt was refused")
 			}
 		})
+	}
+}
+
+// globAsset lists in/* and reads each file it finds, as UserManifests does
+// with manifests/.
+type globAsset struct {
+	Names []string `json:"names"`
+}
+
+func (*globAsset) ID() string                                    { return "glob" }
+func (*globAsset) Name() string                                  { return "glob" }
+func (*globAsset) Dependencies() []graph.Asset                   { return nil }
+func (*globAsset) Generate(context.Context, graph.Parents) error { return nil }
+func (*globAsset) Files() []*graph.File                          { return nil }
+
+func (g *globAsset) Load(f graph.FileFetcher) (bool, error) {
+	names, err := f.Names("in/*")
+	if err != nil || len(names) == 0 {
+		return false, err
+	}
+	for _, n := range names {
+		if _, err := f.FetchByName(n); err != nil {
+			return false, err
+		}
+	}
+	g.Names = names
+	return true, nil
+}
+
+// A file name that is not UTF-8 is bad input named with its bytes escaped,
+// not an internal error.
+func TestNonUTF8NameIsAnInputError(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "in/ok.yaml", "x\n")
+	writeFile(t, dir, "in/50-\xff\xfex.yaml", "x\n")
+	s, _ := open(t, dir)
+	err := s.Fetch(t.Context(), &globAsset{})
+	var ne *graph.NameError
+	if graph.KindOf(err) != graph.KindInput || !errors.As(err, &ne) || ne.Path != "in/50-\xff\xfex.yaml" {
+		t.Fatalf("Fetch = %v; want an input error naming in/50-\\xff\\xfex.yaml", err)
+	}
+	if want := `"in/50-\xff\xfex.yaml": the file name is not valid UTF-8`; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
+	}
+	if !utf8.ValidString(err.Error()) {
+		t.Errorf("the message itself is not UTF-8: %q", err)
 	}
 }

@@ -2,6 +2,8 @@ package graph
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -68,7 +71,7 @@ func (j *journal) paths() []string {
 // readJournal reads dir's journal; it returns nil when there is none.
 func readJournal(dir string) (*journal, error) {
 	name := filepath.Join(dir, JournalFileName)
-	b, err := atomicfile.ReadFile(dir, name)
+	b, err := ReadFile(dir, JournalFileName, JournalInput)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -171,7 +174,7 @@ func (s *Store) replay(j *journal) error {
 		}
 	}
 	name := filepath.Join(s.dir, StateFileName)
-	if old, err := atomicfile.ReadFile(s.dir, name); err != nil || !bytes.Equal(old, j.State) {
+	if old, err := ReadFile(s.dir, StateFileName, StateInput); err != nil || !bytes.Equal(old, j.State) {
 		if err := final.Write(name, j.State, 0o600); err != nil {
 			return err
 		}
@@ -208,10 +211,12 @@ func (s *Store) replayCopy(b *atomicfile.Batch, j *journal, f journalFile) (exis
 	if exists && h != want {
 		return false, s.changedSince(j, f.Path)
 	}
+	// consumedMode, not f.Mode: a journal an older kiln wrote may carry
+	// the original's mode.
 	dst := path.Join(ConsumedDir, f.Path)
 	fullDst := filepath.Join(s.dir, filepath.FromSlash(dst))
-	if h, mode, ok := s.fileHash(dst); !ok || h != want || mode != f.Mode.Perm() {
-		if err := b.Write(fullDst, f.Data, f.Mode); err != nil {
+	if h, mode, ok := s.fileHash(dst); !ok || h != want || mode != consumedMode {
+		if err := b.Write(fullDst, f.Data, consumedMode); err != nil {
 			return false, err
 		}
 	}
@@ -330,18 +335,23 @@ func (s *Store) checkLinks(j *journal) error {
 
 // fileHash returns the content hash and permission of the regular file p
 // below --dir; ok is false when there is none, or a symbolic link is on
-// the way to it or at it.
+// the way to it or at it. The file is hashed as it is read, in constant
+// memory, whatever its size.
 func (s *Store) fileHash(p string) (hash string, mode fs.FileMode, ok bool) {
-	name := filepath.Join(s.dir, filepath.FromSlash(p))
-	st, err := atomicfile.Stat(s.dir, name)
-	if err != nil || !st.Mode().IsRegular() {
-		return "", 0, false
-	}
-	b, err := atomicfile.ReadFile(s.dir, name)
+	f, err := atomicfile.OpenFile(s.dir, filepath.Join(s.dir, filepath.FromSlash(p)), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", 0, false
 	}
-	return hashBytes(b), st.Mode().Perm(), true
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return "", 0, false
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", 0, false
+	}
+	return hex.EncodeToString(h.Sum(nil)), st.Mode().Perm(), true
 }
 
 // emptyDir tells whether name, below --dir, is an empty directory reached

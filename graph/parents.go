@@ -6,10 +6,12 @@ import (
 )
 
 // parents is the Parents a node's Generate receives: the generated values of
-// exactly the dependencies it declared.
+// exactly the dependencies it declared; or, with ancestors set, what
+// CheckAdopted receives: those of its dependencies, transitively.
 type parents struct {
-	owner string
-	nodes map[string]*node
+	owner     string
+	nodes     map[string]*node
+	ancestors bool
 }
 
 // Get copies each declared parent's value into the given pointer. The copy is
@@ -17,6 +19,9 @@ type parents struct {
 func (p parents) Get(assets ...Asset) error {
 	for _, a := range assets {
 		n, ok := p.nodes[a.ID()]
+		if !ok && p.ancestors {
+			return fmt.Errorf("asset %s reads %s, which is none of its dependencies nor of theirs", p.owner, a.ID())
+		}
 		if !ok {
 			return fmt.Errorf("asset %s reads %s, which it does not declare in Dependencies()", p.owner, a.ID())
 		}

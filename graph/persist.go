@@ -3,11 +3,14 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
@@ -16,6 +19,11 @@ import (
 // ConsumedDir is where Persist keeps a copy of each consumed file, below
 // --dir: .kiln/consumed/<path>.
 const ConsumedDir = ".kiln/consumed"
+
+// consumedMode is the mode of every copy in ConsumedDir, whatever the
+// original's: install-config.yaml holds the pull secret, manifests may hold
+// Secrets, and the user's 0644 must not outlive the file it was set on.
+const consumedMode fs.FileMode = 0o600
 
 // Target is a named list of writable assets: what one `kiln create`
 // subcommand writes into --dir.
@@ -79,7 +87,7 @@ func (s *Store) Persist(ctx context.Context, t Target) error {
 	if j.State, err = s.newState(); err != nil {
 		return err
 	}
-	old, _ := atomicfile.ReadFile(s.dir, filepath.Join(s.dir, StateFileName))
+	old, _ := ReadFile(s.dir, StateFileName, StateInput)
 	if len(j.Writes) == 0 && len(j.Consumes) == 0 && string(old) == string(j.State) {
 		return nil // nothing changed: leave --dir (and every mtime) alone
 	}
@@ -99,20 +107,52 @@ func (s *Store) consumed(inTarget map[string]bool) ([]journalFile, error) {
 			continue
 		}
 		for _, p := range slices.Sorted(maps.Keys(n.onDisk)) {
-			full := filepath.Join(s.dir, filepath.FromSlash(p))
-			st, err := atomicfile.Stat(s.dir, full)
+			data, err := ReadFile(s.dir, p, inputOf(n.asset))
 			if err != nil {
 				return nil, err
 			}
-			data, err := atomicfile.ReadFile(s.dir, full)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, journalFile{Path: p, Mode: st.Mode().Perm(), Data: data})
+			out = append(out, journalFile{Path: p, Mode: consumedMode, Data: data})
 		}
 		n.onDisk = nil
 	}
 	return out, nil
+}
+
+// enforceConsumedMode sets every copy in ConsumedDir that others may read
+// back to consumedMode (an older kiln kept the original's mode) and returns
+// their paths relative to dir. It follows no symbolic link below dir: a
+// link on the way to ConsumedDir is an *atomicfile.SymlinkError, and each
+// copy is changed through a descriptor opened without following one.
+func enforceConsumedMode(dir string) ([]string, error) {
+	root := filepath.Join(dir, filepath.FromSlash(ConsumedDir))
+	if err := atomicfile.CheckNoSymlink(dir, root); err != nil {
+		return nil, err
+	}
+	var fixed []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && p == root {
+			return fs.SkipAll
+		}
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil || info.Mode().Perm()&^consumedMode == 0 {
+			return err
+		}
+		f, err := atomicfile.OpenFile(dir, p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := f.Chmod(consumedMode); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fixed = append(fixed, filepath.ToSlash(rel))
+		return nil
+	})
+	return fixed, err
 }
 
 // newState is the state file's new content: the previous state updated with

@@ -47,7 +47,7 @@ func ReadState(dir string) (*State, error) { return readState(dir) }
 // readState reads dir's state file; a missing file is an empty state.
 func readState(dir string) (*State, error) {
 	st := &State{Version: stateVersion, Assets: map[string]*StateEntry{}}
-	b, err := atomicfile.ReadFile(dir, filepath.Join(dir, StateFileName))
+	b, err := ReadFile(dir, StateFileName, StateInput)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}

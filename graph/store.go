@@ -29,6 +29,9 @@ type Store struct {
 
 	mu    sync.Mutex
 	nodes map[string]*node
+	// budget counts the files of kinds with a total size limit that the
+	// assets' Load read.
+	budget *budget
 }
 
 // Option configures a Store.
@@ -65,13 +68,14 @@ func WithFaults(fault func(op atomicfile.Op, path string) error) Option {
 // Open returns the store of dir, reading its state file if there is one.
 // It first finishes a run that was interrupted while writing dir and
 // removes the temporary files of interrupted writes (docs/crash-safety.md),
-// and it sets the state file back to mode 0600 if it was widened. The store
-// follows no symbolic link below dir where it writes, nor in the files it
-// reads there: a link is an *atomicfile.SymlinkError naming it.
+// and it sets the state file and the copies of consumed files back to mode
+// 0600 if they were widened. The store follows no symbolic link below dir
+// where it writes, nor in the files it reads there: a link is an
+// *atomicfile.SymlinkError naming it.
 func Open(dir string, opts ...Option) (*Store, error) {
 	quiet := logrus.New()
 	quiet.SetOutput(io.Discard)
-	s := &Store{dir: dir, log: quiet, w: &atomicfile.Writer{Root: dir}, nodes: map[string]*node{}}
+	s := &Store{dir: dir, log: quiet, w: &atomicfile.Writer{Root: dir}, nodes: map[string]*node{}, budget: &budget{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -93,6 +97,11 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	} else if fixed {
 		s.log.Warnf("%s was readable by others; set it back to mode 0600 (it holds every private key)",
 			filepath.Join(dir, StateFileName))
+	}
+	if fixed, err := enforceConsumedMode(dir); err != nil {
+		return nil, err
+	} else if len(fixed) > 0 {
+		s.log.Warnf("%v were readable by others; set them back to mode 0600 (install-config.yaml holds the pull secret)", fixed)
 	}
 	return s, nil
 }
@@ -209,7 +218,7 @@ func (s *Store) build(ctx context.Context, n *node) error {
 		// Report this asset's own bad files too: a user fixing one input
 		// error should not discover the next only on the next run.
 		if wa, ok := n.asset.(WritableAsset); ok {
-			if _, lerr := wa.Load(newDirFetcher(s.dir)); lerr != nil && KindOf(lerr) == KindInput {
+			if _, lerr := wa.Load(newDirFetcher(s.dir, inputOf(wa), s.budget)); lerr != nil && KindOf(lerr) == KindInput {
 				err = joinAssetErrors([]error{err, &AssetError{Err: lerr}})
 			}
 			zero(n.asset)
@@ -243,7 +252,7 @@ func (s *Store) build(ctx context.Context, n *node) error {
 	parentsSame := prev != nil && len(changed) == 0
 
 	if wa, ok := n.asset.(WritableAsset); ok {
-		fetcher := newDirFetcher(s.dir)
+		fetcher := newDirFetcher(s.dir, inputOf(wa), s.budget)
 		found, err := wa.Load(fetcher)
 		if err != nil {
 			return err
@@ -265,6 +274,11 @@ func (s *Store) build(ctx context.Context, n *node) error {
 					s.log.Warnf("%v was edited since kiln wrote it; using the version on disk", files)
 				} else {
 					s.log.Infof("Using %v from %s", files, s.dir)
+				}
+				if c, ok := n.asset.(AdoptionChecker); ok {
+					if err := c.CheckAdopted(ctx, parents{owner: id, nodes: s.ancestors(n.asset), ancestors: true}); err != nil {
+						return err
+					}
 				}
 				n.origin, n.causes = fromDisk, files
 				return s.finish(n, hashes, fetcher.seen)
@@ -312,6 +326,27 @@ func (s *Store) finish(n *node, hashes, disk map[string]string) error {
 	return nil
 }
 
+// ancestors returns the finished nodes of a's dependencies and of theirs,
+// transitively, by ID. It is called once a's dependencies are resolved,
+// which resolved theirs.
+func (s *Store) ancestors(a Asset) map[string]*node {
+	out := map[string]*node{}
+	var visit func(Asset)
+	visit = func(x Asset) {
+		for _, d := range x.Dependencies() {
+			if _, ok := out[d.ID()]; ok {
+				continue
+			}
+			if n := s.node(d.ID()); n != nil {
+				out[d.ID()] = n
+				visit(n.asset)
+			}
+		}
+	}
+	visit(a)
+	return out
+}
+
 // causesOrID is what to name when n's change invalidates a dependent.
 func (n *node) causesOrID() []string {
 	if len(n.causes) > 0 {
@@ -333,10 +368,17 @@ func diskEdited(recorded, seen map[string]string) bool {
 	return false
 }
 
-// restore sets a to the JSON value v.
+// restore sets a to the JSON value v and, when a is a StateChecker, checks
+// it.
 func restore(a Asset, v json.RawMessage) error {
 	zero(a)
-	return json.Unmarshal(v, a)
+	if err := json.Unmarshal(v, a); err != nil {
+		return err
+	}
+	if c, ok := a.(StateChecker); ok {
+		return c.CheckState()
+	}
+	return nil
 }
 
 // zero resets the value a points to.

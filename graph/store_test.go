@@ -260,6 +260,11 @@ func TestPersistConsumesFilesOfEarlierTargets(t *testing.T) {
 	if got := readFile(t, dir, ".kiln/consumed/manifests/m.yaml"); got != manifest {
 		t.Errorf("consumed copy = %q, want %q", got, manifest)
 	}
+	for _, p := range []string{".kiln/consumed/config.txt", ".kiln/consumed/manifests/m.yaml"} {
+		if st, err := os.Stat(filepath.Join(dir, p)); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v (%v), want 0600: a consumed install-config holds the pull secret", p, st.Mode(), err)
+		}
+	}
 	if len(logs.AllEntries()) == 0 || !strings.Contains(logs.LastEntry().Message, ".kiln/consumed/") {
 		t.Errorf("no log says where consumed files went")
 	}
@@ -275,6 +280,26 @@ func TestPersistConsumesFilesOfEarlierTargets(t *testing.T) {
 	}
 	if after := snapshot(t, dir); !reflect.DeepEqual(before, after) {
 		t.Errorf("third run changed --dir")
+	}
+}
+
+// Copies an older kiln consumed with the original's 0644 are set back to
+// 0600 when the store opens --dir.
+func TestOpenTightensConsumedCopies(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, ".kiln/consumed/install-config.yaml", "pullSecret: x\n")
+	writeFile(t, dir, ".kiln/consumed/manifests/m.yaml", "m\n")
+	if err := os.Chmod(filepath.Join(dir, ".kiln/consumed/manifests/m.yaml"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	_, logs := open(t, dir)
+	for _, p := range []string{".kiln/consumed/install-config.yaml", ".kiln/consumed/manifests/m.yaml"} {
+		if st, err := os.Stat(filepath.Join(dir, p)); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v (%v), want 0600", p, st.Mode(), err)
+		}
+	}
+	if e := logs.LastEntry(); e == nil || !strings.Contains(e.Message, "install-config.yaml") {
+		t.Errorf("no warning names the widened copies")
 	}
 }
 

@@ -86,6 +86,12 @@ func (b *Bootstrap) Load(f graph.FileFetcher) (bool, error) {
 // String keeps the keys in the config out of formatted output.
 func (b *Bootstrap) String() string { return BootstrapFile }
 
+// InputKind implements graph.Sized.
+func (*Bootstrap) InputKind() graph.Input { return graph.IgnitionInput }
+
+// InputKind implements graph.Sized for master.ign and worker.ign.
+func (*pointer) InputKind() graph.Input { return graph.IgnitionInput }
+
 func fileNamed(files []*graph.File, name string) *graph.File {
 	for _, f := range files {
 		if baseName(f.Path) == name {

@@ -248,28 +248,50 @@ func diff(want, got string) string {
 	return strings.Join(out, "\n")
 }
 
-// install-config's proxy reaches containerd on every machine as a drop-in.
+// install-config's proxy reaches containerd on every machine as a drop-in,
+// written so that systemd reads back exactly the values given: each
+// variable double-quoted, and % doubled (systemd expands %-specifiers in
+// Environment=, and drops a proxy password's %40 as an unknown one).
 func TestProxyDropIn(t *testing.T) {
-	dir := newDir(t)
-	path := filepath.Join(dir, "install-config.yaml")
-	data, _ := os.ReadFile(path)
-	data = append(data, []byte("proxy:\n  httpsProxy: http://proxy.example.com:3128\n  noProxy: .cluster.local\n")...)
-	os.WriteFile(path, data, 0o600)
-	persist(t, dir, targets.IgnitionConfigs())
-	raw, _ := os.ReadFile(filepath.Join(dir, "bootstrap.ign"))
-	boot := parse(t, raw)
-	for name, c := range map[string]types.Config{"bootstrap": boot, "master": served(t, boot, "master"), "worker": served(t, boot, "worker")} {
-		var got string
-		for _, u := range c.Systemd.Units {
-			for _, d := range u.Dropins {
-				if u.Name == "containerd.service" && d.Name == "20-kiln-proxy.conf" {
-					got = *d.Contents
+	tests := []struct {
+		name, proxy, want string
+	}{
+		{
+			name:  "plain",
+			proxy: "proxy:\n  httpsProxy: http://proxy.example.com:3128\n  noProxy: .cluster.local\n",
+			want:  `Environment="HTTPS_PROXY=http://proxy.example.com:3128" "NO_PROXY=.cluster.local"` + "\n",
+		},
+		{
+			name:  "password with %40",
+			proxy: "proxy:\n  httpProxy: 'http://kiln:s3cr%40t@proxy.example.com:3128'\n  httpsProxy: 'http://kiln:100%25%40x@proxy.example.com:3128'\n",
+			want: `Environment="HTTPS_PROXY=http://kiln:100%%25%%40x@proxy.example.com:3128" ` +
+				`"HTTP_PROXY=http://kiln:s3cr%%40t@proxy.example.com:3128"` + "\n",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := newDir(t)
+			path := filepath.Join(dir, "install-config.yaml")
+			data, _ := os.ReadFile(path)
+			data = append(data, []byte(tc.proxy)...)
+			os.WriteFile(path, data, 0o600)
+			persist(t, dir, targets.IgnitionConfigs())
+			raw, _ := os.ReadFile(filepath.Join(dir, "bootstrap.ign"))
+			boot := parse(t, raw)
+			for name, c := range map[string]types.Config{"bootstrap": boot, "master": served(t, boot, "master"), "worker": served(t, boot, "worker")} {
+				var got string
+				for _, u := range c.Systemd.Units {
+					for _, d := range u.Dropins {
+						if u.Name == "containerd.service" && d.Name == "20-kiln-proxy.conf" {
+							got = *d.Contents
+						}
+					}
+				}
+				if !strings.Contains(got, tc.want) {
+					t.Errorf("%s: containerd proxy drop-in = %q, want %q", name, got, tc.want)
 				}
 			}
-		}
-		if want := "Environment=\"HTTPS_PROXY=http://proxy.example.com:3128\" \"NO_PROXY=.cluster.local\"\n"; !strings.Contains(got, want) {
-			t.Errorf("%s: containerd proxy drop-in = %q, want %q", name, got, want)
-		}
+		})
 	}
 }
 

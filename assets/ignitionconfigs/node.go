@@ -54,14 +54,7 @@ func baseConfig(role string, ic *installconfig.InstallConfig, v *manifests.Value
 		MasterReplicas:   v.MasterReplicas,
 	}
 	if p := c.Proxy; p != nil {
-		var env []string
-		for k, val := range map[string]string{"HTTP_PROXY": p.HTTPProxy, "HTTPS_PROXY": p.HTTPSProxy, "NO_PROXY": p.NoProxy} {
-			if val != "" {
-				env = append(env, fmt.Sprintf("%q", k+"="+val))
-			}
-		}
-		sort.Strings(env)
-		nv.Proxy = strings.Join(env, " ")
+		nv.Proxy = unitEnvironment(map[string]string{"HTTP_PROXY": p.HTTPProxy, "HTTPS_PROXY": p.HTTPSProxy, "NO_PROXY": p.NoProxy})
 	}
 	cfg := ignition.New()
 	for _, name := range []string{"common.bu", role + ".bu"} {
@@ -75,6 +68,23 @@ func baseConfig(role string, ic *installconfig.InstallConfig, v *manifests.Value
 		ignition.AddFile(&cfg, nodelayout.TrustBundleFile, 0o644, []byte(c.AdditionalTrustBundle))
 	}
 	return cfg, nil
+}
+
+// unitEnvironment renders the non-empty variables of env, sorted, as the
+// value of one systemd Environment= line. systemd unquotes each
+// "KEY=value" word, undoes its C escapes (which %q writes for quotes,
+// backslashes and control characters), then expands %-specifiers: every %
+// is doubled, or a proxy URL whose password holds %40 loses the variable as
+// an unresolvable specifier.
+func unitEnvironment(env map[string]string) string {
+	var words []string
+	for k, v := range env {
+		if v != "" {
+			words = append(words, fmt.Sprintf("%q", strings.ReplaceAll(k+"="+v, "%", "%%")))
+		}
+	}
+	sort.Strings(words)
+	return strings.Join(words, " ")
 }
 
 func renderButane(name string, data nodeValues) (types.Config, error) {

@@ -48,6 +48,9 @@ func (*InstallConfig) ID() string { return ID }
 // Name implements graph.Asset.
 func (*InstallConfig) Name() string { return "Install Config" }
 
+// InputKind implements graph.Sized.
+func (*InstallConfig) InputKind() graph.Input { return graph.InstallConfigInput }
+
 // Dependencies implements graph.Asset: the install-config is the root.
 func (*InstallConfig) Dependencies() []graph.Asset { return nil }
 
@@ -66,9 +69,13 @@ func (a *InstallConfig) Generate(ctx context.Context, _ graph.Parents) error {
 		}
 		return a.set(c, nil)
 	}
-	data, err := io.ReadAll(in.In)
+	data, err := io.ReadAll(io.LimitReader(in.In, graph.MaxInstallConfigSize+1))
 	if err != nil {
 		return fmt.Errorf("reading standard input: %w", err)
+	}
+	if len(data) > graph.MaxInstallConfigSize {
+		return graph.WithKind(graph.KindInput, &graph.SizeError{Path: "standard input", Input: graph.InstallConfigInput,
+			Size: int64(len(data)), Limit: graph.MaxInstallConfigSize, Unsized: true})
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return ErrNoConfig

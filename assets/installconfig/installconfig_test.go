@@ -3,6 +3,7 @@ package installconfig
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,6 +54,28 @@ func TestGenerateRejectsInvalidPipedYAML(t *testing.T) {
 	if !errors.As(err, &ve) || len(ve.Errs) != 1 || ve.Errs[0].Field != "apiVersion" {
 		t.Errorf("err = %v, want one apiVersion error", err)
 	}
+}
+
+// Piped YAML is read no further than MaxInstallConfigSize: an endless
+// stream is refused as bad input, not read until memory runs out.
+func TestGenerateBoundsPipedYAML(t *testing.T) {
+	endless := io.MultiReader(strings.NewReader("apiVersion: kiln.dev/v1\n# "), spaces{})
+	err := (&InstallConfig{}).Generate(WithInput(context.Background(), Input{In: endless}), nil)
+	var se *graph.SizeError
+	if graph.KindOf(err) != graph.KindInput || !errors.As(err, &se) ||
+		*se != (graph.SizeError{Path: "standard input", Input: graph.InstallConfigInput, Size: graph.MaxInstallConfigSize + 1, Limit: graph.MaxInstallConfigSize, Unsized: true}) {
+		t.Errorf("err = %v, want a SizeError for standard input", err)
+	}
+}
+
+// spaces is an endless stream of spaces.
+type spaces struct{}
+
+func (spaces) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
 }
 
 func TestSurvey(t *testing.T) {

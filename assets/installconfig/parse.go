@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/internal/yamlkeys"
 	"github.com/kiln-project/kiln/graph"
 )
 
@@ -45,9 +46,9 @@ func invalid(errs field.ErrorList) error {
 	return graph.WithKind(graph.KindInput, &ValidationError{File: FileName, Errs: errs})
 }
 
-// Parse decodes install-config YAML strictly: an unknown field or a value
-// of the wrong type is a field error; all of them are reported at once, as
-// a *ValidationError. With such errors Parse still returns what it could
+// Parse decodes install-config YAML strictly: an unknown field, a value
+// of the wrong type or a key set twice (with both lines) is a field error;
+// all of them are reported at once, as a *ValidationError. With such errors Parse still returns what it could
 // decode, so validation can report the remaining problems too; with
 // malformed YAML it returns no config.
 func Parse(data []byte) (*types.Config, error) {
@@ -64,7 +65,11 @@ func Parse(data []byte) (*types.Config, error) {
 	if tree == nil {
 		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("%s: the file is empty", FileName))
 	}
-	shape := checkShape(tree, reflect.TypeFor[types.Config](), nil)
+	var shape field.ErrorList
+	for _, d := range yamlkeys.Find(data) {
+		shape = append(shape, d.FieldError())
+	}
+	shape = append(shape, checkShape(tree, reflect.TypeFor[types.Config](), nil)...)
 	c := &types.Config{}
 	if err := json.Unmarshal(j, c); err != nil && len(shape) == 0 {
 		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("%s: %w", FileName, err))

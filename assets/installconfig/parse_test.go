@@ -34,6 +34,10 @@ func TestParseReportsUnknownFieldsAndTypesWithPaths(t *testing.T) {
 			[]fieldErr{{field.ErrorTypeTypeInvalid, "controlPlane.replicas"}}},
 		{"add-on switches", "platform:\n  local:\n    addons:\n      storage: \"no\"\n      metric: false\n",
 			[]fieldErr{{field.ErrorTypeForbidden, "platform.local.addons.metric"}, {field.ErrorTypeTypeInvalid, "platform.local.addons.storage"}}},
+		{"keys set twice", "metadata:\n  name: a\n  name: b\nbaseDomain: example.com\nbaseDomain: example.org\ncompute:\n- name: worker\n  replicas: 1\n  replicas: 0\n",
+			[]fieldErr{{field.ErrorTypeDuplicate, "metadata.name"}, {field.ErrorTypeDuplicate, "baseDomain"}, {field.ErrorTypeDuplicate, "compute[0].replicas"}}},
+		{"key set twice beside an unknown field", "pullSecret: a\npullsecret: b\npullSecret: c\n",
+			[]fieldErr{{field.ErrorTypeDuplicate, "pullSecret"}, {field.ErrorTypeForbidden, "pullsecret"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,6 +53,16 @@ func TestParseReportsUnknownFieldsAndTypesWithPaths(t *testing.T) {
 				t.Errorf("kind = %v, want input", graph.KindOf(err))
 			}
 		})
+	}
+}
+
+// A key set twice is named with both of its lines, in the file's message.
+func TestParseNamesBothLinesOfADuplicateKey(t *testing.T) {
+	_, err := Parse([]byte("apiVersion: kiln.dev/v1\nmetadata:\n  name: dev\n  name: prod\n"))
+	want := "install-config.yaml: metadata.name: Duplicate value: set twice, at line 3 and again at line 4 " +
+		"(YAML would silently keep the last): remove one"
+	if err == nil || err.Error() != want {
+		t.Errorf("Parse = %v\nwant %s", err, want)
 	}
 }
 

@@ -1,6 +1,7 @@
 package kubeconfig
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,7 +11,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/internal/adopted"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
 )
@@ -38,6 +41,20 @@ func (k *Kubeconfig) String() string {
 
 // GoString keeps the credentials out of %#v output.
 func (k *Kubeconfig) GoString() string { return k.String() }
+
+// CheckAdopted implements graph.AdoptionChecker for the embedding asset: a
+// kubeconfig in --dir must trust this cluster's root CA, and its client
+// certificate must be issued by it.
+func (k *Kubeconfig) CheckAdopted(_ context.Context, p graph.Parents) error {
+	c, err := adopted.From(p, &tls.RootCA{}, &installconfig.InstallConfig{})
+	if err != nil {
+		return err
+	}
+	return c.Check(k.File)
+}
+
+// InputKind implements graph.Sized for the embedding asset.
+func (*Kubeconfig) InputKind() graph.Input { return graph.KubeconfigInput }
 
 // Files implements graph.WritableAsset for the embedding asset.
 func (k *Kubeconfig) Files() []*graph.File {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kiln-project/kiln/assets/internal/yamlkeys"
 	"github.com/kiln-project/kiln/graph"
 )
 
@@ -53,10 +54,14 @@ func fileError(path string, doc int, err error) error {
 
 // CheckObjects decodes every YAML document of f as a Kubernetes object, so
 // an edit that would break `kubectl apply` on the bootstrap machine is
-// caught in --dir. Kinds client-go knows are decoded strictly into their Go
-// type (unknown or duplicate fields are errors); other kinds (custom
-// resources) need apiVersion, kind and metadata.name.
+// caught in --dir. A key set twice is an error in any document, naming
+// both lines (YAML would keep the last one silently). Kinds client-go knows
+// are decoded strictly into their Go type (unknown fields are errors);
+// other kinds (custom resources) need apiVersion, kind and metadata.name.
 func CheckObjects(f *graph.File) error {
+	if err := checkDuplicateKeys(f); err != nil {
+		return err
+	}
 	docs, err := splitYAML(f.Data)
 	if err != nil {
 		return fileError(f.Path, 0, err)
@@ -103,8 +108,11 @@ func checkObject(doc []byte) error {
 }
 
 // CheckPod decodes f strictly as one corev1.Pod, as the kubelet reads a
-// static pod.
+// static pod; a key set twice is an error naming both lines.
 func CheckPod(f *graph.File) error {
+	if err := checkDuplicateKeys(f); err != nil {
+		return err
+	}
 	docs, err := splitYAML(f.Data)
 	if err != nil {
 		return fileError(f.Path, 0, err)
@@ -124,6 +132,16 @@ func CheckPod(f *graph.File) error {
 		return fileError(f.Path, 0, errors.New("a static pod needs metadata.name and at least one container"))
 	}
 	return nil
+}
+
+// checkDuplicateKeys returns an input error for each key set twice in f,
+// with its field path and both lines in the file.
+func checkDuplicateKeys(f *graph.File) error {
+	var errs []error
+	for _, d := range yamlkeys.Find(f.Data) {
+		errs = append(errs, &FileError{Path: f.Path, Err: d})
+	}
+	return graph.WithKind(graph.KindInput, errors.Join(errs...))
 }
 
 // splitYAML returns the non-empty documents of a YAML stream.

@@ -1,6 +1,13 @@
 package manifests
 
-import "github.com/kiln-project/kiln/graph"
+import (
+	"context"
+
+	"github.com/kiln-project/kiln/assets/clusterid"
+	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/internal/adopted"
+	"github.com/kiln-project/kiln/graph"
+)
 
 // ManifestsDir is the folder of --dir that holds the cluster's objects.
 const ManifestsDir = "manifests"
@@ -34,6 +41,22 @@ func (o *objects) generateIf(p graph.Parents, template string, enabled func(*Val
 		return nil
 	}
 	return o.render(ManifestsDir, v, template)
+}
+
+// CheckAdopted implements graph.AdoptionChecker for kiln's own manifests:
+// one edited in --dir must still name this cluster and its infra ID (the
+// cluster-config ConfigMap does).
+func (o *objects) CheckAdopted(_ context.Context, p graph.Parents) error {
+	c, err := adopted.From(p, &installconfig.InstallConfig{}, &clusterid.ClusterID{})
+	if err != nil {
+		return err
+	}
+	for _, f := range o.FileList {
+		if err := c.Check(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loadOne loads the single file rendered from template.

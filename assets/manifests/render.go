@@ -22,6 +22,10 @@ type fileSet struct {
 // Files implements graph.WritableAsset.
 func (s *fileSet) Files() []*graph.File { return s.FileList }
 
+// InputKind implements graph.Sized: manifests and static pods are bounded
+// one by one and all together.
+func (*fileSet) InputKind() graph.Input { return graph.ManifestInput }
+
 // render renders each template (a path in data/manifests) with data into a
 // file at dir/<template's base name>.
 func (s *fileSet) render(dir string, data any, templates ...string) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/kiln-project/kiln/assets/clusterid"
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/internal/adopted"
 	"github.com/kiln-project/kiln/graph"
 )
 
@@ -90,6 +91,17 @@ func (m *Metadata) Load(f graph.FileFetcher) (bool, error) {
 	}
 	m.Content, m.File = c, file
 	return true, nil
+}
+
+// CheckAdopted implements graph.AdoptionChecker: a metadata.json in --dir
+// must name this cluster, its cluster ID and its infra ID, or `kiln destroy
+// cluster` would destroy another cluster's machines.
+func (m *Metadata) CheckAdopted(_ context.Context, p graph.Parents) error {
+	c, err := adopted.From(p, &installconfig.InstallConfig{}, &clusterid.ClusterID{})
+	if err != nil {
+		return err
+	}
+	return c.Check(m.File)
 }
 
 // Parse reads metadata.json.

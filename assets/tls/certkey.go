@@ -42,6 +42,30 @@ type caAsset interface {
 	certKey() *CertKey
 }
 
+// CheckState implements graph.StateChecker for every asset that embeds
+// CertKey: a pair restored from the state file must parse and its key must
+// belong to its certificate. An empty pair (none made yet) passes.
+func (c *CertKey) CheckState() error {
+	if len(c.Cert) == 0 && len(c.Key) == 0 {
+		return nil
+	}
+	cert, err := c.Certificate()
+	if err != nil {
+		return fmt.Errorf("the certificate does not parse: %w", err)
+	}
+	key, err := c.PrivateKey()
+	if err != nil {
+		return fmt.Errorf("the private key of %q does not parse: %w", cert.Subject.CommonName, err)
+	}
+	if !publicKeyMatches(cert.PublicKey, key) {
+		return fmt.Errorf("the private key does not belong to the certificate %q (it was swapped for another)", cert.Subject.CommonName)
+	}
+	return nil
+}
+
+// InputKind implements graph.Sized for every asset that embeds CertKey.
+func (*CertKey) InputKind() graph.Input { return graph.TLSInput }
+
 // certKey returns c; promoted to every asset that embeds CertKey.
 func (c *CertKey) certKey() *CertKey { return c }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 
 	"github.com/kiln-project/kiln/graph"
@@ -34,6 +35,34 @@ func (*ServiceAccountKeyPair) Name() string { return "service account signing ke
 
 // Dependencies implements graph.Asset.
 func (*ServiceAccountKeyPair) Dependencies() []graph.Asset { return []graph.Asset{&KeyAlgorithm{}} }
+
+// InputKind implements graph.Sized.
+func (*ServiceAccountKeyPair) InputKind() graph.Input { return graph.TLSInput }
+
+// CheckState implements graph.StateChecker: a pair restored from the state
+// file must parse and the public key must belong to the private key. An
+// empty pair (none made yet) passes.
+func (s *ServiceAccountKeyPair) CheckState() error {
+	if len(s.Key) == 0 && len(s.Pub) == 0 {
+		return nil
+	}
+	key, err := parseKey(s.Key)
+	if err != nil {
+		return fmt.Errorf("the private key does not parse: %w", err)
+	}
+	b, _ := pem.Decode(s.Pub)
+	if b == nil || b.Type != pemPublicKey {
+		return fmt.Errorf("the public key is not a PEM %s block", pemPublicKey)
+	}
+	pub, err := x509.ParsePKIXPublicKey(b.Bytes)
+	if err != nil {
+		return fmt.Errorf("the public key does not parse: %w", err)
+	}
+	if !publicKeyMatches(pub, key) {
+		return errors.New("the public key does not belong to the private key (one was swapped for another)")
+	}
+	return nil
+}
 
 // String keeps the private key out of formatted output.
 func (*ServiceAccountKeyPair) String() string { return "service account key pair (key redacted)" }

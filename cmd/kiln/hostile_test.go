@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -37,8 +39,10 @@ type hostileCase struct {
 	args  []string
 	inCwd bool
 	code  int
-	// msg must be in stderr (it names the file); absent must not be.
+	// msg must be in stderr (it names the file), and so must each of more;
+	// absent must not be.
 	msg, absent string
+	more        []string
 }
 
 // D9, D10 and deliverable 10: no panic, the documented exit code, a message
@@ -75,11 +79,27 @@ func TestHostileDirs(t *testing.T) {
 			must(t, os.Remove(dir))
 			must(t, os.WriteFile(dir, []byte("a file"), 0o644))
 		}, args: []string{"destroy", "cluster"}, code: 2, msg: "is not a directory"},
+		{name: "duplicate-key-install-config", prepare: "install-config", args: []string{"create", "manifests"}, code: 2,
+			msg: "install-config.yaml: metadata: Duplicate value: set twice, at line 2 and again at line 7"},
 		// Edited or added manifests and static pods.
 		{name: "invalid-yaml-manifest", prepare: "manifests", args: []string{"create", "manifests"}, code: 2, msg: "manifests/11-coredns.yaml"},
 		{name: "unknown-field-manifest", prepare: "manifests", args: []string{"create", "manifests"}, code: 2, msg: "manifests/00-namespaces.yaml"},
 		{name: "added-text-file", prepare: "manifests", args: []string{"create", "manifests"}, code: 2, msg: "manifests/notes.txt"},
 		{name: "added-manifest-without-kind", prepare: "manifests", args: []string{"create", "manifests"}, code: 2, msg: "manifests/50-x.yaml: no kind"},
+		{name: "non-UTF-8 manifest name", prepare: "manifests", spoil: func(t *testing.T, dir string) {
+			must(t, os.WriteFile(filepath.Join(dir, "manifests", "50-\xff.yaml"), []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: x\n"), 0o644))
+		}, args: []string{"create", "ignition-configs"}, code: 2, msg: `"manifests/50-\xff.yaml": the file name is not valid UTF-8`},
+		{name: "duplicate-key-manifest", prepare: "manifests", args: []string{"create", "ignition-configs"}, code: 2,
+			msg: "manifests/50-x.yaml: spec.size: set twice, at line 6 and again at line 8"},
+		{name: "duplicate-key-static-pod", prepare: "manifests", args: []string{"create", "ignition-configs"}, code: 2,
+			msg: "static-pods/master/kube-scheduler.yaml: spec.containers[0].image: set twice, at line 10 and again at line 11"},
+		{name: "oversized manifest", prepare: "manifests", spoil: func(t *testing.T, dir string) {
+			f, err := os.Create(filepath.Join(dir, "manifests", "50-big.yaml"))
+			must(t, err)
+			must(t, f.Truncate(9<<20)) // sparse
+			must(t, f.Close())
+		}, args: []string{"create", "ignition-configs"}, code: 2,
+			msg: "manifests/50-big.yaml is 9437184 bytes (9.0 MiB), more than the 8388608 bytes (8.0 MiB) kiln reads for a manifest or static pod"},
 		{name: "deleted kube-apiserver static pod", prepare: "manifests", spoil: rm("static-pods/master/kube-apiserver.yaml"),
 			args: []string{"create", "manifests"}, code: 2, msg: "static-pods/master/kube-apiserver.yaml is missing"},
 		{name: "deleted etcd static pod", prepare: "manifests", spoil: rm("static-pods/master/etcd.yaml"),
@@ -90,9 +110,35 @@ func TestHostileDirs(t *testing.T) {
 		{name: "garbage-ca-key", prepare: "install-config", args: []string{"create", "ignition-configs"}, code: 2, msg: "tls/root-ca.key", absent: "asn1"},
 		{name: "weak-rsa-512-ca", prepare: "install-config", args: []string{"create", "ignition-configs"}, code: 2, msg: "tls/root-ca.key: RSA key of 512 bits", absent: "admin-client"},
 		{name: "sha1-ca", prepare: "install-config", args: []string{"create", "ignition-configs"}, code: 2, msg: "tls/root-ca.crt: signed with SHA1-RSA"},
+		// Outputs of another cluster, or of a state that is gone, adopted.
+		{name: "bootstrap.ign of another cluster", prepare: "install-config", spoil: fromOtherCluster("bootstrap.ign"),
+			args: []string{"create", "ignition-configs"}, code: 2, msg: "bootstrap.ign: /etc/",
+			more: []string{`does not chain to this cluster's CAs (tls/root-ca, tls/etcd-ca, tls/front-proxy-ca, tls/kubelet-serving-ca)`, "more items of it disagree too"}},
+		{name: "metadata.json of another cluster", prepare: "install-config", spoil: fromOtherCluster("metadata.json"),
+			args: []string{"create", "ignition-configs"}, code: 2, msg: `metadata.json: clusterID: clusterID is "`},
+		{name: "outputs of a lost state", prepare: "ignition-configs", spoil: func(t *testing.T, dir string) {
+			must(t, os.Remove(filepath.Join(dir, ".kiln_state.json")))
+			b, err := os.ReadFile(filepath.Join(dir, ".kiln", "consumed", "install-config.yaml"))
+			must(t, err)
+			must(t, os.WriteFile(filepath.Join(dir, "install-config.yaml"), b, 0o600))
+		}, args: []string{"create", "ignition-configs"}, code: 2, msg: "bootstrap.ign: /etc/",
+			more: []string{"master.ign: ignition.security.tls.certificateAuthorities[0]: certificate \"kiln-root-ca\" does not chain to this cluster's CAs",
+				"auth/kubeconfig: clusters[0].cluster.certificate-authority-data", "metadata.json: clusterID"}},
 		// Edited outputs and corrupt state.
 		{name: "edited-bootstrap-ign", prepare: "ignition-configs", args: []string{"create", "ignition-configs"}, code: 2, msg: "bootstrap.ign"},
 		{name: "corrupt-state", prepare: "ignition-configs", args: []string{"create", "ignition-configs"}, code: 2, msg: ".kiln_state.json"},
+		// A CA key in the state file garbled or swapped, and a leaf to issue
+		// again with it (its entry removed).
+		{name: "state root CA key garbled", prepare: "ignition-configs", spoil: editState(func(a map[string]map[string]any) {
+			a["tls/root-ca"]["value"].(map[string]any)["key"] = base64.StdEncoding.EncodeToString([]byte("-----BEGIN PRIVATE KEY-----\nZ2FyYmFnZQ==\n-----END PRIVATE KEY-----\n"))
+			delete(a, "tls/admin-client")
+		}), args: []string{"create", "ignition-configs"}, code: 2,
+			msg: `the value of asset tls/root-ca is damaged (the private key of "kiln-root-ca" does not parse`},
+		{name: "state root CA key swapped", prepare: "ignition-configs", spoil: editState(func(a map[string]map[string]any) {
+			a["tls/root-ca"]["value"].(map[string]any)["key"] = a["tls/etcd-ca"]["value"].(map[string]any)["key"]
+			delete(a, "tls/admin-client")
+		}), args: []string{"create", "ignition-configs"}, code: 2,
+			msg: `the value of asset tls/root-ca is damaged (the private key does not belong to the certificate "kiln-root-ca"`},
 		{name: "metadata-garbage", prepare: "ignition-configs", args: []string{"destroy", "cluster"}, code: 2, msg: "metadata.json"},
 		{name: "metadata is a directory", prepare: "ignition-configs", spoil: mkdir("metadata.json"),
 			args: []string{"destroy", "cluster"}, code: 2, msg: "metadata.json"},
@@ -141,6 +187,11 @@ func TestHostileDirs(t *testing.T) {
 			if !strings.Contains(stderr, tc.msg) || (tc.absent != "" && strings.Contains(stderr, tc.absent)) {
 				t.Errorf("stderr does not say %q (or says %q):\n%s", tc.msg, tc.absent, stderr)
 			}
+			for _, m := range tc.more {
+				if !strings.Contains(stderr, m) {
+					t.Errorf("stderr does not say %q:\n%s", m, stderr)
+				}
+			}
 			if after := snapshotArea(t, area); !maps.Equal(before, after) {
 				t.Errorf("the directory changed:\n%s", diffSnapshots(before, after))
 			}
@@ -169,6 +220,38 @@ func prepared(t *testing.T, target, dir string) {
 		}
 	}
 	copyTree(t, src, dir)
+}
+
+// fromOtherCluster returns a spoil that copies file from a --dir kiln
+// prepared for another cluster, from the same install-config.
+func fromOtherCluster(file string) func(*testing.T, string) {
+	return func(t *testing.T, dir string) {
+		t.Helper()
+		other := filepath.Join(t.TempDir(), "other")
+		prepared(t, "ignition-configs", other)
+		b, err := os.ReadFile(filepath.Join(other, file))
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(dir, file), b, 0o600))
+	}
+}
+
+// editState returns a spoil that changes the assets of dir's state file.
+func editState(edit func(assets map[string]map[string]any)) func(*testing.T, string) {
+	return func(t *testing.T, dir string) {
+		t.Helper()
+		name := filepath.Join(dir, ".kiln_state.json")
+		b, err := os.ReadFile(name)
+		must(t, err)
+		var st struct {
+			Version int                       `json:"version"`
+			Assets  map[string]map[string]any `json:"assets"`
+		}
+		must(t, json.Unmarshal(b, &st))
+		edit(st.Assets)
+		b, err = json.Marshal(st)
+		must(t, err)
+		must(t, os.WriteFile(name, b, 0o600))
+	}
 }
 
 func isDir(p string) bool {

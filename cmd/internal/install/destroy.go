@@ -36,7 +36,7 @@ type Target struct {
 // how a cluster whose metadata.json was lost is destroyed, by its machines'
 // names, on the default platform).
 func FindTarget(dir, infraID string) (Target, error) {
-	data, err := os.ReadFile(filepath.Join(dir, metadata.FileName))
+	data, err := graph.ReadFile(dir, metadata.FileName, graph.OtherInput)
 	if errors.Is(err, fs.ErrNotExist) {
 		if infraID != "" {
 			return Target{InfraID: infraID, Platform: configs.Default()}, nil
@@ -83,9 +83,9 @@ func generated() []string {
 func cleanDir(dir string, log logrus.FieldLogger) error {
 	w := &atomicfile.Writer{Root: dir}
 	ic := filepath.Join(dir, "install-config.yaml")
-	consumed := filepath.Join(dir, filepath.FromSlash(graph.ConsumedDir), "install-config.yaml")
+	consumed := graph.ConsumedDir + "/install-config.yaml"
 	if _, err := os.Lstat(ic); errors.Is(err, fs.ErrNotExist) {
-		if data, err := atomicfile.ReadFile(dir, consumed); err == nil {
+		if data, err := graph.ReadFile(dir, consumed, graph.InstallConfigInput); err == nil {
 			if err := w.Write(ic, data, 0o600); err != nil {
 				return err
 			}

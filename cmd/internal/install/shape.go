@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 
+	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -36,7 +37,7 @@ type ShapeRecord struct {
 
 // LoadShape reads dir's shape record; found is false when there is none.
 func LoadShape(dir string) (rec ShapeRecord, found bool, err error) {
-	data, err := atomicfile.ReadFile(dir, filepath.Join(dir, ShapeFile))
+	data, err := graph.ReadFile(dir, ShapeFile, graph.OtherInput)
 	if errors.Is(err, fs.ErrNotExist) {
 		return rec, false, nil
 	}
