@@ -3,7 +3,6 @@ package graph_test
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -13,41 +12,8 @@ import (
 
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/atomicfile/atomicfiletest"
 )
-
-// tree describes every entry under dir without following links: type,
-// mode, and content or link target.
-func tree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		desc := info.Mode().String()
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			desc += " -> " + target
-		case info.Mode().IsRegular():
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			desc += " " + string(b)
-		}
-		out[p] = desc
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // outsideDir is a directory outside --dir that planted links point into:
 // a precious file, a state file readable by all, and a file named like a
@@ -176,7 +142,7 @@ func TestSymlinksInDirAreRefused(t *testing.T) {
 				tc.prepare(t, dir)
 			}
 			tc.plant(t, dir, out)
-			outBefore, dirBefore := tree(t, out), tree(t, dir)
+			outBefore, dirBefore := atomicfiletest.Tree(t, out), atomicfiletest.Tree(t, dir)
 			err := tc.run(t, dir)
 			var se *atomicfile.SymlinkError
 			if want := filepath.Join(dir, tc.link); !errors.As(err, &se) || se.Path != want {
@@ -188,10 +154,10 @@ func TestSymlinksInDirAreRefused(t *testing.T) {
 			if tc.input && graph.KindOf(err) != graph.KindInput {
 				t.Errorf("kind %d, want KindInput", graph.KindOf(err))
 			}
-			if after := tree(t, out); !maps.Equal(outBefore, after) {
+			if after := atomicfiletest.Tree(t, out); !maps.Equal(outBefore, after) {
 				t.Errorf("outside --dir changed:\nbefore %v\nafter  %v", outBefore, after)
 			}
-			if after := tree(t, dir); !maps.Equal(dirBefore, after) {
+			if after := atomicfiletest.Tree(t, dir); !maps.Equal(dirBefore, after) {
 				t.Errorf("--dir changed:\nbefore %v\nafter  %v", dirBefore, after)
 			}
 		})
@@ -203,7 +169,7 @@ func TestSymlinksInDirAreRefused(t *testing.T) {
 // store's writer opens every directory without following links.
 func TestSymlinkPlantedDuringAWriteIsRefused(t *testing.T) {
 	dir, out := t.TempDir(), outsideDir(t)
-	outBefore := tree(t, out)
+	outBefore := atomicfiletest.Tree(t, out)
 	var once sync.Once
 	plant := graph.WithFaults(func(op atomicfile.Op, p string) error {
 		if op == atomicfile.OpCreate && filepath.Base(p) == "a.txt" {
@@ -216,7 +182,7 @@ func TestSymlinkPlantedDuringAWriteIsRefused(t *testing.T) {
 	if !errors.As(err, &se) || se.Path != filepath.Join(dir, "b") {
 		t.Fatalf("err = %v; want a *atomicfile.SymlinkError for %s", err, filepath.Join(dir, "b"))
 	}
-	if after := tree(t, out); !maps.Equal(outBefore, after) {
+	if after := atomicfiletest.Tree(t, out); !maps.Equal(outBefore, after) {
 		t.Errorf("outside --dir changed:\nbefore %v\nafter  %v", outBefore, after)
 	}
 }
@@ -233,11 +199,11 @@ func TestTempsBehindALinkAreNotSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	symlink(t, out, filepath.Join(dir, "b"))
-	before := tree(t, out)
+	before := atomicfiletest.Tree(t, out)
 	if _, err := graph.Open(dir); err != nil {
 		t.Fatal(err)
 	}
-	if after := tree(t, out); !maps.Equal(before, after) {
+	if after := atomicfiletest.Tree(t, out); !maps.Equal(before, after) {
 		t.Errorf("Open swept files outside --dir:\nbefore %v\nafter  %v", before, after)
 	}
 }

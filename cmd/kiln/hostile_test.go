@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kiln-project/kiln/graph/atomicfile/atomicfiletest"
 )
 
 // hostileInstallConfig is the install-config every prepared --dir starts from.
@@ -170,7 +172,7 @@ func TestHostileDirs(t *testing.T) {
 			if tc.spoil != nil {
 				tc.spoil(t, dir)
 			}
-			before := snapshotArea(t, area)
+			before := atomicfiletest.Tree(t, area)
 			args := tc.args
 			if tc.inCwd {
 				t.Chdir(dir)
@@ -192,7 +194,7 @@ func TestHostileDirs(t *testing.T) {
 					t.Errorf("stderr does not say %q:\n%s", m, stderr)
 				}
 			}
-			if after := snapshotArea(t, area); !maps.Equal(before, after) {
+			if after := atomicfiletest.Tree(t, area); !maps.Equal(before, after) {
 				t.Errorf("the directory changed:\n%s", diffSnapshots(before, after))
 			}
 		})
@@ -282,38 +284,6 @@ func copyTree(t *testing.T, src, dst string) {
 		return os.WriteFile(target, data, info.Mode().Perm())
 	})
 	must(t, err)
-}
-
-// snapshotArea describes every entry under root: type, mode, and content
-// or link target. FIFOs are described, never opened.
-func snapshotArea(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		desc := info.Mode().String()
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			desc += " -> " + target
-		case info.Mode().IsRegular():
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			desc += " " + string(data)
-		}
-		out[p] = desc
-		return nil
-	})
-	must(t, err)
-	return out
 }
 
 func diffSnapshots(before, after map[string]string) string {

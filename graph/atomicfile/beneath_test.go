@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kiln-project/kiln/graph/atomicfile/atomicfiletest"
 )
 
 // linkedRoot is a root directory with symbolic links planted in it, all
@@ -43,36 +45,6 @@ func newLinkedRoot(t *testing.T) linkedRoot {
 
 // in returns the name of p below the root.
 func (l linkedRoot) in(p string) string { return filepath.Join(l.root, filepath.FromSlash(p)) }
-
-// snapshot describes every entry under dir: type, mode, content or target.
-func snapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	must(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		desc := info.Mode().String()
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			desc += " -> " + target
-		case info.Mode().IsRegular():
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			desc += " " + string(data)
-		}
-		out[p] = desc
-		return nil
-	}))
-	return out
-}
 
 func must(t *testing.T, err error) {
 	t.Helper()
@@ -155,7 +127,7 @@ func TestWriterRefusesSymlinks(t *testing.T) {
 			for _, op := range names {
 				t.Run(fmt.Sprintf("%s/%s/%s", r.name, tc.name, op), func(t *testing.T) {
 					l := newLinkedRoot(t)
-					before := snapshot(t, filepath.Dir(l.root))
+					before := atomicfiletest.Tree(t, filepath.Dir(l.root))
 					w := &Writer{Root: l.root, fallback: r.fallback}
 					err := ops[op](w, l.in(tc.path))
 					if tc.link == "" {
@@ -171,7 +143,7 @@ func TestWriterRefusesSymlinks(t *testing.T) {
 							t.Errorf("message %q does not name the link", err)
 						}
 					}
-					if after := snapshot(t, filepath.Dir(l.root)); !maps.Equal(before, after) {
+					if after := atomicfiletest.Tree(t, filepath.Dir(l.root)); !maps.Equal(before, after) {
 						t.Errorf("files changed:\nbefore %v\nafter  %v", before, after)
 					}
 				})
@@ -187,7 +159,7 @@ func TestWriterRemovesLinksNotTargets(t *testing.T) {
 	for _, r := range resolvers() {
 		t.Run(r.name, func(t *testing.T) {
 			l := newLinkedRoot(t)
-			outside := snapshot(t, l.outside)
+			outside := atomicfiletest.Tree(t, l.outside)
 			w := &Writer{Root: l.root, fallback: r.fallback}
 			must(t, w.Remove(l.in("lfile")))
 			if _, err := os.Lstat(l.in("lfile")); !errors.Is(err, fs.ErrNotExist) {
@@ -200,7 +172,7 @@ func TestWriterRemovesLinksNotTargets(t *testing.T) {
 					t.Errorf("%s is still there: %v", p, err)
 				}
 			}
-			if got := snapshot(t, l.outside); !maps.Equal(outside, got) {
+			if got := atomicfiletest.Tree(t, l.outside); !maps.Equal(outside, got) {
 				t.Errorf("the links' targets changed:\nbefore %v\nafter  %v", outside, got)
 			}
 			if err := w.RemoveAll(l.root); !errors.Is(err, ErrOutsideRoot) {
@@ -247,7 +219,7 @@ func TestOpenFileAndStatFollowNoLink(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(r.name+"/"+tc.path, func(t *testing.T) {
 				l := newLinkedRoot(t)
-				before := snapshot(t, l.outside)
+				before := atomicfiletest.Tree(t, l.outside)
 				f, oerr := openFile(l.root, l.in(tc.path), os.O_RDONLY|os.O_CREATE, 0o666, r.fallback)
 				if f != nil {
 					f.Close()
@@ -265,7 +237,7 @@ func TestOpenFileAndStatFollowNoLink(t *testing.T) {
 				if tc.link == "" && info.Name() != filepath.Base(tc.path) {
 					t.Errorf("Stat named %s", info.Name())
 				}
-				if after := snapshot(t, l.outside); !maps.Equal(before, after) {
+				if after := atomicfiletest.Tree(t, l.outside); !maps.Equal(before, after) {
 					t.Errorf("files outside changed:\nbefore %v\nafter  %v", before, after)
 				}
 			})
@@ -324,14 +296,14 @@ func TestWriterWithoutRootReplacesALink(t *testing.T) {
 	for _, r := range resolvers() {
 		t.Run(r.name, func(t *testing.T) {
 			l := newLinkedRoot(t)
-			outside := snapshot(t, l.outside)
+			outside := atomicfiletest.Tree(t, l.outside)
 			w := &Writer{fallback: r.fallback}
 			must(t, w.Write(l.in("lfile"), []byte("new"), 0o644))
 			if st, err := os.Lstat(l.in("lfile")); err != nil || !st.Mode().IsRegular() {
 				t.Errorf("lfile is not a regular file: %v %v", st, err)
 			}
 			must(t, w.Write(l.in("real/new/f"), []byte("new"), 0o644))
-			if got := snapshot(t, l.outside); !maps.Equal(outside, got) {
+			if got := atomicfiletest.Tree(t, l.outside); !maps.Equal(outside, got) {
 				t.Errorf("the link's target changed:\nbefore %v\nafter  %v", outside, got)
 			}
 		})

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/atomicfile/atomicfiletest"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -22,32 +23,6 @@ type fakeGatherer struct{ platforms.Provisioner }
 
 func (fakeGatherer) Gather(_ context.Context, _, dir string) error {
 	return os.WriteFile(filepath.Join(dir, "journal.log"), []byte("log"), 0o600)
-}
-
-// outsideTree describes every entry under dir without following links.
-func outsideTree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		out[p] = info.Mode().String()
-		if info.Mode().IsRegular() {
-			b, err := os.ReadFile(p)
-			out[p] += " " + string(b)
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // TestDirWritersRefuseSymlinks: what the cluster commands write into --dir
@@ -105,13 +80,13 @@ func TestDirWritersRefuseSymlinks(t *testing.T) {
 			if err := os.Symlink(target, link); err != nil {
 				t.Fatal(err)
 			}
-			before := outsideTree(t, outside)
+			before := atomicfiletest.Tree(t, outside)
 			err := tc.run(dir)
 			var se *atomicfile.SymlinkError
 			if !errors.As(err, &se) || se.Path != link {
 				t.Fatalf("err = %v; want an *atomicfile.SymlinkError for %s", err, link)
 			}
-			if after := outsideTree(t, outside); !maps.Equal(before, after) {
+			if after := atomicfiletest.Tree(t, outside); !maps.Equal(before, after) {
 				t.Errorf("outside --dir changed:\nbefore %v\nafter  %v", before, after)
 			}
 		})
@@ -144,7 +119,7 @@ func TestDestroyRemovesLinksNotTargets(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ".kiln/consumed/install-config.yaml"), []byte("ic"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	before := outsideTree(t, outside)
+	before := atomicfiletest.Tree(t, outside)
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	if err := Destroy(context.Background(), dir, Target{InfraID: "demo-1"}, &fakeProv{}, log); err != nil {
@@ -156,7 +131,7 @@ func TestDestroyRemovesLinksNotTargets(t *testing.T) {
 	if target, err := os.Readlink(filepath.Join(dir, "install-config.yaml")); err != nil || target != filepath.Join(outside, "new") {
 		t.Errorf("install-config.yaml link changed: %q %v", target, err)
 	}
-	if after := outsideTree(t, outside); !maps.Equal(before, after) {
+	if after := atomicfiletest.Tree(t, outside); !maps.Equal(before, after) {
 		t.Errorf("outside --dir changed:\nbefore %v\nafter  %v", before, after)
 	}
 }
