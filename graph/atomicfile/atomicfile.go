@@ -345,30 +345,25 @@ func (w *Writer) MkdirAll(dir string, perm fs.FileMode) error {
 // so the removal survives a power loss. A name that does not exist is not an
 // error. A symbolic link at name is removed, never what it points to.
 func (w *Writer) Remove(name string) error {
-	if err := w.fault(OpRemove, name); err != nil {
-		return err
-	}
-	d, _, err := w.openDir(filepath.Dir(name), false, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := unlinkAt(d, name); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	return w.syncDir(d, filepath.Dir(name))
+	return w.removeIn(name, func(d *os.File) error { return unlinkAt(d, name) })
 }
 
 // RemoveAll removes name and, if it is a directory, everything below it,
 // following no symbolic link (a link is removed, not what it points to),
 // and syncs name's directory. A name that does not exist is not an error.
 func (w *Writer) RemoveAll(name string) error {
+	return w.removeIn(name, func(d *os.File) error {
+		if err := removeAllAt(int(d.Fd()), filepath.Base(name)); err != nil {
+			return &fs.PathError{Op: "remove", Path: name, Err: err}
+		}
+		return nil
+	})
+}
+
+// removeIn runs rm in name's directory, opened without following a
+// symbolic link, and then syncs that directory. A missing directory or
+// name is not an error.
+func (w *Writer) removeIn(name string, rm func(dir *os.File) error) error {
 	if err := w.fault(OpRemove, name); err != nil {
 		return err
 	}
@@ -380,8 +375,11 @@ func (w *Writer) RemoveAll(name string) error {
 		return err
 	}
 	defer d.Close()
-	if err := removeAllAt(int(d.Fd()), filepath.Base(name)); err != nil {
-		return &fs.PathError{Op: "remove", Path: name, Err: err}
+	if err := rm(d); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
 	}
 	return w.syncDir(d, filepath.Dir(name))
 }
