@@ -31,7 +31,8 @@ const (
 	// followed by the token ID.
 	User = "system:bootstrap:"
 	// Group is the group of every bootstrap token; the manifests bind it to
-	// system:node-bootstrapper and the CSR auto-approval ClusterRoles.
+	// system:node-bootstrapper only (kiln-csr-approver, not an auto-approval
+	// binding, approves its node client CSRs).
 	Group = "system:bootstrappers"
 	// ExtraGroup is the additional group of kiln's node token.
 	ExtraGroup = "system:bootstrappers:kiln:default-node-token"

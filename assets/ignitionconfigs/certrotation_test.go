@@ -42,7 +42,8 @@ func flagOf(t *testing.T, manifest []byte, name string) string {
 // Kubelets that join rotate their client certificate and get their serving
 // certificate from the kubelet serving CA, not the root CA; the API servers
 // verify it with the CA that kube-controller-manager signs kubelet serving
-// certificates with; the approver may approve kubelet serving CSRs only.
+// certificates with; the approver may approve kubelet serving and kubelet
+// client CSRs only (never the generic client signer).
 func TestKubeletCertificateRotation(t *testing.T) {
 	boot := generatedBootstrap(t)
 	master, worker := served(t, boot, "master"), served(t, boot, "worker")
@@ -98,7 +99,7 @@ func TestKubeletCertificateRotation(t *testing.T) {
 			}
 		}
 	}
-	if len(approve) != 1 || !slices.Equal(approve[0], []string{"kubernetes.io/kubelet-serving"}) {
-		t.Errorf("approve rules name signers %v, want only kubernetes.io/kubelet-serving", approve)
+	if want := []string{"kubernetes.io/kubelet-serving", "kubernetes.io/kube-apiserver-client-kubelet"}; len(approve) != 1 || !slices.Equal(approve[0], want) {
+		t.Errorf("approve rules name signers %v, want only %v", approve, want)
 	}
 }

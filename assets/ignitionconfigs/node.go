@@ -38,20 +38,24 @@ type nodeValues struct {
 	ClusterDNSDomain string
 	DNSServiceIP     string
 	MasterReplicas   int
+	// CSRApproverDenyFlags are the --deny-* flags of the bootstrap
+	// machine's CSR approver, the Deployment's.
+	CSRApproverDenyFlags []string
 }
 
 // baseConfig renders common.bu and <role>.bu and merges them.
 func baseConfig(role string, ic *installconfig.InstallConfig, v *manifests.Values) (types.Config, error) {
 	c := ic.Config
 	nv := nodeValues{
-		Layout:           nodelayout.Values(),
-		Role:             role,
-		Joins:            role != RoleBootstrap,
-		Taint:            role == RoleMaster && v.WorkerReplicas > 0,
-		SSHKey:           strings.TrimSpace(c.SSHKey),
-		ClusterDNSDomain: v.ClusterDNSDomain,
-		DNSServiceIP:     v.DNSServiceIP,
-		MasterReplicas:   v.MasterReplicas,
+		Layout:               nodelayout.Values(),
+		Role:                 role,
+		Joins:                role != RoleBootstrap,
+		Taint:                role == RoleMaster && v.WorkerReplicas > 0,
+		SSHKey:               strings.TrimSpace(c.SSHKey),
+		ClusterDNSDomain:     v.ClusterDNSDomain,
+		DNSServiceIP:         v.DNSServiceIP,
+		MasterReplicas:       v.MasterReplicas,
+		CSRApproverDenyFlags: manifests.CSRApproverDenyFlags(c),
 	}
 	if p := c.Proxy; p != nil {
 		nv.Proxy = unitEnvironment(map[string]string{"HTTP_PROXY": p.HTTPProxy, "HTTPS_PROXY": p.HTTPSProxy, "NO_PROXY": p.NoProxy})

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/graph"
 )
 
@@ -14,7 +15,8 @@ const csrApproverTemplate = "cluster/12-csr-approver.yaml"
 // CSRApprover is manifests/12-csr-approver.yaml: the Deployment that runs
 // `kiln node csr-approver` on a master, with its ServiceAccount and the RBAC
 // to approve kubelet serving CSRs (signer kubernetes.io/kubelet-serving) only
-// and to read the machine inventory (Machines). Its --deny-* flags name
+// and to read the machine inventory (Machines). Its --deny-* flags
+// (CSRApproverDenyFlags, which the bootstrap machine's unit shares) name
 // what no kubelet serving certificate may carry, whatever the inventory
 // says: the API's names and VIP, the Service and pod networks and the
 // cluster's DNS domain.
@@ -35,22 +37,35 @@ func (m *CSRApprover) Generate(_ context.Context, p graph.Parents) error {
 	if err := p.Get(ic); err != nil {
 		return err
 	}
-	c := ic.Config
-	var ips, cidrs []string
-	if vip := c.APIVIP(); vip != "" {
-		ips = append(ips, vip)
-	}
-	cidrs = append(cidrs, c.Networking.ServiceNetwork...)
-	for _, n := range c.Networking.ClusterNetwork {
-		cidrs = append(cidrs, n.CIDR)
-	}
+	flags := CSRApproverDenyFlags(ic.Config)
 	return m.generate(p, csrApproverTemplate, func(v *Values) any {
 		return struct {
 			*Values
-			APIName            string
-			DenyIPs, DenyCIDRs []string
-		}{v, c.APIName(), ips, cidrs}
+			DenyFlags []string
+		}{v, flags}
 	})
+}
+
+// CSRApproverDenyFlags are the --deny-* flags of `kiln node csr-approver`
+// for the cluster of c, the same for the Deployment and the bootstrap
+// machine's unit: the API's names and VIP, the cluster's DNS domain, and
+// the Service and pod networks, which no kubelet serving certificate may
+// name whatever the machine inventory says.
+func CSRApproverDenyFlags(c *types.Config) []string {
+	flags := []string{"--deny-name=" + c.APIName(), "--deny-name=" + c.APIIntName(), "--deny-domain=" + ClusterDNSDomain}
+	if vip := c.APIVIP(); vip != "" {
+		flags = append(flags, "--deny-ip="+vip)
+	}
+	if c.Networking == nil {
+		return flags
+	}
+	for _, n := range c.Networking.ServiceNetwork {
+		flags = append(flags, "--deny-cidr="+n)
+	}
+	for _, n := range c.Networking.ClusterNetwork {
+		flags = append(flags, "--deny-cidr="+n.CIDR)
+	}
+	return flags
 }
 
 // Load implements graph.WritableAsset.

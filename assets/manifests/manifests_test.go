@@ -233,6 +233,7 @@ func TestManifests(t *testing.T) {
 			checkMachineInventory(t, tc, objs)
 			checkKubeletServingCA(t, objs, files)
 			checkNoConfigMapWriters(t, objs)
+			checkNoBootstrapAutoApproval(t, objs)
 			if tc.addons {
 				checkAddons(t, objs)
 			}
@@ -248,7 +249,6 @@ var wantObjects = map[string][]string{
 	"manifests/00-namespaces.yaml": {"Namespace//kiln-system"},
 	"manifests/01-rbac-node-bootstrap.yaml": {
 		"ClusterRoleBinding//kiln:kubelet-bootstrap",
-		"ClusterRoleBinding//kiln:node-autoapprove-bootstrap",
 		"ClusterRoleBinding//kiln:node-autoapprove-certificate-rotation",
 		"ClusterRoleBinding//kiln:apiserver-kubelet-client",
 		"ClusterRole//kiln:netd",
@@ -700,10 +700,19 @@ func checkMachineInventory(t *testing.T, tc manifestCase, objs map[string]runtim
 	if binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 || binding.Subjects[0].Name != "kiln-csr-approver" {
 		t.Errorf("the approver's RoleBinding %+v", binding)
 	}
+	var signers []string
 	for _, r := range find[*rbacv1.ClusterRole](t, objs, f, "ClusterRole//kiln:csr-approver").Rules {
-		if slices.Contains(r.Resources, "nodes") || slices.Contains(r.Resources, "configmaps") || slices.Contains(r.Resources, "*") {
-			t.Errorf("the approver's ClusterRole grants %v on %v: it must read neither Nodes nor other ConfigMaps", r.Verbs, r.Resources)
+		switch {
+		case slices.Contains(r.Resources, "configmaps") || slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*"):
+			t.Errorf("the approver's ClusterRole grants %v on %v: it must read no ConfigMap but the inventory", r.Verbs, r.Resources)
+		case slices.Contains(r.Resources, "nodes") && (!slices.Equal(r.Verbs, []string{"get"}) || len(r.Resources) != 1):
+			t.Errorf("the approver's ClusterRole grants %v on %v: it may only tell whether a Node exists (get)", r.Verbs, r.Resources)
+		case slices.Contains(r.Resources, "signers"):
+			signers = append(signers, r.ResourceNames...)
 		}
+	}
+	if want := []string{"kubernetes.io/kubelet-serving", "kubernetes.io/kube-apiserver-client-kubelet"}; !slices.Equal(signers, want) {
+		t.Errorf("the approver may approve for signers %q, want %q: never kubernetes.io/kube-apiserver-client (any user)", signers, want)
 	}
 	argv := find[*appsv1.Deployment](t, objs, f, "Deployment/kiln-system/kiln-csr-approver").Spec.Template.Spec.Containers[0].Command
 	wantFlags(t, "csr-approver", argv,
@@ -747,6 +756,76 @@ func checkNoConfigMapWriters(t *testing.T, objs map[string]runtime.Object) {
 				}
 			}
 		}
+	}
+}
+
+// nodeClientRole is the built-in ClusterRole with which kube-controller-manager
+// approves a bootstrap token's node client CSRs by itself.
+const nodeClientRole = "system:certificates.k8s.io:certificatesigningrequests:nodeclient"
+
+// checkNoBootstrapAutoApproval checks that no binding kiln ships lets a
+// bootstrap token have its node client CSRs approved automatically: not
+// the built-in nodeclient ClusterRole, nor a role of kiln's granting
+// create on certificatesigningrequests/nodeclient, for the group
+// system:bootstrappers (or one of its sub-groups), a bootstrap token user,
+// or all authenticated users. Only kiln-csr-approver approves those, for
+// the machine a token may claim.
+func checkNoBootstrapAutoApproval(t *testing.T, objs map[string]runtime.Object) {
+	t.Helper()
+	autoApproves := map[string]bool{"ClusterRole/" + nodeClientRole: true}
+	for _, o := range objs {
+		var kind, name string
+		var rules []rbacv1.PolicyRule
+		switch r := o.(type) {
+		case *rbacv1.ClusterRole:
+			kind, name, rules = "ClusterRole", r.Name, r.Rules
+		case *rbacv1.Role:
+			kind, name, rules = "Role", r.Namespace+"/"+r.Name, r.Rules
+		}
+		for _, r := range rules {
+			if (slices.Contains(r.Resources, "certificatesigningrequests/nodeclient") || slices.Contains(r.Resources, "*")) &&
+				(slices.Contains(r.Verbs, "create") || slices.Contains(r.Verbs, "*")) {
+				autoApproves[kind+"/"+name] = true
+			}
+		}
+	}
+	bootstrapper := func(s rbacv1.Subject) bool {
+		switch s.Kind {
+		case rbacv1.GroupKind:
+			return s.Name == bootstraptoken.Group || strings.HasPrefix(s.Name, bootstraptoken.Group+":") ||
+				s.Name == "system:authenticated" || s.Name == "system:unauthenticated"
+		case rbacv1.UserKind:
+			return strings.HasPrefix(s.Name, bootstraptoken.User)
+		}
+		return false
+	}
+	bindings := 0
+	for k, o := range objs {
+		var role string
+		var subjects []rbacv1.Subject
+		switch b := o.(type) {
+		case *rbacv1.ClusterRoleBinding:
+			role, subjects = b.RoleRef.Kind+"/"+b.RoleRef.Name, b.Subjects
+		case *rbacv1.RoleBinding:
+			role, subjects = b.RoleRef.Kind+"/"+b.RoleRef.Name, b.Subjects
+			if b.RoleRef.Kind == "Role" {
+				role = "Role/" + b.Namespace + "/" + b.RoleRef.Name
+			}
+		default:
+			continue
+		}
+		bindings++
+		if !autoApproves[role] {
+			continue
+		}
+		for _, s := range subjects {
+			if bootstrapper(s) {
+				t.Errorf("%s binds %s %s to %s: bootstrap tokens' node client CSRs would be approved for any node name", k, s.Kind, s.Name, role)
+			}
+		}
+	}
+	if bindings == 0 {
+		t.Error("no RBAC binding found: the check looked at nothing")
 	}
 }
 

@@ -10,8 +10,10 @@ var _ graph.WritableAsset = (*NodeBootstrapRBAC)(nil)
 
 const nodeBootstrapRBACTemplate = "cluster/01-rbac-node-bootstrap.yaml"
 
-// NodeBootstrapRBAC is manifests/01-rbac-node-bootstrap.yaml: the RBAC that lets kubelets
-// bootstrap with a token and have their client CSRs approved automatically.
+// NodeBootstrapRBAC is manifests/01-rbac-node-bootstrap.yaml: the RBAC that
+// lets kubelets bootstrap with a token (create their client CSR, which
+// kiln-csr-approver approves, not kube-controller-manager) and have the
+// renewals of their own client certificates approved automatically.
 type NodeBootstrapRBAC struct{ objects }
 
 // ID implements graph.Asset.

@@ -151,7 +151,7 @@ func newNodeCSRApproverCmd(o *rootOptions) *cobra.Command {
 	var names, domains, ips, cidrs []string
 	cmd := &cobra.Command{
 		Use:   "csr-approver",
-		Short: "Approve kubelet serving certificate requests for the names and addresses of kiln's machine inventory",
+		Short: "Approve kubelet serving and node client certificate requests for the machines of kiln's machine inventory",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			deny, err := csrapprover.NewDenyList(names, domains, ips, cidrs)
@@ -165,7 +165,7 @@ func newNodeCSRApproverCmd(o *rootOptions) *cobra.Command {
 			return csrapprover.Run(cmd.Context(), client, deny, o.log)
 		},
 	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the approver's ServiceAccount (in-cluster config when empty)")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the approver's ServiceAccount, or the admin's on the bootstrap machine (in-cluster config when empty)")
 	cmd.Flags().StringArrayVar(&names, "deny-name", nil, "DNS name never approved, whatever the inventory says (repeatable)")
 	cmd.Flags().StringArrayVar(&domains, "deny-domain", nil, "DNS domain never approved, with every name under it (repeatable)")
 	cmd.Flags().StringArrayVar(&ips, "deny-ip", nil, "IP address never approved (repeatable)")

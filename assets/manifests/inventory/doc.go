@@ -7,7 +7,10 @@
 // ConfigMaps are outside what the Node authorizer grants, and no RBAC kiln
 // ships grants it to anyone but administrators. kiln-csr-approver signs
 // kubelet serving certificates only for the names and addresses it holds,
-// never for what a kubelet reports about itself.
+// never for what a kubelet reports about itself, and a node client
+// certificate made with a bootstrap token only for a machine it holds,
+// the one recorded with that token's ID when `kiln scale cluster` added
+// the machine.
 //
 // The package is a leaf (types, JSON and the ConfigMap), so that the
 // manifests, the scale command and the node agents share it.

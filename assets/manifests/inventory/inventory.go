@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"regexp"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,7 +40,17 @@ type Machine struct {
 	Role string `json:"role"`
 	// Addresses are the addresses kiln assigned to the machine.
 	Addresses []netip.Addr `json:"addresses"`
+	// JoinTokenID is the public ID of the bootstrap token the machine
+	// joins with when `kiln scale cluster` added it (never the token's
+	// secret): kiln-csr-approver approves a node client certificate for
+	// the machine's name only to that token, and never one for another
+	// machine's name. Empty for the machines of the install, which join
+	// with the install-time token.
+	JoinTokenID string `json:"joinTokenID,omitempty"`
 }
+
+// tokenID is the shape of a bootstrap token's public ID.
+var tokenID = regexp.MustCompile(`^[a-z0-9]{6}$`)
 
 // Inventory is the document under Key: every machine of the cluster.
 type Inventory struct {
@@ -67,11 +78,13 @@ func Parse(data []byte) (*Inventory, error) {
 
 // Validate reports every problem of the inventory with its field path: a
 // name that is not a Node name or appears twice, an unknown role, a
-// machine without addresses, an address that is invalid or held twice.
+// machine without addresses, an address that is invalid or held twice, a
+// join token ID that is not one or is held twice.
 func (inv *Inventory) Validate() field.ErrorList {
 	var errs field.ErrorList
 	names := map[string]bool{}
 	addrs := map[netip.Addr]bool{}
+	tokens := map[string]bool{}
 	for i, m := range inv.Machines {
 		p := field.NewPath("machines").Index(i)
 		for _, msg := range validation.IsDNS1123Subdomain(m.Name) {
@@ -97,8 +110,26 @@ func (inv *Inventory) Validate() field.ErrorList {
 			}
 			addrs[a.Unmap()] = true
 		}
+		if id := m.JoinTokenID; id != "" {
+			switch {
+			case !tokenID.MatchString(id):
+				errs = append(errs, field.Invalid(p.Child("joinTokenID"), id, "not a bootstrap token ID (6 characters of [a-z0-9])"))
+			case tokens[id]:
+				errs = append(errs, field.Duplicate(p.Child("joinTokenID"), id))
+			}
+			tokens[id] = true
+		}
 	}
 	return errs
+}
+
+// JoinedWith returns the machine whose join token has the public ID id.
+func (inv *Inventory) JoinedWith(id string) (Machine, bool) {
+	i := slices.IndexFunc(inv.Machines, func(m Machine) bool { return id != "" && m.JoinTokenID == id })
+	if i < 0 {
+		return Machine{}, false
+	}
+	return inv.Machines[i], true
 }
 
 // Machine returns the machine called name.
@@ -118,7 +149,7 @@ func (inv *Inventory) Set(m Machine) bool {
 		inv.Machines = append(inv.Machines, m)
 		return true
 	}
-	if old := inv.Machines[i]; old.Role == m.Role && slices.Equal(old.Addresses, m.Addresses) {
+	if old := inv.Machines[i]; old.Role == m.Role && slices.Equal(old.Addresses, m.Addresses) && old.JoinTokenID == m.JoinTokenID {
 		return false
 	}
 	inv.Machines[i] = m

@@ -21,6 +21,7 @@ func TestRoundTrip(t *testing.T) {
 	inv := &Inventory{Machines: []Machine{
 		{Name: "demo-x-master-0", Role: RoleMaster, Addresses: addrs("10.66.0.11")},
 		{Name: "demo-x-worker-0", Role: RoleWorker, Addresses: addrs("10.66.0.20")},
+		{Name: "demo-x-worker-1", Role: RoleWorker, Addresses: addrs("10.66.0.21"), JoinTokenID: "abc123"},
 	}}
 	cm, err := inv.ConfigMap()
 	if err != nil {
@@ -31,7 +32,8 @@ func TestRoundTrip(t *testing.T) {
 	}
 	want := `{"machines": [
   {"name":"demo-x-master-0","role":"master","addresses":["10.66.0.11"]},
-  {"name":"demo-x-worker-0","role":"worker","addresses":["10.66.0.20"]}
+  {"name":"demo-x-worker-0","role":"worker","addresses":["10.66.0.20"]},
+  {"name":"demo-x-worker-1","role":"worker","addresses":["10.66.0.21"],"joinTokenID":"abc123"}
 ]}
 `
 	if cm.Data[Key] != want {
@@ -43,6 +45,12 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if m, ok := back.Machine("demo-x-worker-0"); !ok || m.Role != RoleWorker || m.Addresses[0] != netip.MustParseAddr("10.66.0.20") {
 		t.Errorf("Machine(worker) = %+v, %v", m, ok)
+	}
+	if m, ok := back.JoinedWith("abc123"); !ok || m.Name != "demo-x-worker-1" {
+		t.Errorf("JoinedWith(abc123) = %+v, %v; want demo-x-worker-1", m, ok)
+	}
+	if m, ok := back.JoinedWith(""); ok {
+		t.Errorf("JoinedWith(\"\") = %+v: the machines of the install have no join token", m)
 	}
 	empty, err := (&Inventory{}).Marshal()
 	if err != nil || string(empty) != `{"machines": []}`+"\n" {
@@ -63,6 +71,10 @@ func TestSetRemove(t *testing.T) {
 	if !inv.Set(w) || len(inv.Machines) != 1 || inv.Machines[0].Addresses[0] != w.Addresses[0] {
 		t.Errorf("Set with a new address: %+v", inv.Machines)
 	}
+	w.JoinTokenID = "abc123"
+	if !inv.Set(w) || inv.Set(w) || inv.Machines[0].JoinTokenID != "abc123" {
+		t.Errorf("Set with a join token must change the inventory once: %+v", inv.Machines)
+	}
 	if !inv.Remove("w") || inv.Remove("w") || len(inv.Machines) != 0 {
 		t.Errorf("Remove: %+v", inv.Machines)
 	}
@@ -78,6 +90,12 @@ func TestParseRefuses(t *testing.T) {
 		{name: "unknown field", doc: `{"machines":[],"extra":1}`, want: []string{`unknown field "extra"`}},
 		{name: "trailing data", doc: `{"machines":[]} {}`, want: []string{"data after the document"}},
 		{name: "bad address", doc: `{"machines":[{"name":"w","role":"worker","addresses":["10.66.0.300"]}]}`, want: []string{"10.66.0.300"}},
+		{name: "bad join token ID", doc: `{"machines":[{"name":"w","role":"worker","addresses":["10.66.0.20"],"joinTokenID":"abc123.0123456789abcdef"}]}`,
+			want: []string{`machines[0].joinTokenID: Invalid value: "abc123.0123456789abcdef"`}},
+		{name: "join token ID twice", doc: `{"machines":[
+			{"name":"w","role":"worker","addresses":["10.66.0.20"],"joinTokenID":"abc123"},
+			{"name":"v","role":"worker","addresses":["10.66.0.21"],"joinTokenID":"abc123"}]}`,
+			want: []string{`machines[1].joinTokenID: Duplicate value: "abc123"`}},
 		{name: "every problem", doc: `{"machines":[
 			{"name":"w","role":"worker","addresses":["10.66.0.20"]},
 			{"name":"w","role":"boss","addresses":["10.66.0.20"]},

@@ -15,25 +15,31 @@ import (
 
 // The machine inventory (ConfigMap kube-system/kiln-machines) lists the
 // names and addresses kiln-csr-approver approves kubelet serving
-// certificates for. A machine goes into it before its machine is created,
-// so its kubelet's first serving CSR is approved, and leaves it only after
+// certificates for, and the join token with which a machine added here may
+// get its node client certificate. A machine goes into it before its
+// machine is created, so its kubelet's first CSRs are approved, and leaves
+// it only after
 // the machine is destroyed, so no kubelet is ever left serving under a name
 // the inventory no longer vouches for. Both steps are idempotent.
 
 // enroll adds the master or worker name, with the addresses its platform
-// assigns it, to the machine inventory. A cluster installed before kiln
-// kept an inventory gets one with every machine of its shape. On a
-// platform that assigns no addresses it changes nothing and says so.
-func (r *Runner) enroll(ctx context.Context, name string) error {
+// assigns it and the public ID of the bootstrap token it joins with
+// (joinTokenID, never the secret), to the machine inventory: the approver
+// then approves a node client certificate for name to that token only. A
+// cluster installed before kiln kept an inventory gets one with every
+// machine of its shape. On a platform that assigns no addresses it changes
+// nothing and says so.
+func (r *Runner) enroll(ctx context.Context, name, joinTokenID string) error {
 	m, ok, err := r.inventoryMachine(name)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		r.Log.Warnf("platform %s assigns no machine addresses: add %s to ConfigMap %s/%s yourself, or its kubelet serving CSRs stay pending",
+		r.Log.Warnf("platform %s assigns no machine addresses: add %s to ConfigMap %s/%s yourself, or its node client and kubelet serving CSRs stay pending",
 			r.Cluster.Config.PlatformName(), name, inventory.Namespace, inventory.Name)
 		return nil
 	}
+	m.JoinTokenID = joinTokenID
 	return r.step("Adding "+name+" to the machine inventory", func() error {
 		return r.updateInventory(ctx, true, func(inv *inventory.Inventory) bool { return inv.Set(m) })
 	})

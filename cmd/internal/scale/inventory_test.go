@@ -127,12 +127,63 @@ func TestInventoryMasterReplace(t *testing.T) {
 		t.Errorf("calls:\n%s\nwant them to start with:\n%s", strings.Join(j.calls, "\n"), strings.Join(want, "\n"))
 	}
 	writes := inventoryWrites(r.Kube.(*fake.Clientset))
-	if err := r.enroll(context.Background(), infra+"-master-1"); err != nil {
+	m, _ := clusterInventory(t, r).Machine(infra + "-master-1")
+	if err := r.enroll(context.Background(), infra+"-master-1", m.JoinTokenID); err != nil {
 		t.Fatal(err)
 	}
 	if after := inventoryWrites(r.Kube.(*fake.Clientset)); writes != 1 || after != writes {
 		t.Errorf("inventory writes: %d in the run, %d after enrolling master-1 again; want 1 and no more", writes, after)
 	}
+}
+
+// TestEnrollRecordsTheJoinTokenID: a machine a scale adds is in the
+// inventory with the public ID of the token its config carries, and
+// nothing of the token's secret is; the machines of the install have no
+// token ID. A replaced master gets the ID of its new token.
+func TestEnrollRecordsTheJoinTokenID(t *testing.T) {
+	r, _, e := newTestRunner(t, 3, 1)
+	r.Cluster.Config = localConfig()
+	e.names[etcdmember.PeerURL("10.0.0.11")] = infra + "-master-1"
+	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 3, Workers: 2, Replace: ms(1)}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	joins := r.Machines.(*fakeScaler).joins // master-1's token, then worker-1's
+	if len(joins) != 2 {
+		t.Fatalf("%d machines joined with a token, want 2", len(joins))
+	}
+	inv := clusterInventory(t, r)
+	want := map[string]string{"master-0": "", "master-1": joins[0], "master-2": "", "worker-0": "", "worker-1": joins[1]}
+	for short, tok := range want {
+		m, ok := inv.Machine(infra + "-" + short)
+		id, secret, _ := strings.Cut(tok, ".")
+		if !ok || m.JoinTokenID != id {
+			t.Errorf("inventory entry of %s: %+v, want join token ID %q", short, m, id)
+		}
+		if secret != "" {
+			cm, _ := r.Kube.CoreV1().ConfigMaps(inventory.Namespace).Get(context.Background(), inventory.Name, metav1.GetOptions{})
+			if strings.Contains(cm.Data[inventory.Key], secret) {
+				t.Errorf("the inventory holds the secret of %s's join token", short)
+			}
+		}
+	}
+}
+
+// clusterInventory reads the inventory from r's cluster.
+func clusterInventory(t *testing.T, r *Runner) *inventory.Inventory {
+	t.Helper()
+	cm, err := r.Kube.CoreV1().ConfigMaps(inventory.Namespace).Get(context.Background(), inventory.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := inventory.FromConfigMap(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv
 }
 
 // TestEnrollRefusesABrokenInventory: an inventory that does not parse is
@@ -145,7 +196,7 @@ func TestEnrollRefusesABrokenInventory(t *testing.T) {
 	if _, err := r.Kube.CoreV1().ConfigMaps(inventory.Namespace).Create(context.Background(), broken, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := r.enroll(context.Background(), platforms.MachineName(infra, platforms.RoleWorker, 0))
+	err := r.enroll(context.Background(), platforms.MachineName(infra, platforms.RoleWorker, 0), "")
 	if err == nil || !strings.Contains(err.Error(), "machines[0].role") || !strings.Contains(err.Error(), "kubectl -n kube-system edit configmap kiln-machines") {
 		t.Errorf("enroll into a broken inventory: %v", err)
 	}

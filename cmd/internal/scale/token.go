@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,6 +88,16 @@ func (r *Runner) joinToken(name string) (*bootstraptoken.BootstrapToken, error) 
 	}
 	r.Joining[name] = tok.Token()
 	return tok, nil
+}
+
+// joinTokenID returns the public ID of the join token recorded for name
+// ("" when none is), for its inventory entry; never the secret.
+func (r *Runner) joinTokenID(name string) string {
+	id, _, ok := strings.Cut(r.Joining[name], ".")
+	if !ok {
+		return ""
+	}
+	return id
 }
 
 // endJoin deletes the join token of name once its Node registered, and

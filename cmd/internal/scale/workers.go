@@ -23,16 +23,18 @@ func (r *Runner) addWorker(ctx context.Context, name string) error {
 }
 
 // join records the shape (the new machine in it) and the machine's join
-// token, enrolls the machine in the inventory, creates it from its role's
-// full config with that token, and waits for its Node to register; then the
-// token is deleted, as it is when any of this fails.
+// token, enrolls the machine in the inventory with the token's public ID
+// (so that the approver approves its node client certificate to that
+// token only), creates it from its role's full config with that token, and
+// waits for its Node to register; then the token is deleted, as it is when
+// any of this fails.
 func (r *Runner) join(ctx context.Context, name, role string) error {
 	err := func() error {
 		full, err := r.startJoin(ctx, name, role)
 		if err != nil {
 			return err
 		}
-		if err := r.enroll(ctx, name); err != nil {
+		if err := r.enroll(ctx, name, r.joinTokenID(name)); err != nil {
 			return err
 		}
 		r.Cluster.Full = map[string][]byte{role: full}

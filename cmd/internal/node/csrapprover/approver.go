@@ -23,8 +23,14 @@ import (
 	"github.com/kiln-project/kiln/assets/manifests/inventory"
 )
 
-// ApprovalReason is the reason of the Approved condition the agent sets.
-const ApprovalReason = "KilnKubeletServingApprove"
+// Reasons of the Approved conditions the agent sets.
+const (
+	// ApprovalReason marks a kubelet serving certificate it approved.
+	ApprovalReason = "KilnKubeletServingApprove"
+	// NodeClientApprovalReason marks a node client certificate it approved
+	// to a bootstrap token.
+	NodeClientApprovalReason = "KilnNodeClientApprove"
+)
 
 // resync re-evaluates every CSR this often, in case the inventory changed
 // without an event reaching the agent.
@@ -35,6 +41,7 @@ type approver struct {
 	client   kubernetes.Interface
 	csrs     certificatesv1listers.CertificateSigningRequestLister
 	machines MachineSource
+	nodes    NodeSource
 	deny     DenyList
 	queue    workqueue.TypedRateLimitingInterface[string]
 	log      logrus.FieldLogger
@@ -44,11 +51,14 @@ type approver struct {
 	done map[types.UID]bool
 }
 
-// Run approves kubelet serving CSRs that pass Decide, with deny, until ctx
+// Run approves kubelet serving CSRs that pass Decide, with deny, and node
+// client CSRs of bootstrap tokens that pass DecideNodeClient, until ctx
 // ends. It watches CSRs and the machine inventory (ConfigMap
 // kube-system/kiln-machines, the only ConfigMap it may read: a CSR of a
-// machine not in it yet is examined again when it changes) and processes
-// one CSR at a time.
+// machine not in it yet, or made before the ConfigMap exists, is examined
+// again when it changes) and processes one CSR at a time. Another approver
+// may run beside it (the bootstrap machine's, until it is destroyed): a
+// CSR the other approved first is left alone.
 func Run(ctx context.Context, client kubernetes.Interface, deny DenyList, log logrus.FieldLogger) error {
 	factory := informers.NewSharedInformerFactory(client, resync)
 	csrInf := factory.Certificates().V1().CertificateSigningRequests()
@@ -62,6 +72,7 @@ func Run(ctx context.Context, client kubernetes.Interface, deny DenyList, log lo
 		client:   client,
 		csrs:     csrInf.Lister(),
 		machines: ListerSource{Lister: cmInf.Lister()},
+		nodes:    ClientNodes{Client: client},
 		deny:     deny,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kiln-csr-approver"}),
@@ -104,8 +115,9 @@ func Run(ctx context.Context, client kubernetes.Interface, deny DenyList, log lo
 			}
 		}
 	}
-	log.Infof("approving %s CSRs for the names and addresses of kiln's machine inventory (ConfigMap %s/%s)",
-		certificatesv1.KubeletServingSignerName, inventory.Namespace, inventory.Name)
+	log.Infof("approving %s CSRs for the names and addresses of kiln's machine inventory (ConfigMap %s/%s), "+
+		"and %s CSRs of bootstrap tokens for the machines of the inventory each token may claim",
+		certificatesv1.KubeletServingSignerName, inventory.Namespace, inventory.Name, certificatesv1.KubeAPIServerClientKubeletSignerName)
 	go func() {
 		<-ctx.Done()
 		a.queue.ShutDown()
@@ -115,15 +127,19 @@ func Run(ctx context.Context, client kubernetes.Interface, deny DenyList, log lo
 	return nil
 }
 
-// enqueuePending queues every undecided kubelet serving CSR.
+// enqueuePending queues every undecided kubelet serving and node client
+// CSR.
 func (a *approver) enqueuePending() {
 	csrs, err := a.csrs.List(labels.Everything())
 	if err != nil {
 		return
 	}
 	for _, csr := range csrs {
-		if csr.Spec.SignerName == certificatesv1.KubeletServingSignerName && len(csr.Status.Conditions) == 0 {
-			a.queue.Add(csr.Name)
+		switch csr.Spec.SignerName {
+		case certificatesv1.KubeletServingSignerName, certificatesv1.KubeAPIServerClientKubeletSignerName:
+			if len(csr.Status.Conditions) == 0 {
+				a.queue.Add(csr.Name)
+			}
 		}
 	}
 }
@@ -172,7 +188,10 @@ func (a *approver) sync(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	verdict, reason := Decide(csr, a.machines, a.deny)
+	verdict, reason, err := a.decide(ctx, csr)
+	if err != nil {
+		return err
+	}
 	switch {
 	case verdict == Ignore:
 		delete(a.said, name)
@@ -187,23 +206,47 @@ func (a *approver) sync(ctx context.Context, name string) error {
 		}
 		return nil
 	}
+	what, reason, message := "kubelet serving certificate", ApprovalReason,
+		"kiln: kubelet serving certificate for the machine's own name and addresses in kiln's inventory"
+	if csr.Spec.SignerName == certificatesv1.KubeAPIServerClientKubeletSignerName {
+		what, reason, message = "node client certificate", NodeClientApprovalReason,
+			"kiln: node client certificate for a machine of kiln's inventory that this bootstrap token may claim, not registered yet"
+	}
 	csr = csr.DeepCopy()
 	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 		Type:           certificatesv1.CertificateApproved,
 		Status:         corev1.ConditionTrue,
-		Reason:         ApprovalReason,
-		Message:        "kiln: kubelet serving certificate for the machine's own name and addresses in kiln's inventory",
+		Reason:         reason,
+		Message:        message,
 		LastUpdateTime: metav1.Now(),
 	})
 	_, err = a.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, csr, metav1.UpdateOptions{})
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
 		return nil
-	}
-	if err != nil {
+	case apierrors.IsConflict(err):
+		// Changed since the cache saw it: most likely the other approver
+		// approved it first. The change reaches the informer, which queues
+		// the CSR again; then it is decided afresh.
+		a.log.Debugf("CSR %s changed while being approved (approved by another approver?): looking at it again", name)
+		return nil
+	case err != nil:
 		return fmt.Errorf("approve: %w", err)
 	}
 	delete(a.said, name)
 	a.done[csr.UID] = true
-	a.log.Infof("approved CSR %s: kubelet serving certificate of %s", name, csr.Spec.Username)
+	if req, err := parseRequest(csr.Spec.Request); err == nil {
+		what += " of " + req.Subject.CommonName
+	}
+	a.log.Infof("approved CSR %s: %s, requested by %s", name, what, csr.Spec.Username)
 	return nil
+}
+
+// decide applies the rules of the CSR's signer.
+func (a *approver) decide(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) (Verdict, string, error) {
+	if csr.Spec.SignerName == certificatesv1.KubeAPIServerClientKubeletSignerName {
+		return DecideNodeClient(ctx, csr, a.machines, a.nodes)
+	}
+	verdict, reason := Decide(csr, a.machines, a.deny)
+	return verdict, reason, nil
 }

@@ -105,7 +105,7 @@ func TestRunApprovesOnlyGoodCSRs(t *testing.T) {
 			approvals++
 		}
 		if a.GetResource().Resource == "nodes" {
-			t.Errorf("the approver read Nodes (%s): what a kubelet reports is not to be trusted", a.GetVerb())
+			t.Errorf("the approver read Nodes (%s) for serving CSRs: what a kubelet reports is not to be trusted", a.GetVerb())
 		}
 	}
 	if approvals != 1 {

@@ -22,15 +22,19 @@ const (
 // Verdict is what the approver does with a CSR.
 type Verdict int
 
-// Verdicts of Decide.
+// Verdicts of Decide and DecideNodeClient.
 const (
-	// Ignore: not a kubelet serving CSR, or already approved, denied or failed.
+	// Ignore: not a CSR the approver handles (another signer, a node's
+	// renewal of its client certificate), or already approved, denied or
+	// failed.
 	Ignore Verdict = iota
 	// Approve: a kubelet asks for a serving certificate for its own
-	// machine's name and addresses, as kiln assigned them.
+	// machine's name and addresses, as kiln assigned them; or a machine
+	// joining with a bootstrap token asks for the client certificate of a
+	// machine that token may claim.
 	Approve
-	// Pending: a kubelet serving CSR that breaks a rule; it is left for an
-	// administrator (never denied), and the reason is logged.
+	// Pending: a CSR the approver handles that breaks a rule; it is left
+	// for an administrator (never denied), and the reason is logged.
 	Pending
 )
 
@@ -64,11 +68,8 @@ func Decide(csr *certificatesv1.CertificateSigningRequest, machines MachineSourc
 	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
 		return Ignore, "signer " + csr.Spec.SignerName
 	}
-	for _, c := range csr.Status.Conditions {
-		switch c.Type {
-		case certificatesv1.CertificateApproved, certificatesv1.CertificateDenied, certificatesv1.CertificateFailed:
-			return Ignore, "already " + strings.ToLower(string(c.Type))
-		}
+	if done := finished(csr); done != "" {
+		return Ignore, done
 	}
 	name, err := requester(csr.Spec)
 	if err != nil {
@@ -81,7 +82,7 @@ func Decide(csr *certificatesv1.CertificateSigningRequest, machines MachineSourc
 	if err := checkSubject(req, name); err != nil {
 		return Pending, err.Error()
 	}
-	if err := checkUsages(csr.Spec.Usages); err != nil {
+	if err := checkUsages(csr.Spec.Usages, certificatesv1.UsageServerAuth, "kubelet serving"); err != nil {
 		return Pending, err.Error()
 	}
 	if err := checkSANKinds(req); err != nil {
@@ -102,6 +103,18 @@ func Decide(csr *certificatesv1.CertificateSigningRequest, machines MachineSourc
 		return Pending, err.Error()
 	}
 	return Approve, ""
+}
+
+// finished says "already approved" (denied, failed) when csr is; "" when
+// it is still undecided.
+func finished(csr *certificatesv1.CertificateSigningRequest) string {
+	for _, c := range csr.Status.Conditions {
+		switch c.Type {
+		case certificatesv1.CertificateApproved, certificatesv1.CertificateDenied, certificatesv1.CertificateFailed:
+			return "already " + strings.ToLower(string(c.Type))
+		}
+	}
+	return ""
 }
 
 // requester returns the node name of a CSR made by a kubelet.
@@ -141,18 +154,21 @@ func checkSubject(req *x509.CertificateRequest, name string) error {
 	return nil
 }
 
-func checkUsages(usages []certificatesv1.KeyUsage) error {
+// checkUsages requires digital signature and purpose (server or client
+// auth), allows key encipherment besides, and refuses anything else; kind
+// names the certificate in the message.
+func checkUsages(usages []certificatesv1.KeyUsage, purpose certificatesv1.KeyUsage, kind string) error {
 	has := map[certificatesv1.KeyUsage]bool{}
 	for _, u := range usages {
 		switch u {
-		case certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, certificatesv1.UsageServerAuth:
+		case certificatesv1.UsageDigitalSignature, certificatesv1.UsageKeyEncipherment, purpose:
 			has[u] = true
 		default:
-			return fmt.Errorf("usage %q is not a kubelet serving usage", u)
+			return fmt.Errorf("usage %q is not a %s usage", u, kind)
 		}
 	}
-	if !has[certificatesv1.UsageDigitalSignature] || !has[certificatesv1.UsageServerAuth] {
-		return fmt.Errorf("usages %v lack digital signature or server auth", usages)
+	if !has[certificatesv1.UsageDigitalSignature] || !has[purpose] {
+		return fmt.Errorf("usages %v lack digital signature or %s", usages, purpose)
 	}
 	return nil
 }

@@ -265,11 +265,20 @@ func TestNewDenyList(t *testing.T) {
 	}
 }
 
+// forge returns the PEM request raw with a byte of its signature changed.
+func forge(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	block, _ := pem.Decode(raw)
+	if block == nil {
+		t.Fatal("not PEM")
+	}
+	block.Bytes[len(block.Bytes)-3] ^= 0xff // inside the signature
+	return pem.EncodeToMemory(block)
+}
+
 func TestDecideRejectsForgedSignature(t *testing.T) {
 	csr := servingCSR(t, "csr-1", kubeletRequest())
-	block, _ := pem.Decode(csr.Spec.Request)
-	block.Bytes[len(block.Bytes)-3] ^= 0xff // inside the signature
-	csr.Spec.Request = pem.EncodeToMemory(block)
+	csr.Spec.Request = forge(t, csr.Spec.Request)
 	if got, reason := Decide(csr, source(t, inventoryConfigMap(t, testMachines())), testDeny(t)); got != Pending {
 		t.Fatalf("verdict = %v (%s), want pending", got, reason)
 	}
