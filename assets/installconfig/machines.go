@@ -15,6 +15,20 @@ func MachineNames(c *types.Config, infraID string) (masters, workers []string) {
 	return s.Masters, s.Workers
 }
 
+// AssignsMachineAddresses reports whether c's platform assigns its machines'
+// addresses (platforms.MachineAddresser), so that kiln knows every machine it
+// creates by name and address: the machine inventory lists them. On the none
+// platform the user's machines have whatever names and addresses the user
+// gave them.
+func AssignsMachineAddresses(c *types.Config) bool {
+	p, found := configs.Get(c.PlatformName())
+	if !found {
+		return false
+	}
+	_, ok := p.(platforms.MachineAddresser)
+	return ok
+}
+
 // MachineAddresses returns the addresses c's platform assigns to the master
 // or worker called name. ok is false when the platform does not assign
 // addresses (platforms.MachineAddresser): the user's machines on the none

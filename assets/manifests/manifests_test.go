@@ -233,7 +233,12 @@ func TestManifests(t *testing.T) {
 			checkMachineInventory(t, tc, objs)
 			checkKubeletServingCA(t, objs, files)
 			checkNoConfigMapWriters(t, objs)
-			checkNoBootstrapAutoApproval(t, objs)
+			if tc.platform == "none" {
+				// No inventory: kube-controller-manager approves, as kubeadm's clusters do.
+				find[*rbacv1.ClusterRoleBinding](t, objs, "manifests/01-rbac-node-bootstrap.yaml", "ClusterRoleBinding//kiln:node-autoapprove-bootstrap")
+			} else {
+				checkNoBootstrapAutoApproval(t, objs)
+			}
 			if tc.addons {
 				checkAddons(t, objs)
 			}
@@ -316,6 +321,10 @@ func checkInventory(t *testing.T, tc manifestCase, perFile map[string][]string) 
 	want := map[string][]string{}
 	for p, keys := range wantObjects {
 		want[p] = keys
+	}
+	if tc.platform == "none" {
+		rbac := "manifests/01-rbac-node-bootstrap.yaml"
+		want[rbac] = slices.Insert(slices.Clone(want[rbac]), 2, "ClusterRoleBinding//kiln:node-autoapprove-bootstrap")
 	}
 	if tc.addons {
 		for p, keys := range wantAddonObjects {

@@ -45,6 +45,11 @@ type Values struct {
 	CoreDNSReplicas   int
 	KubernetesVersion string
 	KubeletAPIGroup   string
+	// BootstrapAutoApproval keeps kube-controller-manager's approval of
+	// every node client CSR made with a bootstrap token: on a platform that
+	// assigns no machine addresses kiln keeps no machine inventory, so its
+	// approver cannot tell which names a token may claim.
+	BootstrapAutoApproval bool
 	// FrontProxyClientCN is the CN the API server accepts request headers from.
 	FrontProxyClientCN string
 	Images             Images
@@ -86,23 +91,24 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 		coreDNS = 1
 	}
 	*v = Values{
-		ClusterName:        c.Metadata.Name,
-		ClusterDomain:      c.ClusterDomain(),
-		APIIntName:         c.APIIntName(),
-		InfraID:            cid.InfraID,
-		Platform:           c.PlatformName(),
-		NetworkType:        c.Networking.NetworkType,
-		ClusterCIDRs:       strings.Join(cidrs, ","),
-		NodeCIDRMaskSize:   c.Networking.ClusterNetwork[0].HostPrefix,
-		ServiceCIDR:        c.Networking.ServiceNetwork[0],
-		DNSServiceIP:       c.DNSServiceIP().String(),
-		ClusterDNSDomain:   ClusterDNSDomain,
-		MasterReplicas:     c.MasterReplicas(),
-		WorkerReplicas:     c.WorkerReplicas(),
-		CoreDNSReplicas:    coreDNS,
-		KubernetesVersion:  release.KubernetesVersion,
-		KubeletAPIGroup:    tls.KubeletAPIGroup,
-		FrontProxyClientCN: fpCert.Subject.CommonName,
+		ClusterName:           c.Metadata.Name,
+		ClusterDomain:         c.ClusterDomain(),
+		APIIntName:            c.APIIntName(),
+		InfraID:               cid.InfraID,
+		Platform:              c.PlatformName(),
+		NetworkType:           c.Networking.NetworkType,
+		ClusterCIDRs:          strings.Join(cidrs, ","),
+		NodeCIDRMaskSize:      c.Networking.ClusterNetwork[0].HostPrefix,
+		ServiceCIDR:           c.Networking.ServiceNetwork[0],
+		DNSServiceIP:          c.DNSServiceIP().String(),
+		ClusterDNSDomain:      ClusterDNSDomain,
+		MasterReplicas:        c.MasterReplicas(),
+		WorkerReplicas:        c.WorkerReplicas(),
+		CoreDNSReplicas:       coreDNS,
+		KubernetesVersion:     release.KubernetesVersion,
+		KubeletAPIGroup:       tls.KubeletAPIGroup,
+		BootstrapAutoApproval: !installconfig.AssignsMachineAddresses(c),
+		FrontProxyClientCN:    fpCert.Subject.CommonName,
 		Images: Images{
 			Etcd:                  release.Image(release.Etcd),
 			KubeAPIServer:         release.Image(release.KubeAPIServer),
