@@ -130,6 +130,7 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 	if workers > 0 {
 		assertServingCSRApproval(t, dir, infraID)
 	}
+	assertNodeClientCSRClaims(t, dir, infraID)
 	if masters == 1 {
 		// The add-ons, on the smaller cluster only: the checks need one.
 		assertApps(t, dir, infraID)
