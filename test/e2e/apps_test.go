@@ -311,7 +311,11 @@ func assertLoadBalancer(t *testing.T, client kubernetes.Interface, infraID strin
 	url := "http://" + ip + "/"
 	var got string
 	for got != body {
-		got, err = httpGet(url)
+		// Only once service-lb put the address on the host: before, a
+		// request to it would leave the machine by its default route.
+		if onHost(t, ip) {
+			got, err = httpGet(url)
+		}
 		if ctx.Err() != nil {
 			t.Fatalf("GET %s from the host: %q, %v", url, got, err)
 		}
@@ -322,7 +326,9 @@ func assertLoadBalancer(t *testing.T, client kubernetes.Interface, infraID strin
 		t.Fatal(err)
 	}
 	for {
-		if _, err := httpGet(url); err != nil && !onHost(t, ip) {
+		// Once the address has left the host, a request to it would leave
+		// the machine by its default route: check that first.
+		if !onHost(t, ip) {
 			break
 		}
 		if ctx.Err() != nil {

@@ -65,6 +65,14 @@ func (p *configProbe) run() {
 		if err != nil {
 			continue // not written yet
 		}
+		if !hostHolds(host) {
+			// Not yet an address of this host's bridge: a request now would
+			// leave the machine by its default route.
+			p.mu.Lock()
+			p.codes["VIP not on the host yet"]++
+			p.mu.Unlock()
+			continue
+		}
 		for _, role := range []string{"master", "worker"} {
 			code, body, err := getConfig(host, role, "")
 			p.mu.Lock()
@@ -115,6 +123,9 @@ func assertConfigServerLocked(t *testing.T, dir string) {
 	host, err := apiHost(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !hostHolds(host) {
+		t.Fatalf("the API VIP %s is not an address of this host", host)
 	}
 	master, worker := pointerToken(t, dir, "master"), pointerToken(t, dir, "worker")
 	for _, tc := range []struct {
@@ -176,6 +187,23 @@ func apiHost(dir string) (string, error) {
 		return u.Hostname(), nil
 	}
 	return "", fmt.Errorf("no cluster in the admin kubeconfig")
+}
+
+// hostHolds reports whether ip is an address of one of this host's
+// interfaces (the cluster's bridge holds the VIP). Only then do requests to
+// it stay on the machine.
+func hostHolds(ip string) bool {
+	want := net.ParseIP(ip)
+	addrs, err := net.InterfaceAddrs()
+	if want == nil || err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(want) {
+			return true
+		}
+	}
+	return false
 }
 
 // pointerToken returns the token that dir's <role>.ign presents.
