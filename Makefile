@@ -18,8 +18,10 @@ all: build
 
 # kiln runs inside machines and pods too (the bound /usr/local/bin/kiln),
 # so it is linked statically.
+# -buildvcs=auto stamps the commit (kiln version) in a git checkout, even
+# where GOFLAGS turns stamping off.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/kiln
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o $(BIN) ./cmd/kiln
 
 # Unit tests run under the race detector (it needs cgo and a C compiler).
 # Under it, -short skips the tests that start hundreds of kiln processes

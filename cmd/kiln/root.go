@@ -208,18 +208,6 @@ func setAnnotation(c *cobra.Command, key, value string) {
 	c.Annotations[key] = value
 }
 
-func newVersionCmd(o *rootOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print kiln's version",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			fmt.Fprintf(o.stdout, "kiln %s\n", version())
-			return nil
-		},
-	}
-}
-
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))

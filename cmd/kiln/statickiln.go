@@ -47,15 +47,17 @@ type staticBuild struct {
 }
 
 // planStaticBuild decides how to rebuild the running, dynamically linked
-// kiln without cgo: `go install mainPackage@version` for a released module
-// version (the module cache already holds it when kiln was go-installed),
-// else `go build` in the checkout it was built from, while that still holds
-// kiln's sources. goTool is the go command on PATH ("" when none); srcDir is
+// kiln without cgo: `go build` in the checkout it was built from, while that
+// still holds kiln's sources, else `go install mainPackage@version` for a
+// module version that can be installed (the module cache already holds it
+// when kiln was go-installed): not "(devel)", and not the "+dirty"
+// pseudo-version Go stamps on a build of a changed checkout. goTool is the go command on PATH ("" when none); srcDir is
 // where this binary's main package was compiled. The error, when no way
 // works, gives the command that fixes it.
 func planStaticBuild(bi *debug.BuildInfo, goTool, srcDir, outDir string) (staticBuild, error) {
 	version := ""
-	if bi != nil && bi.Main.Path == "github.com/kiln-project/kiln" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+	if bi != nil && bi.Main.Path == "github.com/kiln-project/kiln" && bi.Main.Version != "" && bi.Main.Version != "(devel)" &&
+		!strings.HasSuffix(bi.Main.Version, "+dirty") {
 		version = bi.Main.Version
 	}
 	fix := "CGO_ENABLED=0 go install " + mainPackage + "@" + orLatest(version)
@@ -64,11 +66,11 @@ func planStaticBuild(bi *debug.BuildInfo, goTool, srcDir, outDir string) (static
 			"in an image with no C library; no go command is on PATH to rebuild it. Install a static kiln: %s "+
 			"(or build it with CGO_ENABLED=0 go build ./cmd/kiln)", fix)
 	}
-	if version != "" {
-		return staticBuild{Dir: outDir, Args: []string{"install", mainPackage + "@" + version}, Output: filepath.Join(outDir, "kiln")}, nil
-	}
 	if srcDir != "" && isKilnMain(srcDir) {
 		return staticBuild{Dir: srcDir, Args: []string{"build", "-o", filepath.Join(outDir, "kiln"), "."}, Output: filepath.Join(outDir, "kiln")}, nil
+	}
+	if version != "" {
+		return staticBuild{Dir: outDir, Args: []string{"install", mainPackage + "@" + version}, Output: filepath.Join(outDir, "kiln")}, nil
 	}
 	return staticBuild{}, fmt.Errorf("this kiln is dynamically linked (built with cgo), and the machines run it "+
 		"in an image with no C library; its sources are not where it was built. Rebuild it static: %s "+

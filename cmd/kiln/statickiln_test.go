@@ -57,6 +57,8 @@ func TestDynamicallyLinked(t *testing.T) {
 func TestPlanStaticBuild(t *testing.T) {
 	released := &debug.BuildInfo{Main: debug.Module{Path: "github.com/kiln-project/kiln", Version: "v0.3.1"}}
 	devel := &debug.BuildInfo{Main: debug.Module{Path: "github.com/kiln-project/kiln", Version: "(devel)"}}
+	// What Go stamps on a build of a changed checkout (buildvcs).
+	dirty := &debug.BuildInfo{Main: debug.Module{Path: "github.com/kiln-project/kiln", Version: "v0.0.0-20261125021326-2ba014cbf9f5+dirty"}}
 	src, err := filepath.Abs(".") // this checkout's cmd/kiln
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +77,9 @@ func TestPlanStaticBuild(t *testing.T) {
 		{name: "checkout gone", bi: devel, goTool: "/usr/bin/go", src: "/nonexistent/cmd/kiln",
 			wantErr: "CGO_ENABLED=0 go install " + mainPackage + "@latest"},
 		{name: "no go command", bi: released, wantErr: "CGO_ENABLED=0 go install " + mainPackage + "@v0.3.1"},
+		{name: "stamped build of a changed checkout", bi: dirty, goTool: "/usr/bin/go", src: src, wantArgs: "build -o " + out + "/kiln .", wantDir: src},
+		{name: "stamped build, checkout gone", bi: dirty, goTool: "/usr/bin/go", src: "/nonexistent/cmd/kiln",
+			wantErr: "CGO_ENABLED=0 go install " + mainPackage + "@latest"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plan, err := planStaticBuild(tc.bi, tc.goTool, tc.src, out)

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/graph"
+)
+
+// versionInfo is what `kiln version` reports: kiln's own build and the
+// releases of the components it installs.
+type versionInfo struct {
+	// Kiln is the module version (`go install ...@vX`), else "(devel)".
+	Kiln string `json:"kiln"`
+	// Commit is the VCS revision the binary was built from, when Go stamped
+	// it (a build inside a git checkout); CommitTime its time and Modified
+	// whether the work tree had changes.
+	Commit     string `json:"commit,omitempty"`
+	CommitTime string `json:"commitTime,omitempty"`
+	Modified   bool   `json:"modified,omitempty"`
+	// Go is the toolchain that built kiln, Platform its GOOS/GOARCH.
+	Go       string `json:"go"`
+	Platform string `json:"platform"`
+	// Release is what kiln installs.
+	Release releaseInfo `json:"release"`
+}
+
+// releaseInfo names the pinned release of each component (assets/release).
+type releaseInfo struct {
+	Kubernetes           string `json:"kubernetes"`
+	Etcd                 string `json:"etcd"`
+	CoreDNS              string `json:"coredns"`
+	Pause                string `json:"pause"`
+	LocalPathProvisioner string `json:"localPathProvisioner"`
+	MetricsServer        string `json:"metricsServer"`
+	// ContainerRuntime says where containerd and runc come from: the Debian
+	// suite's packages, at whatever version that suite ships.
+	ContainerRuntime string `json:"containerRuntime"`
+}
+
+// readVersion builds the report from Go's build information (ok false when
+// the binary carries none).
+func readVersion(bi *debug.BuildInfo, ok bool) versionInfo {
+	v := versionInfo{
+		Kiln:     "(devel)",
+		Go:       runtime.Version(),
+		Platform: runtime.GOOS + "/" + runtime.GOARCH,
+		Release: releaseInfo{
+			Kubernetes:           release.KubernetesVersion,
+			Etcd:                 release.EtcdVersion,
+			CoreDNS:              release.CoreDNSVersion,
+			Pause:                release.PauseVersion,
+			LocalPathProvisioner: release.LocalPathProvisionerVersion,
+			MetricsServer:        release.MetricsServerVersion,
+			ContainerRuntime:     "containerd and runc of Debian " + release.DebianSuite,
+		},
+	}
+	if !ok || bi == nil {
+		return v
+	}
+	if bi.Main.Version != "" {
+		v.Kiln = bi.Main.Version
+	}
+	if bi.GoVersion != "" {
+		v.Go = bi.GoVersion
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Commit = s.Value
+		case "vcs.time":
+			v.CommitTime = s.Value
+		case "vcs.modified":
+			v.Modified = s.Value == "true"
+		}
+	}
+	return v
+}
+
+// write prints v as text, or as JSON when output is "json".
+func (v versionInfo) write(w io.Writer, output string) error {
+	if output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	fmt.Fprintf(w, "kiln %s\n", v.Kiln)
+	if v.Commit != "" {
+		modified := ""
+		if v.Modified {
+			modified = ", with uncommitted changes"
+		}
+		fmt.Fprintf(w, "commit: %s (%s%s)\n", v.Commit, v.CommitTime, modified)
+	}
+	fmt.Fprintf(w, "built with: %s %s\n", v.Go, v.Platform)
+	fmt.Fprintf(w, "release:\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	r := v.Release
+	for _, row := range [][2]string{
+		{"kubernetes", r.Kubernetes}, {"etcd", r.Etcd}, {"coredns", r.CoreDNS}, {"pause", r.Pause},
+		{"local-path-provisioner", r.LocalPathProvisioner}, {"metrics-server", r.MetricsServer},
+		{"container runtime", r.ContainerRuntime},
+	} {
+		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
+	}
+	return tw.Flush()
+}
+
+func newVersionCmd(o *rootOptions) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print kiln's version and commit, the Go that built it, and the release it installs",
+		Long: "Print kiln's version (the module version of a `go install`ed kiln, else (devel)), the commit it was\n" +
+			"built from, the Go toolchain, and the pinned release of every component it installs.\n" +
+			"--output json prints the same as JSON.",
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if output != "text" && output != "json" {
+				return graph.WithKind(graph.KindInput, fmt.Errorf("--output %q: want text or json", output))
+			}
+			bi, ok := debug.ReadBuildInfo()
+			return readVersion(bi, ok).write(o.stdout, output)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}
