@@ -174,6 +174,18 @@ func inventoryAddress(ctx context.Context, t *testing.T, client kubernetes.Inter
 // of node for dns and ips, and returns its name.
 func createServingCSR(ctx context.Context, t *testing.T, client kubernetes.Interface, name, node string, dns, ips []string) string {
 	t.Helper()
+	csr := nodeCSR(t, name, node, certificatesv1.KubeletServingSignerName, certificatesv1.UsageServerAuth, dns, ips)
+	if _, err := client.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the worker's kubelet credentials could not create CSR %s: %v", name, err)
+	}
+	return name
+}
+
+// nodeCSR is the CSR a kubelet of node makes for signer: a new P-256 key,
+// the subject system:node:<node> in system:nodes, the SANs dns and ips, and
+// the usages digital signature and usage.
+func nodeCSR(t *testing.T, name, node, signer string, usage certificatesv1.KeyUsage, dns, ips []string) *certificatesv1.CertificateSigningRequest {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -186,18 +198,14 @@ func createServingCSR(ctx context.Context, t *testing.T, client kubernetes.Inter
 	if err != nil {
 		t.Fatal(err)
 	}
-	csr := &certificatesv1.CertificateSigningRequest{
+	return &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName: certificatesv1.KubeletServingSignerName,
-			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+			SignerName: signer,
+			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, usage},
 		},
 	}
-	if _, err := client.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("the worker's kubelet credentials could not create CSR %s: %v", name, err)
-	}
-	return name
 }
 
 // waitIssued waits for CSR name to be approved and issued and returns its

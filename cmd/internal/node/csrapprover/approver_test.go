@@ -29,7 +29,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func approved(t *testing.T, client *fake.Clientset, name string) bool {
+// approved reports whether the agent approved CSR name, with the
+// approval's reason (ApprovalReason or NodeClientApprovalReason).
+func approved(t *testing.T, client *fake.Clientset, name, reason string) bool {
 	t.Helper()
 	csr, err := client.CertificatesV1().CertificateSigningRequests().Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
@@ -37,7 +39,7 @@ func approved(t *testing.T, client *fake.Clientset, name string) bool {
 	}
 	for _, c := range csr.Status.Conditions {
 		if c.Type == certificatesv1.CertificateApproved {
-			return c.Reason == ApprovalReason
+			return c.Reason == reason
 		}
 	}
 	return false
@@ -87,12 +89,12 @@ func TestRunApprovesOnlyGoodCSRs(t *testing.T) {
 	log.SetLevel(logrus.DebugLevel)
 
 	stop := run(t, client, log)
-	waitFor(t, "the good CSR to be approved", func() bool { return approved(t, client, "good") })
+	waitFor(t, "the good CSR to be approved", func() bool { return approved(t, client, "good", ApprovalReason) })
 	waitFor(t, "the bad CSR to be logged", func() bool {
 		return logged(hook, "leaving CSR vip of system:node:m0 pending: DNS SAN kubernetes.default.svc is never approved")
 	})
 	stop()
-	if approved(t, client, "vip") {
+	if approved(t, client, "vip", ApprovalReason) {
 		t.Error("the CSR for the API VIP and kubernetes.default.svc was approved")
 	}
 	csr, _ := client.CertificatesV1().CertificateSigningRequests().Get(context.Background(), "vip", metav1.GetOptions{})
@@ -126,7 +128,7 @@ func TestRunApprovesWhenTheMachineIsAdded(t *testing.T) {
 	waitFor(t, "the CSR to be left pending", func() bool {
 		return logged(hook, "leaving CSR early of system:node:w1 pending: node w1 is not a machine of kiln's inventory")
 	})
-	if approved(t, client, "early") {
+	if approved(t, client, "early", ApprovalReason) {
 		t.Fatal("approved before the machine was in the inventory")
 	}
 	inv := testMachines()
@@ -134,5 +136,5 @@ func TestRunApprovesWhenTheMachineIsAdded(t *testing.T) {
 	if _, err := client.CoreV1().ConfigMaps("kube-system").Update(context.Background(), inventoryConfigMap(t, inv), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the CSR to be approved once its machine is in the inventory", func() bool { return approved(t, client, "early") })
+	waitFor(t, "the CSR to be approved once its machine is in the inventory", func() bool { return approved(t, client, "early", ApprovalReason) })
 }

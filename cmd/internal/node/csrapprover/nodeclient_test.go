@@ -210,22 +210,6 @@ func TestDecideNodeClientRejectsForgedSignature(t *testing.T) {
 	}
 }
 
-// nodeClientApproved reports whether the agent approved CSR name as a
-// node client certificate.
-func nodeClientApproved(t *testing.T, client *fake.Clientset, name string) bool {
-	t.Helper()
-	csr, err := client.CertificatesV1().CertificateSigningRequests().Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range csr.Status.Conditions {
-		if c.Type == certificatesv1.CertificateApproved {
-			return c.Reason == NodeClientApprovalReason
-		}
-	}
-	return false
-}
-
 // TestRunNodeClientDuringBootstrap is the bootstrap machine's approver: it
 // starts before bootkube applied the inventory and waits for it, then
 // approves the first master's client certificate; a worker holding the
@@ -247,7 +231,7 @@ func TestRunNodeClientDuringBootstrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "m1's client certificate to be approved once bootkube applied the inventory", func() bool {
-		return nodeClientApproved(t, client, "m1-client")
+		return approved(t, client, "m1-client", NodeClientApprovalReason)
 	})
 
 	takeover := clientCSR(t, "m0-takeover", installToken, "m0")
