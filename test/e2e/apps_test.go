@@ -313,7 +313,7 @@ func assertLoadBalancer(t *testing.T, client kubernetes.Interface, infraID strin
 	for got != body {
 		// Only once service-lb put the address on the host: before, a
 		// request to it would leave the machine by its default route.
-		if onHost(t, ip) {
+		if hostHolds(ip) {
 			got, err = httpGet(url)
 		}
 		if ctx.Err() != nil {
@@ -328,7 +328,7 @@ func assertLoadBalancer(t *testing.T, client kubernetes.Interface, infraID strin
 	for {
 		// Once the address has left the host, a request to it would leave
 		// the machine by its default route: check that first.
-		if !onHost(t, ip) {
+		if !hostHolds(ip) {
 			break
 		}
 		if ctx.Err() != nil {
@@ -347,15 +347,6 @@ func httpGet(url string) (string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
-}
-
-// onHost reports whether ip is one of the host's addresses.
-func onHost(t *testing.T, ip string) bool {
-	out, err := exec.Command("ip", "-o", "-4", "addr", "show").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Contains(string(out), " "+ip+"/")
 }
 
 // serviceLBConfig reads the cluster's `kiln service-lb` configuration.

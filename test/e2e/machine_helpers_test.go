@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,4 +188,21 @@ func hostProcessAlive(pid int) bool {
 	}
 	i := bytes.LastIndexByte(data, ')')
 	return i > 0 && i+2 < len(data) && data[i+2] != 'Z'
+}
+
+// hostHolds reports whether ip is an address of one of this host's
+// interfaces (the cluster's bridge holds the VIP). Only then do requests to
+// it stay on the machine.
+func hostHolds(ip string) bool {
+	want := net.ParseIP(ip)
+	addrs, err := net.InterfaceAddrs()
+	if want == nil || err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(want) {
+			return true
+		}
+	}
+	return false
 }

@@ -189,23 +189,6 @@ func apiHost(dir string) (string, error) {
 	return "", fmt.Errorf("no cluster in the admin kubeconfig")
 }
 
-// hostHolds reports whether ip is an address of one of this host's
-// interfaces (the cluster's bridge holds the VIP). Only then do requests to
-// it stay on the machine.
-func hostHolds(ip string) bool {
-	want := net.ParseIP(ip)
-	addrs, err := net.InterfaceAddrs()
-	if want == nil || err != nil {
-		return false
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(want) {
-			return true
-		}
-	}
-	return false
-}
-
 // pointerToken returns the token that dir's <role>.ign presents.
 func pointerToken(t *testing.T, dir, role string) string {
 	t.Helper()
