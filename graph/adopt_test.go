@@ -45,7 +45,7 @@ func (a *adopting) CheckAdopted(_ context.Context, p graph.Parents) error {
 		return nil
 	}
 	if !strings.Contains(a.Value, ca.Value) {
-		return graph.WithKind(graph.KindInput, fmt.Errorf("owned.txt: made with a CA other than %s", ca.Value))
+		return &graph.InputError{Err: fmt.Errorf("owned.txt: made with a CA other than %s", ca.Value)}
 	}
 	return nil
 }
@@ -58,13 +58,14 @@ func TestAdoptedFileIsCheckedAgainstAncestors(t *testing.T) {
 		name    string
 		content string
 		read    graph.Asset
-		kind    graph.Kind // 0: no error
+		fails   bool
+		input   bool
 		want    string
 	}{
 		{name: "matches", content: "owned(mid(ca()))", read: &plain[sCA]{}},
-		{name: "another cluster's", content: "owned(mid(ca-of-another-cluster))", read: &plain[sCA]{}, kind: graph.KindInput,
+		{name: "another cluster's", content: "owned(mid(ca-of-another-cluster))", read: &plain[sCA]{}, fails: true, input: true,
 			want: "owned.txt: made with a CA other than ca()"},
-		{name: "no ancestor", content: "owned(mid(ca()))", read: &plain[sUnrelated]{}, kind: graph.KindInternal,
+		{name: "no ancestor", content: "owned(mid(ca()))", read: &plain[sUnrelated]{}, fails: true,
 			want: "asset owned reads unrelated, which is none of its dependencies nor of theirs"},
 	}
 	for _, tc := range tests {
@@ -79,16 +80,16 @@ func TestAdoptedFileIsCheckedAgainstAncestors(t *testing.T) {
 			if checks.Load() != 1 {
 				t.Errorf("CheckAdopted ran %d times, want once", checks.Load())
 			}
-			if tc.kind == 0 {
+			if !tc.fails {
 				if err != nil {
 					t.Fatalf("Persist = %v", err)
 				}
 				return
 			}
-			if err == nil || graph.KindOf(err) != tc.kind || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Persist = %v (kind %d), want kind %d saying %q", err, graph.KindOf(err), tc.kind, tc.want)
+			if err == nil || graph.IsInputError(err) != tc.input || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Persist = %v, want an error (input: %t) saying %q", err, tc.input, tc.want)
 			}
-			if tc.kind == graph.KindInput && err.Error() != tc.want {
+			if tc.input && err.Error() != tc.want {
 				t.Errorf("input error %q is not flat", err)
 			}
 			if after := snapshot(t, dir); fmt.Sprint(after) != fmt.Sprint(before) {

@@ -1,53 +1,48 @@
 package graph
 
-import "errors"
-
-// Kind classifies an error for the process exit code.
-type Kind int
-
-// Error kinds, each with its documented exit code (docs/exit-codes.md).
-const (
-	// KindInternal is any error that was not classified.
-	KindInternal Kind = 1
-	// KindInput is bad user input: install-config, flags, edited files.
-	KindInput Kind = 2
-	// KindInfrastructure is a failure to provision or destroy machines.
-	KindInfrastructure Kind = 3
-	// KindBootstrap is a failure before bootstrap-complete.
-	KindBootstrap Kind = 4
-	// KindInstall is a failure between bootstrap-complete and install-complete.
-	KindInstall Kind = 5
-	// KindBusy is another kiln holding the lock of --dir (a *BusyError).
-	KindBusy Kind = 6
-	// KindInterrupted is a run stopped by SIGINT or SIGTERM.
-	KindInterrupted Kind = 130
-)
-
-// KindError attaches a Kind to an error.
-type KindError struct {
-	Kind Kind
-	Err  error
+// InputError is an error in what the user gave kiln rather than in kiln:
+// a file of --dir (install-config.yaml, a manifest, a certificate, the
+// state file), standard input or the survey's answers, an environment
+// variable, a path to explain. The user fixes it. Its message already
+// names the file and field at fault, so the store prints it without the
+// asset path (AssetError) and reports the same message once, however many
+// assets met it; and a failed dependency never hides an asset's own bad
+// file.
+type InputError struct {
+	// Err is the problem; its message names the file and field.
+	Err error
 }
 
 // Error returns the message of the wrapped error.
-func (e *KindError) Error() string { return e.Err.Error() }
+func (e *InputError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the wrapped error.
-func (e *KindError) Unwrap() error { return e.Err }
+func (e *InputError) Unwrap() error { return e.Err }
 
-// WithKind classifies err; it returns nil when err is nil.
-func WithKind(kind Kind, err error) error {
-	if err == nil {
-		return nil
+// IsInputError reports whether err is the user's to fix: an *InputError is
+// on its chain. Errors, several assets failing at once, is when each of
+// them is; an error joining others (errors.Join) is when one of them is.
+func IsInputError(err error) bool {
+	switch e := err.(type) {
+	case nil:
+		return false
+	case *InputError:
+		return true
+	case Errors:
+		for _, ae := range e {
+			if !IsInputError(ae) {
+				return false
+			}
+		}
+		return len(e) > 0
+	case interface{ Unwrap() error }:
+		return IsInputError(e.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, inner := range e.Unwrap() {
+			if IsInputError(inner) {
+				return true
+			}
+		}
 	}
-	return &KindError{Kind: kind, Err: err}
-}
-
-// KindOf returns the outermost Kind attached to err, or KindInternal.
-func KindOf(err error) Kind {
-	var ke *KindError
-	if errors.As(err, &ke) {
-		return ke.Kind
-	}
-	return KindInternal
+	return false
 }

@@ -17,10 +17,10 @@ type AssetError struct {
 }
 
 // Error prints the path and the error, e.g.
-// "ignition/bootstrap <- manifests/dns: boom". Input errors (KindInput)
-// already name the file and field at fault and print flat.
+// "ignition/bootstrap <- manifests/dns: boom". Input errors (an
+// *InputError) already name the file and field at fault and print flat.
 func (e *AssetError) Error() string {
-	if KindOf(e.Err) == KindInput {
+	if IsInputError(e.Err) {
 		return e.Err.Error()
 	}
 	return strings.Join(e.Path, " <- ") + ": " + e.Err.Error()
@@ -39,7 +39,7 @@ func under(id string, err error) error {
 		for i, ae := range list {
 			out[i] = under(id, ae).(*AssetError)
 		}
-		return WithKind(KindOf(err), out)
+		return out
 	}
 	var ae *AssetError
 	if errors.As(err, &ae) {
@@ -73,8 +73,8 @@ func (l Errors) Unwrap() []error {
 
 // joinAssetErrors merges nodes' errors (nil entries are skipped): nil for
 // none, the *AssetError itself for one, else Errors with each failing asset
-// once (its first path) and each input error's message once, sorted, of the
-// kind they share (KindInternal when they differ).
+// once (its first path) and each input error's message once, sorted; the
+// list is an input error (IsInputError) when every one of them is.
 func joinAssetErrors(errs []error) error {
 	var all []*AssetError
 	for _, err := range errs {
@@ -94,7 +94,7 @@ func joinAssetErrors(errs []error) error {
 	var out Errors
 	for _, ae := range all {
 		key := ""
-		if len(ae.Path) > 0 && KindOf(ae.Err) != KindInput {
+		if len(ae.Path) > 0 && !IsInputError(ae.Err) {
 			key = ae.Path[len(ae.Path)-1]
 		}
 		// An input error prints flat: several assets refused for the same
@@ -113,13 +113,7 @@ func joinAssetErrors(errs []error) error {
 		return out[0]
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Error() < out[j].Error() })
-	kind := KindOf(out[0])
-	for _, ae := range out[1:] {
-		if KindOf(ae) != kind {
-			kind = KindInternal
-		}
-	}
-	return WithKind(kind, out)
+	return out
 }
 
 // CycleError reports a dependency cycle, e.g. a -> b -> a.

@@ -56,7 +56,8 @@ func newDirFetcher(dir string, input Input, b *budget) *dirFetcher {
 // not "not found"; so is a file larger than its kind of input allows (a
 // *SizeError), which is not read. Every file fetched is one kiln writes,
 // consumes or removes, so a symbolic link at it or on the way to it is
-// refused: an *atomicfile.SymlinkError of KindInput naming the link.
+// refused: an *InputError holding the *atomicfile.SymlinkError that names
+// the link.
 func (d *dirFetcher) FetchByName(name string) (*File, error) {
 	name = path.Clean(name)
 	if !fs.ValidPath(name) {
@@ -91,7 +92,7 @@ func readInput(dir, name string, input Input, b *budget) ([]byte, fs.FileMode, e
 	full := filepath.Join(dir, filepath.FromSlash(name))
 	f, err := atomicfile.OpenFile(dir, full, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, atomicfile.ErrSymlink) {
-		return nil, 0, WithKind(KindInput, err)
+		return nil, 0, &InputError{Err: err}
 	}
 	if err != nil {
 		return nil, 0, err
@@ -102,24 +103,24 @@ func readInput(dir, name string, input Input, b *budget) ([]byte, fs.FileMode, e
 		return nil, 0, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, 0, WithKind(KindInput, fmt.Errorf("%s is %s, not a regular file", name, describeMode(st.Mode())))
+		return nil, 0, &InputError{Err: fmt.Errorf("%s is %s, not a regular file", name, describeMode(st.Mode()))}
 	}
 	limit := input.MaxSize()
 	if st.Size() > limit {
-		return nil, 0, WithKind(KindInput, &SizeError{Path: name, Input: input, Size: st.Size(), Limit: limit})
+		return nil, 0, &InputError{Err: &SizeError{Path: name, Input: input, Size: st.Size(), Limit: limit}}
 	}
 	if err := b.take(name, input, st.Size()); err != nil {
-		return nil, 0, WithKind(KindInput, err)
+		return nil, 0, &InputError{Err: err}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, 0, err
 	}
 	if int64(len(data)) > limit {
-		return nil, 0, WithKind(KindInput, &SizeError{Path: name, Input: input, Size: int64(len(data)), Limit: limit, Unsized: true})
+		return nil, 0, &InputError{Err: &SizeError{Path: name, Input: input, Size: int64(len(data)), Limit: limit, Unsized: true}}
 	}
 	if err := b.take(name, input, int64(len(data))); err != nil {
-		return nil, 0, WithKind(KindInput, err)
+		return nil, 0, &InputError{Err: err}
 	}
 	return data, st.Mode().Perm(), nil
 }
@@ -176,7 +177,7 @@ func (d *dirFetcher) Names(pattern string) ([]string, error) {
 			return nil, err
 		}
 		if !utf8.ValidString(rel) {
-			return nil, WithKind(KindInput, &NameError{Path: filepath.ToSlash(rel)})
+			return nil, &InputError{Err: &NameError{Path: filepath.ToSlash(rel)}}
 		}
 		names = append(names, filepath.ToSlash(rel))
 	}

@@ -39,7 +39,7 @@ func TestNonRegularFileIsNamed(t *testing.T) {
 			ctx, _ := withHooks(t)
 			s, _ := open(t, dir)
 			err := s.Persist(ctx, nonceTarget())
-			if graph.KindOf(err) != graph.KindInput || !strings.Contains(err.Error(), tc.want) || errors.Is(err, fs.ErrNotExist) {
+			if !graph.IsInputError(err) || !strings.Contains(err.Error(), tc.want) || errors.Is(err, fs.ErrNotExist) {
 				t.Fatalf("Persist = %v; want an input error saying %q", err, tc.want)
 			}
 			if _, err := os.Stat(filepath.Join(dir, "a.txt")); err == nil {
@@ -84,7 +84,7 @@ func TestNonUTF8NameIsAnInputError(t *testing.T) {
 	s, _ := open(t, dir)
 	err := s.Fetch(t.Context(), &globAsset{})
 	var ne *graph.NameError
-	if graph.KindOf(err) != graph.KindInput || !errors.As(err, &ne) || ne.Path != "in/50-\xff\xfex.yaml" {
+	if !graph.IsInputError(err) || !errors.As(err, &ne) || ne.Path != "in/50-\xff\xfex.yaml" {
 		t.Fatalf("Fetch = %v; want an input error naming in/50-\\xff\\xfex.yaml", err)
 	}
 	if want := `"in/50-\xff\xfex.yaml": the file name is not valid UTF-8`; !strings.Contains(err.Error(), want) {

@@ -131,7 +131,7 @@ func (a *fileAsset[S]) Load(f graph.FileFetcher) (bool, error) {
 		return false, err
 	}
 	if strings.HasPrefix(string(file.Data), "bad") {
-		return false, graph.WithKind(graph.KindInput, fmt.Errorf("%s: bad content", s.file()))
+		return false, &graph.InputError{Err: fmt.Errorf("%s: bad content", s.file())}
 	}
 	a.Value = strings.TrimSpace(string(file.Data))
 	return true, nil

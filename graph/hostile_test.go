@@ -140,8 +140,8 @@ func TestDamagedStateEntryIsAnInputError(t *testing.T) {
 	if err == nil {
 		t.Fatal("a damaged state entry was accepted")
 	}
-	if graph.KindOf(err) != graph.KindInput || !strings.Contains(err.Error(), "key1") || !strings.Contains(err.Error(), name) {
-		t.Errorf("err = %v (kind %d), want an input error naming key1 and %s", err, graph.KindOf(err), name)
+	if !graph.IsInputError(err) || !strings.Contains(err.Error(), "key1") || !strings.Contains(err.Error(), name) {
+		t.Errorf("err = %v, want an input error naming key1 and %s", err, name)
 	}
 	if len(h2.calls) != 0 {
 		t.Errorf("generated %v", h2.calls)
@@ -183,7 +183,7 @@ func TestEveryInputErrorIsReportedSorted(t *testing.T) {
 		writeFile(t, dir, "manifests/m.yaml", "bad\n")
 		ctx, h := withHooks(t)
 		h.gen["key2"] = func(context.Context, graph.Parents) error {
-			return graph.WithKind(graph.KindInput, errors.New("key2: bad key"))
+			return &graph.InputError{Err: errors.New("key2: bad key")}
 		}
 		h.gen["key1"] = func(ctx context.Context, _ graph.Parents) error {
 			select { // slower than key2's failure
@@ -201,12 +201,31 @@ func TestEveryInputErrorIsReportedSorted(t *testing.T) {
 		if got := strings.Split(err.Error(), "\n"); !reflect.DeepEqual(got, want) {
 			t.Fatalf("errors =\n%s\nwant\n%s", err, strings.Join(want, "\n"))
 		}
-		if graph.KindOf(err) != graph.KindInput {
-			t.Errorf("kind %d, want %d", graph.KindOf(err), graph.KindInput)
+		if !graph.IsInputError(err) {
+			t.Errorf("%v: not an input error", err)
 		}
 		var list graph.Errors
 		if !errors.As(err, &list) || !reflect.DeepEqual(list[0].Path, []string{"ign", "man", "ic"}) {
 			t.Errorf("paths: %v", list)
 		}
+	}
+}
+
+// Several failures are bad input only when every one of them is: a bad file
+// beside a failure of kiln's own is not the user's alone to fix.
+func TestSeveralFailuresAreInputOnlyWhenAllAre(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "config.txt", "bad\n")
+	ctx, h := withHooks(t)
+	h.gen["key2"] = func(context.Context, graph.Parents) error { return errors.New("key2: disk full") }
+	s, _ := open(t, dir)
+	err := s.Fetch(ctx, &fileAsset[sIgn]{}, &plain[sCert]{})
+	var list graph.Errors
+	if !errors.As(err, &list) || len(list) != 2 {
+		t.Fatalf("err = %v, want two failures", err)
+	}
+	if graph.IsInputError(err) || !graph.IsInputError(list[0]) || graph.IsInputError(list[1]) {
+		t.Errorf("%v: input errors %t (%t, %t), want false (true, false)", err,
+			graph.IsInputError(err), graph.IsInputError(list[0]), graph.IsInputError(list[1]))
 	}
 }

@@ -83,12 +83,12 @@ func readJournal(dir string) (*journal, error) {
 		if err == nil {
 			err = fmt.Errorf("format version %d, this kiln reads version %d", j.Version, journalVersion)
 		}
-		return nil, WithKind(KindInput, fmt.Errorf("%s: %w: it records an interrupted kiln run that this kiln cannot finish; "+
-			"finish it with the kiln that wrote it, or remove %s and %s and start again", name, err, name, StateFileName))
+		return nil, &InputError{Err: fmt.Errorf("%s: %w: it records an interrupted kiln run that this kiln cannot finish; "+
+			"finish it with the kiln that wrote it, or remove %s and %s and start again", name, err, name, StateFileName)}
 	}
 	for _, p := range j.paths() {
 		if !fs.ValidPath(p) || p == "." {
-			return nil, WithKind(KindInput, fmt.Errorf("%s: path %q is not inside --dir", name, p))
+			return nil, &InputError{Err: fmt.Errorf("%s: path %q is not inside --dir", name, p)}
 		}
 	}
 	return j, nil
@@ -126,7 +126,7 @@ func (s *Store) commit(j *journal) error {
 		return fmt.Errorf("cannot write to %s: %w", s.dir, err)
 	}
 	if err := s.replay(j); err != nil {
-		if KindOf(err) == KindInput {
+		if IsInputError(err) {
 			return err
 		}
 		return fmt.Errorf("%w; what kiln was writing is kept in %s: fix the cause and run kiln again to finish writing it",
@@ -245,9 +245,9 @@ func (s *Store) removeConsumed(b *atomicfile.Batch, f journalFile) error {
 // changedSince is the error for a file someone changed after the run that
 // was writing it was interrupted: kiln cannot tell which version is wanted.
 func (s *Store) changedSince(j *journal, p string) error {
-	return WithKind(KindInput, fmt.Errorf("%s changed after `kiln create %s` (started %s) was interrupted while writing it; "+
+	return &InputError{Err: fmt.Errorf("%s changed after `kiln create %s` (started %s) was interrupted while writing it; "+
 		"move your version of %s out of %s and run kiln again: it finishes the interrupted run first",
-		p, j.Target, j.Started.Local().Format(time.DateTime), p, s.dir))
+		p, j.Target, j.Started.Local().Format(time.DateTime), p, s.dir)}
 }
 
 // recover finishes an interrupted run (a journal in --dir) and removes the

@@ -63,7 +63,7 @@ func sparse(t *testing.T, dir, name string, size int64) {
 func sizeError(t *testing.T, err error) *graph.SizeError {
 	t.Helper()
 	var se *graph.SizeError
-	if graph.KindOf(err) != graph.KindInput || !errors.As(err, &se) {
+	if !graph.IsInputError(err) || !errors.As(err, &se) {
 		t.Fatalf("err = %v, want an input error with a *SizeError", err)
 	}
 	return se

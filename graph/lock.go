@@ -62,8 +62,8 @@ type Lock struct {
 
 // LockDir takes the lock of dir, creating dir if it is missing, for command
 // (a name for messages, e.g. "kiln create cluster"). When another kiln holds
-// it, the error is a *BusyError of KindBusy, at once: kiln never waits for
-// another run to finish.
+// it, the error is a *BusyError, at once: kiln never waits for another run
+// to finish.
 func LockDir(dir, command string) (*Lock, error) {
 	l := &Lock{path: filepath.Join(dir, LockFileName)}
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
@@ -78,7 +78,7 @@ func LockDir(dir, command string) (*Lock, error) {
 		f, err := atomicfile.OpenFile(dir, l.path, os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
 			if errors.Is(err, unix.ENOTDIR) {
-				err = WithKind(KindInput, fmt.Errorf("--dir %s: not a directory", dir))
+				err = &InputError{Err: fmt.Errorf("--dir %s: not a directory", dir)}
 			}
 			return nil, err
 		}
@@ -91,7 +91,7 @@ func LockDir(dir, command string) (*Lock, error) {
 					time.Sleep(10 * time.Millisecond)
 					h = readHolder(f)
 				}
-				return nil, WithKind(KindBusy, &BusyError{Dir: dir, Holder: h})
+				return nil, &BusyError{Dir: dir, Holder: h}
 			}
 			return nil, fmt.Errorf("lock %s: %w", l.path, err)
 		}

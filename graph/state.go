@@ -55,11 +55,11 @@ func readState(dir string) (*State, error) {
 		return nil, err
 	}
 	if err := json.Unmarshal(b, st); err != nil {
-		return nil, WithKind(KindInput, fmt.Errorf("%s: %w", filepath.Join(dir, StateFileName), err))
+		return nil, &InputError{Err: fmt.Errorf("%s: %w", filepath.Join(dir, StateFileName), err)}
 	}
 	if st.Version != stateVersion {
-		return nil, WithKind(KindInput, fmt.Errorf("%s: format version %d, this kiln reads version %d",
-			filepath.Join(dir, StateFileName), st.Version, stateVersion))
+		return nil, &InputError{Err: fmt.Errorf("%s: format version %d, this kiln reads version %d",
+			filepath.Join(dir, StateFileName), st.Version, stateVersion)}
 	}
 	if st.Assets == nil {
 		st.Assets = map[string]*StateEntry{}
@@ -112,6 +112,6 @@ func enforceStateMode(dir string) (bool, error) {
 // decodeError is a state entry that does not decode into its asset.
 func decodeError(dir, id string, err error) error {
 	name := filepath.Join(dir, StateFileName)
-	return WithKind(KindInput, fmt.Errorf("%s: the value of asset %s is damaged (%v); restore %s from a backup, "+
-		"or delete its %q entry to have kiln generate %s, and everything made from it, again", name, id, err, name, id, id))
+	return &InputError{Err: fmt.Errorf("%s: the value of asset %s is damaged (%v); restore %s from a backup, "+
+		"or delete its %q entry to have kiln generate %s, and everything made from it, again", name, id, err, name, id, id)}
 }

@@ -66,8 +66,8 @@ func TestStateEntryFailingItsCheckIsAnInputError(t *testing.T) {
 	ctx2, h2 := withHooks(t)
 	s2, _ := open(t, dir)
 	err := s2.Persist(ctx2, tgt())
-	if graph.KindOf(err) != graph.KindInput {
-		t.Fatalf("err = %v (kind %d), want an input error", err, graph.KindOf(err))
+	if !graph.IsInputError(err) {
+		t.Fatalf("err = %v, want an input error", err)
 	}
 	for _, want := range []string{name, "asset ca is damaged", `value "garbled" is not one kiln made`} {
 		if !strings.Contains(err.Error(), want) {
@@ -81,7 +81,7 @@ func TestStateEntryFailingItsCheckIsAnInputError(t *testing.T) {
 		t.Errorf("--dir changed")
 	}
 	// FromState, which commands use to read one asset, checks too.
-	if _, err := s2.FromState(&checked[sCA]{}); graph.KindOf(err) != graph.KindInput {
+	if _, err := s2.FromState(&checked[sCA]{}); !graph.IsInputError(err) {
 		t.Errorf("FromState = %v, want an input error", err)
 	}
 }

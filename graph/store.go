@@ -218,7 +218,7 @@ func (s *Store) build(ctx context.Context, n *node) error {
 		// Report this asset's own bad files too: a user fixing one input
 		// error should not discover the next only on the next run.
 		if wa, ok := n.asset.(WritableAsset); ok {
-			if _, lerr := wa.Load(newDirFetcher(s.dir, inputOf(wa), s.budget)); lerr != nil && KindOf(lerr) == KindInput {
+			if _, lerr := wa.Load(newDirFetcher(s.dir, inputOf(wa), s.budget)); IsInputError(lerr) {
 				err = joinAssetErrors([]error{err, &AssetError{Err: lerr}})
 			}
 			zero(n.asset)
@@ -266,7 +266,7 @@ func (s *Store) build(ctx context.Context, n *node) error {
 			case prev != nil && !diskEdited(prev.Disk, fetcher.seen):
 				// kiln's own file, now stale: regenerate below.
 			case prev != nil && !parentsSame && !s.force:
-				return WithKind(KindInput, &ConflictError{Edited: files, Changed: changed})
+				return &InputError{Err: &ConflictError{Edited: files, Changed: changed}}
 			case prev != nil && !parentsSame:
 				s.log.Warnf("Discarding your edit of %v (--force-regenerate)", files)
 			default:

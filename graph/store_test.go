@@ -105,16 +105,16 @@ func TestParentsGetRejectsUndeclaredParent(t *testing.T) {
 
 func TestErrorsAreWrappedOnceWithThePath(t *testing.T) {
 	tests := []struct {
-		name     string
-		failing  string
-		err      error
-		wantMsg  string
-		wantPath []string
-		wantKind graph.Kind
+		name      string
+		failing   string
+		err       error
+		wantMsg   string
+		wantPath  []string
+		wantInput bool
 	}{
-		{"internal", "cert", errors.New("boom"), "ign <- man <- cert: boom", []string{"ign", "man", "cert"}, graph.KindInternal},
-		{"input stays flat", "ic", graph.WithKind(graph.KindInput, errors.New("config.txt: x: Invalid value")),
-			"config.txt: x: Invalid value", []string{"ign", "man", "ic"}, graph.KindInput},
+		{"internal", "cert", errors.New("boom"), "ign <- man <- cert: boom", []string{"ign", "man", "cert"}, false},
+		{"input stays flat", "ic", &graph.InputError{Err: errors.New("config.txt: x: Invalid value")},
+			"config.txt: x: Invalid value", []string{"ign", "man", "ic"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,8 +132,8 @@ func TestErrorsAreWrappedOnceWithThePath(t *testing.T) {
 			if errors.As(ae.Err, new(*graph.AssetError)) {
 				t.Errorf("AssetError wraps another AssetError: %v", err)
 			}
-			if graph.KindOf(err) != tt.wantKind {
-				t.Errorf("kind = %v, want %v", graph.KindOf(err), tt.wantKind)
+			if graph.IsInputError(err) != tt.wantInput {
+				t.Errorf("input error = %t, want %t", graph.IsInputError(err), tt.wantInput)
 			}
 		})
 	}
@@ -224,8 +224,8 @@ func TestEditWithChangedDependenciesIsAConflict(t *testing.T) {
 	if !reflect.DeepEqual(ce.Edited, []string{"manifests/m.yaml"}) || !reflect.DeepEqual(ce.Changed, []string{"config.txt"}) {
 		t.Errorf("conflict = %+v", ce)
 	}
-	if graph.KindOf(err) != graph.KindInput || !strings.Contains(err.Error(), "--force-regenerate") {
-		t.Errorf("err = %v (kind %v), want an input error naming --force-regenerate", err, graph.KindOf(err))
+	if !graph.IsInputError(err) || !strings.Contains(err.Error(), "--force-regenerate") {
+		t.Errorf("err = %v, want an input error naming --force-regenerate", err)
 	}
 	if after := snapshot(t, dir); !reflect.DeepEqual(before, after) {
 		t.Errorf("a failed run changed --dir")

@@ -113,7 +113,7 @@ func loadIgnition(f graph.FileFetcher, path string, mode int, dst **graph.File) 
 		return false, err
 	}
 	if err := ignition.Validate(file.Data); err != nil {
-		return false, graph.WithKind(graph.KindInput, &pathError{path, err})
+		return false, &graph.InputError{Err: &pathError{path, err}}
 	}
 	file.Mode = fs.FileMode(mode)
 	*dst = file

@@ -69,7 +69,7 @@ func (b *BootstrapBase) Generate(_ context.Context, p graph.Parents) error {
 	etcd := fileNamed(masterPods.Files(), "etcd.yaml")
 	if etcd == nil {
 		p := manifests.StaticPodsDir + "/master/etcd.yaml"
-		return graph.WithKind(graph.KindInput, &manifests.MissingFileError{Path: p, Dir: path.Dir(p)})
+		return &graph.InputError{Err: &manifests.MissingFileError{Path: p, Dir: path.Dir(p)}}
 	}
 	ignition.AddFile(&cfg, nodelayout.MasterEtcdManifest, 0o644, etcd.Data)
 	ignition.AddFile(&cfg, nodelayout.MCSConfigDir+"/master.ign", 0o600, master.Config)

@@ -189,7 +189,7 @@ func TestCheckedManifests(t *testing.T) {
 			}
 			before := snapshotDir(t, dir)
 			err = store.Persist(context.Background(), targets.IgnitionConfigs())
-			if graph.KindOf(err) != graph.KindInput {
+			if !graph.IsInputError(err) {
 				t.Fatalf("error %v is not an input error", err)
 			}
 			for _, s := range tc.inMsg {

@@ -27,7 +27,7 @@ type fieldDoc struct {
 func Explain(path string) (string, error) {
 	parts := strings.Split(path, ".")
 	if root := strings.ToLower(parts[0]); root != "installconfig" && root != "install-config" {
-		return "", graph.WithKind(graph.KindInput, fmt.Errorf("%s: paths start with installconfig, e.g. installconfig.networking", path))
+		return "", &graph.InputError{Err: fmt.Errorf("%s: paths start with installconfig, e.g. installconfig.networking", path)}
 	}
 	types := schemaTypes()
 	typ, doc, kind := "Config", types["Config"].Doc, "object"
@@ -36,10 +36,10 @@ func Explain(path string) (string, error) {
 		j := slices.IndexFunc(fields, func(f fieldDoc) bool { return f.Name == name })
 		if j < 0 {
 			if typ == "" {
-				return "", graph.WithKind(graph.KindInput, fmt.Errorf("%s: %s has no fields", path, strings.Join(parts[:i+1], ".")))
+				return "", &graph.InputError{Err: fmt.Errorf("%s: %s has no fields", path, strings.Join(parts[:i+1], "."))}
 			}
-			return "", graph.WithKind(graph.KindInput, fmt.Errorf("%s: no field %q in %s; fields: %s",
-				path, name, strings.Join(parts[:i+1], "."), strings.Join(fieldNames(fields), ", ")))
+			return "", &graph.InputError{Err: fmt.Errorf("%s: no field %q in %s; fields: %s",
+				path, name, strings.Join(parts[:i+1], "."), strings.Join(fieldNames(fields), ", "))}
 		}
 		typ, doc, kind = fields[j].Ref, fields[j].Doc, fields[j].Type
 	}

@@ -82,7 +82,7 @@ func TestExplain(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"networking", "installconfig.networkin", "installconfig.baseDomain.x"} {
-		if _, err := Explain(bad); graph.KindOf(err) != graph.KindInput {
+		if _, err := Explain(bad); !graph.IsInputError(err) {
 			t.Errorf("Explain(%s) = %v, want an input error", bad, err)
 		}
 	}

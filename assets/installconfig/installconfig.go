@@ -29,9 +29,9 @@ const fileMode fs.FileMode = 0o600
 
 // ErrNoConfig is the error when neither --dir, the state file nor standard
 // input gives an install-config; it says how to provide one.
-var ErrNoConfig = graph.WithKind(graph.KindInput, errors.New("no "+FileName+
-	" in --dir: write one (`kiln explain installconfig` lists the fields), pipe one in "+
-	"(`kiln create install-config < my-config.yaml`) or run `kiln create install-config` in a terminal to answer a few questions"))
+var ErrNoConfig error = &graph.InputError{Err: errors.New("no " + FileName +
+	" in --dir: write one (`kiln explain installconfig` lists the fields), pipe one in " +
+	"(`kiln create install-config < my-config.yaml`) or run `kiln create install-config` in a terminal to answer a few questions")}
 
 // InstallConfig is install-config.yaml, defaulted and validated. Config is
 // what every other asset reads; File is the defaulted YAML kiln writes.
@@ -74,8 +74,8 @@ func (a *InstallConfig) Generate(ctx context.Context, _ graph.Parents) error {
 		return fmt.Errorf("reading standard input: %w", err)
 	}
 	if len(data) > graph.MaxInstallConfigSize {
-		return graph.WithKind(graph.KindInput, &graph.SizeError{Path: "standard input", Input: graph.InstallConfigInput,
-			Size: int64(len(data)), Limit: graph.MaxInstallConfigSize, Unsized: true})
+		return &graph.InputError{Err: &graph.SizeError{Path: "standard input", Input: graph.InstallConfigInput,
+			Size: int64(len(data)), Limit: graph.MaxInstallConfigSize, Unsized: true}}
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return ErrNoConfig

@@ -22,7 +22,7 @@ func TestGenerateWithoutInputSaysHowToCreateOne(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := (&InstallConfig{}).Generate(ctx, nil)
-			if graph.KindOf(err) != graph.KindInput || !strings.Contains(err.Error(), "kiln create install-config") {
+			if !graph.IsInputError(err) || !strings.Contains(err.Error(), "kiln create install-config") {
 				t.Errorf("err = %v, want an input error saying how to create one", err)
 			}
 		})
@@ -62,7 +62,7 @@ func TestGenerateBoundsPipedYAML(t *testing.T) {
 	endless := io.MultiReader(strings.NewReader("apiVersion: kiln.dev/v1\n# "), spaces{})
 	err := (&InstallConfig{}).Generate(WithInput(context.Background(), Input{In: endless}), nil)
 	var se *graph.SizeError
-	if graph.KindOf(err) != graph.KindInput || !errors.As(err, &se) ||
+	if !graph.IsInputError(err) || !errors.As(err, &se) ||
 		*se != (graph.SizeError{Path: "standard input", Input: graph.InstallConfigInput, Size: graph.MaxInstallConfigSize + 1, Limit: graph.MaxInstallConfigSize, Unsized: true}) {
 		t.Errorf("err = %v, want a SizeError for standard input", err)
 	}
@@ -122,7 +122,7 @@ func TestSurvey(t *testing.T) {
 func TestSurveyEndsOnEOF(t *testing.T) {
 	ctx := WithInput(context.Background(), Input{In: strings.NewReader("none\n"), Out: &strings.Builder{}, Terminal: true})
 	err := (&InstallConfig{}).Generate(ctx, nil)
-	if graph.KindOf(err) != graph.KindInput || !strings.Contains(err.Error(), "Base domain") {
+	if !graph.IsInputError(err) || !strings.Contains(err.Error(), "Base domain") {
 		t.Errorf("err = %v, want an input error naming the unanswered question", err)
 	}
 }
@@ -151,7 +151,7 @@ func TestLoad(t *testing.T) {
 	if found, err := a.Load(fetcher{FileName: string(data)}); !found || err != nil || a.Config.Metadata.Name != "dev" {
 		t.Errorf("Load = %v, %v", found, err)
 	}
-	if _, err := a.Load(fetcher{FileName: "bogus: 1\n"}); graph.KindOf(err) != graph.KindInput {
+	if _, err := a.Load(fetcher{FileName: "bogus: 1\n"}); !graph.IsInputError(err) {
 		t.Errorf("Load of a bad file = %v, want an input error", err)
 	}
 }

@@ -43,7 +43,7 @@ func invalid(errs field.ErrorList) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return graph.WithKind(graph.KindInput, &ValidationError{File: FileName, Errs: errs})
+	return &graph.InputError{Err: &ValidationError{File: FileName, Errs: errs}}
 }
 
 // Parse decodes install-config YAML strictly: an unknown field, a value
@@ -54,16 +54,16 @@ func invalid(errs field.ErrorList) error {
 func Parse(data []byte) (*types.Config, error) {
 	j, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("%s: %w", FileName, err))
+		return nil, &graph.InputError{Err: fmt.Errorf("%s: %w", FileName, err)}
 	}
 	var tree any
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.UseNumber()
 	if err := dec.Decode(&tree); err != nil {
-		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("%s: %w", FileName, err))
+		return nil, &graph.InputError{Err: fmt.Errorf("%s: %w", FileName, err)}
 	}
 	if tree == nil {
-		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("%s: the file is empty", FileName))
+		return nil, &graph.InputError{Err: fmt.Errorf("%s: the file is empty", FileName)}
 	}
 	var shape field.ErrorList
 	for _, d := range yamlkeys.Find(data) {
@@ -72,7 +72,7 @@ func Parse(data []byte) (*types.Config, error) {
 	shape = append(shape, checkShape(tree, reflect.TypeFor[types.Config](), nil)...)
 	c := &types.Config{}
 	if err := json.Unmarshal(j, c); err != nil && len(shape) == 0 {
-		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("%s: %w", FileName, err))
+		return nil, &graph.InputError{Err: fmt.Errorf("%s: %w", FileName, err)}
 	}
 	return c, invalid(shape)
 }

@@ -49,8 +49,8 @@ func TestParseReportsUnknownFieldsAndTypesWithPaths(t *testing.T) {
 			if got := asData(ve.Errs); !slices.Equal(got, tt.want) {
 				t.Errorf("errors = %v\nwant %v", got, tt.want)
 			}
-			if graph.KindOf(err) != graph.KindInput {
-				t.Errorf("kind = %v, want input", graph.KindOf(err))
+			if !graph.IsInputError(err) {
+				t.Errorf("%v: not an input error", err)
 			}
 		})
 	}
@@ -69,7 +69,7 @@ func TestParseNamesBothLinesOfADuplicateKey(t *testing.T) {
 func TestParseRejectsMalformedYAML(t *testing.T) {
 	for _, in := range []string{"", "# only a comment\n", "a: [\n", "- a list\n", "just a string\n"} {
 		_, err := Parse([]byte(in))
-		if err == nil || graph.KindOf(err) != graph.KindInput {
+		if err == nil || !graph.IsInputError(err) {
 			t.Errorf("Parse(%q) = %v, want an input error", in, err)
 		}
 	}
@@ -120,7 +120,7 @@ func FuzzParseInstallConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data)
 		if err != nil {
-			if graph.KindOf(err) != graph.KindInput {
+			if !graph.IsInputError(err) {
 				t.Fatalf("parse error is not an input error: %v", err)
 			}
 			return

@@ -42,7 +42,7 @@ func (p *prompter) ask(question, def string, check func(string) string) (string,
 		}
 		line, err := p.r.ReadString('\n')
 		if err != nil && (line == "" || !errors.Is(err, io.EOF)) {
-			return "", graph.WithKind(graph.KindInput, fmt.Errorf("survey ended before %q was answered", question))
+			return "", &graph.InputError{Err: fmt.Errorf("survey ended before %q was answered", question)}
 		}
 		v := strings.TrimSpace(line)
 		if v == "" {
@@ -150,7 +150,7 @@ func (p *prompter) askPullSecret(readSecret func() ([]byte, error)) (string, err
 			}
 		}
 		if err != nil {
-			return "", graph.WithKind(graph.KindInput, fmt.Errorf("reading the pull secret: %w", err))
+			return "", &graph.InputError{Err: fmt.Errorf("reading the pull secret: %w", err)}
 		}
 		s := strings.TrimSpace(line)
 		if s == "" {

@@ -102,16 +102,16 @@ func (k *Kubeconfig) load(f graph.FileFetcher, path string) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return true, graph.WithKind(graph.KindInput, err)
+		return true, &graph.InputError{Err: err}
 	}
 	cfg, err := clientcmd.Load(file.Data)
 	if err != nil {
-		return true, graph.WithKind(graph.KindInput, fmt.Errorf("%s: not a kubeconfig: %w", path, err))
+		return true, &graph.InputError{Err: fmt.Errorf("%s: not a kubeconfig: %w", path, err)}
 	}
 	ctx := cfg.Contexts[cfg.CurrentContext]
 	if ctx == nil || cfg.Clusters[ctx.Cluster] == nil || cfg.AuthInfos[ctx.AuthInfo] == nil {
-		return true, graph.WithKind(graph.KindInput,
-			fmt.Errorf("%s: current-context %q must name a context whose cluster and user exist", path, cfg.CurrentContext))
+		return true, &graph.InputError{Err: fmt.Errorf("%s: current-context %q must name a context whose cluster and user exist",
+			path, cfg.CurrentContext)}
 	}
 	k.File = &graph.File{Path: path, Data: file.Data, Mode: fileMode}
 	return true, nil

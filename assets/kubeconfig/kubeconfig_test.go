@@ -128,8 +128,8 @@ func TestLoad(t *testing.T) {
 			if found != tt.wantFound || (err != nil) != tt.wantErr {
 				t.Fatalf("Load = %v, %v; want found %v, error %v", found, err, tt.wantFound, tt.wantErr)
 			}
-			if tt.wantErr && graph.KindOf(err) != graph.KindInput {
-				t.Errorf("error kind %v, want KindInput", graph.KindOf(err))
+			if tt.wantErr && !graph.IsInputError(err) {
+				t.Errorf("%v: not an input error", err)
 			}
 			if found && !tt.wantErr && (!bytes.Equal(a.File.Data, valid.File.Data) || a.File.Mode != 0o600) {
 				t.Error("loaded file differs from the one on disk or is not 0600")

@@ -49,7 +49,7 @@ func (e *FileError) Unwrap() error { return e.Err }
 
 // fileError is a FileError classified as input.
 func fileError(path string, doc int, err error) error {
-	return graph.WithKind(graph.KindInput, &FileError{Path: path, Doc: doc, Err: err})
+	return &graph.InputError{Err: &FileError{Path: path, Doc: doc, Err: err}}
 }
 
 // CheckObjects decodes every YAML document of f as a Kubernetes object, so
@@ -135,13 +135,16 @@ func CheckPod(f *graph.File) error {
 }
 
 // checkDuplicateKeys returns an input error for each key set twice in f,
-// with its field path and both lines in the file.
+// with its field path and both lines in the file; nil when there is none.
 func checkDuplicateKeys(f *graph.File) error {
 	var errs []error
 	for _, d := range yamlkeys.Find(f.Data) {
 		errs = append(errs, &FileError{Path: f.Path, Err: d})
 	}
-	return graph.WithKind(graph.KindInput, errors.Join(errs...))
+	if len(errs) == 0 {
+		return nil
+	}
+	return &graph.InputError{Err: errors.Join(errs...)}
 }
 
 // splitYAML returns the non-empty documents of a YAML stream.

@@ -52,7 +52,7 @@ func (s *staticPods) loadRole(f graph.FileFetcher, role string) (bool, error) {
 	}
 	for _, p := range paths {
 		if _, ok := s.File(path.Base(p)); !ok {
-			return false, graph.WithKind(graph.KindInput, &MissingFileError{Path: p, Dir: path.Dir(p)})
+			return false, &graph.InputError{Err: &MissingFileError{Path: p, Dir: path.Dir(p)}}
 		}
 	}
 	return true, nil

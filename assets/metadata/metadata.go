@@ -87,7 +87,7 @@ func (m *Metadata) Load(f graph.FileFetcher) (bool, error) {
 	}
 	c, err := Parse(file.Data)
 	if err != nil {
-		return false, graph.WithKind(graph.KindInput, err)
+		return false, &graph.InputError{Err: err}
 	}
 	m.Content, m.File = c, file
 	return true, nil

@@ -124,7 +124,7 @@ func TestOtherClustersFilesAreRefused(t *testing.T) {
 			before := snapshot(t, dir)
 			err := create(t, dir, tc.target)
 			var me *adopted.MismatchError
-			if graph.KindOf(err) != graph.KindInput || !errors.As(err, &me) || me.File != tc.file || (tc.item != "" && me.Item != tc.item) {
+			if !graph.IsInputError(err) || !errors.As(err, &me) || me.File != tc.file || (tc.item != "" && me.Item != tc.item) {
 				t.Fatalf("err = %v; want an input error naming %s (item %q)", err, tc.file, tc.item)
 			}
 			if after := snapshot(t, dir); !maps.Equal(before, after) {

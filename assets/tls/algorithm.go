@@ -92,7 +92,7 @@ func (*KeyAlgorithm) Dependencies() []graph.Asset { return nil }
 func (k *KeyAlgorithm) Generate(context.Context, graph.Parents) error {
 	a, err := ParseAlgorithm(os.Getenv(KeyAlgorithmEnv))
 	if err != nil {
-		return graph.WithKind(graph.KindInput, fmt.Errorf("%s: %w", KeyAlgorithmEnv, err))
+		return &graph.InputError{Err: fmt.Errorf("%s: %w", KeyAlgorithmEnv, err)}
 	}
 	k.Algorithm = a
 	return nil

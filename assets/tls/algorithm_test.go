@@ -27,7 +27,7 @@ func TestKeyAlgorithmFromEnv(t *testing.T) {
 			var k KeyAlgorithm
 			err := k.Generate(context.Background(), &fakeParents{})
 			if tt.wantErr {
-				if graph.KindOf(err) != graph.KindInput {
+				if !graph.IsInputError(err) {
 					t.Errorf("error %v, want an input error", err)
 				}
 				return

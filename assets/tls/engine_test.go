@@ -130,7 +130,7 @@ func TestEngineRejectsForeignLeaf(t *testing.T) {
 	}
 	err = s.Fetch(context.Background(), &Bundle{})
 	var fe *FileError
-	if graph.KindOf(err) != graph.KindInput || !errors.As(err, &fe) || fe.Path != "tls/admin-client.crt" {
+	if !graph.IsInputError(err) || !errors.As(err, &fe) || fe.Path != "tls/admin-client.crt" {
 		t.Errorf("error %v, want an input error naming tls/admin-client.crt", err)
 	}
 }

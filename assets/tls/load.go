@@ -15,7 +15,7 @@ import (
 )
 
 // FileError is a problem with a user-provided file in --dir. Load returns it
-// wrapped in graph.KindInput.
+// wrapped in a *graph.InputError.
 type FileError struct {
 	// Path is the file, relative to --dir.
 	Path string
@@ -29,9 +29,9 @@ func (e *FileError) Error() string { return e.Path + ": " + e.Err.Error() }
 // Unwrap returns the problem.
 func (e *FileError) Unwrap() error { return e.Err }
 
-// inputError returns a KindInput FileError for path.
+// inputError returns a FileError for path as a graph.InputError.
 func inputError(path string, format string, args ...any) error {
-	return graph.WithKind(graph.KindInput, &FileError{Path: path, Err: fmt.Errorf(format, args...)})
+	return &graph.InputError{Err: &FileError{Path: path, Err: fmt.Errorf(format, args...)}}
 }
 
 // load reads the pair id.crt/id.key from --dir and checks what can be

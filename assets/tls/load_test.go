@@ -146,8 +146,8 @@ func TestLoadRejectsBrokenUserFiles(t *testing.T) {
 			if !found {
 				t.Error("found = false, want true")
 			}
-			if graph.KindOf(err) != graph.KindInput {
-				t.Fatalf("error kind %v, want KindInput (err %v)", graph.KindOf(err), err)
+			if !graph.IsInputError(err) {
+				t.Fatalf("%v: not an input error", err)
 			}
 			var fe *FileError
 			if !errors.As(err, &fe) || fe.Path != tt.wantPath {
@@ -214,8 +214,8 @@ func TestBundleRejectsCertificateOfAnotherCA(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &miniStore{fetcher: tt.files, given: []graph.Asset{&KeyAlgorithm{Algorithm: ECDSAP256}, testInstallConfig("")}}
 			_, _, err := s.run(context.Background(), &Bundle{})
-			if graph.KindOf(err) != graph.KindInput {
-				t.Fatalf("error kind %v, want KindInput (err %v)", graph.KindOf(err), err)
+			if !graph.IsInputError(err) {
+				t.Fatalf("%v: not an input error", err)
 			}
 			var fe *FileError
 			if !errors.As(err, &fe) || fe.Path != "tls/kube-scheduler-client.crt" {
@@ -294,7 +294,7 @@ func TestLoadRejectsWeakUserPKI(t *testing.T) {
 				files[caCrt], files[caKey] = read(tc.cert), read(tc.key)
 			}
 			found, err := (&RootCA{}).Load(files)
-			if !found || graph.KindOf(err) != graph.KindInput {
+			if !found || !graph.IsInputError(err) {
 				t.Fatalf("Load = %v, %v; want an input error", found, err)
 			}
 			var fe *FileError

@@ -68,7 +68,7 @@ func TestServiceAccountKeyPairLoadErrors(t *testing.T) {
 			var sa ServiceAccountKeyPair
 			_, err := sa.Load(tt.files)
 			var fe *FileError
-			if graph.KindOf(err) != graph.KindInput || !errors.As(err, &fe) || fe.Path != tt.wantPath {
+			if !graph.IsInputError(err) || !errors.As(err, &fe) || fe.Path != tt.wantPath {
 				t.Errorf("error %v, want an input error naming %s", err, tt.wantPath)
 			}
 		})

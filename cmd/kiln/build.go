@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/platforms/local/nodeimage"
 )
 
@@ -69,9 +69,9 @@ func newBuildNodeImageCmd(o *rootOptions) *cobra.Command {
 // rest is an infrastructure failure.
 func buildError(err error) error {
 	if pe := (*nodeimage.PreconditionError)(nil); errors.As(err, &pe) {
-		return graph.WithKind(graph.KindInput, err)
+		return exitcode.With(exitcode.Input, err)
 	}
-	return graph.WithKind(graph.KindInfrastructure, err)
+	return exitcode.With(exitcode.Infrastructure, err)
 }
 
 // newBuildConformanceCmd builds the upstream conformance suite (e2e.test,

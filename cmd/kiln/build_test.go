@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/platforms/local/nodeimage"
 )
 
@@ -18,17 +18,17 @@ func TestBuildErrorKinds(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		err  error
-		want graph.Kind
+		want exitcode.Kind
 	}{
-		{"unknown --output suffix", img.Export(ctx, filepath.Join(t.TempDir(), "image.zip")), graph.KindInput},
-		{"--output in a missing directory", img.Export(ctx, filepath.Join(t.TempDir(), "no", "image.tar")), graph.KindInput},
-		{"not root", &nodeimage.PreconditionError{Err: nodeimage.ErrNotRoot}, graph.KindInput},
-		{"failed build", errors.New("debootstrap: exit status 1"), graph.KindInfrastructure},
+		{"unknown --output suffix", img.Export(ctx, filepath.Join(t.TempDir(), "image.zip")), exitcode.Input},
+		{"--output in a missing directory", img.Export(ctx, filepath.Join(t.TempDir(), "no", "image.tar")), exitcode.Input},
+		{"not root", &nodeimage.PreconditionError{Err: nodeimage.ErrNotRoot}, exitcode.Input},
+		{"failed build", errors.New("debootstrap: exit status 1"), exitcode.Infrastructure},
 	} {
 		if tt.err == nil {
 			t.Fatalf("%s: no error", tt.name)
 		}
-		if got := graph.KindOf(buildError(tt.err)); got != tt.want {
+		if got := exitcode.Of(buildError(tt.err)); got != tt.want {
 			t.Errorf("%s: kind %d, want %d (%v)", tt.name, got, tt.want, tt.err)
 		}
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-project/kiln/assets/targets"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/install"
-	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -188,7 +188,7 @@ func (o *rootOptions) platformEnv(ctx context.Context) (platforms.Env, error) {
 	}
 	kiln, key, err := stableKiln(cache)
 	if err != nil {
-		return platforms.Env{}, graph.WithKind(graph.KindInfrastructure, fmt.Errorf("copy the kiln binary into %s: %w", cache, err))
+		return platforms.Env{}, exitcode.With(exitcode.Infrastructure, fmt.Errorf("copy the kiln binary into %s: %w", cache, err))
 	}
 	if kiln, err = staticKiln(ctx, o.log, kiln, cache, key); err != nil {
 		return platforms.Env{}, err

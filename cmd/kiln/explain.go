@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 )
 
 // newExplainCmd is `kiln explain installconfig[.path]`.
@@ -16,7 +16,7 @@ func newExplainCmd(o *rootOptions) *cobra.Command {
 		Short:   "Describe install-config.yaml or one of its fields",
 		Example: "  kiln explain installconfig\n  kiln explain installconfig.networking.clusterNetwork",
 		Args: func(_ *cobra.Command, args []string) error {
-			return graph.WithKind(graph.KindInput, cobra.ExactArgs(1)(nil, args))
+			return exitcode.With(exitcode.Input, cobra.ExactArgs(1)(nil, args))
 		},
 		RunE: func(_ *cobra.Command, args []string) error {
 			text, err := installconfig.Explain(args[0])

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/install"
-	"github.com/kiln-project/kiln/graph"
 )
 
 // errNothingToGather is gather's error in a --dir that names no cluster.
@@ -25,7 +25,7 @@ func newGatherCmd(o *rootOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := install.FindTarget(o.dir, infraID)
 			if errors.Is(err, install.ErrNothingToDestroy) {
-				return graph.WithKind(graph.KindInput, errNothingToGather)
+				return exitcode.With(exitcode.Input, errNothingToGather)
 			}
 			if err != nil {
 				return err

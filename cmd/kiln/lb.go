@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/platforms/local/lb"
 )
 
@@ -20,7 +20,7 @@ func newLBCmd(o *rootOptions) *cobra.Command {
 		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Log = o.log
-			return graph.WithKind(graph.KindInfrastructure, lb.Serve(cmd.Context(), opts))
+			return exitcode.With(exitcode.Infrastructure, lb.Serve(cmd.Context(), opts))
 		},
 	}
 	cmd.Flags().StringVar(&opts.ConfigPath, "config", "", "JSON configuration file (reloaded on SIGHUP and on change)")

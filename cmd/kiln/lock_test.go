@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/crashtest"
 )
@@ -37,7 +38,7 @@ func kilnProcess(args ...string) *exec.Cmd {
 }
 
 // D2: two `create ignition-configs` on one --dir at once: one runs, the
-// other stops with KindBusy naming it, and the Ignition configs and the
+// other stops with exitcode.Busy naming it, and the Ignition configs and the
 // kubeconfig always hold the certificates of the state's CAs.
 func TestConcurrentCreateIgnitionConfigs(t *testing.T) {
 	if testing.Short() {
@@ -67,7 +68,7 @@ func TestConcurrentCreateIgnitionConfigs(t *testing.T) {
 		for p, code := range codes {
 			switch code {
 			case 0:
-			case int(graph.KindBusy):
+			case int(exitcode.Busy):
 				busy++
 				if !strings.Contains(outs[p].String(), "in use by another kiln (pid ") {
 					t.Errorf("trial %d: busy message does not name the holder:\n%s", i, outs[p].String())

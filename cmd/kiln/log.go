@@ -12,7 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
@@ -106,7 +106,7 @@ func (o *rootOptions) openDebugLog() {
 // finishDebugLog stores the debug log: in --dir unless the run failed on
 // bad input, in which case --dir is left untouched and the log goes to a
 // temporary file whose path is printed.
-func (o *rootOptions) finishDebugLog(err error, kind graph.Kind) {
+func (o *rootOptions) finishDebugLog(err error, kind exitcode.Kind) {
 	defer o.debug.close()
 	if o.debug.disabled {
 		return
@@ -114,7 +114,7 @@ func (o *rootOptions) finishDebugLog(err error, kind graph.Kind) {
 	if o.debug.file == nil && o.leaveDir && err == nil {
 		return // nothing was done: --dir stays as it was
 	}
-	if err != nil && kind == graph.KindInput && o.debug.file == nil {
+	if err != nil && kind == exitcode.Input && o.debug.file == nil {
 		f, terr := os.CreateTemp("", "kiln-*.log")
 		if terr != nil {
 			return

@@ -16,13 +16,13 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/node/bootkube"
 	"github.com/kiln-project/kiln/cmd/internal/node/csrapprover"
 	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
 	"github.com/kiln-project/kiln/cmd/internal/node/mcs"
 	"github.com/kiln-project/kiln/cmd/internal/node/netd"
 	"github.com/kiln-project/kiln/cmd/internal/node/probe"
-	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
@@ -156,7 +156,7 @@ func newNodeCSRApproverCmd(o *rootOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			deny, err := csrapprover.NewDenyList(names, domains, ips, cidrs)
 			if err != nil {
-				return graph.WithKind(graph.KindInput, err)
+				return exitcode.With(exitcode.Input, err)
 			}
 			client, err := nodeClient(kubeconfig)
 			if err != nil {
@@ -182,7 +182,7 @@ func newNodeEtcdCertsCmd(o *rootOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			addr := net.ParseIP(ip)
 			if addr == nil {
-				return graph.WithKind(graph.KindInput, fmt.Errorf("--node-ip: %q is not an IP address", ip))
+				return exitcode.With(exitcode.Input, fmt.Errorf("--node-ip: %q is not an IP address", ip))
 			}
 			ca, err := etcdmember.LoadCA(dir)
 			if err != nil {

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/platforms/local/provider"
 )
 
@@ -20,7 +20,7 @@ func newProviderCmd(o *rootOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.openDebugLog()
 			err := provider.Serve(cmd.Context(), provider.HostFactory(o.log))
-			return graph.WithKind(graph.KindInfrastructure, err)
+			return exitcode.With(exitcode.Infrastructure, err)
 		},
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/status"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
@@ -67,30 +68,26 @@ func execute(ctx context.Context, o *rootOptions, args []string) int {
 	root.SetOut(o.stdout)
 	root.SetErr(o.stderr)
 	err := root.ExecuteContext(ctx)
+	// What only this function knows classifies the error here; the rest
+	// (a lock held, a symbolic link in --dir, bad input) exitcode.Of
+	// finds in the error itself.
 	switch {
 	case err != nil && ctx.Err() != nil:
-		err = graph.WithKind(graph.KindInterrupted, err)
+		err = exitcode.With(exitcode.Interrupted, err)
 	case err != nil && !o.started:
 		// cobra refused the command line (unknown command, extra argument)
 		// before any command ran: a usage error.
-		err = graph.WithKind(graph.KindInput, err)
+		err = exitcode.With(exitcode.Input, err)
 	case errors.Is(err, installconfig.ErrNoConfig) && o.dirMissing && o.command != "kiln create install-config":
-		err = graph.WithKind(graph.KindInput, fmt.Errorf("--dir %s does not exist", o.dir))
-	case errors.Is(err, atomicfile.ErrSymlink):
-		// A symbolic link where kiln writes in --dir (docs/crash-safety.md,
-		// "Links in --dir") is bad input, whichever step met it.
-		err = graph.WithKind(graph.KindInput, err)
+		err = exitcode.With(exitcode.Input, fmt.Errorf("--dir %s does not exist", o.dir))
 	}
-	kind := graph.KindOf(err)
+	kind := exitcode.Of(err)
 	if err != nil {
 		o.log.Error(err.Error())
 	}
 	o.finishDebugLog(err, kind)
 	if uerr := o.lock.Unlock(); uerr != nil {
 		o.log.Warnf("cannot remove the lock file: %v", uerr)
-	}
-	if err == nil {
-		return 0
 	}
 	return int(kind)
 }
@@ -105,7 +102,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 			o.started, o.command = true, cmd.CommandPath()
 			lvl, err := logrus.ParseLevel(o.logLevel)
 			if err != nil {
-				return graph.WithKind(graph.KindInput, fmt.Errorf("--log-level: %w", err))
+				return exitcode.With(exitcode.Input, fmt.Errorf("--log-level: %w", err))
 			}
 			o.log.SetLevel(logrus.TraceLevel)
 			consoleLevel(o.log, lvl)
@@ -116,7 +113,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 			}
 			st, err := os.Stat(o.dir)
 			if err == nil && !st.IsDir() {
-				return graph.WithKind(graph.KindInput, fmt.Errorf("--dir %s is not a directory", o.dir))
+				return exitcode.With(exitcode.Input, fmt.Errorf("--dir %s is not a directory", o.dir))
 			}
 			o.dirMissing = errors.Is(err, fs.ErrNotExist)
 			// The debug log is appended to, not replaced: refuse a link
@@ -139,7 +136,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return graph.WithKind(graph.KindInput, err)
+		return exitcode.With(exitcode.Input, err)
 	})
 	root.PersistentFlags().StringVar(&o.dir, "dir", ".", "assets directory")
 	root.PersistentFlags().StringVar(&o.logLevel, "log-level", "info", "console log level (debug, info, warn, error)")
@@ -169,7 +166,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 
 // lockAnnotation on a command (or a parent) says it writes --dir, so it
 // holds the lock of --dir while it runs: a second kiln on the same --dir
-// stops at once with graph.KindBusy instead of mixing two runs' files.
+// stops at once with exitcode.Busy instead of mixing two runs' files.
 const lockAnnotation = "kiln/locks-dir"
 
 // locksDir tells whether cmd or a parent carries lockAnnotation.

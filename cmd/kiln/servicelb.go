@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 	"github.com/kiln-project/kiln/platforms/local/servicelb"
 )
@@ -22,7 +22,7 @@ func newServiceLBCmd(o *rootOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Log = o.log
 			opts.Run = machine.ExecRunner{Log: o.log}
-			return graph.WithKind(graph.KindInfrastructure, servicelb.Serve(cmd.Context(), opts))
+			return exitcode.With(exitcode.Infrastructure, servicelb.Serve(cmd.Context(), opts))
 		},
 	}
 	cmd.Flags().StringVar(&opts.ConfigPath, "config", "", "JSON configuration file")

@@ -15,7 +15,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 )
 
 // mainPackage is kiln's main package, what `go install` builds.
@@ -120,7 +120,7 @@ func staticKiln(ctx context.Context, log logrus.FieldLogger, kiln, cache, key st
 	goTool, _ := exec.LookPath("go")
 	plan, err := planStaticBuild(bi, goTool, sourceDir(), out)
 	if err != nil {
-		return "", graph.WithKind(graph.KindInput, err)
+		return "", exitcode.With(exitcode.Input, err)
 	}
 	log.Warnf("This kiln is dynamically linked (cgo); building a static copy for the machines: CGO_ENABLED=0 go %s (in %s)",
 		strings.Join(plan.Args, " "), plan.Dir)
@@ -132,12 +132,12 @@ func staticKiln(ctx context.Context, log logrus.FieldLogger, kiln, cache, key st
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOBIN="+out, "GOFLAGS=-trimpath")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(out)
-		return "", graph.WithKind(graph.KindInput, fmt.Errorf("building a static kiln failed (%v): %s; install one: CGO_ENABLED=0 go install %s@latest",
+		return "", exitcode.With(exitcode.Input, fmt.Errorf("building a static kiln failed (%v): %s; install one: CGO_ENABLED=0 go install %s@latest",
 			err, bytes.TrimSpace(b), mainPackage))
 	}
 	if dyn, err := dynamicallyLinked(plan.Output); err != nil || dyn {
 		os.RemoveAll(out)
-		return "", graph.WithKind(graph.KindInput, errors.New("the rebuilt kiln is still dynamically linked; build one with CGO_ENABLED=0"))
+		return "", exitcode.With(exitcode.Input, errors.New("the rebuilt kiln is still dynamically linked; build one with CGO_ENABLED=0"))
 	}
 	return plan.Output, nil
 }

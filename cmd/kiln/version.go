@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-project/kiln/assets/release"
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 )
 
 // versionInfo is what `kiln version` reports: kiln's own build and the
@@ -124,7 +124,7 @@ func newVersionCmd(o *rootOptions) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if output != "text" && output != "json" {
-				return graph.WithKind(graph.KindInput, fmt.Errorf("--output %q: want text or json", output))
+				return exitcode.With(exitcode.Input, fmt.Errorf("--output %q: want text or json", output))
 			}
 			bi, ok := debug.ReadBuildInfo()
 			return readVersion(bi, ok).write(o.stdout, output)

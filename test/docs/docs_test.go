@@ -30,7 +30,7 @@ import (
 //     (<name>, ...) are skipped. In Markdown only code spans are read;
 //   - "folder.Ident" (e.g. assets/ignition.NodeValues): the folder must be a
 //     package of the repository that declares Ident;
-//   - "pkg.Ident" and "pkg.Ident.Member" (e.g. graph.WithKind): when pkg is
+//   - "pkg.Ident" and "pkg.Ident.Member" (e.g. exitcode.With): when pkg is
 //     the name of a kiln package and of no other package kiln imports,
 //     Ident must be declared in a kiln package of that name, and Member,
 //     when Ident is a type, must be one of its methods or fields;

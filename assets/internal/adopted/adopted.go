@@ -134,7 +134,7 @@ func (c *Cluster) Check(f *graph.File) error {
 		return nil
 	}
 	w.first.More = w.count - 1
-	return graph.WithKind(graph.KindInput, w.first)
+	return &graph.InputError{Err: w.first}
 }
 
 // maxDepth bounds the nesting of Ignition configs and encodings walked.

@@ -170,7 +170,7 @@ func TestCheck(t *testing.T) {
 				return
 			}
 			var me *adopted.MismatchError
-			if !errors.As(err, &me) || graph.KindOf(err) != graph.KindInput {
+			if !errors.As(err, &me) || !graph.IsInputError(err) {
 				t.Fatalf("Check = %v, want an input error with a *MismatchError", err)
 			}
 			if me.File != tc.want.File || me.Item != tc.want.Item || !strings.HasPrefix(me.Problem, tc.want.Problem) || me.More != tc.want.More {

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kiln-project/kiln/assets/kubeconfig"
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 )
 
 // Options configure CheckExpiration.
@@ -38,7 +38,7 @@ type Options struct {
 // be reached; that error is returned after it.
 func CheckExpiration(ctx context.Context, w io.Writer, o Options) error {
 	if _, err := os.Stat(o.Dir); err != nil {
-		return graph.WithKind(graph.KindInput, fmt.Errorf("--dir: %w", err))
+		return exitcode.With(exitcode.Input, fmt.Errorf("--dir: %w", err))
 	}
 	entries, err := FromDir(o.Dir)
 	if err != nil {

@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/waitfor"
-	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -275,16 +275,16 @@ func TestStopAndStart(t *testing.T) {
 	prov.fail = map[string]error{}
 	prov.cluster = &fakeCluster{client: prov.cluster.client, nodes: 1}
 	prov.cluster.client.CoreV1().Nodes().Delete(context.Background(), "node-1", metav1.DeleteOptions{})
-	if err := Start(context.Background(), c, rp, API{Waits: api}, l, &out); graph.KindOf(err) != graph.KindInstall {
-		t.Errorf("start with a node missing: %v (kind %d), want an install error", err, graph.KindOf(err))
+	if err := Start(context.Background(), c, rp, API{Waits: api}, l, &out); exitcode.Of(err) != exitcode.Install {
+		t.Errorf("start with a node missing: %v (kind %d), want an install error", err, exitcode.Of(err))
 	}
 	// A failing start is an infrastructure error.
 	prov.fail = map[string]error{"start": errors.New("apply failed")}
-	if err := Start(context.Background(), c, rp, API{Waits: api}, l, &out); graph.KindOf(err) != graph.KindInfrastructure {
+	if err := Start(context.Background(), c, rp, API{Waits: api}, l, &out); exitcode.Of(err) != exitcode.Infrastructure {
 		t.Errorf("failing start: %v, want an infrastructure error", err)
 	}
 	// A platform that cannot restart is told so, as bad input.
-	if err := Stop(context.Background(), c, prov, l, &out); graph.KindOf(err) != graph.KindInput {
+	if err := Stop(context.Background(), c, prov, l, &out); exitcode.Of(err) != exitcode.Input {
 		t.Errorf("stop on a platform without Restarter: %v", err)
 	}
 }
@@ -296,34 +296,34 @@ func TestCreateFailureKinds(t *testing.T) {
 		name      string
 		setup     func(*Cluster, *recordingProv, *fakeAPI)
 		wantCalls []string
-		wantKind  graph.Kind
+		wantKind  exitcode.Kind
 	}{
 		{"credentials expire too soon", func(c *Cluster, _ *recordingProv, _ *fakeAPI) { c.TokenExpiry = time.Now().Add(time.Hour) },
-			nil, graph.KindInput},
+			nil, exitcode.Input},
 		{"preflight", func(_ *Cluster, p *recordingProv, _ *fakeAPI) {
 			p.fail = map[string]error{"preflight": errors.New("no cgroup")}
 		},
-			[]string{"preflight"}, graph.KindInfrastructure},
+			[]string{"preflight"}, exitcode.Infrastructure},
 		{"provision", func(_ *Cluster, p *recordingProv, _ *fakeAPI) {
 			p.fail = map[string]error{"provision": errors.New("apply failed")}
 		},
-			[]string{"preflight", "provision"}, graph.KindInfrastructure},
+			[]string{"preflight", "provision"}, exitcode.Infrastructure},
 		{"install-config problem found by the provisioner", func(_ *Cluster, p *recordingProv, _ *fakeAPI) {
 			p.fail = map[string]error{"provision": fmt.Errorf("layout: %w", &platforms.ConfigError{Err: errors.New("no room")})}
-		}, []string{"preflight", "provision"}, graph.KindInput},
+		}, []string{"preflight", "provision"}, exitcode.Input},
 		{"API never answers", func(_ *Cluster, _ *recordingProv, a *fakeAPI) { a.apiErr = errors.New("connection refused") },
-			[]string{"preflight", "provision"}, graph.KindBootstrap},
+			[]string{"preflight", "provision"}, exitcode.Bootstrap},
 		{"bootstrap never completes", func(c *Cluster, p *recordingProv, _ *fakeAPI) {
 			c.Timeouts.Bootstrap = 20 * time.Millisecond
 			p.cluster.stuck = true
-		}, []string{"preflight", "provision"}, graph.KindBootstrap},
+		}, []string{"preflight", "provision"}, exitcode.Bootstrap},
 		{"destroy bootstrap", func(_ *Cluster, p *recordingProv, _ *fakeAPI) {
 			p.fail = map[string]error{"destroy-bootstrap": errors.New("terraform destroy failed")}
-		}, []string{"preflight", "provision", "destroy-bootstrap"}, graph.KindInfrastructure},
+		}, []string{"preflight", "provision", "destroy-bootstrap"}, exitcode.Infrastructure},
 		{"nodes never Ready", func(c *Cluster, p *recordingProv, _ *fakeAPI) {
 			c.Timeouts.Install = 20 * time.Millisecond
 			p.cluster.nodes = 1 // of 2
-		}, []string{"preflight", "provision", "destroy-bootstrap"}, graph.KindInstall},
+		}, []string{"preflight", "provision", "destroy-bootstrap"}, exitcode.Install},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -333,7 +333,7 @@ func TestCreateFailureKinds(t *testing.T) {
 			if err == nil {
 				t.Fatal("create succeeded")
 			}
-			if got := graph.KindOf(err); got != tt.wantKind {
+			if got := exitcode.Of(err); got != tt.wantKind {
 				t.Errorf("kind = %d, want %d (err %v)", got, tt.wantKind, err)
 			}
 			if !slices.Equal(prov.calls, tt.wantCalls) {
@@ -371,10 +371,10 @@ func TestProvisionerOfUnprovisionedPlatform(t *testing.T) {
 		t.Fatalf("local: %v", err)
 	}
 	_, err := Provisioner("none", platforms.Env{})
-	if graph.KindOf(err) != graph.KindInput || !strings.Contains(err.Error(), "kiln wait-for bootstrap-complete") {
+	if exitcode.Of(err) != exitcode.Input || !strings.Contains(err.Error(), "kiln wait-for bootstrap-complete") {
 		t.Errorf("none: %v", err)
 	}
-	if _, err := Provisioner("mars", platforms.Env{}); graph.KindOf(err) != graph.KindInput {
+	if _, err := Provisioner("mars", platforms.Env{}); exitcode.Of(err) != exitcode.Input {
 		t.Errorf("unknown platform: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kiln-project/kiln/assets/clusterid"
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/metadata"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
@@ -44,15 +45,15 @@ func FindTarget(dir, infraID string) (Target, error) {
 		return targetFromState(dir)
 	}
 	if err != nil {
-		return Target{}, graph.WithKind(graph.KindInput, err)
+		return Target{}, exitcode.With(exitcode.Input, err)
 	}
 	m, err := metadata.Parse(data)
 	if err != nil {
-		return Target{}, graph.WithKind(graph.KindInput, err)
+		return Target{}, exitcode.With(exitcode.Input, err)
 	}
 	t := Target{InfraID: m.InfraID, Platform: m.PlatformName}
 	if infraID != "" && infraID != m.InfraID {
-		return Target{}, graph.WithKind(graph.KindInput, fmt.Errorf("--infra-id %s does not match %s's infraID %s", infraID, metadata.FileName, m.InfraID))
+		return Target{}, exitcode.With(exitcode.Input, fmt.Errorf("--infra-id %s does not match %s's infraID %s", infraID, metadata.FileName, m.InfraID))
 	}
 	return t, nil
 }
@@ -64,7 +65,7 @@ func FindTarget(dir, infraID string) (Target, error) {
 // consumed; the debug log and .kiln/consumed stay.
 func Destroy(ctx context.Context, dir string, t Target, prov platforms.Provisioner, log logrus.FieldLogger) error {
 	if err := prov.Destroy(ctx, dir, t.InfraID); err != nil {
-		return classify(graph.KindInfrastructure, err)
+		return exitcode.With(exitcode.Infrastructure, err)
 	}
 	return cleanDir(dir, log)
 }
@@ -114,10 +115,10 @@ func targetFromState(dir string) (Target, error) {
 	cid, ic := &clusterid.ClusterID{}, &installconfig.InstallConfig{}
 	foundID, err := store.FromState(cid)
 	if err != nil || !foundID {
-		return Target{}, graph.WithKind(graph.KindInput, ErrNoMetadata)
+		return Target{}, exitcode.With(exitcode.Input, ErrNoMetadata)
 	}
 	if ok, err := store.FromState(ic); err != nil || !ok {
-		return Target{}, graph.WithKind(graph.KindInput, ErrNoMetadata)
+		return Target{}, exitcode.With(exitcode.Input, ErrNoMetadata)
 	}
 	return Target{InfraID: cid.InfraID, Platform: ic.Config.PlatformName()}, nil
 }

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -20,14 +20,14 @@ import (
 func Gather(ctx context.Context, dir string, t Target, prov platforms.Provisioner, now time.Time) (string, error) {
 	g, ok := prov.(platforms.Gatherer)
 	if !ok {
-		return "", graph.WithKind(graph.KindInput, fmt.Errorf("platform %s cannot gather logs", t.Platform))
+		return "", exitcode.With(exitcode.Input, fmt.Errorf("platform %s cannot gather logs", t.Platform))
 	}
 	tmp, err := os.MkdirTemp("", "kiln-gather-")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	gatherErr := classify(graph.KindInfrastructure, g.Gather(ctx, t.InfraID, tmp))
+	gatherErr := exitcode.With(exitcode.Infrastructure, g.Gather(ctx, t.InfraID, tmp))
 	out := filepath.Join(dir, "log-bundle-"+now.UTC().Format("20060102-150405")+".tar.gz")
 	w := &atomicfile.Writer{Root: dir}
 	if err := w.WriteFunc(out, 0o600, func(f io.Writer) error { return tarGz(tmp, f) }); err != nil {

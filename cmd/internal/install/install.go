@@ -30,6 +30,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/assets/targets"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/waitfor"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
@@ -64,7 +65,7 @@ func (t Timeouts) Check() error {
 		d    time.Duration
 	}{{"--api-timeout", t.API}, {"--bootstrap-timeout", t.Bootstrap}, {"--install-timeout", t.Install}} {
 		if f.d < 0 {
-			return graph.WithKind(graph.KindInput, fmt.Errorf("%s %s: a timeout must be positive (0 keeps the default)", f.name, f.d))
+			return exitcode.With(exitcode.Input, fmt.Errorf("%s %s: a timeout must be positive (0 keeps the default)", f.name, f.d))
 		}
 	}
 	return nil
@@ -93,7 +94,7 @@ func Load(ctx context.Context, dir string, log logrus.FieldLogger, flags Timeout
 	ic, cid := &installconfig.InstallConfig{}, &clusterid.ClusterID{}
 	boot, master, worker := &ignitionconfigs.Bootstrap{}, &ignitionconfigs.Master{}, &ignitionconfigs.Worker{}
 	if found, err := store.FromState(boot); err != nil || !found {
-		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("%w (in %s)", ErrNoCluster, dir))
+		return nil, exitcode.With(exitcode.Input, fmt.Errorf("%w (in %s)", ErrNoCluster, dir))
 	}
 	admin, tok := &kubeconfig.Admin{}, &bootstraptoken.BootstrapToken{}
 	if err := store.Fetch(ctx, ic, cid, boot, master, worker, admin, tok); err != nil {
@@ -113,19 +114,19 @@ func Load(ctx context.Context, dir string, log logrus.FieldLogger, flags Timeout
 		TokenSecret: tok.Secret().Name,
 	}
 	if _, err := os.Stat(c.Kubeconfig); errors.Is(err, fs.ErrNotExist) {
-		return nil, graph.WithKind(graph.KindInput, fmt.Errorf(
+		return nil, exitcode.With(exitcode.Input, fmt.Errorf(
 			"%s is missing from %s: run `kiln create ignition-configs --dir %s` to write it again", admin.File.Path, dir, dir))
 	}
 	rec, found, err := LoadShape(abs)
 	if err != nil {
-		return nil, graph.WithKind(graph.KindInput, err)
+		return nil, exitcode.With(exitcode.Input, err)
 	}
 	if found {
 		c.Shape = rec.Shape
 	}
 	c.Timeouts, err = timeouts(ic.Config.Timeouts, flags)
 	if err != nil {
-		return nil, graph.WithKind(graph.KindInput, err)
+		return nil, exitcode.With(exitcode.Input, err)
 	}
 	return c, nil
 }
@@ -224,7 +225,7 @@ func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API
 	c.BootstrapDone = c.bootstrapRecorded() || api.IsBootstrapComplete(ctx)
 	if c.BootstrapDone {
 		if err := c.recordBootstrap(); err != nil {
-			return graph.WithKind(graph.KindInternal, err)
+			return exitcode.With(exitcode.Internal, err)
 		}
 	}
 	// A failing phase exits with its kind's code (docs/exit-codes.md).
@@ -232,7 +233,7 @@ func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API
 		checkCredentials{c, time.Now}, // input; skipped once bootstrap is done
 		preflight{c, prov},            // infrastructure
 		provision{c, prov},            // infrastructure; no bootstrap machine once bootstrap is done
-		waitAPI{c, api, graph.KindBootstrap},
+		waitAPI{c, api, exitcode.Bootstrap},
 		waitBootstrapComplete{c, api}, // bootstrap
 		destroyBootstrap{c, prov},     // infrastructure
 		waitInstallComplete{c, api},   // install
@@ -259,7 +260,7 @@ func (c *Cluster) WriteComplete(out io.Writer) {
 // WaitForBootstrapComplete is `kiln wait-for bootstrap-complete`: create's
 // waits up to the bootstrap machine's removal.
 func WaitForBootstrapComplete(ctx context.Context, c *Cluster, api API, log logrus.FieldLogger) error {
-	return Run(ctx, log, []Phase{waitAPI{c, api, graph.KindBootstrap}, waitBootstrapComplete{c, api}})
+	return Run(ctx, log, []Phase{waitAPI{c, api, exitcode.Bootstrap}, waitBootstrapComplete{c, api}})
 }
 
 // WaitForInstallComplete is `kiln wait-for install-complete`.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/targets"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -57,7 +58,7 @@ func TestFindTarget(t *testing.T) {
 	if tg, err := FindTarget(dir, ""); err != nil || tg.InfraID != "demo-xyz12" {
 		t.Fatalf("metadata: %+v %v", tg, err)
 	}
-	if _, err := FindTarget(dir, "other-11111"); graph.KindOf(err) != graph.KindInput {
+	if _, err := FindTarget(dir, "other-11111"); exitcode.Of(err) != exitcode.Input {
 		t.Fatalf("mismatched --infra-id accepted: %v", err)
 	}
 }

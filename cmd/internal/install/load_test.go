@@ -2,13 +2,15 @@ package install
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -17,11 +19,12 @@ type fakeLoader struct {
 	fakeProv
 	infraID, path string
 	nodes         []string
+	err           error // what LoadImageArchive returns
 }
 
 func (f *fakeLoader) LoadImageArchive(_ context.Context, infraID, path string, nodes []string) error {
 	f.infraID, f.path, f.nodes = infraID, path, nodes
-	return nil
+	return f.err
 }
 
 func TestLoadImageArchive(t *testing.T) {
@@ -53,11 +56,28 @@ func TestLoadImageArchive(t *testing.T) {
 		"directory":                    {"local", &fakeLoader{}, dir, "is not a regular file"},
 	} {
 		err := LoadImageArchive(ctx, Target{InfraID: "demo-1", Platform: tc.platform}, tc.prov, tc.path, nil)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || graph.KindOf(err) != graph.KindInput {
+		if err == nil || !strings.Contains(err.Error(), tc.want) || exitcode.Of(err) != exitcode.Input {
 			t.Errorf("%s: err = %v, want an input error with %q", name, err, tc.want)
 		}
 		if l, ok := tc.prov.(*fakeLoader); ok && l.path != "" {
 			t.Errorf("%s: the loader was called", name)
+		}
+	}
+
+	// What the loader returns is classified here, at the edge: a failure
+	// on the machines is an infrastructure error, a node the cluster does
+	// not have is the user's to fix.
+	for name, tc := range map[string]struct {
+		err  error
+		want exitcode.Kind
+	}{
+		"machine not running": {errors.New("machine demo-1-worker-0 is stopped"), exitcode.Infrastructure},
+		"unknown node": {fmt.Errorf("load: %w", &platforms.UnknownNodesError{InfraID: "demo-1", Unknown: []string{"x"},
+			Nodes: []string{"demo-1-master-0"}}), exitcode.Input},
+	} {
+		err := LoadImageArchive(ctx, target, &fakeLoader{err: tc.err}, archive, nil)
+		if !errors.Is(err, tc.err) || exitcode.Of(err) != tc.want {
+			t.Errorf("%s: err = %v (kind %d), want %v of kind %d", name, err, exitcode.Of(err), tc.err, tc.want)
 		}
 	}
 }

@@ -2,12 +2,10 @@ package install
 
 import (
 	"context"
-	"errors"
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/kiln-project/kiln/graph"
-	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 )
 
 // Phase is one step of an install, as k0sctl's phases: small, titled and
@@ -16,9 +14,12 @@ type Phase interface {
 	// Title names the phase in the debug log.
 	Title() string
 	// Kind is how a failure of the phase is reported: the process exit
-	// code (docs/exit-codes.md). Libraries do not classify their errors;
-	// the phase that called them does.
-	Kind() graph.Kind
+	// code (docs/exit-codes.md). Libraries do not classify their errors:
+	// they return errors that say what went wrong, the phase that called
+	// them says which kind its failure is, and exitcode.Of maps both to
+	// the code, once (a *platforms.ConfigError is bad input whichever
+	// phase met it).
+	Kind() exitcode.Kind
 	// Run performs the phase.
 	Run(ctx context.Context) error
 }
@@ -38,7 +39,7 @@ func Run(ctx context.Context, log logrus.FieldLogger, phases []Phase) error {
 		if c, ok := p.(Conditional); ok {
 			run, err := c.ShouldRun(ctx)
 			if err != nil {
-				return classify(p.Kind(), err)
+				return exitcode.With(p.Kind(), err)
 			}
 			if !run {
 				log.Debugf("phase: %s: skipped", p.Title())
@@ -47,21 +48,8 @@ func Run(ctx context.Context, log logrus.FieldLogger, phases []Phase) error {
 		}
 		log.Debugf("phase: %s", p.Title())
 		if err := p.Run(ctx); err != nil {
-			return classify(p.Kind(), err)
+			return exitcode.With(p.Kind(), err)
 		}
 	}
 	return nil
-}
-
-// classify reports err as a failure of kind, unless it is the user's to
-// fix: an install-config problem that only a provisioner found
-// (platforms.ConfigError) is bad input whichever phase met it.
-func classify(kind graph.Kind, err error) error {
-	if err == nil {
-		return nil
-	}
-	if ce := (*platforms.ConfigError)(nil); errors.As(err, &ce) {
-		kind = graph.KindInput
-	}
-	return graph.WithKind(kind, err)
 }

@@ -9,9 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kiln-project/kiln/assets/bootstraptoken"
-
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/waitfor"
-	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -38,8 +37,8 @@ type checkCredentials struct {
 	now func() time.Time
 }
 
-func (checkCredentials) Title() string    { return "check the bootstrap credentials" }
-func (checkCredentials) Kind() graph.Kind { return graph.KindInput }
+func (checkCredentials) Title() string       { return "check the bootstrap credentials" }
+func (checkCredentials) Kind() exitcode.Kind { return exitcode.Input }
 func (p checkCredentials) ShouldRun(context.Context) (bool, error) {
 	return !p.c.BootstrapDone, nil
 }
@@ -52,7 +51,7 @@ type preflight struct {
 }
 
 func (preflight) Title() string                   { return "preflight" }
-func (preflight) Kind() graph.Kind                { return graph.KindInfrastructure }
+func (preflight) Kind() exitcode.Kind             { return exitcode.Infrastructure }
 func (p preflight) Run(ctx context.Context) error { return p.prov.Preflight(ctx, &p.c.Cluster) }
 
 // provision creates the infrastructure; the bootstrap machine only while
@@ -63,7 +62,7 @@ type provision struct {
 }
 
 func (provision) Title() string                   { return "provision" }
-func (provision) Kind() graph.Kind                { return graph.KindInfrastructure }
+func (provision) Kind() exitcode.Kind             { return exitcode.Infrastructure }
 func (p provision) Run(ctx context.Context) error { return p.prov.Provision(ctx, &p.c.Cluster) }
 
 // waitAPI waits for the Kubernetes API to answer. Its failure is of kind:
@@ -72,11 +71,11 @@ func (p provision) Run(ctx context.Context) error { return p.prov.Provision(ctx,
 type waitAPI struct {
 	c    *Cluster
 	api  API
-	kind graph.Kind
+	kind exitcode.Kind
 }
 
-func (waitAPI) Title() string      { return "wait for the API" }
-func (p waitAPI) Kind() graph.Kind { return p.kind }
+func (waitAPI) Title() string         { return "wait for the API" }
+func (p waitAPI) Kind() exitcode.Kind { return p.kind }
 func (p waitAPI) Run(ctx context.Context) error {
 	_, err := p.api.Waits.API(ctx, p.api.Server, p.c.Timeouts.API)
 	return err
@@ -88,8 +87,8 @@ type waitBootstrapComplete struct {
 	api API
 }
 
-func (waitBootstrapComplete) Title() string    { return "wait for bootstrap-complete" }
-func (waitBootstrapComplete) Kind() graph.Kind { return graph.KindBootstrap }
+func (waitBootstrapComplete) Title() string       { return "wait for bootstrap-complete" }
+func (waitBootstrapComplete) Kind() exitcode.Kind { return exitcode.Bootstrap }
 func (p waitBootstrapComplete) Run(ctx context.Context) error {
 	if err := p.api.BootstrapComplete(ctx, p.c.Timeouts.Bootstrap); err != nil {
 		return err
@@ -104,8 +103,8 @@ type destroyBootstrap struct {
 	prov platforms.Provisioner
 }
 
-func (destroyBootstrap) Title() string    { return "destroy the bootstrap machine" }
-func (destroyBootstrap) Kind() graph.Kind { return graph.KindInfrastructure }
+func (destroyBootstrap) Title() string       { return "destroy the bootstrap machine" }
+func (destroyBootstrap) Kind() exitcode.Kind { return exitcode.Infrastructure }
 func (p destroyBootstrap) Run(ctx context.Context) error {
 	return p.prov.DestroyBootstrap(ctx, &p.c.Cluster)
 }
@@ -116,8 +115,8 @@ type waitInstallComplete struct {
 	api API
 }
 
-func (waitInstallComplete) Title() string    { return "wait for install-complete" }
-func (waitInstallComplete) Kind() graph.Kind { return graph.KindInstall }
+func (waitInstallComplete) Title() string       { return "wait for install-complete" }
+func (waitInstallComplete) Kind() exitcode.Kind { return exitcode.Install }
 func (p waitInstallComplete) Run(ctx context.Context) error {
 	return p.api.InstallComplete(ctx, p.c.Nodes(), p.c.Timeouts.Install)
 }
@@ -130,8 +129,8 @@ type checkPodNetwork struct {
 	prov platforms.Provisioner
 }
 
-func (checkPodNetwork) Title() string    { return "check the pod network" }
-func (checkPodNetwork) Kind() graph.Kind { return graph.KindInstall }
+func (checkPodNetwork) Title() string       { return "check the pod network" }
+func (checkPodNetwork) Kind() exitcode.Kind { return exitcode.Install }
 func (p checkPodNetwork) ShouldRun(context.Context) (bool, error) {
 	_, ok := p.prov.(waitfor.Prober)
 	return ok, nil
@@ -149,8 +148,8 @@ type retireJoinToken struct {
 	api API
 }
 
-func (retireJoinToken) Title() string    { return "retire the install-time join token" }
-func (retireJoinToken) Kind() graph.Kind { return graph.KindInstall }
+func (retireJoinToken) Title() string       { return "retire the install-time join token" }
+func (retireJoinToken) Kind() exitcode.Kind { return exitcode.Install }
 func (p retireJoinToken) Run(ctx context.Context) error {
 	err := p.api.Client.CoreV1().Secrets(bootstraptoken.SecretNamespace).Delete(ctx, p.c.TokenSecret, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {

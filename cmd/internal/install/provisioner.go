@@ -3,7 +3,7 @@ package install
 import (
 	"fmt"
 
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/configs"
 	"github.com/kiln-project/kiln/platforms/provisioners"
@@ -17,8 +17,8 @@ func Provisioner(platform string, env platforms.Env) (platforms.Provisioner, err
 		return p, nil
 	}
 	if _, known := configs.Get(platform); !known {
-		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("platform %s: provisioning is not implemented yet", platform))
+		return nil, exitcode.With(exitcode.Input, fmt.Errorf("platform %s: provisioning is not implemented yet", platform))
 	}
-	return nil, graph.WithKind(graph.KindInput, fmt.Errorf("platform %s: kiln provisions no machines; boot yours with bootstrap.ign, "+
+	return nil, exitcode.With(exitcode.Input, fmt.Errorf("platform %s: kiln provisions no machines; boot yours with bootstrap.ign, "+
 		"master.ign and worker.ign from `kiln create ignition-configs`, then run `kiln wait-for bootstrap-complete`", platform))
 }

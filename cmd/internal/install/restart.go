@@ -10,7 +10,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -40,7 +40,7 @@ func (c *Cluster) recordBootstrap() error {
 func restarter(c *Cluster, prov platforms.Provisioner) (platforms.Restarter, error) {
 	r, ok := prov.(platforms.Restarter)
 	if !ok {
-		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("platform %s: kiln cannot stop or start its machines", c.Config.PlatformName()))
+		return nil, exitcode.With(exitcode.Input, fmt.Errorf("platform %s: kiln cannot stop or start its machines", c.Config.PlatformName()))
 	}
 	return r, nil
 }
@@ -71,7 +71,7 @@ func Start(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API,
 	requireRenewalSince(api, start)
 	phases := []Phase{
 		startCluster{c, r}, // infrastructure
-		waitAPI{c, api, graph.KindInstall},
+		waitAPI{c, api, exitcode.Install},
 		waitInstallComplete{c, api}, // install
 	}
 	if err := Run(ctx, log, phases); err != nil {
@@ -89,7 +89,7 @@ type stopCluster struct {
 }
 
 func (stopCluster) Title() string                   { return "stop the cluster" }
-func (stopCluster) Kind() graph.Kind                { return graph.KindInfrastructure }
+func (stopCluster) Kind() exitcode.Kind             { return exitcode.Infrastructure }
 func (p stopCluster) Run(ctx context.Context) error { return p.r.Stop(ctx, &p.c.Cluster) }
 
 // startCluster starts the cluster's stopped machines and load balancer.
@@ -99,7 +99,7 @@ type startCluster struct {
 }
 
 func (startCluster) Title() string                   { return "start the cluster" }
-func (startCluster) Kind() graph.Kind                { return graph.KindInfrastructure }
+func (startCluster) Kind() exitcode.Kind             { return exitcode.Infrastructure }
 func (p startCluster) Run(ctx context.Context) error { return p.r.Start(ctx, &p.c.Cluster) }
 
 // requireRenewalSince makes the waits of api (when they can) count a node

@@ -21,6 +21,7 @@ import (
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/release"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/install"
 	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
 	"github.com/kiln-project/kiln/graph"
@@ -50,7 +51,7 @@ func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, 
 	progress platforms.Progress, in io.Reader, out io.Writer) error {
 	scaler, ok := prov.(platforms.Scaler)
 	if !ok {
-		return graph.WithKind(graph.KindInput, fmt.Errorf("platform %s cannot add or remove machines", c.Config.PlatformName()))
+		return exitcode.With(exitcode.Input, fmt.Errorf("platform %s cannot add or remove machines", c.Config.PlatformName()))
 	}
 	r, err := newRunner(ctx, c, scaler, o, log, progress, out)
 	if err != nil {
@@ -58,23 +59,23 @@ func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, 
 	}
 	rec, _, err := install.LoadShape(c.Dir)
 	if err != nil {
-		return graph.WithKind(graph.KindInput, err)
+		return exitcode.With(exitcode.Input, err)
 	}
 	req, err := request(c, o, rec.Removing)
 	if err != nil {
-		return graph.WithKind(graph.KindInput, err)
+		return exitcode.With(exitcode.Input, err)
 	}
 	cur := c.Machines()
 	unjoined, err := r.Unjoined(ctx, cur)
 	if err != nil {
-		return graph.WithKind(graph.KindInstall, fmt.Errorf("read the cluster's etcd members: %w", err))
+		return exitcode.With(exitcode.Install, fmt.Errorf("read the cluster's etcd members: %w", err))
 	}
 	for n := range rec.Joining {
 		unjoined = append(unjoined, n)
 	}
 	plan, err := MakePlan(c.InfraID, cur, req, rec.Removing, unjoined)
 	if err != nil {
-		return graph.WithKind(graph.KindInput, err)
+		return exitcode.With(exitcode.Input, err)
 	}
 	plan.Print(out)
 	if plan.Empty() || o.PlanOnly {
@@ -86,10 +87,10 @@ func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, 
 	}
 	if !o.Yes {
 		if err := confirm(in, out); err != nil {
-			return graph.WithKind(graph.KindInput, err)
+			return exitcode.With(exitcode.Input, err)
 		}
 	}
-	return graph.WithKind(graph.KindInstall, r.Run(ctx, plan))
+	return exitcode.With(exitcode.Install, r.Run(ctx, plan))
 }
 
 // ErrNotConfirmed is returned when the user does not answer yes.
@@ -155,7 +156,7 @@ func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler,
 	master, worker := &ignitionconfigs.MasterConfig{}, &ignitionconfigs.WorkerConfig{}
 	for _, a := range []graph.Asset{ca, client, pods, master, worker} {
 		if found, err := store.FromState(a); err != nil || !found {
-			return nil, graph.WithKind(graph.KindInput, fmt.Errorf("%s is not in the state of %s: %v", a.Name(), c.Dir, err))
+			return nil, exitcode.With(exitcode.Input, fmt.Errorf("%s is not in the state of %s: %v", a.Name(), c.Dir, err))
 		}
 	}
 	var manifest string
@@ -165,7 +166,7 @@ func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler,
 		}
 	}
 	if !strings.Contains(manifest, manifests.EtcdInitialClusterMarker) {
-		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("the masters' etcd static pod in the state has no %s", manifests.EtcdInitialClusterMarker))
+		return nil, exitcode.With(exitcode.Input, fmt.Errorf("the masters' etcd static pod in the state has no %s", manifests.EtcdInitialClusterMarker))
 	}
 	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
@@ -177,7 +178,7 @@ func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler,
 	}
 	rec, _, err := install.LoadShape(c.Dir)
 	if err != nil {
-		return nil, graph.WithKind(graph.KindInput, err)
+		return nil, exitcode.With(exitcode.Input, err)
 	}
 	r := &Runner{
 		Cluster:  &c.Cluster,

@@ -10,8 +10,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-
-	"github.com/kiln-project/kiln/graph"
 )
 
 // containerdRoot is containerd's root inside a machine; it is one of
@@ -44,7 +42,7 @@ func (m *Manager) ImportImageArchive(ctx context.Context, name, archive string) 
 		return err
 	}
 	if st != StateRunning {
-		return graph.WithKind(graph.KindInfrastructure, fmt.Errorf("machine %s is %s", name, st))
+		return fmt.Errorf("machine %s is %s", name, st)
 	}
 	hostDir := filepath.Join(m.dir(name), hostBindDir(containerdRoot), path.Base(importDir))
 	staged, err := stageFile(archive, hostDir)

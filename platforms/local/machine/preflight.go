@@ -67,9 +67,8 @@ func realProbe() hostProbe {
 }
 
 // Preflight checks that the host can run opts.Machines machines and says
-// in which cgroup mode they run. The error, a *PreflightError of kind
-// KindInfrastructure, lists every problem with its fix. Preflight changes
-// nothing on the host.
+// in which cgroup mode they run. The error, a *PreflightError, lists every
+// problem with its fix. Preflight changes nothing on the host.
 func Preflight(ctx context.Context, opts PreflightOptions) (Report, error) {
 	return preflight(opts, realProbe())
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 )
@@ -48,7 +47,7 @@ func isNode(infraID, name string) bool {
 
 // selectNodes returns, sorted, the nodes among machines that want names, or
 // every node when want is empty. A wanted name that is not a node of the
-// cluster is an input error naming the nodes there are.
+// cluster is a *platforms.UnknownNodesError naming the nodes there are.
 func selectNodes(infraID string, machines, want []string) ([]string, error) {
 	var all []string
 	for _, m := range machines {
@@ -58,7 +57,7 @@ func selectNodes(infraID string, machines, want []string) ([]string, error) {
 	}
 	slices.Sort(all)
 	if len(all) == 0 {
-		return nil, graph.WithKind(graph.KindInfrastructure, fmt.Errorf("cluster %s has no node machines", infraID))
+		return nil, fmt.Errorf("cluster %s has no node machines", infraID)
 	}
 	if len(want) == 0 {
 		return all, nil
@@ -72,8 +71,7 @@ func selectNodes(infraID string, machines, want []string) ([]string, error) {
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, graph.WithKind(graph.KindInput, fmt.Errorf("not a node of cluster %s: %s (nodes: %s)",
-			infraID, strings.Join(unknown, ", "), strings.Join(all, ", ")))
+		return nil, &platforms.UnknownNodesError{InfraID: infraID, Unknown: unknown, Nodes: all}
 	}
 	slices.Sort(out)
 	return out, nil
