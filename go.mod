@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/coreos/butane v0.25.1
 	github.com/coreos/ignition/v2 v2.24.0
+	github.com/google/go-cmp v0.7.0
 	github.com/hashicorp/terraform-exec v0.26.0
 	github.com/hashicorp/terraform-plugin-framework v1.19.0
 	github.com/rogpeppe/go-internal v1.14.1
