@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/cmd/internal/kubectl"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
@@ -43,7 +46,13 @@ func newCreateClusterCmd(o *rootOptions, co *createOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return install.Create(ctx, s.cluster, s.prov, s.api, o.log, o.stdout)
+			if err := install.Create(ctx, s.cluster, s.prov, s.api, o.log, o.stdout); err != nil {
+				return err
+			}
+			if note := kubectl.SkewNote(ctx, exec.LookPath, release.KubernetesVersion, o.dir); note != "" {
+				fmt.Fprintln(o.stdout, note)
+			}
+			return nil
 		},
 	}
 	addTimeoutFlags(cmd, &flags)
