@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/kiln-project/kiln/assets/release"
 )
 
 // kilnExe is the name under which the test binary runs kiln's main in a
@@ -29,7 +31,8 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// TestCLIScripts runs the testscript scripts in test/cli/*.txtar. Besides
+// TestCLIScripts runs the testscript scripts in test/cli/*.txtar, with
+// $KUBERNETES_VERSION the pinned Kubernetes release. Besides
 // testscript's built-in commands (stdin, stdout, stderr, exists, cp, cmp,
 // mkdir, ...), scripts have:
 //
@@ -44,6 +47,7 @@ func TestCLIScripts(t *testing.T) {
 		Dir: filepath.Join("..", "..", "test", "cli"),
 		Setup: func(env *testscript.Env) error {
 			env.Values[scriptStateKey{}] = &scriptState{}
+			env.Setenv("KUBERNETES_VERSION", release.KubernetesVersion)
 			return nil
 		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){

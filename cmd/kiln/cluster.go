@@ -8,13 +8,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/cmd/internal/kubectl"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -39,19 +42,17 @@ func newCreateClusterCmd(o *rootOptions, co *createOptions) *cobra.Command {
 			if err := o.createTarget(ctx, co, targets.IgnitionConfigs()); err != nil {
 				return err
 			}
-			c, err := install.Load(ctx, o.dir, o.log, flags)
+			s, err := o.openCluster(ctx, flags, withAPI)
 			if err != nil {
 				return err
 			}
-			prov, err := o.provisioner(cmd.Context(), c.Config.PlatformName())
-			if err != nil {
+			if err := install.Create(ctx, s.cluster, s.prov, s.api, o.log, o.stdout); err != nil {
 				return err
 			}
-			api, err := c.API(o.log, o.status, prov)
-			if err != nil {
-				return err
+			if note := kubectl.SkewNote(ctx, exec.LookPath, release.KubernetesVersion, o.dir); note != "" {
+				fmt.Fprintln(o.stdout, note)
 			}
-			return install.Create(ctx, c, prov, api, o.log, o.stdout)
+			return nil
 		},
 	}
 	addTimeoutFlags(cmd, &flags)
@@ -71,16 +72,12 @@ func newDestroyCmd(o *rootOptions) *cobra.Command {
 		Short: "Destroy the cluster of --dir (or --infra-id) and everything kiln created for it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			t, err := install.FindTarget(o.dir, infraID)
+			t, prov, err := o.openTarget(cmd.Context(), infraID)
 			if errors.Is(err, install.ErrNothingToDestroy) {
 				o.log.Warn(err.Error())
 				o.leaveDir = true
 				return nil
 			}
-			if err != nil {
-				return err
-			}
-			prov, err := o.provisioner(cmd.Context(), t.Platform)
 			if err != nil {
 				return err
 			}
@@ -97,15 +94,11 @@ func newDestroyCmd(o *rootOptions) *cobra.Command {
 		Short: "Destroy the bootstrap machine (after bootstrap-complete)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := install.Load(cmd.Context(), o.dir, o.log, install.Timeouts{})
+			s, err := o.openCluster(cmd.Context(), install.Timeouts{}, 0)
 			if err != nil {
 				return err
 			}
-			prov, err := o.provisioner(cmd.Context(), c.Config.PlatformName())
-			if err != nil {
-				return err
-			}
-			return install.DestroyBootstrap(cmd.Context(), c, prov, o.log)
+			return install.DestroyBootstrap(cmd.Context(), s.cluster, s.prov, o.log)
 		},
 	}
 	cmd.AddCommand(cluster, bootstrap)
@@ -123,22 +116,13 @@ func newWaitForCmd(o *rootOptions) *cobra.Command {
 				if err := flags.Check(); err != nil {
 					return err
 				}
-				c, err := install.Load(cmd.Context(), o.dir, o.log, flags)
-				if err != nil {
-					return err
-				}
 				// A platform kiln provisions also tells whether each
 				// node's machine runs; others are judged by the API alone.
-				prov, err := o.provisioner(cmd.Context(), c.Config.PlatformName())
-				if err != nil {
-					o.log.Debugf("no machine states: %v", err)
-					prov = nil
-				}
-				api, err := c.API(o.log, o.status, prov)
+				s, err := o.openCluster(cmd.Context(), flags, withAPI|withMachinesOptional)
 				if err != nil {
 					return err
 				}
-				return wait(cmd.Context(), c, api)
+				return wait(cmd.Context(), s.cluster, s.api)
 			},
 		}
 		addTimeoutFlags(c, &flags)
@@ -235,15 +219,11 @@ func newStopCmd(o *rootOptions) *cobra.Command {
 		Short: "Shut the cluster of --dir down cleanly: workers, then masters one at a time, then the API load balancer",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := install.Load(cmd.Context(), o.dir, o.log, install.Timeouts{})
+			s, err := o.openCluster(cmd.Context(), install.Timeouts{}, 0)
 			if err != nil {
 				return err
 			}
-			prov, err := o.provisioner(cmd.Context(), c.Config.PlatformName())
-			if err != nil {
-				return err
-			}
-			return install.Stop(cmd.Context(), c, prov, o.log, o.stdout)
+			return install.Stop(cmd.Context(), s.cluster, s.prov, o.log, o.stdout)
 		},
 	})
 	return cmd
@@ -258,20 +238,11 @@ func newStartCmd(o *rootOptions) *cobra.Command {
 		Short: "Start every stopped machine and the API load balancer of --dir's cluster (after a stop, a crash or a host reboot) and wait until every node is Ready",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			c, err := install.Load(ctx, o.dir, o.log, flags)
+			s, err := o.openCluster(cmd.Context(), flags, withAPI)
 			if err != nil {
 				return err
 			}
-			prov, err := o.provisioner(cmd.Context(), c.Config.PlatformName())
-			if err != nil {
-				return err
-			}
-			api, err := c.API(o.log, o.status, prov)
-			if err != nil {
-				return err
-			}
-			return install.Start(ctx, c, prov, api, o.log, o.stdout)
+			return install.Start(cmd.Context(), s.cluster, s.prov, s.api, o.log, o.stdout)
 		},
 	}
 	cluster.Flags().DurationVar(&flags.API, "api-timeout", 0, "how long to wait for the Kubernetes API (default: install-config timeouts.api, else 20m)")

@@ -23,14 +23,10 @@ func newGatherCmd(o *rootOptions) *cobra.Command {
 		Short: "Collect journals (bootkube, kubelet, etcd, ...) and pod logs of the bootstrap machine and masters into a tar.gz in --dir",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			t, err := install.FindTarget(o.dir, infraID)
+			t, prov, err := o.openTarget(cmd.Context(), infraID)
 			if errors.Is(err, install.ErrNothingToDestroy) {
 				return exitcode.With(exitcode.Input, errNothingToGather)
 			}
-			if err != nil {
-				return err
-			}
-			prov, err := o.provisioner(cmd.Context(), t.Platform)
 			if err != nil {
 				return err
 			}

@@ -20,11 +20,7 @@ func newLoadCmd(o *rootOptions) *cobra.Command {
 			"imagePullPolicy IfNotPresent or Never. Platforms that cannot do this say so.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := install.FindTarget(o.dir, infraID)
-			if err != nil {
-				return err
-			}
-			prov, err := o.provisioner(cmd.Context(), t.Platform)
+			t, prov, err := o.openTarget(cmd.Context(), infraID)
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -91,25 +92,23 @@ const credentialsPoll = 500 * time.Millisecond
 // the moment its Node exists (exiting for systemd to restart the unit cost
 // its RestartSec, 5 s, before the node could turn Ready).
 func awaitNodeClient(ctx context.Context, kubeconfig string, every time.Duration, log logrus.FieldLogger) (kubernetes.Interface, error) {
+	var client kubernetes.Interface
 	logged := false
-	for {
-		client, err := nodeClient(kubeconfig)
-		if err == nil {
-			return client, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		if !logged {
+	err := wait.PollUntilContextCancel(ctx, every, true, func(context.Context) (bool, error) {
+		c, err := nodeClient(kubeconfig)
+		switch {
+		case err == nil:
+			client = c
+			return true, nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return false, err
+		case !logged:
 			log.Infof("waiting for the kubelet's credentials (%v)", err)
 			logged = true
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(every):
-		}
-	}
+		return false, nil
+	})
+	return client, err
 }
 
 // nodeClient is the clientset of a node agent, with the credentials in

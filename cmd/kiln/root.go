@@ -151,6 +151,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		newDestroyCmd(o), newWaitForCmd(o), newGatherCmd(o), newLoadCmd(o),
 		newCertsCmd(o),
 		newStopCmd(o), newStartCmd(o), newScaleCmd(o),
+		newKubectlCmd(o),
 	)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()

@@ -27,16 +27,11 @@ its machine goes. A worker is drained (PodDisruptionBudgets respected) before it
 machine go. An interrupted scale resumes when run again. See docs/day-2.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			c, err := install.Load(ctx, o.dir, o.log, install.Timeouts{})
+			s, err := o.openCluster(cmd.Context(), install.Timeouts{}, 0)
 			if err != nil {
 				return err
 			}
-			prov, err := o.provisioner(ctx, c.Config.PlatformName())
-			if err != nil {
-				return err
-			}
-			return scale.Scale(ctx, c, prov, so, o.log, o.status, o.stdin, o.stdout)
+			return scale.Scale(cmd.Context(), s.cluster, s.prov, so, o.log, o.status, o.stdin, o.stdout)
 		},
 	}
 	f := cluster.Flags()

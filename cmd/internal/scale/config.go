@@ -1,11 +1,13 @@
 package scale
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
-	"sort"
+	"slices"
+	"strings"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
@@ -37,8 +39,8 @@ func Counts(cur, want *types.Config) (masters, workers int, err error) {
 		}
 	}
 	var errs field.ErrorList
-	for _, path := range diff(toTree(&a), toTree(&b), "") {
-		errs = append(errs, field.Forbidden(field.NewPath(path), "only controlPlane.replicas and compute[].replicas can change on a running cluster"))
+	for _, path := range changedFields(&a, &b) {
+		errs = append(errs, field.Forbidden(path, "only controlPlane.replicas and compute[].replicas can change on a running cluster"))
 	}
 	if len(errs) > 0 {
 		return 0, 0, errs.ToAggregate()
@@ -46,48 +48,82 @@ func Counts(cur, want *types.Config) (masters, workers int, err error) {
 	return want.MasterReplicas(), want.WorkerReplicas(), nil
 }
 
-// toTree is c as generic JSON values.
-func toTree(c *types.Config) any {
-	data, _ := json.Marshal(c)
-	var v any
-	_ = json.Unmarshal(data, &v)
-	return v
+// changedFields returns the paths of the fields where a and b (two values
+// of one type, such as *types.Config) differ, named as their YAML names
+// them, sorted. It sees what YAML sees: an empty list is the same as none,
+// and a field that is not serialized (unexported, or tagged json:"-") is
+// not compared.
+func changedFields(a, b any) []*field.Path {
+	r := &pathReporter{seen: map[string]bool{}}
+	cmp.Equal(a, b, cmpopts.EquateEmpty(), cmp.FilterPath(notSerialized, cmp.Ignore()), cmp.Reporter(r))
+	slices.SortFunc(r.changed, func(x, y *field.Path) int { return strings.Compare(x.String(), y.String()) })
+	return r.changed
 }
 
-// diff returns the paths where a and b differ, sorted.
-func diff(a, b any, path string) []string {
-	am, aok := a.(map[string]any)
-	bm, bok := b.(map[string]any)
-	if aok && bok {
-		var out []string
-		keys := map[string]bool{}
-		for k := range am {
-			keys[k] = true
-		}
-		for k := range bm {
-			keys[k] = true
-		}
-		for k := range keys {
-			p := k
-			if path != "" {
-				p = path + "." + k
-			}
-			out = append(out, diff(am[k], bm[k], p)...)
-		}
-		sort.Strings(out)
-		return out
+// notSerialized reports whether the last step of p is a struct field that
+// encoding/json leaves out.
+func notSerialized(p cmp.Path) bool {
+	sf, ok := p.Last().(cmp.StructField)
+	if !ok {
+		return false
 	}
-	al, aok := a.([]any)
-	bl, bok := b.([]any)
-	if aok && bok && len(al) == len(bl) {
-		var out []string
-		for i := range al {
-			out = append(out, diff(al[i], bl[i], fmt.Sprintf("%s[%d]", path, i))...)
+	_, skip := jsonName(p.Index(-2).Type(), sf)
+	return skip
+}
+
+// pathReporter is a cmp.Reporter collecting the field path of every
+// difference, each once (a list item both removed and inserted is one
+// path).
+type pathReporter struct {
+	steps   cmp.Path
+	seen    map[string]bool
+	changed []*field.Path
+}
+
+func (r *pathReporter) PushStep(s cmp.PathStep) { r.steps = append(r.steps, s) }
+
+func (r *pathReporter) PopStep() { r.steps = r.steps[:len(r.steps)-1] }
+
+func (r *pathReporter) Report(res cmp.Result) {
+	if res.Equal() {
+		return
+	}
+	p := fieldPath(r.steps)
+	if !r.seen[p.String()] {
+		r.seen[p.String()] = true
+		r.changed = append(r.changed, p)
+	}
+}
+
+// fieldPath turns a cmp path into install-config's terms: struct fields
+// by their JSON names, list items by index, map entries by key.
+func fieldPath(steps cmp.Path) *field.Path {
+	var p *field.Path
+	for i, s := range steps {
+		switch s := s.(type) {
+		case cmp.StructField:
+			name, _ := jsonName(steps[i-1].Type(), s)
+			p = p.Child(name)
+		case cmp.SliceIndex:
+			x, y := s.SplitKeys()
+			p = p.Index(max(x, y)) // -1 on the side it is missing from
+		case cmp.MapIndex:
+			p = p.Key(fmt.Sprint(s.Key()))
 		}
-		return out
 	}
-	if reflect.DeepEqual(a, b) {
-		return nil
+	return p
+}
+
+// jsonName is the name encoding/json gives field f of struct type parent,
+// and whether it leaves the field out.
+func jsonName(parent reflect.Type, f cmp.StructField) (name string, skip bool) {
+	sf := parent.Field(f.Index())
+	name, _, _ = strings.Cut(sf.Tag.Get("json"), ",")
+	switch {
+	case !sf.IsExported() || name == "-":
+		return sf.Name, true
+	case name == "":
+		return sf.Name, false
 	}
-	return []string{path}
+	return name, false
 }

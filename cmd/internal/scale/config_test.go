@@ -1,8 +1,12 @@
 package scale
 
 import (
-	"strings"
+	"errors"
+	"slices"
 	"testing"
+
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/cmd/internal/install"
@@ -36,16 +40,76 @@ func TestCounts(t *testing.T) {
 	bad.BaseDomain = "other.com"
 	bad.Platform.Local.APIVIP = "10.66.0.2"
 	_, _, err = Counts(cur, bad)
-	if err == nil {
-		t.Fatal("a changed baseDomain and apiVIP were accepted")
+	var agg utilerrors.Aggregate
+	if !errors.As(err, &agg) {
+		t.Fatalf("Counts = %v, want the refused fields", err)
 	}
-	for _, f := range []string{"baseDomain: Forbidden", "platform.local.apiVIP: Forbidden"} {
-		if !strings.Contains(err.Error(), f) {
-			t.Errorf("error lacks %q: %v", f, err)
+	var got []string
+	for _, e := range agg.Errors() {
+		var fe *field.Error
+		if !errors.As(e, &fe) || fe.Type != field.ErrorTypeForbidden {
+			t.Errorf("error %v is not a Forbidden field error", e)
+			continue
 		}
+		got = append(got, fe.Field)
 	}
-	if strings.Contains(err.Error(), "replicas") && !strings.Contains(err.Error(), "only controlPlane.replicas") {
-		t.Errorf("replicas reported as a change: %v", err)
+	if want := []string{"baseDomain", "platform.local.apiVIP"}; !slices.Equal(got, want) {
+		t.Errorf("refused fields %q, want %q (the replicas may change)", got, want)
+	}
+}
+
+// TestChangedFields checks the paths of what differs between two
+// install-configs, as YAML sees them.
+func TestChangedFields(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(c *types.Config)
+		want []string
+	}{
+		{name: "nothing", edit: func(*types.Config) {}},
+		{name: "an empty list is no list", edit: func(c *types.Config) { c.Networking.ClusterNetwork = []types.ClusterNetworkEntry{} }},
+		{name: "nested fields by their YAML names", edit: func(c *types.Config) {
+			c.Networking.MachineNetwork[0].CIDR = "10.67.0.0/24"
+			c.Metadata.Name = "other"
+		}, want: []string{"metadata.name", "networking.machineNetwork[0].cidr"}},
+		{name: "a pointer set", edit: func(c *types.Config) { c.Proxy = &types.Proxy{HTTPProxy: "http://proxy:3128"} }, want: []string{"proxy"}},
+		{name: "a pointer cleared", edit: func(c *types.Config) { c.Platform.Local = nil }, want: []string{"platform.local"}},
+		{name: "a list item added", edit: func(c *types.Config) {
+			c.Compute = append(c.Compute, types.MachinePool{Name: "extra"})
+		}, want: []string{"compute[1]"}},
+		{name: "a replica count", edit: func(c *types.Config) { *c.ControlPlane.Replicas = 5 }, want: []string{"controlPlane.replicas"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := testConfig(3, 1), testConfig(3, 1)
+			tc.edit(b)
+			var got []string
+			for _, p := range changedFields(a, b) {
+				got = append(got, p.String())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("changed %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestChangedFieldsSkipsWhatYAMLSkips checks that fields encoding/json
+// leaves out are not compared.
+func TestChangedFieldsSkipsWhatYAMLSkips(t *testing.T) {
+	type config struct {
+		Name     string `json:"name"`
+		Untagged string
+		Derived  string `json:"-"`
+		cache    string
+	}
+	a := &config{Name: "a", Untagged: "a", Derived: "a", cache: "a"}
+	b := &config{Name: "b", Untagged: "b", Derived: "b", cache: "b"}
+	var got []string
+	for _, p := range changedFields(a, b) {
+		got = append(got, p.String())
+	}
+	if want := []string{"Untagged", "name"}; !slices.Equal(got, want) {
+		t.Errorf("changed %q, want %q", got, want)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -147,32 +148,25 @@ func (r *Runner) until(ctx context.Context, timeout time.Duration, what string, 
 	if every == 0 {
 		every = time.Second
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	last := "nothing checked yet"
-	for {
+	last, failed := "nothing checked yet", false
+	err := wait.PollUntilContextTimeout(ctx, every, timeout, true, func(ctx context.Context) (bool, error) {
 		done, state, err := check(ctx)
-		if err != nil {
-			end(err)
-			return err
-		}
-		if done {
-			end(nil)
-			return nil
+		if err != nil || done {
+			failed = err != nil
+			return done, err
 		}
 		if state != last {
 			r.Progress.Update(state)
 			r.Log.Debugf("%s: %s", what, state)
 			last = state
 		}
-		select {
-		case <-ctx.Done():
-			err := fmt.Errorf("%s: not done after %s: %s", what, timeout, last)
-			end(err)
-			return err
-		case <-time.After(every):
-		}
+		return false, nil
+	})
+	if err != nil && !failed {
+		err = fmt.Errorf("%s: not done after %s: %s", what, timeout, last)
 	}
+	end(err)
+	return err
 }
 
 // step runs one titled step with a progress line.

@@ -2,6 +2,7 @@ package scale
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -406,5 +407,71 @@ func TestJoinTokenOfAFailedJoin(t *testing.T) {
 	}
 	if rec, _, _ := install.LoadShape(r.Cluster.Dir); len(rec.Joining) != 0 {
 		t.Errorf("shape record keeps join tokens after the join: %v", rec.Joining)
+	}
+}
+
+// progressLog records what a wait showed: each step's detail lines and
+// its result.
+type progressLog struct {
+	mu      sync.Mutex
+	updates []string
+	ends    []error
+}
+
+func (p *progressLog) Start(string) func(error) {
+	return func(err error) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.ends = append(p.ends, err)
+	}
+}
+
+func (p *progressLog) Update(detail string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.updates = append(p.updates, detail)
+}
+
+// TestUntil checks the wait of every scale step: done ends it, a check's
+// error is returned as it is, and the timeout is an error of its own, after
+// each new state was shown once.
+func TestUntil(t *testing.T) {
+	errBroken := errors.New("broken")
+	for _, tc := range []struct {
+		name    string
+		results []string // a state per call; "done" and "fail" end it
+		wantErr func(error) bool
+		shown   []string
+	}{
+		{name: "done at once", results: []string{"done"}, wantErr: func(err error) bool { return err == nil }},
+		{name: "done later", results: []string{"a", "a", "b", "done"}, wantErr: func(err error) bool { return err == nil }, shown: []string{"a", "b"}},
+		{name: "check fails", results: []string{"a", "fail"}, wantErr: func(err error) bool { return errors.Is(err, errBroken) }, shown: []string{"a"}},
+		{name: "timeout", results: []string{"a", "b"}, wantErr: func(err error) bool { return err != nil && !errors.Is(err, errBroken) }, shown: []string{"a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &progressLog{}
+			r := &Runner{Poll: time.Millisecond, Log: logrus.New(), Progress: p}
+			calls := 0
+			err := r.until(context.Background(), 200*time.Millisecond, "waiting", func(context.Context) (bool, string, error) {
+				state := tc.results[min(calls, len(tc.results)-1)]
+				calls++
+				switch state {
+				case "done":
+					return true, "", nil
+				case "fail":
+					return false, "", errBroken
+				}
+				return false, state, nil
+			})
+			if !tc.wantErr(err) {
+				t.Errorf("until = %v", err)
+			}
+			if !reflect.DeepEqual(p.updates, tc.shown) {
+				t.Errorf("shown %q, want %q", p.updates, tc.shown)
+			}
+			if len(p.ends) != 1 || p.ends[0] != err {
+				t.Errorf("the step ended with %v, want once with %v", p.ends, err)
+			}
+		})
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Bounds of one health check's timeout, which is the check interval
@@ -135,14 +137,12 @@ func (b *Balancer) checkLoop(ctx context.Context, svc *service, cfg Service) {
 		return
 	}
 	timeout := max(min(cfg.interval(), maxCheckTimeout), minCheckTimeout)
-	t := time.NewTicker(cfg.interval())
-	defer t.Stop()
-	for {
+	// Non-sliding: a round starts every interval, or at once after a
+	// round that took longer.
+	wait.NonSlidingUntilWithContext(ctx, func(ctx context.Context) {
 		var wg sync.WaitGroup
 		for _, be := range *svc.backends.Load() {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				cctx, cancel := context.WithTimeout(ctx, timeout)
 				err := check(cctx, be.addr)
 				cancel()
@@ -150,15 +150,10 @@ func (b *Balancer) checkLoop(ctx context.Context, svc *service, cfg Service) {
 					return
 				}
 				b.record(cfg.Name, be, err)
-			}()
+			})
 		}
 		wg.Wait()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	}, cfg.interval())
 }
 
 // record applies one health check's result to be: the rules of fallChecks.

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // sigPoweroff is SIGRTMIN+4, which makes systemd power off.
@@ -121,14 +123,9 @@ func (m *Manager) stop(ctx context.Context, rec *record, script string) {
 
 // waitExit waits up to d for the record's nspawn process to end.
 func waitExit(ctx context.Context, rec *record, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for alive(rec) {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return true
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, d, true, func(context.Context) (bool, error) {
+		return !alive(rec), nil
+	}) == nil
 }
 
 // release removes what a machine whose nspawn process is gone may have
@@ -159,25 +156,35 @@ func (m *Manager) release(ctx context.Context, name string, rec *record, l launc
 	return errors.Join(errs...)
 }
 
+// unmountTries is how many times unmountAll unmounts what is left under a
+// directory, 200 ms apart; the last time it detaches lazily.
+const unmountTries = 11
+
 // unmountAll unmounts everything at or below dir, deepest first; a mount
 // that stays busy is detached lazily as a last resort.
 func (m *Manager) unmountAll(ctx context.Context, dir string) error {
-	for attempt := 0; ; attempt++ {
+	var last error
+	tries := 0
+	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 200 * time.Millisecond, Steps: unmountTries}, func(ctx context.Context) (bool, error) {
 		mounts, err := hostMountsUnder(dir)
 		if err != nil || len(mounts) == 0 {
-			return err
+			last = nil
+			return true, err
 		}
-		var last error
+		tries++
+		lazy := tries == unmountTries
+		last = nil
 		for _, mp := range mounts {
-			if err := runQuiet(ctx, m.run, umountArgv(mp, attempt >= 10)); err != nil {
+			if err := runQuiet(ctx, m.run, umountArgv(mp, lazy)); err != nil {
 				last = err
 			}
 		}
-		if attempt >= 10 {
-			return last
-		}
-		time.Sleep(200 * time.Millisecond)
+		return lazy, nil
+	})
+	if err != nil {
+		return err
 	}
+	return last
 }
 
 // linkDeleteArgv deletes a network link.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // limits are a machine's resource limits; zero is unlimited.
@@ -174,16 +176,15 @@ func thawTree(dir string) {
 // removeCgroupTree kills every process left in the cgroup tree at dir (a
 // machine's pods, kubelet's leftovers) and removes the tree, deepest first.
 func removeCgroupTree(ctx context.Context, dir string) error {
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		dirs := cgroupTree(dir)
-		if len(dirs) == 0 {
-			return nil
-		}
+	var (
+		dirs   []string
+		failed error
+	)
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		dirs, failed = cgroupTree(dir), nil
 		for _, d := range dirs {
 			thaw(d)
 		}
-		var failed error
 		for i := len(dirs) - 1; i >= 0; i-- {
 			for _, pid := range cgroupPIDs(dirs[i]) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -192,21 +193,19 @@ func removeCgroupTree(ctx context.Context, dir string) error {
 				failed = fmt.Errorf("removing cgroup %s: %w", dirs[i], err)
 			}
 		}
-		if failed == nil {
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			var left []int
-			for _, d := range dirs {
-				left = append(left, cgroupPIDs(d)...)
-			}
-			if len(left) > 0 {
-				failed = fmt.Errorf("%w (processes left: %s)", failed, describeProcs("/proc", left, 5))
-			}
-			return failed
-		}
-		time.Sleep(100 * time.Millisecond)
+		return failed == nil, nil
+	})
+	if failed == nil {
+		return nil
 	}
+	var left []int
+	for _, d := range dirs {
+		left = append(left, cgroupPIDs(d)...)
+	}
+	if len(left) > 0 {
+		failed = fmt.Errorf("%w (processes left: %s)", failed, describeProcs("/proc", left, 5))
+	}
+	return failed
 }
 
 // describeProcs names up to limit of pids as "pid (comm) state" from the

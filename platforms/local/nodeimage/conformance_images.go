@@ -21,38 +21,27 @@ const (
 // layers below changes what they hold, so cached archives are rebuilt.
 const conformanceLayersVersion = "layers/v1"
 
-// testImage is one image of the conformance suite: its upstream reference
-// (exactly as k8s.io/kubernetes/test/utils/image/manifest.go of the pinned
-// release names it,
-// so the specs find it without pulling), its layers by name, bottom first,
-// and its run configuration.
-type testImage struct {
-	Ref        string   `json:"ref"`
-	Layers     []string `json:"layers"`
-	Entrypoint []string `json:"entrypoint,omitempty"`
-	Cmd        []string `json:"cmd,omitempty"`
-	User       string   `json:"user,omitempty"`
-}
-
 // conformanceImages returns the images the [Conformance] specs of
-// Kubernetes v1.36.3 run. agnhost:2.55 (the specs' "previous" agnhost, used
+// Kubernetes v1.36.3 run, each under its upstream reference exactly as
+// k8s.io/kubernetes/test/utils/image/manifest.go of the pinned release
+// names it (so the specs find it without pulling). agnhost:2.55 (the specs' "previous" agnhost, used
 // only as a second image name to roll from) is the same build as 2.63.0;
 // etcd:3.6.8-0 (the sample API server's storage in the aggregator spec) is
 // the node image's etcd build; pause is kiln's own pause program.
-func conformanceImages() []testImage {
-	agnhost := func(tag string) testImage {
-		return testImage{Ref: e2eRegistry + "/agnhost:" + tag, Layers: []string{"debian", "agnhost"},
+func conformanceImages() []archiveImage {
+	agnhost := func(tag string) archiveImage {
+		return archiveImage{Ref: e2eRegistry + "/agnhost:" + tag, Layers: []string{"debian", "agnhost"},
 			Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}}
 	}
-	webserver := func(name, tag string) testImage {
-		return testImage{Ref: e2eRegistry + "/" + name + ":" + tag, Layers: []string{"debian", "agnhost", name},
+	webserver := func(name, tag string) archiveImage {
+		return archiveImage{Ref: e2eRegistry + "/" + name + ":" + tag, Layers: []string{"debian", "agnhost", name},
 			Entrypoint: []string{"/agnhost"}, Cmd: []string{"test-webserver"}}
 	}
-	nginx := func(tag string) testImage {
-		return testImage{Ref: e2eRegistry + "/nginx:" + tag, Layers: []string{"debian", "nginx"},
+	nginx := func(tag string) archiveImage {
+		return archiveImage{Ref: e2eRegistry + "/nginx:" + tag, Layers: []string{"debian", "nginx"},
 			Cmd: []string{"nginx", "-g", "daemon off;"}}
 	}
-	return []testImage{
+	return []archiveImage{
 		agnhost("2.63.0"),
 		agnhost("2.55"),
 		{Ref: e2eRegistry + "/busybox:1.37.0-1", Layers: []string{"busybox"}, Cmd: []string{"sh"}},

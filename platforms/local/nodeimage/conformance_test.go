@@ -1,9 +1,6 @@
 package nodeimage
 
 import (
-	"archive/tar"
-	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -148,74 +145,6 @@ func TestConformanceImages(t *testing.T) {
 	}
 	if _, err := b.conformanceLayer(t.Context(), "nope", src); err == nil {
 		t.Error("an unknown layer name gave no error")
-	}
-}
-
-func TestMultiArchive(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "prog")
-	if err := os.WriteFile(bin, []byte("\x7fELF prog"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	images := []testImage{
-		{Ref: "example.org/a:1", Layers: []string{"base", "prog"}, Entrypoint: []string{"/prog"}, Cmd: []string{"pause"}},
-		{Ref: "example.org/a:0", Layers: []string{"base", "prog"}, Entrypoint: []string{"/prog"}, Cmd: []string{"pause"}},
-		{Ref: "example.org/b:1", Layers: []string{"base"}, User: "1234", Cmd: []string{"/bin/sh"}},
-	}
-	layers := map[string]*writtenLayer{}
-	for name, entries := range map[string][]layerEntry{
-		"base": {{Name: "bin/sh", Data: []byte("sh"), Mode: 0o755}, {Name: "tmp", Dir: true, Mode: 0o1777}},
-		"prog": {{Name: "prog", Source: bin, Mode: 0o4755}},
-	} {
-		l, err := stageLayer(dir, entries)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.file.Close()
-		layers[name] = l
-	}
-	var out bytes.Buffer
-	if err := writeMultiArchive(&out, images, layers, []string{"base", "prog"}); err != nil {
-		t.Fatal(err)
-	}
-	names, hdrs, files := readTar(t, &out)
-	layerFiles := 0
-	for _, n := range names {
-		if strings.HasSuffix(n, "/layer.tar") {
-			layerFiles++
-		}
-	}
-	if layerFiles != 2 {
-		t.Errorf("%d layer files, want 2 (each stored once): %q", layerFiles, names)
-	}
-	var manifest []dockerManifest
-	if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil {
-		t.Fatal(err)
-	}
-	if len(manifest) != 3 {
-		t.Fatalf("manifest = %+v", manifest)
-	}
-	for i, m := range manifest {
-		if !reflect.DeepEqual(m.RepoTags, []string{images[i].Ref}) || len(m.Layers) != len(images[i].Layers) {
-			t.Errorf("manifest[%d] = %+v", i, m)
-		}
-		var cfg multiConfig
-		if err := json.Unmarshal(files[m.Config], &cfg); err != nil {
-			t.Fatalf("%s config: %v", images[i].Ref, err)
-		}
-		if !reflect.DeepEqual(cfg.Config.Cmd, images[i].Cmd) || cfg.Config.User != images[i].User ||
-			len(cfg.RootFS.DiffIDs) != len(m.Layers) || cfg.RootFS.DiffIDs[0] != "sha256:"+layers["base"].hex {
-			t.Errorf("%s config = %+v", images[i].Ref, cfg)
-		}
-		for _, l := range m.Layers {
-			if _, ok := hdrs[l]; !ok {
-				t.Errorf("%s: layer %s not in the archive", images[i].Ref, l)
-			}
-		}
-	}
-	_, lh, _ := readTar(t, bytes.NewReader(files[layers["prog"].hex+"/layer.tar"]))
-	if h := lh["prog"]; h == nil || h.Mode != 0o4755 || h.Typeflag != tar.TypeReg {
-		t.Errorf("prog entry = %+v, want a setuid regular file", h)
 	}
 }
 

@@ -8,10 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"runtime"
-	"sort"
-	"strings"
 	"time"
 )
 
@@ -22,29 +19,35 @@ var epoch = time.Unix(0, 0).UTC()
 // imagePath is the PATH of every image.
 const imagePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// layerEntry is one entry of an image layer.
-type layerEntry struct {
-	// Name is the path inside the image, without a leading slash.
-	Name string
-	// Source is the host file whose content a regular file has, unless
-	// Data is set.
-	Source string
-	// Data is a regular file's content when Source is empty.
-	Data []byte
-	// Link is a symlink's target; empty for files and directories.
-	Link string
-	// Dir marks a directory.
-	Dir bool
-	// Mode is the permission bits.
-	Mode int64
+// archiveImage is one image of a docker-archive: its reference, its
+// layers by name (bottom first) and its run configuration.
+type archiveImage struct {
+	Ref        string   `json:"ref"`
+	Layers     []string `json:"layers"`
+	Entrypoint []string `json:"entrypoint,omitempty"`
+	Cmd        []string `json:"cmd,omitempty"`
+	User       string   `json:"user,omitempty"`
 }
 
-// imageArchive is a single-layer image written as a docker-archive: the
-// format `docker save` writes and `ctr images import` reads.
-type imageArchive struct {
-	Ref        string
-	Entrypoint []string
-	Entries    []layerEntry
+// dockerArchive writes images as one docker-archive: the format `docker
+// save` writes and `ctr images import` reads (manifest.json, a config per
+// image named by its digest, each layer as <diff ID>/layer.tar,
+// uncompressed). Each layer is staged in a temporary file, since its
+// digest must be known before it is stored, and stored once however many
+// images share it. The same inputs give byte-identical archives.
+type dockerArchive struct {
+	dir    string // where layers are staged
+	layers map[string]*stagedLayer
+	order  []string // layer names in the order they were added
+}
+
+// stagedLayer is a layer tar in a temporary file.
+type stagedLayer struct {
+	file *os.File
+	hex  string // sha256 of the tar: the diff ID
+	size int64
+	// createdBy is the layer's line of the image history.
+	createdBy string
 }
 
 // dockerManifest is one item of manifest.json.
@@ -56,17 +59,19 @@ type dockerManifest struct {
 
 // imageConfig is the subset of the OCI/Docker image config kiln writes.
 type imageConfig struct {
-	Architecture string          `json:"architecture"`
-	OS           string          `json:"os"`
-	Created      time.Time       `json:"created"`
-	Config       containerConfig `json:"config"`
-	RootFS       rootFS          `json:"rootfs"`
-	History      []history       `json:"history"`
+	Architecture string    `json:"architecture"`
+	OS           string    `json:"os"`
+	Created      time.Time `json:"created"`
+	Config       runConfig `json:"config"`
+	RootFS       rootFS    `json:"rootfs"`
+	History      []history `json:"history"`
 }
 
-type containerConfig struct {
-	Entrypoint []string `json:"Entrypoint"`
+type runConfig struct {
+	Entrypoint []string `json:"Entrypoint,omitempty"`
+	Cmd        []string `json:"Cmd,omitempty"`
 	Env        []string `json:"Env"`
+	User       string   `json:"User,omitempty"`
 	WorkingDir string   `json:"WorkingDir"`
 }
 
@@ -80,146 +85,129 @@ type history struct {
 	CreatedBy string    `json:"created_by"`
 }
 
-// write writes the archive to w. The layer is staged in a temporary file
-// in tmpDir because its digest must be known before it is stored.
-func (a imageArchive) write(w io.Writer, tmpDir string) error {
-	layer, err := os.CreateTemp(tmpDir, "layer-*.tar")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(layer.Name())
-	defer layer.Close()
-	digest := sha256.New()
-	if err := writeLayer(io.MultiWriter(layer, digest), a.Entries); err != nil {
-		return fmt.Errorf("image %s: %w", a.Ref, err)
-	}
-	size, err := layer.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return err
-	}
-	if _, err := layer.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	layerHex := hex.EncodeToString(digest.Sum(nil))
-	config, err := json.Marshal(imageConfig{
-		Architecture: runtime.GOARCH,
-		OS:           "linux",
-		Created:      epoch,
-		Config:       containerConfig{Entrypoint: a.Entrypoint, Env: []string{imagePath}, WorkingDir: "/"},
-		RootFS:       rootFS{Type: "layers", DiffIDs: []string{"sha256:" + layerHex}},
-		History:      []history{{Created: epoch, CreatedBy: "kiln build node-image"}},
-	})
-	if err != nil {
-		return err
-	}
-	configSum := sha256.Sum256(config)
-	configName := hex.EncodeToString(configSum[:]) + ".json"
-	layerName := layerHex + "/layer.tar"
-	manifest, err := json.Marshal([]dockerManifest{{Config: configName, RepoTags: []string{a.Ref}, Layers: []string{layerName}}})
-	if err != nil {
-		return err
-	}
-	tw := tar.NewWriter(w)
-	if err := tw.WriteHeader(dirHeader(layerHex+"/", 0o755)); err != nil {
-		return err
-	}
-	if err := tw.WriteHeader(fileHeader(layerName, 0o644, size)); err != nil {
-		return err
-	}
-	if _, err := io.Copy(tw, layer); err != nil {
-		return err
-	}
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{configName, config}, {"manifest.json", manifest}} {
-		if err := tw.WriteHeader(fileHeader(f.name, 0o644, int64(len(f.data)))); err != nil {
-			return err
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			return err
-		}
-	}
-	return tw.Close()
+// newDockerArchive returns an empty archive staging its layers in dir.
+// Close it to remove them.
+func newDockerArchive(dir string) *dockerArchive {
+	return &dockerArchive{dir: dir, layers: map[string]*stagedLayer{}}
 }
 
-// writeLayer writes entries as a tar stream, sorted by name, with every
-// parent directory present and fixed owners and times.
-func writeLayer(w io.Writer, entries []layerEntry) error {
-	byName := map[string]layerEntry{}
-	for _, e := range entries {
-		e.Name = strings.Trim(path.Clean("/"+e.Name), "/")
-		if prev, ok := byName[e.Name]; ok && !sameEntry(prev, e) {
-			return fmt.Errorf("layer: conflicting entries for /%s", e.Name)
+// has reports whether the layer called name was added.
+func (a *dockerArchive) has(name string) bool { return a.layers[name] != nil }
+
+// addLayer stages entries as the layer called name; createdBy is its line
+// in the history of the images that use it.
+func (a *dockerArchive) addLayer(name, createdBy string, entries []layerEntry) error {
+	f, err := os.CreateTemp(a.dir, "layer-*.tar")
+	if err != nil {
+		return err
+	}
+	l := &stagedLayer{file: f, createdBy: createdBy}
+	digest := sha256.New()
+	err = writeLayer(io.MultiWriter(f, digest), entries)
+	if err == nil {
+		l.size, err = f.Seek(0, io.SeekCurrent)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	l.hex = hex.EncodeToString(digest.Sum(nil))
+	a.layers[name] = l
+	a.order = append(a.order, name)
+	return nil
+}
+
+// close removes the staged layers.
+func (a *dockerArchive) close() {
+	for _, l := range a.layers {
+		l.file.Close()
+		os.Remove(l.file.Name())
+	}
+}
+
+// writeFile writes images into a new file at name.
+func (a *dockerArchive) writeFile(name string, images []archiveImage) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := a.write(f, images); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// write writes images to w: the layers in the order they were added, each
+// content once, then one config per distinct image config and
+// manifest.json.
+func (a *dockerArchive) write(w io.Writer, images []archiveImage) error {
+	tw := tar.NewWriter(w)
+	stored := map[string]bool{} // the files written
+	for _, name := range a.order {
+		l := a.layers[name]
+		path := l.hex + "/layer.tar"
+		if stored[path] {
+			continue
 		}
-		byName[e.Name] = e
-		for d := path.Dir(e.Name); d != "." && d != "/"; d = path.Dir(d) {
-			if _, ok := byName[d]; !ok {
-				byName[d] = layerEntry{Name: d, Dir: true, Mode: 0o755}
+		stored[path] = true
+		if err := tw.WriteHeader(dirHeader(l.hex+"/", 0o755)); err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(fileHeader(path, 0o644, l.size)); err != nil {
+			return err
+		}
+		if _, err := l.file.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := io.CopyN(tw, l.file, l.size); err != nil {
+			return err
+		}
+	}
+	manifest := make([]dockerManifest, 0, len(images))
+	for _, img := range images {
+		config, layers, err := a.config(img)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(config)
+		name := hex.EncodeToString(sum[:]) + ".json"
+		if !stored[name] {
+			stored[name] = true
+			if err := writeFileEntry(tw, name, 0o644, config); err != nil {
+				return err
 			}
 		}
+		manifest = append(manifest, dockerManifest{Config: name, RepoTags: []string{img.Ref}, Layers: layers})
 	}
-	names := make([]string, 0, len(byName))
-	for n := range byName {
-		names = append(names, n)
+	data, err := json.Marshal(manifest)
+	if err != nil {
+		return err
 	}
-	sort.Strings(names)
-	tw := tar.NewWriter(w)
-	for _, n := range names {
-		if err := writeEntry(tw, byName[n]); err != nil {
-			return err
-		}
+	if err := writeFileEntry(tw, "manifest.json", 0o644, data); err != nil {
+		return err
 	}
 	return tw.Close()
 }
 
-// sameEntry reports whether a and b describe the same entry.
-func sameEntry(a, b layerEntry) bool {
-	return a.Name == b.Name && a.Source == b.Source && a.Link == b.Link && a.Dir == b.Dir &&
-		a.Mode == b.Mode && string(a.Data) == string(b.Data)
-}
-
-func writeEntry(tw *tar.Writer, e layerEntry) error {
-	switch {
-	case e.Source == "" && !e.Dir && e.Link == "":
-		if err := tw.WriteHeader(fileHeader(e.Name, e.Mode, int64(len(e.Data)))); err != nil {
-			return err
+// config returns img's config and the archive paths of its layers.
+func (a *dockerArchive) config(img archiveImage) ([]byte, []string, error) {
+	cfg := imageConfig{
+		Architecture: runtime.GOARCH, OS: "linux", Created: epoch,
+		Config: runConfig{Entrypoint: img.Entrypoint, Cmd: img.Cmd, Env: []string{imagePath}, User: img.User, WorkingDir: "/"},
+		RootFS: rootFS{Type: "layers"},
+	}
+	var paths []string
+	for _, name := range img.Layers {
+		l := a.layers[name]
+		if l == nil {
+			return nil, nil, fmt.Errorf("image %s: layer %s was not added", img.Ref, name)
 		}
-		_, err := tw.Write(e.Data)
-		return err
-	case e.Dir:
-		return tw.WriteHeader(dirHeader(e.Name+"/", e.Mode))
-	case e.Link != "":
-		h := fileHeader(e.Name, 0o777, 0)
-		h.Typeflag, h.Linkname = tar.TypeSymlink, e.Link
-		return tw.WriteHeader(h)
+		cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, "sha256:"+l.hex)
+		cfg.History = append(cfg.History, history{Created: epoch, CreatedBy: l.createdBy})
+		paths = append(paths, l.hex+"/layer.tar")
 	}
-	f, err := os.Open(e.Source)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("layer: %s is not a regular file", e.Source)
-	}
-	if err := tw.WriteHeader(fileHeader(e.Name, e.Mode, st.Size())); err != nil {
-		return err
-	}
-	_, err = io.Copy(tw, f)
-	return err
-}
-
-func fileHeader(name string, mode, size int64) *tar.Header {
-	return &tar.Header{
-		Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: size,
-		ModTime: epoch, Format: tar.FormatPAX,
-	}
-}
-
-func dirHeader(name string, mode int64) *tar.Header {
-	return &tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: mode, ModTime: epoch, Format: tar.FormatPAX}
+	data, err := json.Marshal(cfg)
+	return data, paths, err
 }

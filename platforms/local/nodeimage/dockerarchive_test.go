@@ -4,14 +4,22 @@ import (
 	"archive/tar"
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
+	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // readTar returns the entries of a tar stream: name -> header and content.
 func readTar(t *testing.T, r io.Reader) (names []string, hdrs map[string]*tar.Header, data map[string][]byte) {
@@ -35,79 +43,131 @@ func readTar(t *testing.T, r io.Reader) (names []string, hdrs map[string]*tar.He
 	}
 }
 
-func TestImageArchive(t *testing.T) {
+// testArchive is an archive of fixed content: with one image like the
+// node image's (one layer, an entrypoint), or with three images sharing
+// two layers like the conformance images.
+func testArchive(t *testing.T, multi bool) (*dockerArchive, []archiveImage) {
+	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "etcd")
-	if err := os.WriteFile(bin, []byte("\x7fELF fake etcd"), 0o700); err != nil {
+	bin := filepath.Join(dir, "prog")
+	if err := os.WriteFile(bin, []byte("\x7fELF prog"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	a := imageArchive{
-		Ref:        "kiln.local/etcd:v3.5.35",
-		Entrypoint: []string{"/usr/local/bin/etcd"},
-		Entries: []layerEntry{
-			{Name: "usr/local/bin/etcd", Source: bin, Mode: 0o755},
-			{Name: "/etc/passwd", Data: []byte("root:x:0:0::/:/bin/sh\n"), Mode: 0o644},
-			{Name: "usr/sbin/iptables", Link: "/usr/sbin/xtables-nft-multi"},
-			{Name: "tmp", Dir: true, Mode: 0o1777},
-		},
-	}
-	var first, second bytes.Buffer
-	if err := a.write(&first, dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.write(&second, dir); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(first.Bytes(), second.Bytes()) {
-		t.Error("two writes of the same image differ: the archive is not deterministic")
-	}
-	if left, _ := filepath.Glob(filepath.Join(dir, "layer-*")); len(left) != 0 {
-		t.Errorf("temporary layer files left behind: %v", left)
-	}
-
-	_, hdrs, files := readTar(t, &first)
-	var manifest []dockerManifest
-	if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil {
-		t.Fatalf("manifest.json: %v", err)
-	}
-	if len(manifest) != 1 || !reflect.DeepEqual(manifest[0].RepoTags, []string{a.Ref}) || len(manifest[0].Layers) != 1 {
-		t.Fatalf("manifest.json = %+v", manifest)
-	}
-	m := manifest[0]
-	configData, ok := files[m.Config]
-	if !ok {
-		t.Fatalf("config %s missing", m.Config)
-	}
-	if sum := sha256.Sum256(configData); hex.EncodeToString(sum[:])+".json" != m.Config {
-		t.Errorf("config file name %s is not its digest", m.Config)
-	}
-	var cfg imageConfig
-	if err := json.Unmarshal(configData, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	layer, ok := files[m.Layers[0]]
-	if !ok {
-		t.Fatalf("layer %s missing", m.Layers[0])
-	}
-	layerSum := sha256.Sum256(layer)
-	if want := []string{"sha256:" + hex.EncodeToString(layerSum[:])}; !reflect.DeepEqual(cfg.RootFS.DiffIDs, want) {
-		t.Errorf("diff_ids %v, want %v", cfg.RootFS.DiffIDs, want)
-	}
-	if cfg.OS != "linux" || !reflect.DeepEqual(cfg.Config.Entrypoint, a.Entrypoint) || !cfg.Created.Equal(epoch) {
-		t.Errorf("config = %+v", cfg)
-	}
-	for name, h := range hdrs {
-		if !h.ModTime.Equal(epoch) {
-			t.Errorf("%s has mtime %v", name, h.ModTime)
+	a := newDockerArchive(dir)
+	t.Cleanup(a.close)
+	add := func(name, createdBy string, entries ...layerEntry) {
+		if err := a.addLayer(name, createdBy, entries); err != nil {
+			t.Fatal(err)
 		}
 	}
+	if !multi {
+		add("etcd", "kiln build node-image",
+			layerEntry{Name: "usr/local/bin/etcd", Source: bin, Mode: 0o755},
+			layerEntry{Name: "/etc/passwd", Data: []byte("root:x:0:0::/:/bin/sh\n"), Mode: 0o644},
+			layerEntry{Name: "usr/sbin/iptables", Link: "/usr/sbin/xtables-nft-multi"},
+			layerEntry{Name: "tmp", Dir: true, Mode: 0o1777})
+		return a, []archiveImage{{Ref: "kiln.local/etcd:v3.6.16", Layers: []string{"etcd"}, Entrypoint: []string{"/usr/local/bin/etcd"}}}
+	}
+	add("base", "kiln build conformance: base",
+		layerEntry{Name: "bin/sh", Data: []byte("sh"), Mode: 0o755}, layerEntry{Name: "tmp", Dir: true, Mode: 0o1777})
+	add("prog", "kiln build conformance: prog", layerEntry{Name: "prog", Source: bin, Mode: 0o4755})
+	return a, []archiveImage{
+		{Ref: "example.org/a:1", Layers: []string{"base", "prog"}, Entrypoint: []string{"/prog"}, Cmd: []string{"pause"}},
+		{Ref: "example.org/a:0", Layers: []string{"base", "prog"}, Entrypoint: []string{"/prog"}, Cmd: []string{"pause"}},
+		{Ref: "example.org/b:1", Layers: []string{"base"}, User: "1234", Cmd: []string{"/bin/sh"}},
+	}
+}
 
-	names, lh, ld := readTar(t, bytes.NewReader(layer))
+// write returns the archive of images.
+func write(t *testing.T, a *dockerArchive, images []archiveImage) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := a.write(&b, images); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestDockerArchiveReadsBack reads the archives back with
+// go-containerregistry's docker-archive reader: every tag is there with
+// its layers (each stored once) and its run configuration.
+func TestDockerArchiveReadsBack(t *testing.T) {
+	for _, multi := range []bool{false, true} {
+		t.Run(fmt.Sprintf("multi=%v", multi), func(t *testing.T) {
+			a, images := testArchive(t, multi)
+			data := write(t, a, images)
+			opener := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+			stored := map[string]bool{}
+			for _, img := range images {
+				tag, err := name.NewTag(img.Ref)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := tarball.Image(opener, &tag)
+				if err != nil {
+					t.Fatalf("%s: %v", img.Ref, err)
+				}
+				cfg, err := got.ConfigFile()
+				if err != nil {
+					t.Fatalf("%s: %v", img.Ref, err)
+				}
+				want := v1.Config{Entrypoint: img.Entrypoint, Cmd: img.Cmd, User: img.User, Env: []string{imagePath}, WorkingDir: "/"}
+				if !reflect.DeepEqual(cfg.Config, want) || cfg.OS != "linux" || cfg.Architecture != runtime.GOARCH || !cfg.Created.Equal(epoch) {
+					t.Errorf("%s: config %+v, want %+v", img.Ref, cfg, want)
+				}
+				layers, err := got.Layers()
+				if err != nil || len(layers) != len(img.Layers) || len(cfg.History) != len(img.Layers) {
+					t.Fatalf("%s: %d layers, %d history entries (%v), want %d", img.Ref, len(layers), len(cfg.History), err, len(img.Layers))
+				}
+				for i, l := range layers {
+					staged := a.layers[img.Layers[i]]
+					diffID, err := l.DiffID()
+					if err != nil || diffID.String() != "sha256:"+staged.hex || cfg.History[i].CreatedBy != staged.createdBy {
+						t.Errorf("%s layer %d: diff ID %s (%v), history %q; want %s, %q", img.Ref, i, diffID, err, cfg.History[i].CreatedBy, staged.hex, staged.createdBy)
+					}
+					stored[staged.hex] = true
+				}
+			}
+			names, _, _ := readTar(t, bytes.NewReader(data))
+			var layerFiles []string
+			for _, n := range names {
+				if strings.HasSuffix(n, "/layer.tar") {
+					layerFiles = append(layerFiles, n)
+				}
+			}
+			if len(layerFiles) != len(stored) {
+				t.Errorf("layer files %q, want each of the %d layers once", layerFiles, len(stored))
+			}
+		})
+	}
+}
+
+// TestDockerArchiveLayer checks what a layer holds: entries sorted by
+// name, every parent directory, the modes asked for, fixed owners and
+// times.
+func TestDockerArchiveLayer(t *testing.T) {
+	a, images := testArchive(t, false)
+	tag, _ := name.NewTag(images[0].Ref)
+	data := write(t, a, images)
+	img, err := tarball.Image(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	names, lh, ld := readTar(t, r)
 	wantNames := []string{"etc/", "etc/passwd", "tmp/", "usr/", "usr/local/", "usr/local/bin/", "usr/local/bin/etcd", "usr/sbin/", "usr/sbin/iptables"}
 	if !reflect.DeepEqual(names, wantNames) {
 		t.Errorf("layer entries\n got %q\nwant %q", names, wantNames)
 	}
-	if string(ld["usr/local/bin/etcd"]) != "\x7fELF fake etcd" || lh["usr/local/bin/etcd"].Mode != 0o755 {
+	if string(ld["usr/local/bin/etcd"]) != "\x7fELF prog" || lh["usr/local/bin/etcd"].Mode != 0o755 {
 		t.Errorf("etcd entry: mode %o content %q", lh["usr/local/bin/etcd"].Mode, ld["usr/local/bin/etcd"])
 	}
 	if h := lh["usr/sbin/iptables"]; h.Typeflag != tar.TypeSymlink || h.Linkname != "/usr/sbin/xtables-nft-multi" {
@@ -120,6 +180,56 @@ func TestImageArchive(t *testing.T) {
 		if h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(epoch) {
 			t.Errorf("%s: uid %d gid %d mtime %v", name, h.Uid, h.Gid, h.ModTime)
 		}
+	}
+}
+
+// TestDockerArchiveIsStable checks that an archive is the same bytes each
+// time and the same as testdata's digest: a change there changes the
+// image IDs of every cached node image, and must be deliberate (-update).
+func TestDockerArchiveIsStable(t *testing.T) {
+	golden := filepath.Join("testdata", "docker-archive-"+runtime.GOARCH+".sha256")
+	var got strings.Builder
+	for _, multi := range []bool{false, true} {
+		a, images := testArchive(t, multi)
+		first, second := write(t, a, images), write(t, a, images)
+		if !bytes.Equal(first, second) {
+			t.Errorf("multi=%v: two writes differ", multi)
+		}
+		fmt.Fprintf(&got, "multi=%v sha256:%x\n", multi, sha256.Sum256(first))
+	}
+	if *update {
+		if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if os.IsNotExist(err) {
+		t.Skipf("no digests for %s in testdata (run with -update to write them)", runtime.GOARCH)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != string(want) {
+		t.Errorf("archive digests\n got %s\nwant %s", got.String(), want)
+	}
+}
+
+// TestDockerArchiveCleansUp checks that closing an archive removes its
+// staged layers.
+func TestDockerArchiveCleansUp(t *testing.T) {
+	a, _ := testArchive(t, true)
+	a.close()
+	if left, _ := filepath.Glob(filepath.Join(a.dir, "layer-*")); len(left) != 0 {
+		t.Errorf("temporary layer files left behind: %v", left)
+	}
+}
+
+// TestDockerArchiveRefusesAMissingLayer checks that an image naming a
+// layer never added is an error, not an archive that cannot be imported.
+func TestDockerArchiveRefusesAMissingLayer(t *testing.T) {
+	a, _ := testArchive(t, false)
+	if err := a.write(io.Discard, []archiveImage{{Ref: "example.org/x:1", Layers: []string{"nope"}}}); err == nil {
+		t.Error("an image with a missing layer was written")
 	}
 }
 

@@ -171,10 +171,16 @@ func (b *builder) writeImages(ctx context.Context, dir, rootfs string, bins map[
 			return err
 		}
 		file := string(spec.Component) + ".tar"
-		if err := writeArchiveFile(filepath.Join(dir, file), imageArchive{
-			Ref: spec.Ref(), Entrypoint: []string{spec.Entrypoint()}, Entries: entries,
-		}); err != nil {
-			return err
+		a := newDockerArchive(dir)
+		err = a.addLayer(file, "kiln build node-image", entries)
+		if err == nil {
+			err = a.writeFile(filepath.Join(dir, file), []archiveImage{{
+				Ref: spec.Ref(), Layers: []string{file}, Entrypoint: []string{spec.Entrypoint()},
+			}})
+		}
+		a.close()
+		if err != nil {
+			return fmt.Errorf("image %s: %w", spec.Ref(), err)
 		}
 		index[string(spec.Component)] = indexEntry{File: file, Ref: spec.Ref()}
 		fmt.Fprintf(&list, "%s %s\n", file, spec.Ref())
@@ -187,16 +193,4 @@ func (b *builder) writeImages(ctx context.Context, dir, rootfs string, bins map[
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "images.txt"), []byte(list.String()), 0o644)
-}
-
-func writeArchiveFile(name string, a imageArchive) error {
-	f, err := os.Create(name)
-	if err != nil {
-		return err
-	}
-	if err := a.write(f, filepath.Dir(name)); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kiln-project/kiln/ignition/nodelayout"
@@ -98,25 +99,19 @@ func (r retirer) retire(names []string) ([]string, error) {
 // waitClosed waits until nothing accepts connections at the local API
 // server's address, at most r.timeout; it reports whether it closed.
 func (r retirer) waitClosed(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
 	var d net.Dialer
-	for {
+	err := wait.PollUntilContextTimeout(ctx, r.every, r.timeout, true, func(ctx context.Context) (bool, error) {
 		dctx, dcancel := context.WithTimeout(ctx, time.Second)
 		c, err := d.DialContext(dctx, "tcp", r.apiAddress)
 		dcancel()
-		if err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
-			return true
-		}
 		if c != nil {
 			c.Close()
 		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(r.every):
-		}
-	}
+		// A dial that timed out (or was cut by the wait's end) does not
+		// show a closed port: only a refusal does.
+		return err != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded), nil
+	})
+	return err == nil
 }
 
 // controllerLeases are the leader leases of the bootstrap machine's

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // The node's kube-proxy (data/manifests/cluster/10-kube-proxy.yaml) serves
@@ -32,33 +34,33 @@ func waitProxySynced(ctx context.Context, cfg Config) bool {
 	if cfg.ProxyMetricsURL == "" {
 		return true
 	}
-	wait := cfg.ProxyWait
-	if wait == 0 {
-		wait = DefaultProxyWait
+	limit := cfg.ProxyWait
+	if limit == 0 {
+		limit = DefaultProxyWait
 	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
 	start, logged := time.Now(), false
-	for {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, proxyPoll, limit, true, func(ctx context.Context) (bool, error) {
 		synced, err := proxySynced(ctx, cfg.ProxyMetricsURL)
-		if synced {
-			if logged {
-				cfg.Log.Infof("kube-proxy synced its rules after %s", time.Since(start).Round(100*time.Millisecond))
-			}
-			return true
-		}
-		if !logged {
+		if !synced && !logged {
 			cfg.Log.Infof("waiting for kube-proxy's first sync before writing the CNI config (%s)", proxyState(err))
 			logged = true
 		}
-		select {
-		case <-ctx.Done():
-			cfg.Log.Warnf("kube-proxy has not synced its rules after %s (%s); writing the CNI config anyway", wait, proxyState(err))
-			return false
-		case <-time.After(250 * time.Millisecond):
-		}
+		last = err
+		return synced, nil
+	})
+	if err != nil {
+		cfg.Log.Warnf("kube-proxy has not synced its rules after %s (%s); writing the CNI config anyway", limit, proxyState(last))
+		return false
 	}
+	if logged {
+		cfg.Log.Infof("kube-proxy synced its rules after %s", time.Since(start).Round(100*time.Millisecond))
+	}
+	return true
 }
+
+// proxyPoll is how often waitProxySynced reads kube-proxy's metrics.
+const proxyPoll = 250 * time.Millisecond
 
 func proxyState(err error) string {
 	if err != nil {

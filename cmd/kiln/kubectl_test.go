@@ -1,0 +1,58 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
+	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+)
+
+// TestKubectlCommand checks what `kiln kubectl` runs, and that each
+// missing piece is an input error (a missing kubectl a
+// *nodeimage.NotCachedError).
+func TestKubectlCommand(t *testing.T) {
+	work := t.TempDir()
+	cache, dir := filepath.Join(work, "cache"), filepath.Join(work, "d")
+	getenv := func(k string) string {
+		if k == "KILN_CACHE_DIR" {
+			return cache
+		}
+		return ""
+	}
+	write := func(name, data string, mode os.FileMode) {
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte(data), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args, environ := []string{"get", "nodes"}, []string{"PATH=/bin", "KUBECONFIG=/x"}
+
+	_, err := kubectlCommand(dir, getenv, environ, args)
+	if exitcode.Of(err) != exitcode.Input {
+		t.Errorf("no kubeconfig: %v, want an input error", err)
+	}
+	write(filepath.Join(dir, "auth", "kubeconfig"), "apiVersion: v1\n", 0o600)
+	_, err = kubectlCommand(dir, getenv, environ, args)
+	if exitcode.Of(err) != exitcode.Input || !errors.As(err, new(*nodeimage.NotCachedError)) {
+		t.Errorf("no kubectl: %v, want an input error and a *nodeimage.NotCachedError", err)
+	}
+	entry := filepath.Join(cache, "components", "kubernetes-k")
+	write(filepath.Join(entry, "src", "go.mod"), "module m\n\nrequire k8s.io/kubernetes "+release.KubernetesVersion+"\n", 0o644)
+	write(filepath.Join(entry, "bin", "kubectl"), "#!/bin/sh\n", 0o755)
+	c, err := kubectlCommand(dir, getenv, environ, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(entry, "bin", "kubectl")
+	if c.Path != bin || !slices.Equal(c.Argv, []string{bin, "get", "nodes"}) ||
+		!slices.Equal(c.Env, []string{"PATH=/bin", "KUBECONFIG=" + filepath.Join(dir, "auth", "kubeconfig")}) {
+		t.Errorf("kubectlCommand = %+v", c)
+	}
+}

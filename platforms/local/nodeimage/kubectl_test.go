@@ -1,0 +1,60 @@
+package nodeimage
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kiln-project/kiln/assets/release"
+)
+
+// TestKubectl checks which cached kubectl is the pinned release's: one
+// whose module requires that release (in either go.mod form), the newest
+// of several; none is a *NotCachedError.
+func TestKubectl(t *testing.T) {
+	cache := t.TempDir()
+	if _, err := Kubectl(cache); !errors.As(err, new(*NotCachedError)) {
+		t.Fatalf("empty cache: %v, want a *NotCachedError", err)
+	}
+	entry := func(name, gomod string, kubectl bool, age time.Duration) string {
+		dir := filepath.Join(cache, "components", name)
+		if err := os.MkdirAll(filepath.Join(dir, "src"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "src", "go.mod"), []byte(gomod), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(dir, "bin", "kubectl")
+		if !kubectl {
+			return bin
+		}
+		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		when := time.Now().Add(-age)
+		if err := os.Chtimes(bin, when, when); err != nil {
+			t.Fatal(err)
+		}
+		return bin
+	}
+	v := release.KubernetesVersion
+	entry("kubernetes-other", "module m\n\nrequire k8s.io/kubernetes v1.30.0\n", true, 0)
+	entry("kubernetes-nobin", "module m\n\nrequire k8s.io/kubernetes "+v+"\n", false, 0)
+	entry("etcd-x", "module m\n\nrequire k8s.io/kubernetes "+v+"\n", true, 0)
+	if _, err := Kubectl(cache); !errors.As(err, new(*NotCachedError)) {
+		t.Fatalf("no entry of the release: %v, want a *NotCachedError", err)
+	}
+	older := entry("kubernetes-older", "module m\n\nrequire (\n\tk8s.io/kubernetes "+v+"\n)\n", true, time.Hour)
+	if got, err := Kubectl(cache); err != nil || got != older {
+		t.Errorf("Kubectl = %q, %v; want %q (a require block)", got, err, older)
+	}
+	newer := entry("kubernetes-newer", "module m\n\nrequire k8s.io/kubernetes "+v+"\n", true, time.Minute)
+	if got, err := Kubectl(cache); err != nil || got != newer {
+		t.Errorf("Kubectl = %q, %v; want the newest %q", got, err, newer)
+	}
+}
