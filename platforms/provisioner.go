@@ -3,13 +3,13 @@ package platforms
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 )
 
 // Cluster is what provisioning needs from the assets.
@@ -159,17 +159,16 @@ type UnitChecker interface {
 	FailedUnits(ctx context.Context, c *Cluster) ([]FailedUnit, error)
 }
 
-// Shape names the masters and workers of a cluster: the machines it runs
-// besides the bootstrap machine. A machine's name is also its node's.
-type Shape struct {
-	Masters []string `json:"masters"`
-	Workers []string `json:"workers"`
-}
+// Shape, RoleMaster and RoleWorker are the ground floor's machine naming
+// (machines.Shape, machines.RoleMaster, machines.RoleWorker) under their
+// former names, for code not yet rewritten to import package machines. New
+// code uses package machines.
+type Shape = machines.Shape
 
-// Machine roles, as they appear in machine names.
+// Machine roles; see Shape.
 const (
-	RoleMaster = "master"
-	RoleWorker = "worker"
+	RoleMaster = machines.RoleMaster
+	RoleWorker = machines.RoleWorker
 )
 
 // MachineName is the name of the machine of role with index i.
@@ -206,11 +205,6 @@ func DefaultShape(infraID string, masters, workers int) Shape {
 		s.Workers = append(s.Workers, MachineName(infraID, RoleWorker, i))
 	}
 	return s
-}
-
-// All returns the masters then the workers.
-func (s Shape) All() []string {
-	return append(slices.Clone(s.Masters), s.Workers...)
 }
 
 // Scaler is an optional ability of a Provisioner: changing the machines of
