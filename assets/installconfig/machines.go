@@ -4,14 +4,15 @@ import (
 	"net/netip"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/configs"
 )
 
 // MachineNames returns the names of the masters and workers c creates
-// (platforms.DefaultShape): what their nodes register as.
+// (machines.DefaultShape): what their nodes register as.
 func MachineNames(c *types.Config, infraID string) (masters, workers []string) {
-	s := platforms.DefaultShape(infraID, c.MasterReplicas(), c.WorkerReplicas())
+	s := machines.DefaultShape(infraID, c.MasterReplicas(), c.WorkerReplicas())
 	return s.Masters, s.Workers
 }
 

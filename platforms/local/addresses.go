@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -46,19 +47,19 @@ func BootstrapAddress(c *types.Config) (netip.Addr, error) {
 	return addressAt(cidr, BootstrapOffset)
 }
 
-// MachineAddress returns the role (platforms.RoleMaster or RoleWorker) and
-// the address of the machine called name, a platforms.MachineName of
+// MachineAddress returns the role (machines.RoleMaster or RoleWorker) and
+// the address of the machine called name, a machines.Name of
 // infraID. It is a pure function of c's machine network and the name's
 // index; a name of another cluster, a master index that would reach the
 // workers' addresses, or an address outside the machine network is an
 // error.
 func MachineAddress(c *types.Config, infraID, name string) (role string, addr netip.Addr, err error) {
-	role, i, ok := platforms.MachineIndex(infraID, name)
+	role, i, ok := machines.Index(infraID, name)
 	if !ok {
 		return "", netip.Addr{}, fmt.Errorf("machine name %q is not a master or worker of %s", name, infraID)
 	}
 	off := WorkerOffset + i
-	if role == platforms.RoleMaster {
+	if role == machines.RoleMaster {
 		if MasterOffset+i >= WorkerOffset {
 			return "", netip.Addr{}, fmt.Errorf("machine %s: at most %d master indexes fit before the workers' addresses", name, WorkerOffset-MasterOffset)
 		}

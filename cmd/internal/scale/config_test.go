@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/cmd/internal/install"
-	"github.com/kiln-project/kiln/platforms"
 )
 
 func testConfig(masters, workers int64) *types.Config {
@@ -54,7 +54,7 @@ func TestCounts(t *testing.T) {
 func TestRequestFinishesPending(t *testing.T) {
 	c := &install.Cluster{}
 	c.Config, c.InfraID = testConfig(1, 2), infra
-	c.Shape = platforms.Shape{Masters: ms(0), Workers: ws(0, 1)}
+	c.Shape = machines.Shape{Masters: ms(0), Workers: ws(0, 1)}
 	req, err := request(c, Options{Masters: -1, Workers: -1}, ws(0))
 	if err != nil || req.Masters != 1 || req.Workers != 1 {
 		t.Errorf("request = %+v, %v; want 1 master, 1 worker", req, err)

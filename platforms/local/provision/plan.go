@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local"
@@ -46,7 +47,7 @@ func BridgeName(infraID string) string {
 // NewPlan lays out the machines of shape on c's machine network, with the
 // addresses of local.MachineAddress: a machine keeps its address whatever
 // else is added or removed.
-func NewPlan(c *types.Config, infraID string, shape platforms.Shape) (*Plan, error) {
+func NewPlan(c *types.Config, infraID string, shape machines.Shape) (*Plan, error) {
 	if c.Platform.Local == nil {
 		return nil, errors.New("install-config has no local platform section after defaulting")
 	}
@@ -68,7 +69,7 @@ func NewPlan(c *types.Config, infraID string, shape platforms.Shape) (*Plan, err
 		name  string
 		names []string
 		addrs *[]netip.Addr
-	}{{platforms.RoleMaster, shape.Masters, &p.Masters}, {platforms.RoleWorker, shape.Workers, &p.Workers}} {
+	}{{machines.RoleMaster, shape.Masters, &p.Masters}, {machines.RoleWorker, shape.Workers, &p.Workers}} {
 		for _, n := range role.names {
 			r, a, err := local.MachineAddress(c, infraID, n)
 			if err != nil {

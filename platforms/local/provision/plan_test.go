@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/servicelb"
@@ -27,7 +28,7 @@ func planConfig(masters, workers int64) *types.Config {
 
 // newPlan lays out c's machines as created: numbered from 0.
 func newPlan(c *types.Config) (*Plan, error) {
-	return NewPlan(c, "demo-x7k2p", platforms.DefaultShape("demo-x7k2p", c.MasterReplicas(), c.WorkerReplicas()))
+	return NewPlan(c, "demo-x7k2p", machines.DefaultShape("demo-x7k2p", c.MasterReplicas(), c.WorkerReplicas()))
 }
 
 // TestPlanByName checks that a machine's address follows its name's
@@ -35,7 +36,7 @@ func newPlan(c *types.Config) (*Plan, error) {
 // cluster or role, or a master index that would reach the workers'
 // addresses, are refused.
 func TestPlanByName(t *testing.T) {
-	shape := platforms.Shape{Masters: []string{"demo-x7k2p-master-0", "demo-x7k2p-master-3"}, Workers: []string{"demo-x7k2p-worker-2"}}
+	shape := machines.Shape{Masters: []string{"demo-x7k2p-master-0", "demo-x7k2p-master-3"}, Workers: []string{"demo-x7k2p-worker-2"}}
 	p, err := NewPlan(planConfig(1, 1), "demo-x7k2p", shape)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func TestPlanByName(t *testing.T) {
 	if !reflect.DeepEqual(v.MasterNames, shape.Masters) || !reflect.DeepEqual(v.WorkerNames, shape.Workers) {
 		t.Errorf("names = %q, %q", v.MasterNames, v.WorkerNames)
 	}
-	for _, bad := range []platforms.Shape{
+	for _, bad := range []machines.Shape{
 		{Masters: []string{"other-abcde-master-0"}},
 		{Masters: []string{"demo-x7k2p-worker-0"}},
 		{Masters: []string{"demo-x7k2p-master-9"}},
@@ -136,7 +137,7 @@ func TestBridgeName(t *testing.T) {
 // worker added by a scale included), and the files written for a scale
 // carry the new list; with the add-on off nothing is written.
 func TestServiceLBConfig(t *testing.T) {
-	shape := platforms.Shape{Masters: []string{"demo-x7k2p-master-0", "demo-x7k2p-master-3"}, Workers: []string{"demo-x7k2p-worker-2"}}
+	shape := machines.Shape{Masters: []string{"demo-x7k2p-master-0", "demo-x7k2p-master-3"}, Workers: []string{"demo-x7k2p-worker-2"}}
 	plan, err := NewPlan(planConfig(1, 1), "demo-x7k2p", shape)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local"
@@ -62,7 +63,7 @@ func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error
 // planAndDriver returns the plan of c with the machines of shape and the
 // Terraform driver of c's directory; a plan the configuration cannot make
 // is a platforms.ConfigError.
-func (p *Provisioner) planAndDriver(ctx context.Context, c *platforms.Cluster, shape platforms.Shape) (*Plan, *terraform.Driver, error) {
+func (p *Provisioner) planAndDriver(ctx context.Context, c *platforms.Cluster, shape machines.Shape) (*Plan, *terraform.Driver, error) {
 	plan, err := NewPlan(c.Config, c.InfraID, shape)
 	if err != nil {
 		return nil, nil, &platforms.ConfigError{Err: err}
