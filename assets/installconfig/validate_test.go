@@ -18,22 +18,22 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
-	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local"
-	"github.com/kiln-project/kiln/platforms/none"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local/localconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types/none/noneconfig"
 )
 
 // testPlatforms are the real platforms on a fake host that has eth0 on
 // 192.0.2.0/24 and a default route.
-func testPlatforms() []platforms.Platform {
-	host := func() ([]local.HostNetwork, error) {
-		return []local.HostNetwork{
+func testPlatforms() []configs.Platform {
+	host := func() ([]localconfig.HostNetwork, error) {
+		return []localconfig.HostNetwork{
 			{Prefix: netip.MustParsePrefix("0.0.0.0/0"), Device: "eth0"},
 			{Prefix: netip.MustParsePrefix("192.0.2.0/24"), Device: "eth0"},
 			{Prefix: netip.MustParsePrefix("127.0.0.0/8"), Device: "lo"},
 		}, nil
 	}
-	return []platforms.Platform{&local.Config{HostNetworks: host}, none.Config{}}
+	return []configs.Platform{&localconfig.Config{HostNetworks: host}, noneconfig.Config{}}
 }
 
 // defaulted returns testdata/minimal.yaml parsed and defaulted.

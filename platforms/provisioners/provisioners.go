@@ -6,8 +6,8 @@
 package provisioners
 
 import (
+	"github.com/kiln-project/kiln/assets/installconfig/types/local/localconfig"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local"
 	localprovision "github.com/kiln-project/kiln/platforms/local/provision"
 )
 
@@ -19,7 +19,7 @@ type entry struct {
 
 func entries() []entry {
 	return []entry{
-		{local.Name, func(env platforms.Env) platforms.Provisioner { return &localprovision.Provisioner{Env: env} }},
+		{localconfig.Name, func(env platforms.Env) platforms.Provisioner { return &localprovision.Provisioner{Env: env} }},
 	}
 }
 

@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local/localconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local"
 	"github.com/kiln-project/kiln/platforms/local/servicelb"
 )
 
@@ -51,7 +51,7 @@ func NewPlan(c *types.Config, infraID string, shape machines.Shape) (*Plan, erro
 	if c.Platform.Local == nil {
 		return nil, errors.New("install-config has no local platform section after defaulting")
 	}
-	cidr, err := local.MachineNetwork(c)
+	cidr, err := localconfig.MachineNetwork(c)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func NewPlan(c *types.Config, infraID string, shape machines.Shape) (*Plan, erro
 	if p.VIP, err = netip.ParseAddr(c.APIVIP()); err != nil {
 		return nil, fmt.Errorf("platform.local.apiVIP: %w", err)
 	}
-	if p.Bootstrap, err = local.BootstrapAddress(c); err != nil {
+	if p.Bootstrap, err = localconfig.BootstrapAddress(c); err != nil {
 		return nil, err
 	}
 	for _, role := range []struct {
@@ -71,7 +71,7 @@ func NewPlan(c *types.Config, infraID string, shape machines.Shape) (*Plan, erro
 		addrs *[]netip.Addr
 	}{{machines.RoleMaster, shape.Masters, &p.Masters}, {machines.RoleWorker, shape.Workers, &p.Workers}} {
 		for _, n := range role.names {
-			r, a, err := local.MachineAddress(c, infraID, n)
+			r, a, err := localconfig.MachineAddress(c, infraID, n)
 			if err != nil {
 				return nil, err
 			}

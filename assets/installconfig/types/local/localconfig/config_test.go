@@ -1,4 +1,4 @@
-package local
+package localconfig
 
 import (
 	"bufio"

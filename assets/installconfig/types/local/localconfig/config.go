@@ -1,4 +1,4 @@
-package local
+package localconfig
 
 import (
 	"bufio"
@@ -14,10 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
-	"github.com/kiln-project/kiln/platforms"
 )
-
-var _ platforms.Platform = (*Config)(nil)
 
 // Name is the key of the local platform's install-config section.
 const Name = "local"
@@ -61,10 +58,10 @@ type Config struct {
 // New returns the local platform's Config for the running host.
 func New() *Config { return &Config{HostNetworks: ReadHostNetworks} }
 
-// Name implements platforms.Platform.
+// Name implements configs.Platform.
 func (*Config) Name() string { return Name }
 
-// SetDefaults implements platforms.Platform: the machine network — the
+// SetDefaults implements configs.Platform: the machine network — the
 // first of 10.66.0.0/24, 10.66.1.0/24, ... that the host does not use, so a
 // second cluster on the same host needs no edit — and the API VIP (the
 // first address of the machine network, the host's bridge).
@@ -81,7 +78,7 @@ func (cfg *Config) SetDefaults(c *types.Config) {
 	}
 }
 
-// Validate implements platforms.Platform.
+// Validate implements configs.Platform.
 func (cfg *Config) Validate(c *types.Config, fp *field.Path) field.ErrorList {
 	l := c.Platform.Local
 	var errs field.ErrorList

@@ -1,4 +1,4 @@
-package local
+package localconfig
 
 import (
 	"errors"
@@ -7,10 +7,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
-	"github.com/kiln-project/kiln/platforms"
 )
-
-var _ platforms.MachineAddresser = (*Config)(nil)
 
 // Address plan inside machineNetwork[0]: the API VIP is the host's address
 // on the bridge (defaulted to the first address), then fixed offsets. A
@@ -73,7 +70,7 @@ func MachineAddress(c *types.Config, infraID, name string) (role string, addr ne
 	return role, addr, err
 }
 
-// MachineAddresses implements platforms.MachineAddresser: the one address
+// MachineAddresses implements configs.MachineAddresser: the one address
 // of the master or worker called name.
 func (*Config) MachineAddresses(c *types.Config, infraID, name string) ([]netip.Addr, error) {
 	_, a, err := MachineAddress(c, infraID, name)

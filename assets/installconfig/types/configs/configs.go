@@ -7,14 +7,13 @@
 package configs
 
 import (
-	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local"
-	"github.com/kiln-project/kiln/platforms/none"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local/localconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types/none/noneconfig"
 )
 
 // Platforms returns every implemented platform, the default first.
-func Platforms() []platforms.Platform {
-	return []platforms.Platform{local.New(), none.Config{}}
+func Platforms() []Platform {
+	return []Platform{localconfig.New(), noneconfig.Config{}}
 }
 
 // Default returns the name of the default platform: the one a cluster is
@@ -32,7 +31,7 @@ func Names() []string {
 }
 
 // Get returns the platform called name.
-func Get(name string) (platforms.Platform, bool) {
+func Get(name string) (Platform, bool) {
 	for _, p := range Platforms() {
 		if p.Name() == name {
 			return p, true

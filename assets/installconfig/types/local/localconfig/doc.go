@@ -5,4 +5,4 @@
 // import provisioning. Provisioning lives in local/provision; the machines,
 // the API load balancer, the node image and the Terraform provider in the
 // other sub-packages.
-package local
+package localconfig

@@ -1,4 +1,4 @@
-package platforms
+package configs
 
 import (
 	"net/netip"
