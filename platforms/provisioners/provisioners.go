@@ -6,7 +6,7 @@
 package provisioners
 
 import (
-	"github.com/kiln-project/kiln/assets/installconfig/types/local/localconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/platforms"
 	localprovision "github.com/kiln-project/kiln/platforms/local/provision"
 )
@@ -19,7 +19,7 @@ type entry struct {
 
 func entries() []entry {
 	return []entry{
-		{localconfig.Name, func(env platforms.Env) platforms.Provisioner { return &localprovision.Provisioner{Env: env} }},
+		{local.Name, func(env platforms.Env) platforms.Provisioner { return &localprovision.Provisioner{Env: env} }},
 	}
 }
 

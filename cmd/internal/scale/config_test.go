@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/cmd/internal/install"
 )
@@ -17,7 +18,7 @@ func testConfig(masters, workers int64) *types.Config {
 		ControlPlane: &types.MachinePool{Name: "master", Replicas: &masters},
 		Compute:      []types.MachinePool{{Name: "worker", Replicas: &workers}},
 		Networking:   &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: "10.66.0.0/24"}}},
-		Platform:     types.Platform{Local: &types.LocalPlatform{APIVIP: "10.66.0.1"}},
+		Platform:     types.Platform{Local: &local.Platform{APIVIP: "10.66.0.1"}},
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/manifests/inventory"
 	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
@@ -24,7 +25,7 @@ import (
 func localConfig() *types.Config {
 	return &types.Config{
 		Networking: &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: "10.0.0.0/24"}}},
-		Platform:   types.Platform{Local: &types.LocalPlatform{APIVIP: "10.0.0.1"}},
+		Platform:   types.Platform{Local: &local.Platform{APIVIP: "10.0.0.1"}},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/local/localconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
@@ -132,14 +133,14 @@ func (p *Plan) Vars(c *platforms.Cluster, nodeImage, kiln string) tfdata.LocalVa
 		WorkerNames:       p.WorkerNames,
 		WorkerAddresses:   addrStrings(p.Workers),
 	}
-	pool := func(mp *types.MachinePool) *types.LocalMachinePool {
+	pool := func(mp *types.MachinePool) *local.MachinePool {
 		if mp != nil && mp.Platform.Local != nil {
 			return mp.Platform.Local
 		}
 		if d := cfg.Platform.Local.DefaultMachinePlatform; d != nil {
 			return d
 		}
-		return &types.LocalMachinePool{}
+		return &local.MachinePool{}
 	}
 	m := pool(cfg.ControlPlane)
 	v.BootstrapCPUs, v.BootstrapMemoryMiB = m.CPUs, m.MemoryMiB

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/platforms"
@@ -19,10 +20,10 @@ func planConfig(masters, workers int64) *types.Config {
 	return &types.Config{
 		Metadata:     types.Metadata{Name: "demo"},
 		BaseDomain:   "example.com",
-		ControlPlane: &types.MachinePool{Name: "master", Replicas: &masters, Platform: types.MachinePoolPlatform{Local: &types.LocalMachinePool{CPUs: 1.5, MemoryMiB: 2048}}},
+		ControlPlane: &types.MachinePool{Name: "master", Replicas: &masters, Platform: types.MachinePoolPlatform{Local: &local.MachinePool{CPUs: 1.5, MemoryMiB: 2048}}},
 		Compute:      []types.MachinePool{{Name: "worker", Replicas: &workers}},
 		Networking:   &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: "10.66.0.0/24"}}, ServiceNetwork: []string{"172.30.0.0/16"}},
-		Platform:     types.Platform{Local: &types.LocalPlatform{APIVIP: "10.66.0.1", DefaultMachinePlatform: &types.LocalMachinePool{MemoryMiB: 1024}}},
+		Platform:     types.Platform{Local: &local.Platform{APIVIP: "10.66.0.1", DefaultMachinePlatform: &local.MachinePool{MemoryMiB: 1024}}},
 	}
 }
 
@@ -113,7 +114,7 @@ func TestPlanServiceLB(t *testing.T) {
 		t.Errorf("worker 10.66.0.24 in the pool: err = %v", err)
 	}
 	off := false
-	crowded.Platform.Local.Addons = &types.LocalAddons{LoadBalancer: &off}
+	crowded.Platform.Local.Addons = &local.Addons{LoadBalancer: &off}
 	if p, err := newPlan(crowded); err != nil || p.ServiceLB.Size() != 0 {
 		t.Errorf("add-on off: pool %+v, %v; want none and no error", p, err)
 	}
@@ -176,7 +177,7 @@ func TestServiceLBConfig(t *testing.T) {
 	}
 
 	off := false
-	c.Config.Platform.Local.Addons = &types.LocalAddons{LoadBalancer: &off}
+	c.Config.Platform.Local.Addons = &local.Addons{LoadBalancer: &off}
 	plan, err = NewPlan(c.Config, c.InfraID, shape)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/kiln-project/kiln/assets/installconfig/types/local/localconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
@@ -150,7 +150,7 @@ func (p *Provisioner) driver(ctx context.Context, dir string) (*terraform.Driver
 	if err != nil {
 		return nil, err
 	}
-	modules, err := tfdata.Platform(localconfig.Name)
+	modules, err := tfdata.Platform(local.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 )
 
 // Name is the key of the local platform's install-config section.
@@ -156,7 +157,7 @@ func (cfg *Config) freeMachineNetwork() netip.Prefix {
 	return def
 }
 
-func validatePool(p *types.LocalMachinePool, fp *field.Path) field.ErrorList {
+func validatePool(p *local.MachinePool, fp *field.Path) field.ErrorList {
 	if p == nil {
 		return nil
 	}
