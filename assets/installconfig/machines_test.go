@@ -33,8 +33,8 @@ func TestMachines(t *testing.T) {
 	if _, ok, err := MachineAddresses(c, "demo-x7k2p", "other-abcde-worker-0"); err == nil || ok {
 		t.Errorf("MachineAddresses of another cluster's machine: ok %v, err %v; want an error", ok, err)
 	}
-	none := &types.Config{Platform: types.Platform{None: &none.Platform{}}}
-	if got, ok, err := MachineAddresses(none, "upi-abcde", "upi-abcde-master-0"); got != nil || ok || err != nil {
+	upi := &types.Config{Platform: types.Platform{None: &none.Platform{}}}
+	if got, ok, err := MachineAddresses(upi, "upi-abcde", "upi-abcde-master-0"); got != nil || ok || err != nil {
 		t.Errorf("MachineAddresses on none = %v, %v, %v; want nothing: the user's machines have their own addresses", got, ok, err)
 	}
 }

@@ -46,7 +46,7 @@ func BridgeName(infraID string) string {
 }
 
 // NewPlan lays out the machines of shape on c's machine network, with the
-// addresses of local.MachineAddress: a machine keeps its address whatever
+// addresses of localconfig.MachineAddress: a machine keeps its address whatever
 // else is added or removed.
 func NewPlan(c *types.Config, infraID string, shape machines.Shape) (*Plan, error) {
 	if c.Platform.Local == nil {

@@ -1,9 +1,11 @@
-// Package configs lists the install-config logic of every platform kiln
-// implements. It is what assets import, so it lists only the platforms'
-// leaf config packages, never their provisioning (see platforms/provisioners).
-// Platform packages must import only assets/installconfig/types (never
-// assets/installconfig) so that the install-config asset can import this
-// list without a cycle.
+// Package configs is the contract between install-config.yaml and the
+// platforms: Platform, what the install-config asset asks of a platform's
+// config logic, and the list of every platform kiln implements
+// (Platforms). It stands on the ground floor with the platforms' config
+// packages it lists (types/<platform>/<platform>config): they import only
+// packages under assets/installconfig/types, so assets, platforms and
+// commands can all import this list. A platform's provisioning is listed
+// apart, in platforms/provisioners.
 package configs
 
 import (
@@ -11,7 +13,8 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types/none/noneconfig"
 )
 
-// Platforms returns every implemented platform, the default first.
+// Platforms returns every implemented platform, the default first. A new
+// platform's config logic is registered here, by one entry.
 func Platforms() []Platform {
 	return []Platform{localconfig.New(), noneconfig.Config{}}
 }

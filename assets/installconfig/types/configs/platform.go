@@ -8,9 +8,10 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 )
 
-// Platform is what the install-config asset asks of a platform backend. Each
-// platform package owns its install-config section: its defaults and its
-// validation. Core assets never switch on a platform's name.
+// Platform is what the install-config asset asks of a platform's config
+// logic. Each platform owns its install-config section (types/<platform>):
+// its defaults and its validation. Core assets never switch on a
+// platform's name.
 type Platform interface {
 	// Name is the key of the platform's section in install-config.yaml
 	// ("local", "none", ...).

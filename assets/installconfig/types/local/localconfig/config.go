@@ -17,9 +17,6 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 )
 
-// Name is the key of the local platform's install-config section.
-const Name = "local"
-
 // DefaultMachineNetwork is the host bridge's block. It avoids the defaults
 // of Docker (172.17.0.0/16), kind (172.18.0.0/16), podman (10.88.0.0/16),
 // libvirt (192.168.122.0/24) and home routers (192.168.0-1.0/24), and kiln's
@@ -60,7 +57,7 @@ type Config struct {
 func New() *Config { return &Config{HostNetworks: ReadHostNetworks} }
 
 // Name implements configs.Platform.
-func (*Config) Name() string { return Name }
+func (*Config) Name() string { return local.Name }
 
 // SetDefaults implements configs.Platform: the machine network — the
 // first of 10.66.0.0/24, 10.66.1.0/24, ... that the host does not use, so a
@@ -103,10 +100,10 @@ func (cfg *Config) Validate(c *types.Config, fp *field.Path) field.ErrorList {
 	}
 	errs = append(errs, validatePool(l.DefaultMachinePlatform, fp.Child("defaultMachinePlatform"))...)
 	if c.ControlPlane != nil {
-		errs = append(errs, validatePool(c.ControlPlane.Platform.Local, field.NewPath("controlPlane", "platform", Name))...)
+		errs = append(errs, validatePool(c.ControlPlane.Platform.Local, field.NewPath("controlPlane", "platform", local.Name))...)
 	}
 	for i := range c.Compute {
-		errs = append(errs, validatePool(c.Compute[i].Platform.Local, field.NewPath("compute").Index(i).Child("platform", Name))...)
+		errs = append(errs, validatePool(c.Compute[i].Platform.Local, field.NewPath("compute").Index(i).Child("platform", local.Name))...)
 	}
 	if cfg.HostNetworks == nil || len(machines) == 0 {
 		return errs

@@ -1,8 +1,10 @@
-// Package local is the install-config logic of the embedded default
-// platform, whose cluster machines are systemd-nspawn containers on a host
+// Package localconfig is the install-config logic of the local platform,
+// kiln's default, whose machines are systemd-nspawn containers on a host
 // bridge: the defaults and validation of platform.local and of the machine
-// pools' local sections. It is a leaf: assets import it, so it must never
-// import provisioning. Provisioning lives in local/provision; the machines,
-// the API load balancer, the node image and the Terraform provider in the
-// other sub-packages.
+// pools' local sections (package local), checked against the host's
+// networks, and the address plan that gives each machine its address from
+// its name. It stands on the ground floor: it imports only packages under
+// assets/installconfig/types, never the install-config asset or anything
+// under platforms/. The local platform's provisioning is under
+// platforms/local.
 package localconfig

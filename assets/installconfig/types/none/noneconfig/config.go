@@ -4,17 +4,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/none"
 )
-
-// Name is the key of the none platform's install-config section.
-const Name = "none"
 
 // Config is the none platform's install-config logic. Its section has no
 // fields; the user provisions machines, DNS and the API load balancer.
 type Config struct{}
 
 // Name implements configs.Platform.
-func (Config) Name() string { return Name }
+func (Config) Name() string { return none.Name }
 
 // SetDefaults implements configs.Platform; there is nothing to default
 // beyond the generic machine network.
