@@ -1,9 +1,7 @@
 package configs
 
 import (
-	"os/exec"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -20,31 +18,12 @@ func TestRegistry(t *testing.T) {
 	if _, ok := Get("aws"); ok {
 		t.Error("Get(aws) found a platform kiln does not implement")
 	}
-}
-
-// Assets and the node agents must not link provisioning: Terraform, the
-// machines, the node image. The platforms' config packages they import are
-// leaves.
-func TestAssetsDoNotDependOnProvisioning(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list")
-	}
-	out, err := exec.Command("go", "list", "-deps",
-		"github.com/kiln-project/kiln/assets/...", "github.com/kiln-project/kiln/cmd/internal/node/...").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	forbidden := []string{
-		"github.com/hashicorp/terraform",
-		"github.com/kiln-project/kiln/platforms/terraform",
-		"github.com/kiln-project/kiln/platforms/provisioners",
-		"github.com/kiln-project/kiln/platforms/local/",
-	}
-	for _, pkg := range strings.Fields(string(out)) {
-		for _, f := range forbidden {
-			if strings.HasPrefix(pkg, f) {
-				t.Errorf("assets or node agents depend on %s", pkg)
-			}
+	// Only a platform whose machine addresses follow from the
+	// install-config assigns them (the machine inventory lists them).
+	for name, want := range map[string]bool{"local": true, "none": false} {
+		p, _ := Get(name)
+		if _, ok := p.(MachineAddresser); ok != want {
+			t.Errorf("%s is a MachineAddresser: %v, want %v", name, ok, want)
 		}
 	}
 }
