@@ -32,6 +32,6 @@ type Platform interface {
 // inventory starts empty and the administrator fills it in.
 type MachineAddresser interface {
 	// MachineAddresses returns the addresses of c's master or worker
-	// called name (a MachineName of infraID).
+	// called name (a machines.Name of infraID).
 	MachineAddresses(c *types.Config, infraID, name string) ([]netip.Addr, error)
 }

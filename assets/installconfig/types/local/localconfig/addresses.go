@@ -45,11 +45,10 @@ func BootstrapAddress(c *types.Config) (netip.Addr, error) {
 }
 
 // MachineAddress returns the role (machines.RoleMaster or RoleWorker) and
-// the address of the machine called name, a machines.Name of
-// infraID. It is a pure function of c's machine network and the name's
-// index; a name of another cluster, a master index that would reach the
-// workers' addresses, or an address outside the machine network is an
-// error.
+// the address of the machine called name, a machines.Name of infraID. It
+// is a pure function of c's machine network and the name's index; a name
+// of another cluster, a master index that would reach the workers'
+// addresses, or an address outside the machine network is an error.
 func MachineAddress(c *types.Config, infraID, name string) (role string, addr netip.Addr, err error) {
 	role, i, ok := machines.Index(infraID, name)
 	if !ok {
