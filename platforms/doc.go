@@ -1,7 +1,76 @@
-// Package platforms holds the contracts between kiln's commands and its
-// platforms: Platform, the install-config logic that assets use, and
-// Provisioner, the infrastructure that commands create and destroy, with
-// the helpers both share. Each platform's config lives in a leaf
-// sub-package (listed in platforms/configs); its provisioning, if kiln has
-// any, in a package beside it (listed in platforms/provisioners).
+// Package platforms holds the contracts between kiln's commands and the
+// platforms' provisioning: Provisioner, the infrastructure that commands
+// create and destroy, with its optional abilities (Scaler, Restarter,
+// MachineStater, UnitChecker, ImageLoader, Gatherer), Cluster, what
+// provisioning needs from the assets, and the helpers both share. The
+// platforms' install-config logic is not here: it stands on the ground
+// floor, under assets/installconfig/types.
+//
+// # Layers
+//
+// Every import arrow of kiln points to the same floor or a lower one,
+// lowest first:
+//
+//  0. the ground floor, packages that import nothing of kiln's above it:
+//     data/..., graph/atomicfile (with its test helper),
+//     ignition/nodelayout, ignition/mcsauth, assets/installconfig/types and
+//     the packages under it (the schema, each platform's section and config
+//     logic, the list of platforms in types/configs, the machine naming in
+//     types/machines), assets/release, assets/manifests/inventory and
+//     assets/internal/yamlkeys;
+//  1. graph, the asset engine, and its test helpers graph/...;
+//  2. ignition and assets/...;
+//  3. platforms/..., provisioning;
+//  4. cmd/...;
+//  5. test/....
+//
+// A package's own tests count as the package; external test packages
+// (package x_test) import what they like, since nothing imports them. So
+// assets never import anything under platforms/, and a platform's
+// provisioning reads the install-config through the ground floor.
+// test/layering fails on an arrow that points up and on a package that is
+// on no floor; it holds the same table.
+//
+// # Adding a platform
+//
+// A platform is packages of its own plus its entry in each list below: one
+// line in each registry, and a field and a case in the schema's root.
+// local and none are registered this way; <name> is the platform's key in
+// install-config.yaml.
+//
+//  1. Its install-config section: package assets/installconfig/types/<name>
+//     with const Name = "<name>" and the section's struct types (Platform,
+//     and MachinePool if its machine pools have settings), each field with
+//     a doc comment. In assets/installconfig/types/types.go, one field in
+//     Platform (<Name> *<name>.Platform `json:"<name>,omitempty"`), one in
+//     MachinePoolPlatform if it has pool settings, and its case in
+//     Platform.Names and MachinePoolPlatform.Names (accessors.go). Then
+//     `go generate ./assets/installconfig` regenerates the table of
+//     `kiln explain` and docs/install-config.md from the new types.
+//  2. Its config logic: package assets/installconfig/types/<name>/<name>config
+//     implementing configs.Platform (defaults and validation), and
+//     configs.MachineAddresser when the platform gives its machines
+//     addresses that follow from the install-config. It imports only
+//     packages under assets/installconfig/types. Register it with one entry
+//     in configs.Platforms (assets/installconfig/types/configs/configs.go),
+//     where the survey, defaulting and validation find it (the first entry
+//     is the default platform).
+//  3. If kiln provisions its infrastructure (none has no provisioning):
+//     package platforms/<name>/provision implementing Provisioner and the
+//     optional abilities it supports, registered with one entry in
+//     platforms/provisioners. Only commands import it.
+//  4. If it provisions through Terraform: its modules under
+//     data/terraform/<name>/, added to the //go:embed line of
+//     data/terraform/terraform.go; the provisioner gets them with
+//     data/terraform.Platform(<name>.Name) and runs them with
+//     platforms/terraform.Driver.
+//  5. If kiln itself runs helpers of the platform (the local platform's
+//     Terraform provider, API load balancer and service load balancer are
+//     hidden kiln commands), one command each, added in cmd/kiln/root.go;
+//     the local node image is built by `kiln build node-image`
+//     (cmd/kiln/build.go).
+//
+// The accessors Config.APIVIP and Config.Addons of package types read the
+// local section; a platform with an API VIP or add-ons of its own adds
+// its case there.
 package platforms

@@ -2,14 +2,11 @@ package platforms
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 )
 
 // Cluster is what provisioning needs from the assets.
@@ -28,7 +25,7 @@ type Cluster struct {
 	// Shape names the masters and workers the cluster runs. Zero until a
 	// day-2 change recorded one: then Machines derives it from the
 	// install-config's replica counts.
-	Shape Shape
+	Shape machines.Shape
 	// Full is the complete Ignition config of a machine joining a running
 	// cluster, by role ("master", "worker"); a role without one boots from
 	// its pointer config. A machine added on day 2 boots from its full
@@ -39,11 +36,11 @@ type Cluster struct {
 // Machines returns the names of the cluster's masters and workers: Shape
 // when set, else <infraID>-master-<i> and <infraID>-worker-<i> for the
 // install-config's replica counts.
-func (c *Cluster) Machines() Shape {
+func (c *Cluster) Machines() machines.Shape {
 	if len(c.Shape.Masters) > 0 {
 		return c.Shape
 	}
-	return DefaultShape(c.InfraID, c.Config.MasterReplicas(), c.Config.WorkerReplicas())
+	return machines.DefaultShape(c.InfraID, c.Config.MasterReplicas(), c.Config.WorkerReplicas())
 }
 
 // Env is what a provisioner reports to and caches in.
@@ -159,59 +156,17 @@ type UnitChecker interface {
 	FailedUnits(ctx context.Context, c *Cluster) ([]FailedUnit, error)
 }
 
-// Shape names the masters and workers of a cluster: the machines it runs
-// besides the bootstrap machine. A machine's name is also its node's.
-type Shape struct {
-	Masters []string `json:"masters"`
-	Workers []string `json:"workers"`
-}
+// Shape, RoleMaster and RoleWorker are the ground floor's machine naming
+// (machines.Shape, machines.RoleMaster, machines.RoleWorker) under their
+// former names, for code not yet rewritten to import package machines. New
+// code uses package machines.
+type Shape = machines.Shape
 
-// Machine roles, as they appear in machine names.
+// Machine roles; see Shape.
 const (
-	RoleMaster = "master"
-	RoleWorker = "worker"
+	RoleMaster = machines.RoleMaster
+	RoleWorker = machines.RoleWorker
 )
-
-// MachineName is the name of the machine of role with index i.
-func MachineName(infraID, role string, i int) string {
-	return fmt.Sprintf("%s-%s-%d", infraID, role, i)
-}
-
-// MachineIndex returns the role and index of a machine named by
-// MachineName for infraID; ok is false for any other name.
-func MachineIndex(infraID, name string) (role string, i int, ok bool) {
-	rest, found := strings.CutPrefix(name, infraID+"-")
-	if !found {
-		return "", 0, false
-	}
-	role, num, found := strings.Cut(rest, "-")
-	if !found || (role != RoleMaster && role != RoleWorker) {
-		return "", 0, false
-	}
-	i, err := strconv.Atoi(num)
-	if err != nil || i < 0 || strconv.Itoa(i) != num {
-		return "", 0, false
-	}
-	return role, i, true
-}
-
-// DefaultShape is the shape of a cluster as created: masters and workers
-// numbered from 0.
-func DefaultShape(infraID string, masters, workers int) Shape {
-	var s Shape
-	for i := range masters {
-		s.Masters = append(s.Masters, MachineName(infraID, RoleMaster, i))
-	}
-	for i := range workers {
-		s.Workers = append(s.Workers, MachineName(infraID, RoleWorker, i))
-	}
-	return s
-}
-
-// All returns the masters then the workers.
-func (s Shape) All() []string {
-	return append(slices.Clone(s.Masters), s.Workers...)
-}
 
 // Scaler is an optional ability of a Provisioner: changing the machines of
 // a running cluster (kiln scale cluster). The caller orders the steps that

@@ -2,7 +2,7 @@ package installconfig
 
 import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
-	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 )
 
 // Defaults of install-config fields, applied by SetDefaults.
@@ -36,7 +36,7 @@ const (
 
 // SetDefaults fills every unset field of c. The selected platform (found in
 // plats by name) sets its own section and the machine network first.
-func SetDefaults(c *types.Config, plats []platforms.Platform) {
+func SetDefaults(c *types.Config, plats []configs.Platform) {
 	if c.ControlPlane == nil {
 		c.ControlPlane = &types.MachinePool{}
 	}
@@ -95,7 +95,7 @@ func setIfEmpty(s *string, v string) {
 }
 
 // lookup returns the platform called name, or nil.
-func lookup(plats []platforms.Platform, name string) platforms.Platform {
+func lookup(plats []configs.Platform, name string) configs.Platform {
 	for _, p := range plats {
 		if p.Name() == name {
 			return p

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/graph"
-	"github.com/kiln-project/kiln/platforms/configs"
 )
 
 var _ graph.WritableAsset = (*InstallConfig)(nil)

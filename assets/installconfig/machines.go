@@ -4,19 +4,19 @@ import (
 	"net/netip"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
-	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/configs"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 )
 
 // MachineNames returns the names of the masters and workers c creates
-// (platforms.DefaultShape): what their nodes register as.
+// (machines.DefaultShape): what their nodes register as.
 func MachineNames(c *types.Config, infraID string) (masters, workers []string) {
-	s := platforms.DefaultShape(infraID, c.MasterReplicas(), c.WorkerReplicas())
+	s := machines.DefaultShape(infraID, c.MasterReplicas(), c.WorkerReplicas())
 	return s.Masters, s.Workers
 }
 
 // AssignsMachineAddresses reports whether c's platform assigns its machines'
-// addresses (platforms.MachineAddresser), so that kiln knows every machine it
+// addresses (configs.MachineAddresser), so that kiln knows every machine it
 // creates by name and address: the machine inventory lists them. On the none
 // platform the user's machines have whatever names and addresses the user
 // gave them.
@@ -25,20 +25,20 @@ func AssignsMachineAddresses(c *types.Config) bool {
 	if !found {
 		return false
 	}
-	_, ok := p.(platforms.MachineAddresser)
+	_, ok := p.(configs.MachineAddresser)
 	return ok
 }
 
 // MachineAddresses returns the addresses c's platform assigns to the master
 // or worker called name. ok is false when the platform does not assign
-// addresses (platforms.MachineAddresser): the user's machines on the none
+// addresses (configs.MachineAddresser): the user's machines on the none
 // platform have whatever addresses the user gave them.
 func MachineAddresses(c *types.Config, infraID, name string) (addrs []netip.Addr, ok bool, err error) {
 	p, found := configs.Get(c.PlatformName())
 	if !found {
 		return nil, false, nil
 	}
-	a, ok := p.(platforms.MachineAddresser)
+	a, ok := p.(configs.MachineAddresser)
 	if !ok {
 		return nil, false, nil
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
+	"github.com/kiln-project/kiln/assets/installconfig/types/none"
 )
 
 // TestMachines checks the names and addresses kiln publishes in the
@@ -16,7 +18,7 @@ func TestMachines(t *testing.T) {
 		ControlPlane: &types.MachinePool{Replicas: &one},
 		Compute:      []types.MachinePool{{Replicas: &two}},
 		Networking:   &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: "10.66.3.0/24"}}},
-		Platform:     types.Platform{Local: &types.LocalPlatform{APIVIP: "10.66.3.1"}},
+		Platform:     types.Platform{Local: &local.Platform{APIVIP: "10.66.3.1"}},
 	}
 	masters, workers := MachineNames(c, "demo-x7k2p")
 	if !slices.Equal(masters, []string{"demo-x7k2p-master-0"}) || !slices.Equal(workers, []string{"demo-x7k2p-worker-0", "demo-x7k2p-worker-1"}) {
@@ -31,8 +33,8 @@ func TestMachines(t *testing.T) {
 	if _, ok, err := MachineAddresses(c, "demo-x7k2p", "other-abcde-worker-0"); err == nil || ok {
 		t.Errorf("MachineAddresses of another cluster's machine: ok %v, err %v; want an error", ok, err)
 	}
-	none := &types.Config{Platform: types.Platform{None: &types.NonePlatform{}}}
-	if got, ok, err := MachineAddresses(none, "upi-abcde", "upi-abcde-master-0"); got != nil || ok || err != nil {
+	upi := &types.Config{Platform: types.Platform{None: &none.Platform{}}}
+	if got, ok, err := MachineAddresses(upi, "upi-abcde", "upi-abcde-master-0"); got != nil || ok || err != nil {
 		t.Errorf("MachineAddresses on none = %v, %v, %v; want nothing: the user's machines have their own addresses", got, ok, err)
 	}
 }

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/graph"
-	"github.com/kiln-project/kiln/platforms/configs"
 )
 
 // prompter asks questions on a line-oriented terminal.

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
-	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 )
 
 // MaxNameLength bounds metadata.name so the infra ID (<name>-<5 random>)
@@ -25,7 +25,7 @@ var controlPlaneSizes = []int64{1, 3, 5}
 
 // Validate checks a defaulted install-config and returns every problem at
 // once; plats are the platforms kiln implements.
-func Validate(c *types.Config, plats []platforms.Platform) field.ErrorList {
+func Validate(c *types.Config, plats []configs.Platform) field.ErrorList {
 	var errs field.ErrorList
 	switch {
 	case c.APIVersion == "":
@@ -121,7 +121,7 @@ func validatePoolPlatform(c *types.Config, p *types.MachinePoolPlatform, fp *fie
 	return errs
 }
 
-func validatePlatform(c *types.Config, plats []platforms.Platform) field.ErrorList {
+func validatePlatform(c *types.Config, plats []configs.Platform) field.ErrorList {
 	fp := field.NewPath("platform")
 	supported := make([]string, len(plats))
 	for i, p := range plats {

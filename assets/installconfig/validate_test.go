@@ -18,22 +18,24 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
-	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local"
-	"github.com/kiln-project/kiln/platforms/none"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local/localconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types/none"
+	"github.com/kiln-project/kiln/assets/installconfig/types/none/noneconfig"
 )
 
 // testPlatforms are the real platforms on a fake host that has eth0 on
 // 192.0.2.0/24 and a default route.
-func testPlatforms() []platforms.Platform {
-	host := func() ([]local.HostNetwork, error) {
-		return []local.HostNetwork{
+func testPlatforms() []configs.Platform {
+	host := func() ([]localconfig.HostNetwork, error) {
+		return []localconfig.HostNetwork{
 			{Prefix: netip.MustParsePrefix("0.0.0.0/0"), Device: "eth0"},
 			{Prefix: netip.MustParsePrefix("192.0.2.0/24"), Device: "eth0"},
 			{Prefix: netip.MustParsePrefix("127.0.0.0/8"), Device: "lo"},
 		}, nil
 	}
-	return []platforms.Platform{&local.Config{HostNetworks: host}, none.Config{}}
+	return []configs.Platform{&localconfig.Config{HostNetworks: host}, noneconfig.Config{}}
 }
 
 // defaulted returns testdata/minimal.yaml parsed and defaulted.
@@ -97,7 +99,7 @@ func TestValidate(t *testing.T) {
 	inv, req, ns, tl, forb, dup, many := field.ErrorTypeInvalid, field.ErrorTypeRequired, field.ErrorTypeNotSupported,
 		field.ErrorTypeTooLong, field.ErrorTypeForbidden, field.ErrorTypeDuplicate, field.ErrorTypeTooMany
 	key, ca := sshKey(t), caPEM(t)
-	useNone := func(c *types.Config) { c.Platform = types.Platform{None: &types.NonePlatform{}} }
+	useNone := func(c *types.Config) { c.Platform = types.Platform{None: &none.Platform{}} }
 	tests := []struct {
 		name   string
 		mutate func(c *types.Config)
@@ -112,7 +114,7 @@ func TestValidate(t *testing.T) {
 				NoProxy: "*, .example.com,10.0.0.0/8, 1.2.3.4,internal"}
 			c.ControlPlane.Replicas = i64(5)
 			c.Compute[0].Replicas = i64(0)
-			c.ControlPlane.Platform.Local = &types.LocalMachinePool{CPUs: 1.5, MemoryMiB: 4096}
+			c.ControlPlane.Platform.Local = &local.MachinePool{CPUs: 1.5, MemoryMiB: 4096}
 		}, nil},
 		{"single master", func(c *types.Config) { c.ControlPlane.Replicas = i64(1) }, nil},
 		{"apiVersion missing", func(c *types.Config) { c.APIVersion = "" }, []fieldErr{{req, "apiVersion"}}},
@@ -132,7 +134,7 @@ func TestValidate(t *testing.T) {
 		{"compute negative replicas", func(c *types.Config) { c.Compute[0].Replicas = i64(-1) }, []fieldErr{{inv, "compute[0].replicas"}}},
 		{"pool section of another platform", func(c *types.Config) {
 			useNone(c)
-			c.ControlPlane.Platform.Local = &types.LocalMachinePool{}
+			c.ControlPlane.Platform.Local = &local.MachinePool{}
 		}, []fieldErr{{forb, "controlPlane.platform.local"}}},
 		{"networkType", func(c *types.Config) { c.Networking.NetworkType = "Calico" }, []fieldErr{{ns, "networking.networkType"}}},
 		{"clusterNetwork missing", func(c *types.Config) { c.Networking.ClusterNetwork = nil }, []fieldErr{{req, "networking.clusterNetwork"}}},
@@ -173,7 +175,7 @@ func TestValidate(t *testing.T) {
 		{"machineNetwork too small for the nodes", func(c *types.Config) { useNone(c); c.Networking.MachineNetwork[0].CIDR = "10.0.0.0/30" },
 			[]fieldErr{{inv, "networking.machineNetwork[0].cidr"}}},
 		{"no platform", func(c *types.Config) { c.Platform = types.Platform{} }, []fieldErr{{req, "platform"}}},
-		{"two platforms", func(c *types.Config) { c.Platform.None = &types.NonePlatform{} }, []fieldErr{{inv, "platform"}}},
+		{"two platforms", func(c *types.Config) { c.Platform.None = &none.Platform{} }, []fieldErr{{inv, "platform"}}},
 		{"local bridgeName too long", func(c *types.Config) { c.Platform.Local.BridgeName = "kiln-0123456789a" },
 			[]fieldErr{{inv, "platform.local.bridgeName"}}},
 		{"local bridgeName characters", func(c *types.Config) { c.Platform.Local.BridgeName = "br 0" },
@@ -191,9 +193,9 @@ func TestValidate(t *testing.T) {
 			c.Platform.Local.APIVIP = "192.0.2.1"
 		}, []fieldErr{{inv, "networking.machineNetwork[0].cidr"}}},
 		{"local pool sizes", func(c *types.Config) {
-			c.ControlPlane.Platform.Local = &types.LocalMachinePool{MemoryMiB: 512}
-			c.Compute[0].Platform.Local = &types.LocalMachinePool{CPUs: -1}
-			c.Platform.Local.DefaultMachinePlatform = &types.LocalMachinePool{MemoryMiB: 1}
+			c.ControlPlane.Platform.Local = &local.MachinePool{MemoryMiB: 512}
+			c.Compute[0].Platform.Local = &local.MachinePool{CPUs: -1}
+			c.Platform.Local.DefaultMachinePlatform = &local.MachinePool{MemoryMiB: 1}
 		}, []fieldErr{{inv, "platform.local.defaultMachinePlatform.memoryMiB"}, {inv, "controlPlane.platform.local.memoryMiB"},
 			{inv, "compute[0].platform.local.cpus"}}},
 		{"sshKey", func(c *types.Config) { c.SSHKey = "ssh-rsa nonsense" }, []fieldErr{{inv, "sshKey"}}},
@@ -239,7 +241,7 @@ func TestValidate(t *testing.T) {
 // supported, whatever its content.
 func TestValidateUnlistedPlatform(t *testing.T) {
 	c := defaulted(t)
-	c.Platform = types.Platform{None: &types.NonePlatform{}}
+	c.Platform = types.Platform{None: &none.Platform{}}
 	localOnly := testPlatforms()[:1]
 	if got, want := asData(Validate(c, localOnly)), []fieldErr{{field.ErrorTypeNotSupported, "platform"}}; !slices.Equal(got, want) {
 		t.Errorf("errors = %v, want %v", got, want)

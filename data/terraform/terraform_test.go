@@ -1,4 +1,4 @@
-package terraform
+package terraform_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms/local/provider"
 	tf "github.com/kiln-project/kiln/platforms/terraform"
 )
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 var stages = []string{tf.StageNetwork, tf.StageBootstrap, tf.StageCluster}
 
 func TestStages(t *testing.T) {
-	local, err := Platform("local")
+	local, err := tfdata.Platform("local")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestStages(t *testing.T) {
 			t.Errorf("stage %s: %v", s, err)
 		}
 	}
-	if _, err := Platform("aws"); err == nil {
+	if _, err := tfdata.Platform("aws"); err == nil {
 		t.Errorf("Platform(aws) succeeded without modules")
 	}
 }
@@ -52,7 +53,11 @@ func TestStages(t *testing.T) {
 // TestLocalVarsMatchVariables keeps LocalVars and variables.tf in step:
 // every variable has a field and every field a variable.
 func TestLocalVarsMatchVariables(t *testing.T) {
-	data, err := fs.ReadFile(modules, "local/variables.tf")
+	local, err := tfdata.Platform("local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := fs.ReadFile(local, "variables.tf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +66,7 @@ func TestLocalVarsMatchVariables(t *testing.T) {
 		declared = append(declared, m[1])
 	}
 	var fields []string
-	rt := reflect.TypeOf(LocalVars{})
+	rt := reflect.TypeOf(tfdata.LocalVars{})
 	for i := range rt.NumField() {
 		fields = append(fields, strings.Split(rt.Field(i).Tag.Get("json"), ",")[0])
 	}
@@ -73,8 +78,8 @@ func TestLocalVarsMatchVariables(t *testing.T) {
 }
 
 // sampleVars is a valid set of variables for every stage.
-func sampleVars() LocalVars {
-	return LocalVars{
+func sampleVars() tfdata.LocalVars {
+	return tfdata.LocalVars{
 		ClusterName: "demo", BaseDomain: "example.test", InfraID: "demo-x7k2p",
 		Bridge: "kiln-demo", MachineCIDR: "10.66.0.0/24", APIVIP: "10.66.0.1",
 		NodeImage: "/var/lib/kiln/images/node", KilnBinary: "/usr/local/bin/kiln",
@@ -105,7 +110,7 @@ func TestValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local, _ := Platform("local")
+	local, _ := tfdata.Platform("local")
 	log := logrus.New()
 	log.SetOutput(testWriter{t})
 	log.SetLevel(logrus.DebugLevel)

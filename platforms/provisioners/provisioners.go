@@ -6,8 +6,8 @@
 package provisioners
 
 import (
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local"
 	localprovision "github.com/kiln-project/kiln/platforms/local/provision"
 )
 

@@ -3,8 +3,8 @@ package provisioners
 import (
 	"testing"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/configs"
 	"github.com/kiln-project/kiln/platforms/local/provision"
 )
 

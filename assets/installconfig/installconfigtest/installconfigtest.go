@@ -5,6 +5,7 @@ package installconfigtest
 import (
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 )
 
 // Local returns the install-config of cluster "demo" in example.test on the
@@ -15,6 +16,6 @@ func Local(vip string) *installconfig.InstallConfig {
 		Metadata:   types.Metadata{Name: "demo"},
 		BaseDomain: "example.test",
 		Networking: &types.Networking{ServiceNetwork: []string{"172.30.0.0/16"}},
-		Platform:   types.Platform{Local: &types.LocalPlatform{APIVIP: vip}},
+		Platform:   types.Platform{Local: &local.Platform{APIVIP: vip}},
 	}}
 }

@@ -2,6 +2,9 @@ package types
 
 import (
 	"net/netip"
+
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
+	"github.com/kiln-project/kiln/assets/installconfig/types/none"
 )
 
 // dnsServiceIndex is the offset of the cluster DNS Service IP in the service
@@ -115,10 +118,10 @@ func (c *Config) PlatformName() string {
 func (p *Platform) Names() []string {
 	var names []string
 	if p.Local != nil {
-		names = append(names, "local")
+		names = append(names, local.Name)
 	}
 	if p.None != nil {
-		names = append(names, "none")
+		names = append(names, none.Name)
 	}
 	return names
 }
@@ -142,7 +145,7 @@ func nthAddr(p netip.Prefix, n int) netip.Addr {
 // Names lists the keys of the platform sections set in a machine pool.
 func (p *MachinePoolPlatform) Names() []string {
 	if p.Local != nil {
-		return []string{"local"}
+		return []string{local.Name}
 	}
 	return nil
 }
@@ -167,7 +170,7 @@ func (c *Config) Addons() Addons {
 	on := func(b *bool) bool { return b == nil || *b }
 	a := l.Addons
 	if a == nil {
-		a = &LocalAddons{}
+		a = &local.Addons{}
 	}
 	return Addons{Storage: on(a.Storage), Metrics: on(a.Metrics), LoadBalancer: on(a.LoadBalancer)}
 }

@@ -3,6 +3,9 @@ package types
 import (
 	"net/netip"
 	"testing"
+
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
+	"github.com/kiln-project/kiln/assets/installconfig/types/none"
 )
 
 func TestAccessors(t *testing.T) {
@@ -16,7 +19,7 @@ func TestAccessors(t *testing.T) {
 			ClusterNetwork: []ClusterNetworkEntry{{CIDR: "10.128.0.0/14"}, {CIDR: "bad"}},
 			ServiceNetwork: []string{"172.30.0.0/16"},
 		},
-		Platform: Platform{Local: &LocalPlatform{APIVIP: "10.66.0.1"}},
+		Platform: Platform{Local: &local.Platform{APIVIP: "10.66.0.1"}},
 	}
 	checks := []struct{ name, got, want string }{
 		{"ClusterDomain", c.ClusterDomain(), "dev.example.com"},
@@ -39,7 +42,7 @@ func TestAccessors(t *testing.T) {
 	if c.MasterReplicas() != 3 || c.WorkerReplicas() != 3 {
 		t.Errorf("replicas = %d, %d", c.MasterReplicas(), c.WorkerReplicas())
 	}
-	empty := &Config{Platform: Platform{None: &NonePlatform{}, Local: &LocalPlatform{}}}
+	empty := &Config{Platform: Platform{None: &none.Platform{}, Local: &local.Platform{}}}
 	if empty.PlatformName() != "" || empty.FirstServiceIP().IsValid() || empty.MasterReplicas() != 0 {
 		t.Error("accessors of an empty config are not zero")
 	}
@@ -56,10 +59,10 @@ func TestAddons(t *testing.T) {
 		p    Platform
 		want Addons
 	}{
-		{"local, no addons section: all on", Platform{Local: &LocalPlatform{}}, Addons{true, true, true}},
-		{"local, empty section: all on", Platform{Local: &LocalPlatform{Addons: &LocalAddons{}}}, Addons{true, true, true}},
-		{"local, two off", Platform{Local: &LocalPlatform{Addons: &LocalAddons{Storage: &f, Metrics: &tr, LoadBalancer: &f}}}, Addons{false, true, false}},
-		{"none: no add-ons", Platform{None: &NonePlatform{}}, Addons{}},
+		{"local, no addons section: all on", Platform{Local: &local.Platform{}}, Addons{true, true, true}},
+		{"local, empty section: all on", Platform{Local: &local.Platform{Addons: &local.Addons{}}}, Addons{true, true, true}},
+		{"local, two off", Platform{Local: &local.Platform{Addons: &local.Addons{Storage: &f, Metrics: &tr, LoadBalancer: &f}}}, Addons{false, true, false}},
+		{"none: no add-ons", Platform{None: &none.Platform{}}, Addons{}},
 	}
 	for _, tt := range tests {
 		c := &Config{Platform: tt.p}

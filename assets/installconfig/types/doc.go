@@ -1,3 +1,12 @@
 // Package types is the schema of install-config.yaml. It has no logic beyond
-// small accessors so that platform packages can import it.
+// small accessors. Each platform's sections are in a package of their own
+// under it (types/local, types/none), which types.go imports.
+//
+// Package types and the packages under it are kiln's ground floor of
+// contracts: they import nothing of kiln outside assets/installconfig/types,
+// so every other package (assets, platforms, commands) can stand on them.
+// Besides the schema they hold each platform's defaults and validation
+// (types/<platform>/<platform>config), the list of platforms and their
+// contract (types/configs), and the naming of the cluster's machines
+// (types/machines).
 package types

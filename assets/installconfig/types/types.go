@@ -1,5 +1,10 @@
 package types
 
+import (
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
+	"github.com/kiln-project/kiln/assets/installconfig/types/none"
+)
+
 // APIVersion is the only install-config apiVersion kiln accepts.
 const APIVersion = "kiln.dev/v1"
 
@@ -53,16 +58,7 @@ type MachinePool struct {
 // MachinePoolPlatform holds the machine settings of the selected platform.
 type MachinePoolPlatform struct {
 	// Local configures machines of the local platform.
-	Local *LocalMachinePool `json:"local,omitempty"`
-}
-
-// LocalMachinePool sizes a local (systemd-nspawn) machine.
-type LocalMachinePool struct {
-	// CPUs is the CPU quota in cores, e.g. 1.5; enforced where the host's cgroups allow it.
-	CPUs float64 `json:"cpus,omitempty"`
-	// MemoryMiB is the memory limit in MiB, 0 (no limit) or at least 1024; enforced
-	// where the host's cgroups allow it.
-	MemoryMiB int64 `json:"memoryMiB,omitempty"`
+	Local *local.MachinePool `json:"local,omitempty"`
 }
 
 // Networking is the cluster's address plan.
@@ -100,44 +96,10 @@ type MachineNetworkEntry struct {
 // Platform holds exactly one platform's configuration.
 type Platform struct {
 	// Local is the embedded platform: systemd-nspawn machines on a host bridge.
-	Local *LocalPlatform `json:"local,omitempty"`
+	Local *local.Platform `json:"local,omitempty"`
 	// None is user-provisioned infrastructure: kiln writes Ignition configs only.
-	None *NonePlatform `json:"none,omitempty"`
+	None *none.Platform `json:"none,omitempty"`
 }
-
-// LocalPlatform configures the local platform.
-type LocalPlatform struct {
-	// BridgeName is the host bridge; defaults to "kiln-" + the infra ID's random suffix (the part
-	// after its last "-", at most 10 characters), so it fits the 15 characters of an interface name.
-	BridgeName string `json:"bridgeName,omitempty"`
-	// APIVIP is the host address the API load balancer listens on; defaults to the
-	// first address of machineNetwork[0].
-	APIVIP string `json:"apiVIP,omitempty"`
-	// NodeImage is a node image directory or tarball; defaults to the one kiln builds into its cache.
-	NodeImage string `json:"nodeImage,omitempty"`
-	// DefaultMachinePlatform applies to pools that set no local section.
-	DefaultMachinePlatform *LocalMachinePool `json:"defaultMachinePlatform,omitempty"`
-	// Addons switches off the add-ons a local cluster gets by default, for users who bring
-	// their own.
-	Addons *LocalAddons `json:"addons,omitempty"`
-}
-
-// LocalAddons selects the add-ons of a local cluster; each is installed unless set to false.
-type LocalAddons struct {
-	// Storage is the default StorageClass "standard": rancher's local-path-provisioner, with
-	// volumes in /var/lib/kiln/local-path on the node that runs the pod (default true).
-	Storage *bool `json:"storage,omitempty"`
-	// Metrics is metrics-server: the metrics.k8s.io API behind `kubectl top` and
-	// HorizontalPodAutoscalers (default true).
-	Metrics *bool `json:"metrics,omitempty"`
-	// LoadBalancer gives each LoadBalancer Service an address on the host bridge, from the
-	// last quarter of machineNetwork[0], proxied to its node ports by `kiln service-lb` on
-	// the host (default true).
-	LoadBalancer *bool `json:"loadBalancer,omitempty"`
-}
-
-// NonePlatform is user-provisioned infrastructure.
-type NonePlatform struct{}
 
 // Proxy configures an egress HTTP proxy.
 type Proxy struct {

@@ -12,12 +12,12 @@ import (
 
 	"github.com/kiln-project/kiln/assets/clusterid"
 	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/metadata"
 	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/configs"
 )
 
 // ErrNoMetadata is returned when nothing names the cluster to destroy.

@@ -3,9 +3,9 @@ package install
 import (
 	"fmt"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/configs"
 	"github.com/kiln-project/kiln/platforms/provisioners"
 )
 

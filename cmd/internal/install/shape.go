@@ -8,9 +8,9 @@ import (
 	"path"
 	"path/filepath"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
-	"github.com/kiln-project/kiln/platforms"
 )
 
 // ShapeFile is where `kiln scale cluster` records, in --dir, the machines a
@@ -22,7 +22,7 @@ const ShapeFile = ".kiln/shape.json"
 // ShapeRecord is the content of ShapeFile: the machines of the cluster and
 // the journal of a change under way.
 type ShapeRecord struct {
-	platforms.Shape
+	machines.Shape
 	// Removing names the machines a scale is taking out of the cluster:
 	// still in Shape (their machine may still exist), their etcd member,
 	// load balancer backend or Node may be gone already. A re-run finishes

@@ -9,8 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/cmd/internal/install"
-	"github.com/kiln-project/kiln/platforms"
 )
 
 func testConfig(masters, workers int64) *types.Config {
@@ -21,7 +22,7 @@ func testConfig(masters, workers int64) *types.Config {
 		ControlPlane: &types.MachinePool{Name: "master", Replicas: &masters},
 		Compute:      []types.MachinePool{{Name: "worker", Replicas: &workers}},
 		Networking:   &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: "10.66.0.0/24"}}},
-		Platform:     types.Platform{Local: &types.LocalPlatform{APIVIP: "10.66.0.1"}},
+		Platform:     types.Platform{Local: &local.Platform{APIVIP: "10.66.0.1"}},
 	}
 }
 
@@ -118,7 +119,7 @@ func TestChangedFieldsSkipsWhatYAMLSkips(t *testing.T) {
 func TestRequestFinishesPending(t *testing.T) {
 	c := &install.Cluster{}
 	c.Config, c.InfraID = testConfig(1, 2), infra
-	c.Shape = platforms.Shape{Masters: ms(0), Workers: ws(0, 1)}
+	c.Shape = machines.Shape{Masters: ms(0), Workers: ws(0, 1)}
 	req, err := request(c, Options{Masters: -1, Workers: -1}, ws(0))
 	if err != nil || req.Masters != 1 || req.Workers != 1 {
 		t.Errorf("request = %+v, %v; want 1 master, 1 worker", req, err)

@@ -9,8 +9,8 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/manifests/inventory"
-	"github.com/kiln-project/kiln/platforms"
 )
 
 // The machine inventory (ConfigMap kube-system/kiln-machines) lists the
@@ -55,7 +55,7 @@ func (r *Runner) unenroll(ctx context.Context, name string) error {
 // inventoryMachine is the inventory entry of the master or worker name; ok
 // is false when the platform assigns no addresses.
 func (r *Runner) inventoryMachine(name string) (m inventory.Machine, ok bool, err error) {
-	role, _, found := platforms.MachineIndex(r.Cluster.InfraID, name)
+	role, _, found := machines.Index(r.Cluster.InfraID, name)
 	if !found {
 		return m, false, fmt.Errorf("machine name %q is not a master or worker of %s", name, r.Cluster.InfraID)
 	}

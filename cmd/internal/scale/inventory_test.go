@@ -14,9 +14,10 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/manifests/inventory"
 	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
-	"github.com/kiln-project/kiln/platforms"
 )
 
 // localConfig is a local cluster on 10.0.0.0/24: master i at 10.0.0.1<i>
@@ -24,7 +25,7 @@ import (
 func localConfig() *types.Config {
 	return &types.Config{
 		Networking: &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: "10.0.0.0/24"}}},
-		Platform:   types.Platform{Local: &types.LocalPlatform{APIVIP: "10.0.0.1"}},
+		Platform:   types.Platform{Local: &local.Platform{APIVIP: "10.0.0.1"}},
 	}
 }
 
@@ -196,7 +197,7 @@ func TestEnrollRefusesABrokenInventory(t *testing.T) {
 	if _, err := r.Kube.CoreV1().ConfigMaps(inventory.Namespace).Create(context.Background(), broken, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := r.enroll(context.Background(), platforms.MachineName(infra, platforms.RoleWorker, 0), "")
+	err := r.enroll(context.Background(), machines.Name(infra, machines.RoleWorker, 0), "")
 	if err == nil || !strings.Contains(err.Error(), "machines[0].role") || !strings.Contains(err.Error(), "kubectl -n kube-system edit configmap kiln-machines") {
 		t.Errorf("enroll into a broken inventory: %v", err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 )
 
 // Request is what the user asks for: replica counts and, optionally, which
@@ -63,7 +63,7 @@ func (a Action) String() string {
 
 // Plan is an ordered list of actions from one shape to another.
 type Plan struct {
-	From, To platforms.Shape
+	From, To machines.Shape
 	Actions  []Action
 }
 
@@ -96,7 +96,7 @@ var validMasters = []int{1, 3, 5}
 // joining: masters that are not a voting etcd member or not behind the load
 // balancer, and machines whose join token is still recorded.
 // Every problem of req is reported at once, each with its flag.
-func MakePlan(infraID string, cur platforms.Shape, req Request, pending, unjoined []string) (*Plan, error) {
+func MakePlan(infraID string, cur machines.Shape, req Request, pending, unjoined []string) (*Plan, error) {
 	var errs field.ErrorList
 	switch {
 	case req.Masters < 1:
@@ -129,28 +129,28 @@ func MakePlan(infraID string, cur platforms.Shape, req Request, pending, unjoine
 	var replaced []string
 	for _, n := range req.Replace {
 		if !slices.Contains(pending, n) {
-			p.Actions = append(p.Actions, Action{OpReplace, platforms.RoleMaster, n})
+			p.Actions = append(p.Actions, Action{OpReplace, machines.RoleMaster, n})
 			replaced = append(replaced, n)
 		}
 	}
-	masters, mActions := resize(infraID, platforms.RoleMaster, cur.Masters, req.Masters, prefer(req.Remove, pending), replaced)
-	workers, wActions := resize(infraID, platforms.RoleWorker, cur.Workers, req.Workers, prefer(req.Remove, pending), nil)
+	masters, mActions := resize(infraID, machines.RoleMaster, cur.Masters, req.Masters, prefer(req.Remove, pending), replaced)
+	workers, wActions := resize(infraID, machines.RoleWorker, cur.Workers, req.Workers, prefer(req.Remove, pending), nil)
 	// Masters first, adds before removes so the control plane never
 	// shrinks below its size on the way; workers are added before any is
 	// drained, so its pods have somewhere to go.
 	var finishWorkers []Action
 	for _, n := range slices.Compact(slices.Sorted(slices.Values(unjoined))) {
-		switch role, _, _ := platforms.MachineIndex(infraID, n); {
-		case role == platforms.RoleMaster && slices.Contains(masters, n) && !slices.Contains(replaced, n):
+		switch role, _, _ := machines.Index(infraID, n); {
+		case role == machines.RoleMaster && slices.Contains(masters, n) && !slices.Contains(replaced, n):
 			p.Actions = append(p.Actions, Action{OpFinish, role, n})
-		case role == platforms.RoleWorker && slices.Contains(workers, n):
+		case role == machines.RoleWorker && slices.Contains(workers, n):
 			finishWorkers = append(finishWorkers, Action{OpFinish, role, n})
 		}
 	}
 	p.Actions = append(p.Actions, ordered(mActions)...)
 	p.Actions = append(p.Actions, finishWorkers...)
 	p.Actions = append(p.Actions, ordered(wActions)...)
-	p.To = platforms.Shape{Masters: masters, Workers: workers}
+	p.To = machines.Shape{Masters: masters, Workers: workers}
 	return p, nil
 }
 
@@ -185,7 +185,7 @@ func resize(infraID, role string, names []string, want int, preferred, keep []st
 		removeOne(byIndex[i])
 	}
 	for i := 0; len(out) < want; i++ {
-		n := platforms.MachineName(infraID, role, i)
+		n := machines.Name(infraID, role, i)
 		if !slices.Contains(out, n) && !slices.ContainsFunc(acts, func(a Action) bool { return a.Name == n }) {
 			out = append(out, n)
 			acts = append(acts, Action{OpAdd, role, n})
@@ -208,7 +208,7 @@ func ordered(acts []Action) []Action {
 
 // index is a machine's index, or -1 for a name not of infraID.
 func index(infraID, name string) int {
-	if _, i, ok := platforms.MachineIndex(infraID, name); ok {
+	if _, i, ok := machines.Index(infraID, name); ok {
 		return i
 	}
 	return -1

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 )
 
 const infra = "demo-x7k2p"
@@ -15,13 +15,13 @@ const infra = "demo-x7k2p"
 func names(role string, is ...int) []string {
 	var out []string
 	for _, i := range is {
-		out = append(out, platforms.MachineName(infra, role, i))
+		out = append(out, machines.Name(infra, role, i))
 	}
 	return out
 }
 
-func ms(is ...int) []string { return names(platforms.RoleMaster, is...) }
-func ws(is ...int) []string { return names(platforms.RoleWorker, is...) }
+func ms(is ...int) []string { return names(machines.RoleMaster, is...) }
+func ws(is ...int) []string { return names(machines.RoleWorker, is...) }
 
 func acts(lines ...string) []string { return lines }
 
@@ -39,40 +39,40 @@ func planLines(p *Plan) []string {
 func TestMakePlan(t *testing.T) {
 	for _, tc := range []struct {
 		name              string
-		cur               platforms.Shape
+		cur               machines.Shape
 		req               Request
 		pending, unjoined []string
 		want              []string
 		masters, workers  []string
 	}{
-		{name: "grow 1+1 to 3+2", cur: platforms.Shape{Masters: ms(0), Workers: ws(0)}, req: Request{Masters: 3, Workers: 2},
+		{name: "grow 1+1 to 3+2", cur: machines.Shape{Masters: ms(0), Workers: ws(0)}, req: Request{Masters: 3, Workers: 2},
 			want:    acts("+ master master-1", "+ master master-2", "+ worker worker-1"),
 			masters: ms(0, 1, 2), workers: ws(0, 1)},
-		{name: "nothing", cur: platforms.Shape{Masters: ms(0), Workers: ws(0)}, req: Request{Masters: 1, Workers: 1},
+		{name: "nothing", cur: machines.Shape{Masters: ms(0), Workers: ws(0)}, req: Request{Masters: 1, Workers: 1},
 			masters: ms(0), workers: ws(0)},
-		{name: "shrink takes the highest index", cur: platforms.Shape{Masters: ms(0, 1, 2), Workers: ws(0, 1, 2)}, req: Request{Masters: 1, Workers: 2},
+		{name: "shrink takes the highest index", cur: machines.Shape{Masters: ms(0, 1, 2), Workers: ws(0, 1, 2)}, req: Request{Masters: 1, Workers: 2},
 			want:    acts("- master master-2", "- master master-1", "- worker worker-2"),
 			masters: ms(0), workers: ws(0, 1)},
-		{name: "named removal", cur: platforms.Shape{Masters: ms(0), Workers: ws(0, 1)}, req: Request{Masters: 1, Workers: 1, Remove: ws(0)},
+		{name: "named removal", cur: machines.Shape{Masters: ms(0), Workers: ws(0, 1)}, req: Request{Masters: 1, Workers: 1, Remove: ws(0)},
 			want:    acts("- worker worker-0"),
 			masters: ms(0), workers: ws(1)},
-		{name: "named removal at the same count adds a new name first", cur: platforms.Shape{Masters: ms(0), Workers: ws(0, 1)}, req: Request{Masters: 1, Workers: 2, Remove: ws(0)},
+		{name: "named removal at the same count adds a new name first", cur: machines.Shape{Masters: ms(0), Workers: ws(0, 1)}, req: Request{Masters: 1, Workers: 2, Remove: ws(0)},
 			want:    acts("+ worker worker-2", "- worker worker-0"),
 			masters: ms(0), workers: ws(1, 2)},
-		{name: "a pending removal goes first", cur: platforms.Shape{Masters: ms(0), Workers: ws(0, 1)}, req: Request{Masters: 1, Workers: 1}, pending: ws(0),
+		{name: "a pending removal goes first", cur: machines.Shape{Masters: ms(0), Workers: ws(0, 1)}, req: Request{Masters: 1, Workers: 1}, pending: ws(0),
 			want:    acts("- worker worker-0"),
 			masters: ms(0), workers: ws(1)},
-		{name: "replace keeps the name and count", cur: platforms.Shape{Masters: ms(0, 1, 2), Workers: ws(0)}, req: Request{Masters: 3, Workers: 1, Replace: ms(1)},
+		{name: "replace keeps the name and count", cur: machines.Shape{Masters: ms(0, 1, 2), Workers: ws(0)}, req: Request{Masters: 3, Workers: 1, Replace: ms(1)},
 			want:    acts("~ replace master master-1"),
 			masters: ms(0, 1, 2), workers: ws(0)},
-		{name: "an unjoined master is finished", cur: platforms.Shape{Masters: ms(0, 1), Workers: ws(0)}, req: Request{Masters: 3, Workers: 1}, unjoined: ms(1),
+		{name: "an unjoined master is finished", cur: machines.Shape{Masters: ms(0, 1), Workers: ws(0)}, req: Request{Masters: 3, Workers: 1}, unjoined: ms(1),
 			want:    acts("> finish joining master master-1", "+ master master-2"),
 			masters: ms(0, 1, 2), workers: ws(0)},
-		{name: "an unjoined worker is finished after the masters, before other workers", cur: platforms.Shape{Masters: ms(0), Workers: ws(0, 1)},
+		{name: "an unjoined worker is finished after the masters, before other workers", cur: machines.Shape{Masters: ms(0), Workers: ws(0, 1)},
 			req: Request{Masters: 3, Workers: 3}, unjoined: ws(1, 1),
 			want:    acts("+ master master-1", "+ master master-2", "> finish joining worker worker-1", "+ worker worker-2"),
 			masters: ms(0, 1, 2), workers: ws(0, 1, 2)},
-		{name: "an unjoined worker being removed is not finished", cur: platforms.Shape{Masters: ms(0), Workers: ws(0, 1)},
+		{name: "an unjoined worker being removed is not finished", cur: machines.Shape{Masters: ms(0), Workers: ws(0, 1)},
 			req: Request{Masters: 1, Workers: 1, Remove: ws(1)}, unjoined: ws(1),
 			want:    acts("- worker worker-1"),
 			masters: ms(0), workers: ws(0)},
@@ -98,7 +98,7 @@ func TestMakePlan(t *testing.T) {
 // TestMakePlanInvalid checks that every problem of a request is reported
 // at once, each naming its field or flag.
 func TestMakePlanInvalid(t *testing.T) {
-	cur := platforms.Shape{Masters: ms(0, 1, 2), Workers: ws(0)}
+	cur := machines.Shape{Masters: ms(0, 1, 2), Workers: ws(0)}
 	_, err := MakePlan(infra, cur, Request{Masters: 2, Workers: -1, Remove: ws(7), Replace: append(ws(0), ms(1)...)}, nil, nil)
 	if err == nil {
 		t.Fatal("no error")
@@ -128,7 +128,7 @@ func TestMakePlanInvalid(t *testing.T) {
 
 // TestPlanPrint checks the Terraform-like listing and its summary.
 func TestPlanPrint(t *testing.T) {
-	p, err := MakePlan(infra, platforms.Shape{Masters: ms(0, 1, 2), Workers: ws(0, 1)}, Request{Masters: 3, Workers: 2, Remove: ws(0), Replace: ms(2)}, nil, nil)
+	p, err := MakePlan(infra, machines.Shape{Masters: ms(0, 1, 2), Workers: ws(0, 1)}, Request{Masters: 3, Workers: 2, Remove: ws(0), Replace: ms(2)}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

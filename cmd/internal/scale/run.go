@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/cmd/internal/install"
 	"github.com/kiln-project/kiln/platforms"
@@ -99,19 +100,19 @@ func (r *Runner) Run(ctx context.Context, p *Plan) error {
 		t := time.Now()
 		var err error
 		switch {
-		case a.Op == OpFinish && a.Role == platforms.RoleMaster:
+		case a.Op == OpFinish && a.Role == machines.RoleMaster:
 			err = r.addMaster(ctx, a.Name)
-		case a.Op == OpAdd && a.Role == platforms.RoleMaster:
+		case a.Op == OpAdd && a.Role == machines.RoleMaster:
 			err = r.addMaster(ctx, a.Name)
-		case a.Op == OpRemove && a.Role == platforms.RoleMaster:
+		case a.Op == OpRemove && a.Role == machines.RoleMaster:
 			err = r.removeMaster(ctx, a.Name)
 		case a.Op == OpReplace:
 			if err = r.removeMaster(ctx, a.Name); err == nil {
 				err = r.addMaster(ctx, a.Name)
 			}
-		case a.Op == OpAdd && a.Role == platforms.RoleWorker, a.Op == OpFinish && a.Role == platforms.RoleWorker:
+		case a.Op == OpAdd && a.Role == machines.RoleWorker, a.Op == OpFinish && a.Role == machines.RoleWorker:
 			err = r.addWorker(ctx, a.Name)
-		case a.Op == OpRemove && a.Role == platforms.RoleWorker:
+		case a.Op == OpRemove && a.Role == machines.RoleWorker:
 			err = r.removeWorker(ctx, a.Name)
 		default:
 			err = fmt.Errorf("unknown action %s", a)

@@ -22,6 +22,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/tls/tlstest"
 	"github.com/kiln-project/kiln/cmd/internal/install"
@@ -144,8 +145,8 @@ func (f *fakeScaler) APIBackends(context.Context, *platforms.Cluster) ([]string,
 // ipOf is the address the fake platform gives a machine: 10.0.0.1<i> for
 // master i, 10.0.0.2<i> for worker i.
 func ipOf(name string) string {
-	role, i, _ := platforms.MachineIndex(infra, name)
-	if role == platforms.RoleMaster {
+	role, i, _ := machines.Index(infra, name)
+	if role == machines.RoleMaster {
 		return fmt.Sprintf("10.0.0.1%d", i)
 	}
 	return fmt.Sprintf("10.0.0.2%d", i)
@@ -225,7 +226,7 @@ func newTestRunner(t *testing.T, m, w int) (*Runner, *journal, *fakeEtcd) {
 	t.Helper()
 	j := &journal{}
 	kube := fake.NewClientset()
-	shape := platforms.DefaultShape(infra, m, w)
+	shape := machines.DefaultShape(infra, m, w)
 	e := &fakeEtcd{j: j, names: map[string]string{}}
 	for i, n := range shape.All() {
 		ip := ipOf(n)
@@ -246,7 +247,7 @@ func newTestRunner(t *testing.T, m, w int) (*Runner, *journal, *fakeEtcd) {
 			return e, nil
 		},
 		PKI:      EtcdPKI{CA: tlstest.CA(t), Manifest: "initial: " + manifests.EtcdInitialClusterMarker},
-		Configs:  map[string][]byte{platforms.RoleMaster: fullConfig(t), platforms.RoleWorker: fullConfig(t)},
+		Configs:  map[string][]byte{machines.RoleMaster: fullConfig(t), machines.RoleWorker: fullConfig(t)},
 		APIReady: func(_ context.Context, ip string) error { j.add("readyz %s", ip); return nil },
 		Drain:    func(_ context.Context, n string) error { j.add("drain %s", n); return nil },
 		Poll:     time.Millisecond,
@@ -355,7 +356,7 @@ func TestUnjoined(t *testing.T) {
 	r, _, e := newTestRunner(t, 3, 0)
 	r.Machines.(*fakeScaler).backends = ms(0, 1) // master-2 is not behind the balancer
 	e.members[1].IsLearner = true                // master-1 is still a learner
-	shape := platforms.Shape{Masters: ms(0, 1, 2, 3)}
+	shape := machines.Shape{Masters: ms(0, 1, 2, 3)}
 	got, err := r.Unjoined(context.Background(), shape)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/ignitionconfigs"
 	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/release"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
@@ -189,7 +190,7 @@ func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler,
 			return etcdmember.ClientPEM(endpoints, ca.Cert, client.Cert, client.Key)
 		},
 		PKI:            EtcdPKI{CA: &ca.CertKey, Client: &client.CertKey, Manifest: manifest},
-		Configs:        map[string][]byte{platforms.RoleMaster: master.Config, platforms.RoleWorker: worker.Config},
+		Configs:        map[string][]byte{machines.RoleMaster: master.Config, machines.RoleWorker: worker.Config},
 		Joining:        rec.Joining,
 		InstallerImage: release.Image(release.Pause),
 		Force:          o.Force,

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -16,7 +17,7 @@ import (
 // token, and waits for the Node to be Ready.
 func (r *Runner) addWorker(ctx context.Context, name string) error {
 	r.Cluster.Shape.Workers = with(r.Cluster.Shape.Workers, name)
-	if err := r.join(ctx, name, platforms.RoleWorker); err != nil {
+	if err := r.join(ctx, name, machines.RoleWorker); err != nil {
 		return err
 	}
 	return r.waitNodeReady(ctx, name)

@@ -8,9 +8,11 @@ import (
 	"strings"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local/localconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local"
 	"github.com/kiln-project/kiln/platforms/local/servicelb"
 )
 
@@ -44,13 +46,13 @@ func BridgeName(infraID string) string {
 }
 
 // NewPlan lays out the machines of shape on c's machine network, with the
-// addresses of local.MachineAddress: a machine keeps its address whatever
+// addresses of localconfig.MachineAddress: a machine keeps its address whatever
 // else is added or removed.
-func NewPlan(c *types.Config, infraID string, shape platforms.Shape) (*Plan, error) {
+func NewPlan(c *types.Config, infraID string, shape machines.Shape) (*Plan, error) {
 	if c.Platform.Local == nil {
 		return nil, errors.New("install-config has no local platform section after defaulting")
 	}
-	cidr, err := local.MachineNetwork(c)
+	cidr, err := localconfig.MachineNetwork(c)
 	if err != nil {
 		return nil, err
 	}
@@ -61,16 +63,16 @@ func NewPlan(c *types.Config, infraID string, shape platforms.Shape) (*Plan, err
 	if p.VIP, err = netip.ParseAddr(c.APIVIP()); err != nil {
 		return nil, fmt.Errorf("platform.local.apiVIP: %w", err)
 	}
-	if p.Bootstrap, err = local.BootstrapAddress(c); err != nil {
+	if p.Bootstrap, err = localconfig.BootstrapAddress(c); err != nil {
 		return nil, err
 	}
 	for _, role := range []struct {
 		name  string
 		names []string
 		addrs *[]netip.Addr
-	}{{platforms.RoleMaster, shape.Masters, &p.Masters}, {platforms.RoleWorker, shape.Workers, &p.Workers}} {
+	}{{machines.RoleMaster, shape.Masters, &p.Masters}, {machines.RoleWorker, shape.Workers, &p.Workers}} {
 		for _, n := range role.names {
-			r, a, err := local.MachineAddress(c, infraID, n)
+			r, a, err := localconfig.MachineAddress(c, infraID, n)
 			if err != nil {
 				return nil, err
 			}
@@ -131,14 +133,14 @@ func (p *Plan) Vars(c *platforms.Cluster, nodeImage, kiln string) tfdata.LocalVa
 		WorkerNames:       p.WorkerNames,
 		WorkerAddresses:   addrStrings(p.Workers),
 	}
-	pool := func(mp *types.MachinePool) *types.LocalMachinePool {
+	pool := func(mp *types.MachinePool) *local.MachinePool {
 		if mp != nil && mp.Platform.Local != nil {
 			return mp.Platform.Local
 		}
 		if d := cfg.Platform.Local.DefaultMachinePlatform; d != nil {
 			return d
 		}
-		return &types.LocalMachinePool{}
+		return &local.MachinePool{}
 	}
 	m := pool(cfg.ControlPlane)
 	v.BootstrapCPUs, v.BootstrapMemoryMiB = m.CPUs, m.MemoryMiB

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/servicelb"
@@ -18,16 +20,16 @@ func planConfig(masters, workers int64) *types.Config {
 	return &types.Config{
 		Metadata:     types.Metadata{Name: "demo"},
 		BaseDomain:   "example.com",
-		ControlPlane: &types.MachinePool{Name: "master", Replicas: &masters, Platform: types.MachinePoolPlatform{Local: &types.LocalMachinePool{CPUs: 1.5, MemoryMiB: 2048}}},
+		ControlPlane: &types.MachinePool{Name: "master", Replicas: &masters, Platform: types.MachinePoolPlatform{Local: &local.MachinePool{CPUs: 1.5, MemoryMiB: 2048}}},
 		Compute:      []types.MachinePool{{Name: "worker", Replicas: &workers}},
 		Networking:   &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: "10.66.0.0/24"}}, ServiceNetwork: []string{"172.30.0.0/16"}},
-		Platform:     types.Platform{Local: &types.LocalPlatform{APIVIP: "10.66.0.1", DefaultMachinePlatform: &types.LocalMachinePool{MemoryMiB: 1024}}},
+		Platform:     types.Platform{Local: &local.Platform{APIVIP: "10.66.0.1", DefaultMachinePlatform: &local.MachinePool{MemoryMiB: 1024}}},
 	}
 }
 
 // newPlan lays out c's machines as created: numbered from 0.
 func newPlan(c *types.Config) (*Plan, error) {
-	return NewPlan(c, "demo-x7k2p", platforms.DefaultShape("demo-x7k2p", c.MasterReplicas(), c.WorkerReplicas()))
+	return NewPlan(c, "demo-x7k2p", machines.DefaultShape("demo-x7k2p", c.MasterReplicas(), c.WorkerReplicas()))
 }
 
 // TestPlanByName checks that a machine's address follows its name's
@@ -35,7 +37,7 @@ func newPlan(c *types.Config) (*Plan, error) {
 // cluster or role, or a master index that would reach the workers'
 // addresses, are refused.
 func TestPlanByName(t *testing.T) {
-	shape := platforms.Shape{Masters: []string{"demo-x7k2p-master-0", "demo-x7k2p-master-3"}, Workers: []string{"demo-x7k2p-worker-2"}}
+	shape := machines.Shape{Masters: []string{"demo-x7k2p-master-0", "demo-x7k2p-master-3"}, Workers: []string{"demo-x7k2p-worker-2"}}
 	p, err := NewPlan(planConfig(1, 1), "demo-x7k2p", shape)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +49,7 @@ func TestPlanByName(t *testing.T) {
 	if !reflect.DeepEqual(v.MasterNames, shape.Masters) || !reflect.DeepEqual(v.WorkerNames, shape.Workers) {
 		t.Errorf("names = %q, %q", v.MasterNames, v.WorkerNames)
 	}
-	for _, bad := range []platforms.Shape{
+	for _, bad := range []machines.Shape{
 		{Masters: []string{"other-abcde-master-0"}},
 		{Masters: []string{"demo-x7k2p-worker-0"}},
 		{Masters: []string{"demo-x7k2p-master-9"}},
@@ -112,7 +114,7 @@ func TestPlanServiceLB(t *testing.T) {
 		t.Errorf("worker 10.66.0.24 in the pool: err = %v", err)
 	}
 	off := false
-	crowded.Platform.Local.Addons = &types.LocalAddons{LoadBalancer: &off}
+	crowded.Platform.Local.Addons = &local.Addons{LoadBalancer: &off}
 	if p, err := newPlan(crowded); err != nil || p.ServiceLB.Size() != 0 {
 		t.Errorf("add-on off: pool %+v, %v; want none and no error", p, err)
 	}
@@ -136,7 +138,7 @@ func TestBridgeName(t *testing.T) {
 // worker added by a scale included), and the files written for a scale
 // carry the new list; with the add-on off nothing is written.
 func TestServiceLBConfig(t *testing.T) {
-	shape := platforms.Shape{Masters: []string{"demo-x7k2p-master-0", "demo-x7k2p-master-3"}, Workers: []string{"demo-x7k2p-worker-2"}}
+	shape := machines.Shape{Masters: []string{"demo-x7k2p-master-0", "demo-x7k2p-master-3"}, Workers: []string{"demo-x7k2p-worker-2"}}
 	plan, err := NewPlan(planConfig(1, 1), "demo-x7k2p", shape)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +177,7 @@ func TestServiceLBConfig(t *testing.T) {
 	}
 
 	off := false
-	c.Config.Platform.Local.Addons = &types.LocalAddons{LoadBalancer: &off}
+	c.Config.Platform.Local.Addons = &local.Addons{LoadBalancer: &off}
 	plan, err = NewPlan(c.Config, c.InfraID, shape)
 	if err != nil {
 		t.Fatal(err)

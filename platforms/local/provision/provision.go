@@ -6,9 +6,10 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 	"github.com/kiln-project/kiln/platforms/local/nodeimage"
 	"github.com/kiln-project/kiln/platforms/local/provider"
@@ -62,7 +63,7 @@ func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error
 // planAndDriver returns the plan of c with the machines of shape and the
 // Terraform driver of c's directory; a plan the configuration cannot make
 // is a platforms.ConfigError.
-func (p *Provisioner) planAndDriver(ctx context.Context, c *platforms.Cluster, shape platforms.Shape) (*Plan, *terraform.Driver, error) {
+func (p *Provisioner) planAndDriver(ctx context.Context, c *platforms.Cluster, shape machines.Shape) (*Plan, *terraform.Driver, error) {
 	plan, err := NewPlan(c.Config, c.InfraID, shape)
 	if err != nil {
 		return nil, nil, &platforms.ConfigError{Err: err}

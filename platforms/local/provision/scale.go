@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/terraform"
@@ -35,10 +36,10 @@ func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) e
 	}
 	vars := plan.Vars(c, net.NodeImage, net.KilnBinary)
 	vars.BootstrapInLB = false
-	if full := c.Full[platforms.RoleMaster]; full != nil {
+	if full := c.Full[machines.RoleMaster]; full != nil {
 		vars.MasterIgnition = string(full)
 	}
-	if full := c.Full[platforms.RoleWorker]; full != nil {
+	if full := c.Full[machines.RoleWorker]; full != nil {
 		vars.WorkerIgnition = string(full)
 	}
 	end := p.Env.Progress.Start(fmt.Sprintf("Applying the machines: masters %s; workers %s",
@@ -58,7 +59,7 @@ func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) e
 // again with its last variables but masters as the load balancer's
 // backends (API and machine-config server).
 func (p *Provisioner) SetAPIBackends(ctx context.Context, c *platforms.Cluster, masters []string) error {
-	plan, drv, err := p.planAndDriver(ctx, c, platforms.Shape{Masters: masters})
+	plan, drv, err := p.planAndDriver(ctx, c, machines.Shape{Masters: masters})
 	if err != nil {
 		return err
 	}
@@ -126,10 +127,10 @@ func countMoves(in []terraform.Instance) [][2]string {
 // machines were keyed by name: their addresses were in index order.
 func normalizeVars(v *tfdata.LocalVars) {
 	if len(v.MasterNames) == 0 && len(v.MasterAddresses) > 0 {
-		v.MasterNames = platforms.DefaultShape(v.InfraID, len(v.MasterAddresses), 0).Masters
+		v.MasterNames = machines.DefaultShape(v.InfraID, len(v.MasterAddresses), 0).Masters
 	}
 	if len(v.WorkerNames) == 0 && len(v.WorkerAddresses) > 0 {
-		v.WorkerNames = platforms.DefaultShape(v.InfraID, 0, len(v.WorkerAddresses)).Workers
+		v.WorkerNames = machines.DefaultShape(v.InfraID, 0, len(v.WorkerAddresses)).Workers
 	}
 }
 

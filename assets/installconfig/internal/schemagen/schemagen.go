@@ -9,6 +9,7 @@ import (
 	"go/format"
 	"go/parser"
 	"go/token"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
@@ -26,61 +27,140 @@ type Type struct {
 type Field struct {
 	Name string // JSON name
 	Type string // display type: string, integer, []object...
-	Ref  string // Go type name of a nested struct, "" for scalars
+	Ref  string // table name of a nested struct (see Load), "" for scalars
 	Doc  string
 }
 
-// Parse reads the struct types of a Go source file.
-func Parse(src []byte) (map[string]Type, error) {
-	f, err := parser.ParseFile(token.NewFileSet(), "types.go", src, parser.ParseComments)
+// TypesPackage is the import path of the install-config schema's root
+// package, whose types.go declares Config.
+const TypesPackage = "github.com/kiln-project/kiln/assets/installconfig/types"
+
+// pkg is one package of the schema.
+type pkg struct {
+	// prefix is put before the names of the package's types in the table:
+	// "" for package types, "Local" for package local.
+	prefix string
+	files  []*ast.File
+	// structs are the names of the package's struct types.
+	structs map[string]bool
+	// imports maps the name an import is used by to its package, for the
+	// packages of the schema that this one imports.
+	imports map[string]*pkg
+}
+
+// Load reads the schema from dir, the directory of TypesPackage: the
+// struct types of dir/types.go and of every package under TypesPackage
+// that types.go imports, such as a platform's section (types/local). A
+// type of such a package is named in the table with the package's name in
+// front, local.Platform as LocalPlatform, and so is the start of its doc
+// comment, so that names stay unique and the table reads as if every type
+// were declared in types.go.
+func Load(dir string) (map[string]Type, error) {
+	fset := token.NewFileSet()
+	root, err := parser.ParseFile(fset, filepath.Join(dir, "types.go"), nil, parser.ParseComments)
 	if err != nil {
 		return nil, err
 	}
-	structs := map[string]bool{}
-	for _, d := range f.Decls {
-		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
-			for _, s := range g.Specs {
-				if ts := s.(*ast.TypeSpec); isStruct(ts) {
-					structs[ts.Name.Name] = true
-				}
-			}
-		}
-	}
-	out := map[string]Type{}
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.TYPE {
+	schema := []*pkg{{files: []*ast.File{root}, imports: map[string]*pkg{}}}
+	for _, imp := range root.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		sub, ok := strings.CutPrefix(path, TypesPackage+"/")
+		if !ok {
 			continue
 		}
-		for _, s := range g.Specs {
-			ts := s.(*ast.TypeSpec)
-			if !isStruct(ts) {
-				continue
-			}
-			t := Type{Name: ts.Name.Name, Doc: text(g.Doc)}
-			for _, fl := range ts.Type.(*ast.StructType).Fields.List {
-				if len(fl.Names) != 1 || !fl.Names[0].IsExported() || fl.Tag == nil {
-					continue
-				}
-				tag, _ := strconv.Unquote(fl.Tag.Value)
-				name, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
-				if name == "" || name == "-" {
-					continue
-				}
-				display, ref := describe(fl.Type, structs)
-				doc := text(fl.Doc)
-				if goName := fl.Names[0].Name; strings.HasPrefix(doc, goName+" ") {
-					doc = name + doc[len(goName):]
-				}
-				t.Fields = append(t.Fields, Field{Name: name, Type: display, Ref: ref, Doc: doc})
-			}
-			out[t.Name] = t
+		files, err := parseDir(fset, filepath.Join(dir, filepath.FromSlash(sub)))
+		if err != nil {
+			return nil, err
 		}
+		name := files[0].Name.Name
+		p := &pkg{prefix: strings.ToUpper(name[:1]) + name[1:], files: files}
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		schema[0].imports[name] = p
+		schema = append(schema, p)
+	}
+	out := map[string]Type{}
+	for _, p := range schema {
+		p.structs = map[string]bool{}
+		forEachStruct(p, func(ts *ast.TypeSpec, _ *ast.GenDecl) { p.structs[ts.Name.Name] = true })
+	}
+	for _, p := range schema {
+		forEachStruct(p, func(ts *ast.TypeSpec, g *ast.GenDecl) {
+			t := describeStruct(p, ts, g)
+			out[t.Name] = t
+		})
 	}
 	if _, ok := out["Config"]; !ok {
-		return nil, fmt.Errorf("no Config type")
+		return nil, fmt.Errorf("no Config type in %s", filepath.Join(dir, "types.go"))
 	}
 	return out, nil
+}
+
+// parseDir parses the Go files of the package in dir, tests left out.
+func parseDir(fset *token.FileSet, dir string) ([]*ast.File, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	var files []*ast.File
+	for _, n := range names {
+		if strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, n, nil, parser.ParseComments)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no Go files", dir)
+	}
+	return files, nil
+}
+
+// forEachStruct calls fn with each struct type declared in p and its
+// declaration, in source order.
+func forEachStruct(p *pkg, fn func(*ast.TypeSpec, *ast.GenDecl)) {
+	for _, f := range p.files {
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.TYPE {
+				continue
+			}
+			for _, s := range g.Specs {
+				if ts := s.(*ast.TypeSpec); isStruct(ts) {
+					fn(ts, g)
+				}
+			}
+		}
+	}
+}
+
+// describeStruct is the table entry of the struct type ts of p.
+func describeStruct(p *pkg, ts *ast.TypeSpec, g *ast.GenDecl) Type {
+	t := Type{Name: p.prefix + ts.Name.Name, Doc: text(g.Doc)}
+	if strings.HasPrefix(t.Doc, ts.Name.Name+" ") {
+		t.Doc = p.prefix + t.Doc
+	}
+	for _, fl := range ts.Type.(*ast.StructType).Fields.List {
+		if len(fl.Names) != 1 || !fl.Names[0].IsExported() || fl.Tag == nil {
+			continue
+		}
+		tag, _ := strconv.Unquote(fl.Tag.Value)
+		name, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		display, ref := describe(fl.Type, p)
+		doc := text(fl.Doc)
+		if goName := fl.Names[0].Name; strings.HasPrefix(doc, goName+" ") {
+			doc = name + doc[len(goName):]
+		}
+		t.Fields = append(t.Fields, Field{Name: name, Type: display, Ref: ref, Doc: doc})
+	}
+	return t
 }
 
 func isStruct(ts *ast.TypeSpec) bool {
@@ -93,19 +173,25 @@ func text(cg *ast.CommentGroup) string {
 	return strings.Join(strings.Fields(cg.Text()), " ")
 }
 
-// describe returns the display type of a Go type expression and, for a
-// struct of the schema, its name.
-func describe(e ast.Expr, structs map[string]bool) (string, string) {
+// describe returns the display type of a Go type expression of p and,
+// for a struct of the schema, its name in the table.
+func describe(e ast.Expr, p *pkg) (string, string) {
 	switch t := e.(type) {
 	case *ast.StarExpr:
-		return describe(t.X, structs)
+		return describe(t.X, p)
 	case *ast.ArrayType:
-		d, ref := describe(t.Elt, structs)
+		d, ref := describe(t.Elt, p)
 		return "[]" + d, ref
+	case *ast.SelectorExpr:
+		if x, ok := t.X.(*ast.Ident); ok {
+			if q := p.imports[x.Name]; q != nil && q.structs[t.Sel.Name] {
+				return "object", q.prefix + t.Sel.Name
+			}
+		}
 	case *ast.Ident:
 		switch {
-		case structs[t.Name]:
-			return "object", t.Name
+		case p.structs[t.Name]:
+			return "object", p.prefix + t.Name
 		case strings.HasPrefix(t.Name, "int"):
 			return "integer", ""
 		case strings.HasPrefix(t.Name, "float"):

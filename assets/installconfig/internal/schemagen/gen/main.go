@@ -1,5 +1,6 @@
 // Command gen writes schema_gen.go and docs/install-config.md from
-// types/types.go; run it with `go generate ./assets/installconfig`.
+// types/types.go and the platforms' sections it imports (schemagen.Load);
+// run it with `go generate ./assets/installconfig`.
 package main
 
 import (
@@ -11,22 +12,18 @@ import (
 
 // Paths relative to assets/installconfig, where go generate runs.
 const (
-	typesFile   = "types/types.go"
+	typesDir    = "types"
 	exampleFile = "testdata/minimal.yaml"
 	goOut       = "schema_gen.go"
 	docsOut     = "../../docs/install-config.md"
 )
 
 func main() {
-	src, err := os.ReadFile(typesFile)
-	if err != nil {
-		log.Fatal(err)
-	}
 	example, err := os.ReadFile(exampleFile)
 	if err != nil {
 		log.Fatal(err)
 	}
-	types, err := schemagen.Parse(src)
+	types, err := schemagen.Load(typesDir)
 	if err != nil {
 		log.Fatal(err)
 	}

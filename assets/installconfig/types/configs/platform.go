@@ -1,4 +1,4 @@
-package platforms
+package configs
 
 import (
 	"net/netip"
@@ -8,9 +8,10 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 )
 
-// Platform is what the install-config asset asks of a platform backend. Each
-// platform package owns its install-config section: its defaults and its
-// validation. Core assets never switch on a platform's name.
+// Platform is what the install-config asset asks of a platform's config
+// logic. Each platform owns its install-config section (types/<platform>):
+// its defaults and its validation. Core assets never switch on a
+// platform's name.
 type Platform interface {
 	// Name is the key of the platform's section in install-config.yaml
 	// ("local", "none", ...).
@@ -31,6 +32,6 @@ type Platform interface {
 // inventory starts empty and the administrator fills it in.
 type MachineAddresser interface {
 	// MachineAddresses returns the addresses of c's master or worker
-	// called name (a MachineName of infraID).
+	// called name (a machines.Name of infraID).
 	MachineAddresses(c *types.Config, infraID, name string) ([]netip.Addr, error)
 }

@@ -1,4 +1,4 @@
-package local
+package localconfig
 
 import (
 	"errors"
@@ -6,10 +6,8 @@ import (
 	"net/netip"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
-	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 )
-
-var _ platforms.MachineAddresser = (*Config)(nil)
 
 // Address plan inside machineNetwork[0]: the API VIP is the host's address
 // on the bridge (defaulted to the first address), then fixed offsets. A
@@ -46,19 +44,18 @@ func BootstrapAddress(c *types.Config) (netip.Addr, error) {
 	return addressAt(cidr, BootstrapOffset)
 }
 
-// MachineAddress returns the role (platforms.RoleMaster or RoleWorker) and
-// the address of the machine called name, a platforms.MachineName of
-// infraID. It is a pure function of c's machine network and the name's
-// index; a name of another cluster, a master index that would reach the
-// workers' addresses, or an address outside the machine network is an
-// error.
+// MachineAddress returns the role (machines.RoleMaster or RoleWorker) and
+// the address of the machine called name, a machines.Name of infraID. It
+// is a pure function of c's machine network and the name's index; a name
+// of another cluster, a master index that would reach the workers'
+// addresses, or an address outside the machine network is an error.
 func MachineAddress(c *types.Config, infraID, name string) (role string, addr netip.Addr, err error) {
-	role, i, ok := platforms.MachineIndex(infraID, name)
+	role, i, ok := machines.Index(infraID, name)
 	if !ok {
 		return "", netip.Addr{}, fmt.Errorf("machine name %q is not a master or worker of %s", name, infraID)
 	}
 	off := WorkerOffset + i
-	if role == platforms.RoleMaster {
+	if role == machines.RoleMaster {
 		if MasterOffset+i >= WorkerOffset {
 			return "", netip.Addr{}, fmt.Errorf("machine %s: at most %d master indexes fit before the workers' addresses", name, WorkerOffset-MasterOffset)
 		}
@@ -72,7 +69,7 @@ func MachineAddress(c *types.Config, infraID, name string) (role string, addr ne
 	return role, addr, err
 }
 
-// MachineAddresses implements platforms.MachineAddresser: the one address
+// MachineAddresses implements configs.MachineAddresser: the one address
 // of the master or worker called name.
 func (*Config) MachineAddresses(c *types.Config, infraID, name string) ([]netip.Addr, error) {
 	_, a, err := MachineAddress(c, infraID, name)

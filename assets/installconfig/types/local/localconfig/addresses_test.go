@@ -1,4 +1,4 @@
-package local
+package localconfig
 
 import (
 	"net/netip"
@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 )
 
 func addressConfig(cidr string) *types.Config {
 	return &types.Config{
 		Networking: &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: cidr}}},
-		Platform:   types.Platform{Local: &types.LocalPlatform{APIVIP: "10.66.0.1"}},
+		Platform:   types.Platform{Local: &local.Platform{APIVIP: "10.66.0.1"}},
 	}
 }
 

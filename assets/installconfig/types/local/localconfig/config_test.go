@@ -1,4 +1,4 @@
-package local
+package localconfig
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 )
 
 func TestParseRoutes(t *testing.T) {
@@ -39,7 +40,7 @@ func TestParseRoutes(t *testing.T) {
 }
 
 func TestDefaultsAndHostOverlap(t *testing.T) {
-	c := &types.Config{Networking: &types.Networking{}, Platform: types.Platform{Local: &types.LocalPlatform{}}}
+	c := &types.Config{Networking: &types.Networking{}, Platform: types.Platform{Local: &local.Platform{}}}
 	cfg := &Config{HostNetworks: func() ([]HostNetwork, error) {
 		return []HostNetwork{{netip.MustParsePrefix("0.0.0.0/0"), "eth0"}, {netip.MustParsePrefix("10.0.0.0/8"), "wg0"}}, nil
 	}}
@@ -59,7 +60,7 @@ func TestDefaultMachineNetworkSkipsUsedBlocks(t *testing.T) {
 	cfg := &Config{HostNetworks: func() ([]HostNetwork, error) {
 		return []HostNetwork{{netip.MustParsePrefix("0.0.0.0/0"), "eth0"}, {netip.MustParsePrefix("10.66.0.0/24"), "kiln-ab12c"}}, nil
 	}}
-	c := &types.Config{Networking: &types.Networking{}, Platform: types.Platform{Local: &types.LocalPlatform{}}}
+	c := &types.Config{Networking: &types.Networking{}, Platform: types.Platform{Local: &local.Platform{}}}
 	cfg.SetDefaults(c)
 	if got := c.Networking.MachineNetwork[0].CIDR; got != "10.66.1.0/24" || c.Platform.Local.APIVIP != "10.66.1.1" {
 		t.Fatalf("machine network = %s, VIP %s; want the next free /24", got, c.Platform.Local.APIVIP)
@@ -67,7 +68,7 @@ func TestDefaultMachineNetworkSkipsUsedBlocks(t *testing.T) {
 	if errs := cfg.Validate(c, field.NewPath("platform", "local")); len(errs) != 0 {
 		t.Fatalf("the chosen default does not validate: %v", errs)
 	}
-	set := &types.Config{Networking: &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: "10.66.0.0/24"}}}, Platform: types.Platform{Local: &types.LocalPlatform{}}}
+	set := &types.Config{Networking: &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: "10.66.0.0/24"}}}, Platform: types.Platform{Local: &local.Platform{}}}
 	cfg.SetDefaults(set)
 	if set.Networking.MachineNetwork[0].CIDR != "10.66.0.0/24" {
 		t.Fatal("an explicit machine network was replaced")

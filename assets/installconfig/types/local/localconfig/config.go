@@ -1,4 +1,4 @@
-package local
+package localconfig
 
 import (
 	"bufio"
@@ -14,13 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
-	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 )
-
-var _ platforms.Platform = (*Config)(nil)
-
-// Name is the key of the local platform's install-config section.
-const Name = "local"
 
 // DefaultMachineNetwork is the host bridge's block. It avoids the defaults
 // of Docker (172.17.0.0/16), kind (172.18.0.0/16), podman (10.88.0.0/16),
@@ -61,10 +56,10 @@ type Config struct {
 // New returns the local platform's Config for the running host.
 func New() *Config { return &Config{HostNetworks: ReadHostNetworks} }
 
-// Name implements platforms.Platform.
-func (*Config) Name() string { return Name }
+// Name implements configs.Platform.
+func (*Config) Name() string { return local.Name }
 
-// SetDefaults implements platforms.Platform: the machine network — the
+// SetDefaults implements configs.Platform: the machine network — the
 // first of 10.66.0.0/24, 10.66.1.0/24, ... that the host does not use, so a
 // second cluster on the same host needs no edit — and the API VIP (the
 // first address of the machine network, the host's bridge).
@@ -81,7 +76,7 @@ func (cfg *Config) SetDefaults(c *types.Config) {
 	}
 }
 
-// Validate implements platforms.Platform.
+// Validate implements configs.Platform.
 func (cfg *Config) Validate(c *types.Config, fp *field.Path) field.ErrorList {
 	l := c.Platform.Local
 	var errs field.ErrorList
@@ -105,10 +100,10 @@ func (cfg *Config) Validate(c *types.Config, fp *field.Path) field.ErrorList {
 	}
 	errs = append(errs, validatePool(l.DefaultMachinePlatform, fp.Child("defaultMachinePlatform"))...)
 	if c.ControlPlane != nil {
-		errs = append(errs, validatePool(c.ControlPlane.Platform.Local, field.NewPath("controlPlane", "platform", Name))...)
+		errs = append(errs, validatePool(c.ControlPlane.Platform.Local, field.NewPath("controlPlane", "platform", local.Name))...)
 	}
 	for i := range c.Compute {
-		errs = append(errs, validatePool(c.Compute[i].Platform.Local, field.NewPath("compute").Index(i).Child("platform", Name))...)
+		errs = append(errs, validatePool(c.Compute[i].Platform.Local, field.NewPath("compute").Index(i).Child("platform", local.Name))...)
 	}
 	if cfg.HostNetworks == nil || len(machines) == 0 {
 		return errs
@@ -159,7 +154,7 @@ func (cfg *Config) freeMachineNetwork() netip.Prefix {
 	return def
 }
 
-func validatePool(p *types.LocalMachinePool, fp *field.Path) field.ErrorList {
+func validatePool(p *local.MachinePool, fp *field.Path) field.ErrorList {
 	if p == nil {
 		return nil
 	}

@@ -1,0 +1,5 @@
+// Package noneconfig is the install-config logic of the none platform
+// (package none): user-provisioned infrastructure, where kiln writes the
+// Ignition configs and the user boots machines with them, providing DNS and
+// the API load balancer. It stands on the ground floor with package none.
+package noneconfig

@@ -1,0 +1,233 @@
+// Package layering checks that every import arrow of kiln points down: a
+// package imports only packages of its own floor or of a lower one, as
+// platforms/doc.go describes. It holds tests only.
+package layering
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// module is kiln's module path.
+const module = "github.com/kiln-project/kiln"
+
+// floor is one floor of the layer table.
+type floor struct {
+	// level is 0 for the ground floor; a package may import packages of
+	// its own level or a lower one.
+	level int
+	name  string
+	// pkgs are the floor's packages as paths inside the module: "x" is
+	// package x alone, "x/..." is x and every package under it. A package
+	// is on the floor of its longest matching pattern.
+	pkgs []string
+}
+
+// table is kiln's layer table, lowest floor first; platforms/doc.go
+// describes the same.
+func table() []floor {
+	return []floor{
+		{0, "ground floor", []string{
+			"data/...",
+			"graph/atomicfile/...",
+			"ignition/nodelayout",
+			"ignition/mcsauth",
+			"assets/installconfig/types/...",
+			"assets/release",
+			"assets/manifests/inventory",
+			"assets/internal/yamlkeys",
+		}},
+		{1, "graph", []string{"graph/..."}},
+		{2, "ignition and assets", []string{"ignition/...", "assets/..."}},
+		{3, "platforms", []string{"platforms/..."}},
+		{4, "cmd", []string{"cmd/..."}},
+		{5, "test", []string{"test/..."}},
+	}
+}
+
+// match reports whether the module-relative package path rel matches
+// pattern, and how specific the match is (the pattern's length).
+func match(pattern, rel string) (bool, int) {
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return rel == base || strings.HasPrefix(rel, base+"/"), len(pattern)
+	}
+	return rel == pattern, len(pattern)
+}
+
+// floorOf returns the floor of the module-relative package path rel.
+func floorOf(floors []floor, rel string) (floor, bool) {
+	var best floor
+	bestLen := -1
+	for _, f := range floors {
+		for _, p := range f.pkgs {
+			if ok, n := match(p, rel); ok && n > bestLen {
+				best, bestLen = f, n
+			}
+		}
+	}
+	return best, bestLen >= 0
+}
+
+// pkg is what go list says of one package.
+type pkg struct {
+	ImportPath  string
+	Imports     []string
+	TestImports []string
+	Error       *struct{ Err string }
+}
+
+// violations returns every import of pkgs that points up the floors of
+// table, as "A imports B" lines, and every kiln package the table puts on
+// no floor. A package's own tests are part of it (TestImports); external
+// test packages (package x_test) are not checked: nothing imports them, so
+// they are leaves above every floor.
+func violations(floors []floor, pkgs []pkg) []string {
+	var out []string
+	for _, p := range pkgs {
+		rel, ok := relative(p.ImportPath)
+		if !ok {
+			continue
+		}
+		from, ok := floorOf(floors, rel)
+		if !ok {
+			out = append(out, fmt.Sprintf("%s is on no floor: add it to the table of test/layering and platforms/doc.go", rel))
+			continue
+		}
+		for _, imp := range slices.Concat(p.Imports, p.TestImports) {
+			irel, ok := relative(imp)
+			if !ok {
+				continue
+			}
+			to, ok := floorOf(floors, irel)
+			switch {
+			case !ok || to.level <= from.level:
+			case from.level == 0:
+				out = append(out, fmt.Sprintf("%s imports %s: the ground floor imports nothing of kiln's outside the ground floor, and %s is on floor %d (%s)",
+					rel, irel, irel, to.level, to.name))
+			default:
+				out = append(out, fmt.Sprintf("%s imports %s: floor %d (%s) imports floor %d (%s), an arrow that points up",
+					rel, irel, from.level, from.name, to.level, to.name))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// relative returns the path of a kiln package inside the module.
+func relative(importPath string) (string, bool) {
+	return strings.CutPrefix(importPath, module+"/")
+}
+
+// goList runs go list -json with args in the repository's root.
+func goList(t *testing.T, args ...string) []pkg {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", append([]string{"list", "-e", "-json=ImportPath,Imports,TestImports,Error"}, args...)...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		if p.Error != nil {
+			t.Fatalf("go list %s: %s", p.ImportPath, p.Error.Err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// TestImportsPointDown fails on every import of a kiln package, its tests
+// included, that points to a higher floor, and on every kiln package the
+// table puts on no floor.
+func TestImportsPointDown(t *testing.T) {
+	for _, v := range violations(table(), goList(t, "./...")) {
+		t.Error(v)
+	}
+}
+
+// TestTableNamesWhatExists keeps the table accurate: every pattern names
+// at least one package.
+func TestTableNamesWhatExists(t *testing.T) {
+	pkgs := goList(t, "./...")
+	for _, f := range table() {
+		for _, pattern := range f.pkgs {
+			found := slices.ContainsFunc(pkgs, func(p pkg) bool {
+				rel, ok := relative(p.ImportPath)
+				m, _ := match(pattern, rel)
+				return ok && m
+			})
+			if !found {
+				t.Errorf("floor %d (%s) lists %s, which names no package", f.level, f.name, pattern)
+			}
+		}
+	}
+}
+
+// TestViolations checks the checker on a small graph: an arrow that points
+// up, one out of the ground floor, and a package on no floor are reported;
+// arrows down and sideways, to other modules, and into a more specific
+// pattern's floor are not.
+func TestViolations(t *testing.T) {
+	k := func(rel string) string { return module + "/" + rel }
+	pkgs := []pkg{
+		{ImportPath: k("assets/installconfig"), Imports: []string{k("assets/installconfig/types"), k("graph"), "fmt", k("assets/tls")}},
+		{ImportPath: k("assets/tls"), TestImports: []string{k("platforms")}},
+		{ImportPath: k("assets/installconfig/types/configs"), Imports: []string{k("assets/installconfig/types/machines"), k("graph")}},
+		{ImportPath: k("graph"), Imports: []string{k("graph/atomicfile")}},
+		{ImportPath: k("graph/graphtest"), Imports: []string{k("graph"), k("graph/atomicfile/atomicfiletest")}},
+		{ImportPath: k("tools/gen")},
+		{ImportPath: "example.com/other", Imports: []string{k("cmd/kiln")}},
+	}
+	want := []string{
+		"assets/installconfig/types/configs imports graph: the ground floor imports nothing of kiln's outside the ground floor, and graph is on floor 1 (graph)",
+		"assets/tls imports platforms: floor 2 (ignition and assets) imports floor 3 (platforms), an arrow that points up",
+		"tools/gen is on no floor: add it to the table of test/layering and platforms/doc.go",
+	}
+	if got := violations(table(), pkgs); !slices.Equal(got, want) {
+		t.Errorf("violations =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestAssetsAndNodeAgentsDoNotLinkProvisioning: the assets and the node
+// agents must not link provisioning (Terraform, the machines, the node
+// image), even indirectly. The floors keep provisioning out of the assets;
+// the node agents are commands, which may import platforms, so they are
+// checked by their dependencies.
+func TestAssetsAndNodeAgentsDoNotLinkProvisioning(t *testing.T) {
+	forbidden := []string{
+		"github.com/hashicorp/terraform",
+		module + "/platforms/terraform",
+		module + "/platforms/provisioners",
+		module + "/platforms/local/",
+	}
+	for _, p := range goList(t, "-deps", "./assets/...", "./cmd/internal/node/...") {
+		for _, f := range forbidden {
+			if strings.HasPrefix(p.ImportPath, f) {
+				t.Errorf("assets or node agents depend on %s", p.ImportPath)
+			}
+		}
+	}
+}
