@@ -23,8 +23,8 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/tls/tlstest"
+	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/internal/install"
-	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
 	"github.com/kiln-project/kiln/ignition"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
@@ -233,7 +233,7 @@ func newTestRunner(t *testing.T, m, w int) (*Runner, *journal, *fakeEtcd) {
 		}
 		if i < m {
 			e.nextID++
-			e.members = append(e.members, &etcdserverpb.Member{ID: e.nextID, Name: n, PeerURLs: []string{etcdmember.PeerURL(ip)}, ClientURLs: []string{"https://" + ip + ":2379"}})
+			e.members = append(e.members, &etcdserverpb.Member{ID: e.nextID, Name: n, PeerURLs: []string{etcdmembers.PeerURL(ip)}, ClientURLs: []string{"https://" + ip + ":2379"}})
 		}
 	}
 	log := logrus.New()
@@ -264,12 +264,12 @@ func newTestRunner(t *testing.T, m, w int) (*Runner, *journal, *fakeEtcd) {
 // and machine go.
 func TestRunOrder(t *testing.T) {
 	r, j, e := newTestRunner(t, 1, 1)
-	e.names[etcdmember.PeerURL("10.0.0.11")] = infra + "-master-1"
+	e.names[etcdmembers.PeerURL("10.0.0.11")] = infra + "-master-1"
 	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 3, Workers: 1, Remove: ws(0)}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.names[etcdmember.PeerURL("10.0.0.12")] = infra + "-master-2"
+	e.names[etcdmembers.PeerURL("10.0.0.12")] = infra + "-master-2"
 	if err := r.Run(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestRunOrder(t *testing.T) {
 // machine of the same name back as a new learner.
 func TestRunRemoveMasterOrder(t *testing.T) {
 	r, j, e := newTestRunner(t, 3, 0)
-	e.names[etcdmember.PeerURL("10.0.0.11")] = infra + "-master-1"
+	e.names[etcdmembers.PeerURL("10.0.0.11")] = infra + "-master-1"
 	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 1, Replace: ms(1)}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
