@@ -17,6 +17,8 @@ var errDown = errors.New("connection refused")
 type fakeEtcd struct {
 	members []*etcdserverpb.Member
 	down    map[string]bool // client URL -> does not answer
+	// status is the answer at a client URL; an empty one when absent.
+	status  map[string]*clientv3.StatusResponse
 	nextID  uint64
 	listErr error // MemberList fails with it
 	refuse  error // MemberPromote fails with it
@@ -57,6 +59,9 @@ func (f *fakeEtcd) MemberRemove(_ context.Context, id uint64) (*clientv3.MemberR
 func (f *fakeEtcd) Status(_ context.Context, endpoint string) (*clientv3.StatusResponse, error) {
 	if f.down[endpoint] {
 		return nil, errDown
+	}
+	if st := f.status[endpoint]; st != nil {
+		return st, nil
 	}
 	return &clientv3.StatusResponse{}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -51,14 +52,21 @@ type Health struct {
 // learner that has not started).
 var errNoClientURL = errors.New("no client URL")
 
+// StatusTimeout bounds each member's answer in Check: the etcd client
+// waits for a connection as long as its context lets it, so a member that
+// is down would otherwise hold the check up for good.
+const StatusTimeout = 5 * time.Second
+
 // Check asks each of members for its status at its first client URL, in
-// order.
+// order; one that has not answered within StatusTimeout counts as down.
 func Check(ctx context.Context, c Client, members []*etcdserverpb.Member) []Health {
 	out := make([]Health, 0, len(members))
 	for _, m := range members {
 		h := Health{Member: m, Err: errNoClientURL}
 		if len(m.ClientURLs) > 0 {
-			h.Status, h.Err = c.Status(ctx, m.ClientURLs[0])
+			sctx, cancel := context.WithTimeout(ctx, StatusTimeout)
+			h.Status, h.Err = c.Status(sctx, m.ClientURLs[0])
+			cancel()
 		}
 		out = append(out, h)
 	}
