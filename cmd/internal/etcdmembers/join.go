@@ -60,7 +60,8 @@ type Progress struct {
 // has not started is installed again when its install was lost; a learner
 // that started is promoted, which etcd refuses until it has caught up, so
 // the caller retries until Join returns Voting. Only a failed add or
-// install is an error; the caller words every Progress itself.
+// install is an error (with a failed install, Progress still says the
+// learner was added); the caller words every Progress itself.
 func Join(ctx context.Context, c Client, name, peerURL string, install Installer) (Progress, error) {
 	list, err := c.MemberList(ctx)
 	if err != nil {

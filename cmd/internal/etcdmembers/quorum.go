@@ -24,6 +24,8 @@ type QuorumError struct {
 	Down    []string
 }
 
+// Error says why the member may not go, naming the members that do not
+// answer.
 func (e *QuorumError) Error() string {
 	if len(e.Left) == 0 {
 		return ErrQuorum.Error() + ": it is the last voting member"
