@@ -156,18 +156,6 @@ type UnitChecker interface {
 	FailedUnits(ctx context.Context, c *Cluster) ([]FailedUnit, error)
 }
 
-// Shape, RoleMaster and RoleWorker are the ground floor's machine naming
-// (machines.Shape, machines.RoleMaster, machines.RoleWorker) under their
-// former names, for code not yet rewritten to import package machines. New
-// code uses package machines.
-type Shape = machines.Shape
-
-// Machine roles; see Shape.
-const (
-	RoleMaster = machines.RoleMaster
-	RoleWorker = machines.RoleWorker
-)
-
 // Scaler is an optional ability of a Provisioner: changing the machines of
 // a running cluster (kiln scale cluster). The caller orders the steps that
 // keep etcd and the API available; each method only converges the

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/node/bootkube"
 	"github.com/kiln-project/kiln/cmd/internal/node/csrapprover"
@@ -183,16 +184,16 @@ func newNodeEtcdCertsCmd(o *rootOptions) *cobra.Command {
 			if addr == nil {
 				return exitcode.With(exitcode.Input, fmt.Errorf("--node-ip: %q is not an IP address", ip))
 			}
-			ca, err := etcdmember.LoadCA(dir)
+			ca, err := etcdmembers.LoadCA(dir)
 			if err != nil {
 				return err
 			}
-			m, err := etcdmember.Issue(cmd.Context(), ca, name, addr)
+			m, err := etcdmembers.Issue(cmd.Context(), ca, name, addr)
 			if err != nil {
 				return err
 			}
-			files := etcdmember.Files(ca.Cert, m)
-			delete(files, etcdmember.CACert)
+			files := etcdmembers.Files(ca.Cert, m)
+			delete(files, etcdmembers.CACert)
 			o.log.Infof("issued etcd member certificates for %s (%s) in %s", name, ip, dir)
 			return etcdmember.WriteFiles(dir, files)
 		},

@@ -5,7 +5,8 @@
 // carries the plan out step by step, each step idempotent, with intent
 // recorded in --dir's shape record so that a re-run after an interrupt
 // finishes what was begun. Masters change one at a time through etcd's
-// learner path: a master is added as a learner, promoted once caught up,
-// and put behind the load balancer only when its API server is ready; a
-// master is removed from etcd before anything else of it goes.
+// learner path (package etcdmembers, which bootstrap uses too): a master
+// is added as a learner, promoted once caught up, and put behind the load
+// balancer only when its API server is ready; a master is removed from
+// etcd before anything else of it goes.
 package scale

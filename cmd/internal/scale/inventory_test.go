@@ -17,7 +17,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/manifests/inventory"
-	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
+	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
 )
 
 // localConfig is a local cluster on 10.0.0.0/24: master i at 10.0.0.1<i>
@@ -107,7 +107,7 @@ func TestRunInventory(t *testing.T) {
 func TestInventoryMasterReplace(t *testing.T) {
 	r, j, e := newTestRunner(t, 3, 0)
 	r.Cluster.Config = localConfig()
-	e.names[etcdmember.PeerURL("10.0.0.11")] = infra + "-master-1"
+	e.names[etcdmembers.PeerURL("10.0.0.11")] = infra + "-master-1"
 	journalInventory(t, j, r.Kube.(*fake.Clientset))
 	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 3, Replace: ms(1)}, nil, nil)
 	if err != nil {
@@ -144,7 +144,7 @@ func TestInventoryMasterReplace(t *testing.T) {
 func TestEnrollRecordsTheJoinTokenID(t *testing.T) {
 	r, _, e := newTestRunner(t, 3, 1)
 	r.Cluster.Config = localConfig()
-	e.names[etcdmember.PeerURL("10.0.0.11")] = infra + "-master-1"
+	e.names[etcdmembers.PeerURL("10.0.0.11")] = infra + "-master-1"
 	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 3, Workers: 2, Replace: ms(1)}, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,27 +16,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kiln-project/kiln/assets/manifests"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
+	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/internal/handover"
-	"github.com/kiln-project/kiln/cmd/internal/node/bootkube"
-	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
-	"github.com/kiln-project/kiln/platforms"
 )
 
-// Etcd is the part of an etcd client a scale uses; *clientv3.Client has it.
+// Etcd is the etcd client a scale uses; *clientv3.Client is one.
 type Etcd interface {
-	MemberList(ctx context.Context, opts ...clientv3.OpOption) (*clientv3.MemberListResponse, error)
-	MemberAddAsLearner(ctx context.Context, peerAddrs []string) (*clientv3.MemberAddResponse, error)
-	MemberPromote(ctx context.Context, id uint64) (*clientv3.MemberPromoteResponse, error)
-	MemberRemove(ctx context.Context, id uint64) (*clientv3.MemberRemoveResponse, error)
-	Status(ctx context.Context, endpoint string) (*clientv3.StatusResponse, error)
+	etcdmembers.Client
 	Close() error
 }
-
-// ErrQuorum is returned when removing a master would lose etcd's quorum or
-// leave an even member count, and --force was not given.
-var ErrQuorum = errors.New("etcd quorum")
 
 // addMaster creates the master's machine (from the full master config: it
 // holds the control plane's certificates and stages its static pods),
@@ -50,7 +38,7 @@ var ErrQuorum = errors.New("etcd quorum")
 // an interrupt goes on where it stopped.
 func (r *Runner) addMaster(ctx context.Context, name string) error {
 	r.Cluster.Shape.Masters = with(r.Cluster.Shape.Masters, name)
-	if err := r.join(ctx, name, platforms.RoleMaster); err != nil {
+	if err := r.join(ctx, name, machines.RoleMaster); err != nil {
 		return err
 	}
 	var ip string
@@ -80,7 +68,7 @@ func (r *Runner) addMaster(ctx context.Context, name string) error {
 	}); err != nil {
 		return err
 	}
-	if err := bootkube.DeleteInstallerSecret(ctx, r.Kube, name); err != nil {
+	if err := etcdmembers.DeleteInstallerSecret(ctx, r.Kube, name); err != nil {
 		r.Log.Warnf("delete the etcd installer Secret of %s: %v", name, err)
 	}
 	if err := r.until(ctx, r.joinTimeout(), "Waiting for the API server on "+name, func(ctx context.Context) (bool, string, error) {
@@ -99,62 +87,35 @@ func (r *Runner) addMaster(ctx context.Context, name string) error {
 // static pod installed), then promote it once it has started and caught
 // up.
 func (r *Runner) joinStep(ctx context.Context, etcd Etcd, name, ip string) (bool, string, error) {
-	list, err := etcd.MemberList(ctx)
-	if err != nil {
-		return false, "etcd member list: " + err.Error(), nil
+	inst := etcdmembers.PodInstaller{Kube: r.Kube, CA: r.PKI.CA, Manifest: r.PKI.Manifest, Image: r.InstallerImage, Node: name, IP: ip}
+	p, err := etcdmembers.Join(ctx, etcd, name, etcdmembers.PeerURL(ip), inst)
+	if p.Step == etcdmembers.Added {
+		r.Log.Infof("etcd member %s added as a learner at %s", name, etcdmembers.PeerURL(ip))
 	}
-	m := etcdmember.ByPeerURL(list.Members, etcdmember.PeerURL(ip))
-	switch {
-	case m == nil:
-		if l := etcdmember.Learner(list.Members); l != nil {
-			return false, "waiting for learner " + l.Name + " before adding " + name, nil
-		}
-		return false, "added as a learner", r.addLearner(ctx, etcd, name, ip)
-	case m.IsLearner && m.Name == "":
-		if r.installerGone(ctx, name) {
-			// A run cut short between the add and the install: install again.
-			return false, "installing the member again", r.install(ctx, name, ip, list.Members, m.ID)
-		}
+	if err != nil {
+		return false, "", err
+	}
+	switch p.Step {
+	case etcdmembers.Voting:
+		return true, "", nil
+	case etcdmembers.Unlisted:
+		return false, "etcd member list: " + p.Err.Error(), nil
+	case etcdmembers.WaitingForLearner:
+		return false, "waiting for learner " + p.Learner + " before adding " + name, nil
+	case etcdmembers.Added:
+		return false, "added as a learner", nil
+	case etcdmembers.Reinstalled:
+		// A run cut short between the add and the install.
+		return false, "installing the member again", nil
+	case etcdmembers.NotStarted:
 		return false, "learner " + name + " has not started yet", nil
-	case m.IsLearner:
-		if _, err := etcd.MemberPromote(ctx, m.ID); err != nil {
-			return false, "learner " + name + " not ready to vote: " + err.Error(), nil
-		}
+	case etcdmembers.NotReady:
+		return false, "learner " + name + " not ready to vote: " + p.Err.Error(), nil
+	case etcdmembers.Promoted:
 		r.Log.Infof("etcd member %s promoted to voter", name)
 		return false, "promoted", nil
 	}
-	return true, "", nil
-}
-
-// addLearner issues the member's certificates from the etcd CA, adds it as
-// a learner and installs its files on the master.
-func (r *Runner) addLearner(ctx context.Context, etcd Etcd, name, ip string) error {
-	resp, err := etcd.MemberAddAsLearner(ctx, []string{etcdmember.PeerURL(ip)})
-	if err != nil {
-		return fmt.Errorf("add etcd member %s: %w", name, err)
-	}
-	r.Log.Infof("etcd member %s added as a learner at %s", name, etcdmember.PeerURL(ip))
-	return r.install(ctx, name, ip, resp.Members, resp.Member.ID)
-}
-
-// install issues the member's certificates and starts the installer pod
-// with them and its static pod.
-func (r *Runner) install(ctx context.Context, name, ip string, members []*etcdserverpb.Member, id uint64) error {
-	member, err := etcdmember.Issue(ctx, r.PKI.CA, name, net.ParseIP(ip))
-	if err != nil {
-		return err
-	}
-	files := etcdmember.Files(r.PKI.CA.Cert, member)
-	files[etcdmember.ManifestFile] = []byte(strings.ReplaceAll(r.PKI.Manifest, manifests.EtcdInitialClusterMarker,
-		bootkube.InitialCluster(members, id, name)))
-	return bootkube.InstallMember(ctx, r.Kube, name, r.InstallerImage, files)
-}
-
-// installerGone reports whether the installer pod of node is missing or
-// failed.
-func (r *Runner) installerGone(ctx context.Context, node string) bool {
-	p, err := r.Kube.CoreV1().Pods(handover.SystemNamespace).Get(ctx, bootkube.InstallerPod(node, "").Name, metav1.GetOptions{})
-	return apierrors.IsNotFound(err) || (err == nil && p.Status.Phase == corev1.PodFailed)
+	return false, "", fmt.Errorf("etcd member %s: unknown join step %d", name, p.Step)
 }
 
 // removeMaster takes a master out: out of the load balancer first (no
@@ -192,59 +153,24 @@ func (r *Runner) removeMaster(ctx context.Context, name string) error {
 }
 
 // removeMember removes name's etcd member, if it has one, after checking
-// that the members left keep quorum.
-func (r *Runner) removeMember(ctx context.Context, etcd Etcd, name string) error {
-	list, err := etcd.MemberList(ctx)
-	if err != nil {
-		return fmt.Errorf("etcd member list: %w", err)
-	}
-	var target *etcdserverpb.Member
-	var healthy, voters int
-	for _, m := range list.Members {
-		if m.Name == name {
-			target = m
-			continue
-		}
-		if m.IsLearner {
-			continue
-		}
-		voters++
-		if len(m.ClientURLs) > 0 {
-			if _, err := etcd.Status(ctx, m.ClientURLs[0]); err == nil {
-				healthy++
-			}
-		}
-	}
-	if target == nil {
-		r.Log.Infof("%s has no etcd member (removed already)", name)
-		return nil
-	}
-	if err := checkQuorum(voters, healthy, r.Force || target.IsLearner); err != nil {
-		return fmt.Errorf("removing %s: %w", name, err)
-	}
-	if _, err := etcd.MemberRemove(ctx, target.ID); err != nil {
-		return fmt.Errorf("remove etcd member %s: %w", name, err)
-	}
-	r.Log.Infof("etcd member %s removed", name)
-	return nil
-}
-
-// checkQuorum decides whether a member can go, leaving voters voting
-// members of which healthy answer: one must be left, and a majority of
-// those left must answer, unless force. (An even count as the result of a
-// scale is refused by MakePlan; on the way from 3 to 1, or half-way
+// that the members left keep quorum: one must be left, and a majority of
+// those left must answer, unless --force. (An even count as the result of
+// a scale is refused by MakePlan; on the way from 3 to 1, or half-way
 // through a replacement, it is expected.)
-func checkQuorum(voters, healthy int, force bool) error {
-	var problem string
-	if voters == 0 {
-		problem = "it is the last voting member"
-	} else if healthy < voters/2+1 {
-		problem = fmt.Sprintf("only %d of the %d members left would answer: etcd would lose quorum", healthy, voters)
+func (r *Runner) removeMember(ctx context.Context, etcd Etcd, name string) error {
+	removed, err := etcdmembers.Remove(ctx, etcd, name, r.Force)
+	if errors.Is(err, etcdmembers.ErrQuorum) {
+		return fmt.Errorf("%w (--force overrides this)", err)
 	}
-	if problem == "" || force {
-		return nil
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("%w: %s (--force overrides this)", ErrQuorum, problem)
+	if removed {
+		r.Log.Infof("etcd member %s removed", name)
+	} else {
+		r.Log.Infof("%s has no etcd member (removed already)", name)
+	}
+	return nil
 }
 
 // dialEtcd connects to the etcd members on the masters other than skip
@@ -258,7 +184,7 @@ func (r *Runner) dialEtcd(ctx context.Context, skip string) (Etcd, error) {
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		if ip := nodeIP(n); ip != "" && n.Name != skip {
-			endpoints = append(endpoints, "https://"+net.JoinHostPort(ip, "2379"))
+			endpoints = append(endpoints, etcdmembers.ClientURL(ip))
 		}
 	}
 	if len(endpoints) == 0 {
@@ -304,7 +230,7 @@ func nodeIP(n *corev1.Node) string {
 // Unjoined returns the masters of shape that a previous run added but did
 // not finish joining: without a voting etcd member, or not among the load
 // balancer's backends.
-func (r *Runner) Unjoined(ctx context.Context, shape platforms.Shape) ([]string, error) {
+func (r *Runner) Unjoined(ctx context.Context, shape machines.Shape) ([]string, error) {
 	backends, err := r.Machines.APIBackends(ctx, r.Cluster)
 	if err != nil {
 		return nil, err
@@ -320,8 +246,7 @@ func (r *Runner) Unjoined(ctx context.Context, shape platforms.Shape) ([]string,
 	}
 	var out []string
 	for _, n := range shape.Masters {
-		i := slices.IndexFunc(list.Members, func(m *etcdserverpb.Member) bool { return m.Name == n && !m.IsLearner })
-		if i < 0 || !slices.Contains(backends, n) {
+		if m := etcdmembers.ByName(list.Members, n); m == nil || m.IsLearner || !slices.Contains(backends, n) {
 			out = append(out, n)
 		}
 	}

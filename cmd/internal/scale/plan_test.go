@@ -145,26 +145,6 @@ Plan: 1 to add, 1 to replace, 1 to remove; 3 masters and 2 workers after.
 	}
 }
 
-// TestCheckQuorum checks when a master's member may go.
-func TestCheckQuorum(t *testing.T) {
-	for _, tc := range []struct {
-		voters, healthy int
-		force, ok       bool
-	}{
-		{voters: 2, healthy: 2, ok: true},  // 3 -> 2, on the way to 1 or half of a replace
-		{voters: 2, healthy: 1, ok: false}, // a second one down: no quorum
-		{voters: 3, healthy: 2, ok: true},
-		{voters: 0, healthy: 0, ok: false}, // the last member
-		{voters: 0, healthy: 0, force: true, ok: true},
-		{voters: 2, healthy: 1, force: true, ok: true},
-	} {
-		err := checkQuorum(tc.voters, tc.healthy, tc.force)
-		if (err == nil) != tc.ok {
-			t.Errorf("checkQuorum(%+v) = %v", tc, err)
-		}
-	}
-}
-
 // TestBriefReadyz checks that a long /readyz answer comes down to its
 // failed checks.
 func TestBriefReadyz(t *testing.T) {

@@ -47,7 +47,7 @@ type Runner struct {
 	Kube kubernetes.Interface
 	// Rest is its configuration, the base of direct clients of one master.
 	Rest *rest.Config
-	// Etcd dials etcd endpoints; etcdmember.ClientPEM with PKI's client
+	// Etcd dials etcd endpoints; etcdmembers.DialPEM with PKI's client
 	// certificate in kiln, a fake in tests.
 	Etcd func(endpoints []string) (Etcd, error)
 	// PKI issues a new member's certificates.

@@ -25,8 +25,8 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/tls/tlstest"
+	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/internal/install"
-	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
 	"github.com/kiln-project/kiln/ignition"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
@@ -173,6 +173,7 @@ type fakeEtcd struct {
 	members []*etcdserverpb.Member
 	names   map[string]string // peer URL -> node name, for learners that start
 	nextID  uint64
+	down    map[string]bool // client URL -> its member does not answer
 }
 
 func (e *fakeEtcd) MemberList(context.Context, ...clientv3.OpOption) (*clientv3.MemberListResponse, error) {
@@ -214,7 +215,10 @@ func (e *fakeEtcd) MemberRemove(_ context.Context, id uint64) (*clientv3.MemberR
 	return &clientv3.MemberRemoveResponse{}, nil
 }
 
-func (e *fakeEtcd) Status(context.Context, string) (*clientv3.StatusResponse, error) {
+func (e *fakeEtcd) Status(_ context.Context, endpoint string) (*clientv3.StatusResponse, error) {
+	if e.down[endpoint] {
+		return nil, errors.New("connection refused")
+	}
 	return &clientv3.StatusResponse{}, nil
 }
 
@@ -235,7 +239,7 @@ func newTestRunner(t *testing.T, m, w int) (*Runner, *journal, *fakeEtcd) {
 		}
 		if i < m {
 			e.nextID++
-			e.members = append(e.members, &etcdserverpb.Member{ID: e.nextID, Name: n, PeerURLs: []string{etcdmember.PeerURL(ip)}, ClientURLs: []string{"https://" + ip + ":2379"}})
+			e.members = append(e.members, &etcdserverpb.Member{ID: e.nextID, Name: n, PeerURLs: []string{etcdmembers.PeerURL(ip)}, ClientURLs: []string{"https://" + ip + ":2379"}})
 		}
 	}
 	log := logrus.New()
@@ -266,12 +270,12 @@ func newTestRunner(t *testing.T, m, w int) (*Runner, *journal, *fakeEtcd) {
 // and machine go.
 func TestRunOrder(t *testing.T) {
 	r, j, e := newTestRunner(t, 1, 1)
-	e.names[etcdmember.PeerURL("10.0.0.11")] = infra + "-master-1"
+	e.names[etcdmembers.PeerURL("10.0.0.11")] = infra + "-master-1"
 	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 3, Workers: 1, Remove: ws(0)}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.names[etcdmember.PeerURL("10.0.0.12")] = infra + "-master-2"
+	e.names[etcdmembers.PeerURL("10.0.0.12")] = infra + "-master-2"
 	if err := r.Run(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +323,7 @@ func TestRunOrder(t *testing.T) {
 // machine of the same name back as a new learner.
 func TestRunRemoveMasterOrder(t *testing.T) {
 	r, j, e := newTestRunner(t, 3, 0)
-	e.names[etcdmember.PeerURL("10.0.0.11")] = infra + "-master-1"
+	e.names[etcdmembers.PeerURL("10.0.0.11")] = infra + "-master-1"
 	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 1, Replace: ms(1)}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -346,6 +350,34 @@ func TestRunRemoveMasterOrder(t *testing.T) {
 	}
 	if !reflect.DeepEqual(j.calls, want) {
 		t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(j.calls, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestRunRemoveMasterQuorum: a master's removal that would leave etcd
+// without a majority that answers is refused, naming the member that does
+// not answer, after the load balancer change and before anything else of
+// the master goes; --force goes ahead.
+func TestRunRemoveMasterQuorum(t *testing.T) {
+	r, j, e := newTestRunner(t, 3, 0)
+	e.down = map[string]bool{e.members[2].ClientURLs[0]: true} // master-2
+	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 1, Remove: ms(1)}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Run(context.Background(), p)
+	var qe *etcdmembers.QuorumError
+	if !errors.As(err, &qe) || !reflect.DeepEqual(qe.Down, ms(2)) || qe.Leaving != infra+"-master-1" {
+		t.Fatalf("Run = %v; want a quorum refusal naming master-2", err)
+	}
+	if want := []string{"lb master-0,master-2"}; !reflect.DeepEqual(j.calls, want) {
+		t.Errorf("calls %q, want %q", j.calls, want)
+	}
+	r.Force = true
+	if err := r.Run(context.Background(), p); err != nil {
+		t.Fatalf("Run with --force: %v", err)
+	}
+	if !slices.Contains(j.calls, "etcd remove master-1") {
+		t.Errorf("calls %q: master-1's member was not removed with --force", j.calls)
 	}
 }
 

@@ -22,9 +22,9 @@ import (
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/release"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
+	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/install"
-	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -162,7 +162,7 @@ func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler,
 	}
 	var manifest string
 	for _, f := range pods.Files() {
-		if filepath.Base(f.Path) == etcdmember.ManifestFile {
+		if filepath.Base(f.Path) == etcdmembers.ManifestFile {
 			manifest = string(f.Data)
 		}
 	}
@@ -187,7 +187,7 @@ func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler,
 		Kube:     kube,
 		Rest:     rc,
 		Etcd: func(endpoints []string) (Etcd, error) {
-			return etcdmember.ClientPEM(endpoints, ca.Cert, client.Cert, client.Key)
+			return etcdmembers.DialPEM(endpoints, ca.Cert, client.Cert, client.Key)
 		},
 		PKI:            EtcdPKI{CA: &ca.CertKey, Client: &client.CertKey, Manifest: manifest},
 		Configs:        map[string][]byte{machines.RoleMaster: master.Config, machines.RoleWorker: worker.Config},

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
-	"github.com/kiln-project/kiln/cmd/internal/node/bootkube"
+	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -47,8 +47,8 @@ func TestBootstrapComplete(t *testing.T) {
 	w, client, logs := waiter()
 	ctx := context.Background()
 	client.CoreV1().Nodes().Create(ctx, readyNode("m-0", false), metav1.CreateOptions{})
-	// The installer pod exactly as bootkube creates it, once it has finished.
-	installer := bootkube.InstallerPod("m-0", "kiln.local/pause:3.10")
+	// The installer pod exactly as bootkube creates it (etcdmembers.PodInstaller), once it has finished.
+	installer := etcdmembers.InstallerPod("m-0", "kiln.local/pause:3.10")
 	installer.Status.Phase = corev1.PodSucceeded
 	client.CoreV1().Pods(installer.Namespace).Create(ctx, installer, metav1.CreateOptions{})
 	go func() {

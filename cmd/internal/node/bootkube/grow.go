@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -20,8 +21,8 @@ import (
 
 	"github.com/kiln-project/kiln/assets/manifests"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
+	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/internal/handover"
-	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
@@ -40,14 +41,14 @@ func (e errNotYet) Error() string { return string(e) }
 type grower struct {
 	cfg      Config
 	client   kubernetes.Interface
-	etcd     clientv3.Cluster
+	etcd     etcdmembers.Client
 	closeFn  func() error
 	ca       *kilntls.CertKey
 	manifest string
 }
 
 func newGrower(cfg Config, client kubernetes.Interface) (*grower, error) {
-	ca, err := etcdmember.LoadCA(cfg.EtcdPKIDir)
+	ca, err := etcdmembers.LoadCA(cfg.EtcdPKIDir)
 	if err != nil {
 		return nil, fmt.Errorf("etcd CA: %w", err)
 	}
@@ -58,8 +59,7 @@ func newGrower(cfg Config, client kubernetes.Interface) (*grower, error) {
 	if !strings.Contains(string(manifest), manifests.EtcdInitialClusterMarker) {
 		return nil, fmt.Errorf("%s does not contain %s", cfg.MasterEtcdManifest, manifests.EtcdInitialClusterMarker)
 	}
-	etcd, err := etcdmember.Client([]string{localEtcd},
-		cfg.EtcdPKIDir+"/"+etcdmember.CACert, cfg.EtcdClientCert, cfg.EtcdClientKey)
+	etcd, err := dial(cfg, []string{localEtcd})
 	if err != nil {
 		return nil, fmt.Errorf("etcd client: %w", err)
 	}
@@ -72,6 +72,11 @@ func (g *grower) close() {
 	}
 }
 
+// dial connects to etcd at endpoints with bootkube's client certificate.
+func dial(cfg Config, endpoints []string) (*clientv3.Client, error) {
+	return etcdmembers.Dial(endpoints, filepath.Join(cfg.EtcdPKIDir, etcdmembers.CACert), cfg.EtcdClientCert, cfg.EtcdClientKey)
+}
+
 // step makes at most one change and returns the masters once every one of
 // them is a voting etcd member.
 func (g *grower) step(ctx context.Context) ([]master, error) {
@@ -82,51 +87,49 @@ func (g *grower) step(ctx context.Context) ([]master, error) {
 	if len(masters) < g.cfg.Masters {
 		return nil, errNotYet(fmt.Sprintf("%d of %d masters registered", len(masters), g.cfg.Masters))
 	}
-	resp, err := g.etcd.MemberList(ctx)
-	if err != nil {
-		return nil, err
-	}
 	for _, m := range masters {
-		member := etcdmember.ByPeerURL(resp.Members, etcdmember.PeerURL(m.IP))
-		switch {
-		case member == nil:
-			if l := etcdmember.Learner(resp.Members); l != nil {
-				return nil, errNotYet("waiting for learner " + l.Name + " before adding " + m.Name)
-			}
-			return nil, g.add(ctx, m)
-		case member.IsLearner && member.Name == "":
-			return nil, errNotYet("etcd member " + m.Name + " has not started yet")
-		case member.IsLearner:
-			if _, err := g.etcd.MemberPromote(ctx, member.ID); err != nil {
-				return nil, errNotYet(fmt.Sprintf("etcd member %s is not ready to vote: %v", m.Name, err))
-			}
-			g.cfg.Log.Infof("etcd member %s promoted to voter", m.Name)
-			g.cleanupInstaller(ctx, m)
-			return nil, errNotYet("promoted " + m.Name)
+		p, err := etcdmembers.Join(ctx, g.etcd, m.Name, etcdmembers.PeerURL(m.IP), g.installer(m))
+		if err != nil {
+			return nil, err
+		}
+		if p.Step != etcdmembers.Voting {
+			return nil, g.joining(ctx, m, p)
 		}
 	}
 	return masters, nil
 }
 
-// add issues the member's certificates, adds it as a learner and has the
-// installer pod put its etcd static pod on the master.
-func (g *grower) add(ctx context.Context, m master) error {
-	member, err := etcdmember.Issue(ctx, g.ca, m.Name, net.ParseIP(m.IP))
-	if err != nil {
-		return err
+// installer puts m's etcd member on it through the installer pod.
+func (g *grower) installer(m master) etcdmembers.PodInstaller {
+	return etcdmembers.PodInstaller{Kube: g.client, CA: g.ca, Manifest: g.manifest, Image: g.cfg.InstallerImage, Node: m.Name, IP: m.IP}
+}
+
+// joining says where the join of m's member stands (p): progress is an
+// errNotYet, an unreadable membership the error that etcd gave. Once the
+// member votes the installer's Secret goes (it holds private keys).
+func (g *grower) joining(ctx context.Context, m master, p etcdmembers.Progress) error {
+	switch p.Step {
+	case etcdmembers.Unlisted:
+		return p.Err
+	case etcdmembers.WaitingForLearner:
+		return errNotYet("waiting for learner " + p.Learner + " before adding " + m.Name)
+	case etcdmembers.Added:
+		g.cfg.Log.Infof("etcd member %s added as learner at %s", m.Name, etcdmembers.PeerURL(m.IP))
+		return errNotYet("added " + m.Name)
+	case etcdmembers.Reinstalled:
+		return errNotYet("installing etcd member " + m.Name + " again")
+	case etcdmembers.NotStarted:
+		return errNotYet("etcd member " + m.Name + " has not started yet")
+	case etcdmembers.NotReady:
+		return errNotYet(fmt.Sprintf("etcd member %s is not ready to vote: %v", m.Name, p.Err))
+	case etcdmembers.Promoted:
+		g.cfg.Log.Infof("etcd member %s promoted to voter", m.Name)
+		if err := etcdmembers.DeleteInstallerSecret(ctx, g.client, m.Name); err != nil {
+			g.cfg.Log.Warnf("delete installer secret of %s: %v", m.Name, err)
+		}
+		return errNotYet("promoted " + m.Name)
 	}
-	resp, err := g.etcd.MemberAddAsLearner(ctx, []string{etcdmember.PeerURL(m.IP)})
-	if err != nil {
-		return fmt.Errorf("add etcd member %s: %w", m.Name, err)
-	}
-	manifest := strings.ReplaceAll(g.manifest, manifests.EtcdInitialClusterMarker, InitialCluster(resp.Members, resp.Member.ID, m.Name))
-	files := etcdmember.Files(g.ca.Cert, member)
-	files["etcd.yaml"] = []byte(manifest)
-	if err := g.install(ctx, m, files); err != nil {
-		return err
-	}
-	g.cfg.Log.Infof("etcd member %s added as learner at %s", m.Name, etcdmember.PeerURL(m.IP))
-	return errNotYet("added " + m.Name)
+	return fmt.Errorf("etcd member %s: unknown join step %d", m.Name, p.Step)
 }
 
 // handOver waits for every master's API server, stops the bootstrap API
@@ -144,13 +147,13 @@ func (g *grower) handOver(ctx context.Context, restCfg *rest.Config, masters []m
 			return errNotYet(fmt.Sprintf("API server on %s not ready: %v", m.Name, err))
 		}
 		clients = append(clients, c)
-		endpoints = append(endpoints, "https://"+net.JoinHostPort(m.IP, "2379"))
+		endpoints = append(endpoints, etcdmembers.ClientURL(m.IP))
 	}
 	g.cfg.Log.Infof("API servers on all %d masters ready", len(masters))
 	if err := g.stopAPI(ctx, clients[0]); err != nil {
 		return err
 	}
-	mc, err := etcdmember.Client(endpoints, g.cfg.EtcdPKIDir+"/"+etcdmember.CACert, g.cfg.EtcdClientCert, g.cfg.EtcdClientKey)
+	mc, err := dial(g.cfg, endpoints)
 	if err != nil {
 		return err
 	}
@@ -159,12 +162,13 @@ func (g *grower) handOver(ctx context.Context, restCfg *rest.Config, masters []m
 	if err != nil {
 		return err
 	}
-	for _, mem := range resp.Members {
-		if mem.Name == g.cfg.NodeName {
-			g.handLeadership(ctx, resp.Members, mem.ID)
-			if _, err := mc.MemberRemove(ctx, mem.ID); err != nil {
-				return fmt.Errorf("remove bootstrap etcd member: %w", err)
-			}
+	if boot := etcdmembers.ByName(resp.Members, g.cfg.NodeName); boot != nil {
+		g.handLeadership(ctx, resp.Members, boot.ID)
+		removed, err := etcdmembers.Remove(ctx, mc, g.cfg.NodeName, false)
+		if err != nil {
+			return err
+		}
+		if removed {
 			g.cfg.Log.Info("bootstrap etcd member removed")
 		}
 	}
@@ -191,16 +195,16 @@ const leaderMoveTimeout = 10 * time.Second
 // and bootstrap-complete is such a write. A failure is only logged: the
 // removal works without it, as it did before.
 func (g *grower) handLeadership(ctx context.Context, members []*etcdserverpb.Member, bootstrapID uint64) {
-	to := transferee(members, bootstrapID)
+	to := etcdmembers.Transferee(members, bootstrapID)
 	if to == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, leaderMoveTimeout)
 	defer cancel()
-	local, err := etcdmember.Client([]string{localEtcd}, g.cfg.EtcdPKIDir+"/"+etcdmember.CACert, g.cfg.EtcdClientCert, g.cfg.EtcdClientKey)
+	local, err := dial(g.cfg, []string{localEtcd})
 	if err == nil {
 		var moved bool
-		moved, err = moveLeader(ctx, local, localEtcd, to.ID)
+		moved, err = etcdmembers.MoveLeader(ctx, local, localEtcd, to.ID)
 		local.Close()
 		if moved {
 			g.cfg.Log.Infof("etcd leadership handed to %s", to.Name)
@@ -209,40 +213,6 @@ func (g *grower) handLeadership(ctx context.Context, members []*etcdserverpb.Mem
 	if err != nil {
 		g.cfg.Log.Warnf("cannot hand etcd leadership to %s before removing the bootstrap member (removing it anyway): %v", to.Name, err)
 	}
-}
-
-// transferee is the voting member other than bootstrapID with the lowest
-// ID, or nil.
-func transferee(members []*etcdserverpb.Member, bootstrapID uint64) *etcdserverpb.Member {
-	var to *etcdserverpb.Member
-	for _, m := range members {
-		if m.ID != bootstrapID && !m.IsLearner && (to == nil || m.ID < to.ID) {
-			to = m
-		}
-	}
-	return to
-}
-
-// leaderMover is the part of an etcd client that moves leadership.
-type leaderMover interface {
-	Status(ctx context.Context, endpoint string) (*clientv3.StatusResponse, error)
-	MoveLeader(ctx context.Context, transfereeID uint64) (*clientv3.MoveLeaderResponse, error)
-}
-
-// moveLeader asks the member at endpoint, when it leads, to hand its
-// leadership to the member with ID to; it reports whether it did.
-func moveLeader(ctx context.Context, c leaderMover, endpoint string, to uint64) (bool, error) {
-	st, err := c.Status(ctx, endpoint)
-	if err != nil {
-		return false, err
-	}
-	if st.Header == nil || st.Leader != st.Header.MemberId {
-		return false, nil
-	}
-	if _, err := c.MoveLeader(ctx, to); err != nil {
-		return false, err
-	}
-	return true, nil
 }
 
 // masters lists the registered masters with an address, sorted by name, and
@@ -269,23 +239,6 @@ func (g *grower) masters(ctx context.Context) ([]master, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
-}
-
-// InitialCluster is the --initial-cluster value for the member with ID
-// newID and name newName joining members.
-func InitialCluster(members []*etcdserverpb.Member, newID uint64, newName string) string {
-	var parts []string
-	for _, m := range members {
-		name := m.Name
-		if m.ID == newID {
-			name = newName
-		}
-		for _, u := range m.PeerURLs {
-			parts = append(parts, name+"="+u)
-		}
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
 }
 
 // directConfig talks to one master's API server, verifying the serving

@@ -20,9 +20,11 @@ import (
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
-// fakeCluster is an in-memory etcd membership.
+// fakeCluster is an in-memory etcd membership; its members do not answer
+// their status (growing etcd never asks).
 type fakeCluster struct {
 	clientv3.Cluster
+	clientv3.Maintenance
 	members  []*etcdserverpb.Member
 	nextID   uint64
 	promoted []uint64

@@ -10,13 +10,10 @@ import (
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
-
-// ManifestFile is the etcd static pod's key in the installer's files and
-// its name among the kubelet's static pods.
-const ManifestFile = "etcd.yaml"
 
 // voterPoll is how often the installer asks the local member whether it
 // votes yet: a local status call, and the master's control plane starts
@@ -28,14 +25,14 @@ const voterPoll = 500 * time.Millisecond
 // member is a voter, then activate the staged control plane static pods.
 func Install(ctx context.Context, fromDir, kubeDir string, log logrus.FieldLogger) error {
 	files := map[string][]byte{}
-	for _, name := range []string{CACert, ServerCert, ServerKey, PeerCert, PeerKey} {
+	for _, name := range []string{etcdmembers.CACert, etcdmembers.ServerCert, etcdmembers.ServerKey, etcdmembers.PeerCert, etcdmembers.PeerKey} {
 		data, err := os.ReadFile(filepath.Join(fromDir, name))
 		if err != nil {
 			return err
 		}
 		files[name] = data
 	}
-	manifest, err := os.ReadFile(filepath.Join(fromDir, ManifestFile))
+	manifest, err := os.ReadFile(filepath.Join(fromDir, etcdmembers.ManifestFile))
 	if err != nil {
 		return err
 	}
@@ -43,11 +40,12 @@ func Install(ctx context.Context, fromDir, kubeDir string, log logrus.FieldLogge
 	if err := WriteFiles(pki, files); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(kubeDir, nodelayout.StaticPodsSubdir, ManifestFile), manifest, 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(kubeDir, nodelayout.StaticPodsSubdir, etcdmembers.ManifestFile), manifest, 0o644); err != nil {
 		return err
 	}
 	log.Info("etcd member files installed; waiting for the member to vote")
-	c, err := Client([]string{"https://127.0.0.1:2379"}, filepath.Join(pki, CACert), filepath.Join(pki, ServerCert), filepath.Join(pki, ServerKey))
+	c, err := etcdmembers.Dial([]string{"https://127.0.0.1:2379"}, filepath.Join(pki, etcdmembers.CACert),
+		filepath.Join(pki, etcdmembers.ServerCert), filepath.Join(pki, etcdmembers.ServerKey))
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
@@ -79,7 +80,7 @@ func equalTrees(t *testing.T, got, want map[string]string) {
 func TestActivateStaged(t *testing.T) {
 	kube := t.TempDir()
 	writeTree(t, kube, map[string]string{
-		nodelayout.StaticPodsSubdir + "/" + ManifestFile:              "etcd",
+		nodelayout.StaticPodsSubdir + "/" + etcdmembers.ManifestFile:  "etcd",
 		nodelayout.StagedPodsSubdir + "/kube-apiserver.yaml":          "apiserver",
 		nodelayout.StagedPodsSubdir + "/kube-controller-manager.yaml": "kcm",
 		nodelayout.StagedPodsSubdir + "/kube-scheduler.yaml":          "scheduler",
@@ -90,7 +91,7 @@ func TestActivateStaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		nodelayout.StaticPodsSubdir + "/" + ManifestFile:              "etcd",
+		nodelayout.StaticPodsSubdir + "/" + etcdmembers.ManifestFile:  "etcd",
 		nodelayout.StaticPodsSubdir + "/kube-apiserver.yaml":          "apiserver",
 		nodelayout.StaticPodsSubdir + "/kube-controller-manager.yaml": "kcm",
 		nodelayout.StaticPodsSubdir + "/kube-scheduler.yaml":          "scheduler",
@@ -125,11 +126,11 @@ func TestActivateStaged(t *testing.T) {
 func TestActivateStagedPartial(t *testing.T) {
 	t.Run("no staged folder", func(t *testing.T) {
 		kube := t.TempDir()
-		writeTree(t, kube, map[string]string{nodelayout.StaticPodsSubdir + "/" + ManifestFile: "etcd"})
+		writeTree(t, kube, map[string]string{nodelayout.StaticPodsSubdir + "/" + etcdmembers.ManifestFile: "etcd"})
 		if err := ActivateStaged(kube, nullLog()); err != nil {
 			t.Fatal(err)
 		}
-		equalTrees(t, readTree(t, kube), map[string]string{nodelayout.StaticPodsSubdir + "/" + ManifestFile: "etcd"})
+		equalTrees(t, readTree(t, kube), map[string]string{nodelayout.StaticPodsSubdir + "/" + etcdmembers.ManifestFile: "etcd"})
 	})
 	t.Run("some already moved", func(t *testing.T) {
 		// A run stopped after moving one file: the next run moves the rest.

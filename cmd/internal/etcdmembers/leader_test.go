@@ -1,4 +1,4 @@
-package bootkube
+package etcdmembers
 
 import (
 	"context"
@@ -35,6 +35,7 @@ func (f *fakeMover) MoveLeader(_ context.Context, to uint64) (*clientv3.MoveLead
 }
 
 func TestMoveLeader(t *testing.T) {
+	const endpoint = "https://127.0.0.1:2379"
 	boom := errors.New("boom")
 	tests := []struct {
 		name      string
@@ -49,12 +50,12 @@ func TestMoveLeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			moved, err := moveLeader(context.Background(), &tt.f, localEtcd, 7)
+			moved, err := MoveLeader(context.Background(), &tt.f, endpoint, 7)
 			if moved != tt.wantMoved || !errors.Is(err, tt.wantErr) {
-				t.Errorf("moveLeader = %v, %v; want %v, %v", moved, err, tt.wantMoved, tt.wantErr)
+				t.Errorf("MoveLeader = %v, %v; want %v, %v", moved, err, tt.wantMoved, tt.wantErr)
 			}
-			if len(tt.f.endpoints) != 1 || tt.f.endpoints[0] != localEtcd {
-				t.Errorf("asked %q for its status, want %s once", tt.f.endpoints, localEtcd)
+			if len(tt.f.endpoints) != 1 || tt.f.endpoints[0] != endpoint {
+				t.Errorf("asked %q for its status, want %s once", tt.f.endpoints, endpoint)
 			}
 			if want := tt.wantMoved; (len(tt.f.moved) == 1 && tt.f.moved[0] == 7) != want {
 				t.Errorf("moved to %v", tt.f.moved)
@@ -70,10 +71,10 @@ func TestTransferee(t *testing.T) {
 		{ID: 3, Name: "master-1", IsLearner: true},
 		{ID: 5, Name: "master-0"},
 	}
-	if got := transferee(members, 1); got == nil || got.Name != "master-0" {
-		t.Errorf("transferee = %v, want master-0 (the lowest voting ID but the bootstrap's)", got)
+	if got := Transferee(members, 1); got == nil || got.Name != "master-0" {
+		t.Errorf("Transferee = %v, want master-0 (the lowest voting ID but the bootstrap's)", got)
 	}
-	if got := transferee(members[:1], 1); got != nil {
-		t.Errorf("transferee of a lone bootstrap member = %v, want none", got)
+	if got := Transferee(members[:1], 1); got != nil {
+		t.Errorf("Transferee of a lone bootstrap member = %v, want none", got)
 	}
 }
