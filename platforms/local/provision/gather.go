@@ -51,7 +51,7 @@ func (p *Provisioner) Gather(ctx context.Context, infraID, dir string) error {
 	var errs []error
 	found := 0
 	for _, name := range names {
-		if !strings.Contains(name, "-bootstrap") && !strings.Contains(name, "-master-") {
+		if !controlPlane(infraID, name) {
 			continue
 		}
 		found++
@@ -64,6 +64,13 @@ func (p *Provisioner) Gather(ctx context.Context, infraID, dir string) error {
 		return fmt.Errorf("no bootstrap machine or master of %s is running", infraID)
 	}
 	return errors.Join(errs...)
+}
+
+// controlPlane reports whether the machine called name is the bootstrap
+// machine or a master of infraID.
+func controlPlane(infraID, name string) bool {
+	role, _, ok := platforms.MachineIndex(infraID, name)
+	return name == bootstrapMachine(infraID) || (ok && role == platforms.RoleMaster)
 }
 
 func gatherMachine(ctx context.Context, mgr *machine.Manager, name, dir string) error {

@@ -42,8 +42,8 @@ func (p *Provisioner) LoadImageArchive(ctx context.Context, infraID, path string
 // isNode reports whether the machine called name is a Kubernetes node of
 // infraID: a master or a worker.
 func isNode(infraID, name string) bool {
-	rest, ok := strings.CutPrefix(name, infraID+"-")
-	return ok && (strings.HasPrefix(rest, "master-") || strings.HasPrefix(rest, "worker-"))
+	_, _, ok := platforms.MachineIndex(infraID, name)
+	return ok
 }
 
 // selectNodes returns, sorted, the nodes among machines that want names, or
