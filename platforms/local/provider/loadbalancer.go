@@ -103,7 +103,7 @@ func (r *loadBalancerResource) Schema(_ context.Context, _ resource.SchemaReques
 			"ca_file": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(""),
 				Description: "CA bundle the API health check verifies with; unverified when empty."},
 			"pid":   schema.Int64Attribute{Computed: true, Description: "Process id of the load balancer."},
-			"state": stateAttribute("process (stopped: it was killed or stopped, or the host rebooted; started again with its existing configuration)"),
+			"state": stateAttribute("load balancer"),
 		},
 	}
 }

@@ -138,8 +138,7 @@ func (r *machineResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 					"target":    schema.StringAttribute{Required: true},
 					"read_only": schema.BoolAttribute{Optional: true},
 				}}},
-			"state": stateAttribute("machine (stopped: it crashed, was stopped, or the host rebooted; " +
-				"started again from its existing disk, keeping its identity; stopped cleanly, keeping its disk)"),
+			"state": stateAttribute("machine"),
 		},
 	}
 }

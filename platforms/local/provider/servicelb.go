@@ -114,7 +114,7 @@ func (r *serviceLBResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 				Description: "Address of each master and worker by machine name: the only backends. Changes in place."},
 			"kubeconfig": schema.StringAttribute{Required: true, Sensitive: true, PlanModifiers: str,
 				Description: "Admin kubeconfig the controller watches the API with; written 0600 beside its configuration."},
-			"state": stateAttribute("controller (stopped: it was killed or stopped, or the host rebooted; started again with its configuration)"),
+			"state": stateAttribute("controller"),
 		},
 	}
 }

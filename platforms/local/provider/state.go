@@ -29,7 +29,8 @@ func stateAttribute(what string) schema.StringAttribute {
 		Optional: true, Computed: true,
 		Default:    stringdefault.StaticString(platforms.MachineRunning.String()),
 		Validators: []validator.String{desiredStateValidator{}},
-		Description: fmt.Sprintf("%q or %q. Read reports what the %s does; a change starts or stops it in place.",
+		Description: fmt.Sprintf("%q or %q: whether the %s is to run. A change starts or stops it in place, keeping its "+
+			"files; Read reports what it does, so one found stopped (killed, host rebooted) is drift that an apply starts again.",
 			platforms.MachineRunning, platforms.MachineStopped, what),
 	}
 }
