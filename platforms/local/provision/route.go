@@ -143,7 +143,7 @@ func stopList(v tfdata.LocalVars) string {
 
 // lastFirst returns the machines of infraID named by names from the highest
 // index to the lowest (master-10 before master-9); names that
-// platforms.MachineIndex does not read come last, by name.
+// carry no index come last, by name.
 func lastFirst(infraID string, names []string) []string {
 	out := slices.Clone(names)
 	slices.SortFunc(out, func(a, b string) int {
