@@ -100,20 +100,6 @@ func (e *ConfigError) Error() string { return e.Err.Error() }
 // Unwrap returns the wrapped error.
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// MachineState is what a cluster machine is doing, as its platform sees it.
-type MachineState string
-
-// Machine states.
-const (
-	// MachineRunning means the machine runs.
-	MachineRunning MachineState = "running"
-	// MachineStopped means the machine exists but does not run: it
-	// crashed, was stopped, or the host rebooted.
-	MachineStopped MachineState = "stopped"
-	// MachineAbsent means the machine does not exist.
-	MachineAbsent MachineState = "absent"
-)
-
 // MachineStater reports whether a cluster's machines run. The waits on the
 // API count a node as up only when its machine runs, so a dead machine is
 // never trusted on its Node's stale Ready condition.

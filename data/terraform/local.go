@@ -62,4 +62,44 @@ type LocalVars struct {
 	WorkerCPUs float64 `json:"worker_cpus"`
 	// WorkerMemoryMiB is each worker's memory limit; 0 is unlimited.
 	WorkerMemoryMiB int64 `json:"worker_memory_mib"`
+	// MachineStates is the desired state of the stage's machines, by
+	// machine name: the word of platforms.MachineRunning or MachineStopped
+	// ("running", "stopped"), as the provisioner writes it from the typed
+	// state and the modules and the provider check it. A machine it does
+	// not name runs (variables written before it existed).
+	MachineStates map[string]string `json:"machine_states,omitempty"`
+	// DaemonState is the desired state of the stage's daemon, a word like
+	// those of MachineStates: the API load balancer (network stage), the
+	// LoadBalancer Service controller (cluster stage). Empty (variables
+	// written before it existed) is running.
+	DaemonState string `json:"daemon_state,omitempty"`
+	// ServiceLBPool is the address range of LoadBalancer Services; nil when
+	// the loadBalancer add-on is off, and then the cluster stage has no
+	// LoadBalancer Service controller.
+	ServiceLBPool *AddressRange `json:"service_lb_pool"`
+	// ServiceLBKubeconfig is the admin kubeconfig the LoadBalancer Service
+	// controller watches the API with (secret); "" when the add-on is off.
+	ServiceLBKubeconfig string `json:"service_lb_kubeconfig"`
+}
+
+// WithStates returns v with the named machines in state; MachineStates is
+// a copy, so v's own map is left as it was.
+func (v LocalVars) WithStates(state string, names ...string) LocalVars {
+	states := make(map[string]string, len(v.MachineStates)+len(names))
+	for n, s := range v.MachineStates {
+		states[n] = s
+	}
+	for _, n := range names {
+		states[n] = state
+	}
+	v.MachineStates = states
+	return v
+}
+
+// AddressRange is a range of IPv4 addresses, both ends included.
+type AddressRange struct {
+	// First is the lowest address.
+	First string `json:"first"`
+	// Last is the highest address.
+	Last string `json:"last"`
 }

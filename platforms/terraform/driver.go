@@ -339,6 +339,11 @@ type Instance struct {
 	Key any
 	// Name is the instance's "name" attribute ("" when it has none).
 	Name string
+	// SchemaVersion is the version of its provider's schema the state
+	// was written with.
+	SchemaVersion int
+	// Attributes are its attributes as the state records them.
+	Attributes map[string]any
 }
 
 // Address is the instance's full address, e.g. kilnlocal_machine.master[0]
@@ -369,8 +374,9 @@ func (d *Driver) Instances(stage string) ([]Instance, error) {
 			Type      string `json:"type"`
 			Name      string `json:"name"`
 			Instances []struct {
-				IndexKey   any            `json:"index_key"`
-				Attributes map[string]any `json:"attributes"`
+				IndexKey      any            `json:"index_key"`
+				SchemaVersion int            `json:"schema_version"`
+				Attributes    map[string]any `json:"attributes"`
 			} `json:"instances"`
 		} `json:"resources"`
 	}
@@ -384,7 +390,8 @@ func (d *Driver) Instances(stage string) ([]Instance, error) {
 		}
 		for _, in := range r.Instances {
 			name, _ := in.Attributes["name"].(string)
-			out = append(out, Instance{Resource: r.Type + "." + r.Name, Key: in.IndexKey, Name: name})
+			out = append(out, Instance{Resource: r.Type + "." + r.Name, Key: in.IndexKey, Name: name,
+				SchemaVersion: in.SchemaVersion, Attributes: in.Attributes})
 		}
 	}
 	return out, nil

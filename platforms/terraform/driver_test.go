@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -18,6 +20,7 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/platforms/terraform/terraformtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -122,36 +125,11 @@ func TestEngineEnv(t *testing.T) {
 	}
 }
 
-// invocation is one recorded run of the fake engine.
-type invocation struct {
-	args string
-	env  map[string]string
-}
-
-func readInvocations(t *testing.T, path string) []invocation {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	var out []invocation
-	for _, line := range strings.Split(string(data), "\n") {
-		switch {
-		case strings.HasPrefix(line, "ARGS "):
-			out = append(out, invocation{args: strings.TrimPrefix(line, "ARGS "), env: map[string]string{}})
-		case strings.HasPrefix(line, "ENV "):
-			k, v, _ := strings.Cut(strings.TrimPrefix(line, "ENV "), "=")
-			out[len(out)-1].env[k] = v
-		}
-	}
-	return out
-}
-
 func TestDriverApplyDestroy(t *testing.T) {
 	bin := t.TempDir()
-	engine := &Engine{Name: OpenTofu, Path: fakeEngine(t, bin, "tofu", "1.12.6"), Version: "1.12.6"}
+	engine := &Engine{Name: OpenTofu, Path: terraformtest.Engine(t, bin, "tofu", "1.12.6"), Version: "1.12.6"}
 	logFile := filepath.Join(t.TempDir(), "invocations")
-	t.Setenv("FAKE_ENGINE_LOG", logFile)
+	t.Setenv(terraformtest.LogEnv, logFile)
 	t.Setenv("TF_CLI_CONFIG_FILE", "/root/.terraformrc")
 	t.Setenv("TF_PLUGIN_CACHE_DIR", "/root/.terraform.d/plugin-cache")
 	t.Setenv("TF_VAR_cluster_name", "users")
@@ -184,7 +162,7 @@ func TestDriverApplyDestroy(t *testing.T) {
 	if err := d.Destroy(ctx, StageBootstrap, nil); err != nil {
 		t.Fatal(err)
 	}
-	if inv := readInvocations(t, logFile); len(inv) != 0 {
+	if inv := terraformtest.Invocations(logFile); len(inv) != 0 {
 		t.Fatalf("destroy without state ran %d commands", len(inv))
 	}
 
@@ -212,7 +190,7 @@ func TestDriverApplyDestroy(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	inv := readInvocations(t, logFile)
+	inv := terraformtest.Invocations(logFile)
 	varFile := filepath.Join(stageDir, varFileName)
 	initArgs := "init -no-color -input=false -backend=true -get=true -upgrade=false"
 	wantArgs := []string{
@@ -226,19 +204,19 @@ func TestDriverApplyDestroy(t *testing.T) {
 	}
 	cfg := filepath.Join(dir, ".kiln/terraform/kiln.tfrc")
 	for i, in := range inv {
-		if !strings.HasPrefix(in.args, wantArgs[i]) {
-			t.Errorf("run %d: args %q, want prefix %q", i, in.args, wantArgs[i])
+		if !strings.HasPrefix(in.Args, wantArgs[i]) {
+			t.Errorf("run %d: args %q, want prefix %q", i, in.Args, wantArgs[i])
 		}
-		if hasVarFile := strings.Contains(in.args+" ", " -var-file="+varFile+" "); hasVarFile != (i%2 == 1) {
-			t.Errorf("run %d: args %q: -var-file=%s present=%v", i, in.args, varFile, hasVarFile)
+		if hasVarFile := strings.Contains(in.Args+" ", " -var-file="+varFile+" "); hasVarFile != (i%2 == 1) {
+			t.Errorf("run %d: args %q: -var-file=%s present=%v", i, in.Args, varFile, hasVarFile)
 		}
 		for k, v := range map[string]string{"TF_CLI_CONFIG_FILE": cfg, "CHECKPOINT_DISABLE": "1", "TF_IN_AUTOMATION": "1"} {
-			if in.env[k] != v {
-				t.Errorf("run %d: %s=%q, want %q", i, k, in.env[k], v)
+			if in.Env[k] != v {
+				t.Errorf("run %d: %s=%q, want %q", i, k, in.Env[k], v)
 			}
 		}
 		for _, k := range []string{"TF_PLUGIN_CACHE_DIR", "TF_VAR_cluster_name"} {
-			if _, ok := in.env[k]; ok {
+			if _, ok := in.Env[k]; ok {
 				t.Errorf("run %d: user's %s reached the engine", i, k)
 			}
 		}
@@ -262,9 +240,9 @@ func TestDriverApplyDestroy(t *testing.T) {
 
 func TestDriverApplyError(t *testing.T) {
 	bin := t.TempDir()
-	engine := &Engine{Name: OpenTofu, Path: fakeEngine(t, bin, "tofu", "1.12.6"), Version: "1.12.6"}
-	t.Setenv("FAKE_ENGINE_LOG", filepath.Join(t.TempDir(), "invocations"))
-	t.Setenv("FAKE_ENGINE_FAIL", "1")
+	engine := &Engine{Name: OpenTofu, Path: terraformtest.Engine(t, bin, "tofu", "1.12.6"), Version: "1.12.6"}
+	t.Setenv(terraformtest.LogEnv, filepath.Join(t.TempDir(), "invocations"))
+	t.Setenv(terraformtest.FailEnv, "1")
 	log, _ := test.NewNullLogger()
 	d := NewDriver(DriverOptions{Engine: engine, Dir: t.TempDir(), Log: log,
 		Modules: fstest.MapFS{"network/main.tf": {Data: []byte("# network")}}})
@@ -294,9 +272,9 @@ func TestDriverRefusesSymlinks(t *testing.T) {
 	} {
 		t.Run(link, func(t *testing.T) {
 			bin := t.TempDir()
-			engine := &Engine{Name: OpenTofu, Path: fakeEngine(t, bin, "tofu", "1.12.6"), Version: "1.12.6"}
+			engine := &Engine{Name: OpenTofu, Path: terraformtest.Engine(t, bin, "tofu", "1.12.6"), Version: "1.12.6"}
 			logFile := filepath.Join(t.TempDir(), "invocations")
-			t.Setenv("FAKE_ENGINE_LOG", logFile)
+			t.Setenv(terraformtest.LogEnv, logFile)
 			dir, outside := t.TempDir(), t.TempDir()
 			if err := os.WriteFile(filepath.Join(outside, "precious"), []byte("precious"), 0o644); err != nil {
 				t.Fatal(err)
@@ -325,9 +303,47 @@ func TestDriverRefusesSymlinks(t *testing.T) {
 			if data, _ := os.ReadFile(filepath.Join(outside, "precious")); string(data) != "precious" {
 				t.Errorf("precious = %q", data)
 			}
-			if inv := readInvocations(t, logFile); len(inv) != 0 {
+			if inv := terraformtest.Invocations(logFile); len(inv) != 0 {
 				t.Errorf("the engine ran %d times", len(inv))
 			}
 		})
+	}
+}
+
+// TestInstances reads the managed instances of a stage's state file: their
+// address, name, schema version and attributes; data sources are left out,
+// and a stage never applied has none.
+func TestInstances(t *testing.T) {
+	dir := t.TempDir()
+	d := NewDriver(DriverOptions{Dir: dir})
+	if in, err := d.Instances(StageCluster); err != nil || len(in) != 0 {
+		t.Fatalf("Instances of a stage never applied = %v, %v", in, err)
+	}
+	state := `{"version":4,"resources":[
+ {"mode":"managed","type":"kilnlocal_machine","name":"master","instances":[
+  {"index_key":"c-master-0","schema_version":1,"attributes":{"name":"c-master-0","state":"stopped"}},
+  {"index_key":1,"schema_version":0,"attributes":{"name":"c-master-1","running":true}}]},
+ {"mode":"data","type":"kilnlocal_image","name":"node","instances":[{"attributes":{"name":"node"}}]}]}`
+	if err := os.MkdirAll(d.StageDir(StageCluster), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d.StageDir(StageCluster), stateFileName), []byte(state), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err := d.Instances(StageCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Instance{
+		{Resource: "kilnlocal_machine.master", Key: "c-master-0", Name: "c-master-0", SchemaVersion: 1,
+			Attributes: map[string]any{"name": "c-master-0", "state": "stopped"}},
+		{Resource: "kilnlocal_machine.master", Key: float64(1), Name: "c-master-1",
+			Attributes: map[string]any{"name": "c-master-1", "running": true}},
+	}
+	if !reflect.DeepEqual(in, want) {
+		t.Errorf("Instances =\n%+v\nwant\n%+v", in, want)
+	}
+	if got := []string{in[0].Address(), in[1].Address()}; !slices.Equal(got, []string{`kilnlocal_machine.master["c-master-0"]`, "kilnlocal_machine.master[1]"}) {
+		t.Errorf("addresses = %q", got)
 	}
 }

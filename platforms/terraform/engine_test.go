@@ -12,31 +12,8 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/terraform/terraformtest"
 )
-
-// fakeEngine writes an executable script that prints `version -json` output
-// for version and, for every other command, appends its argv and environment
-// to $FAKE_ENGINE_LOG (one "ARGS ..." line then "ENV k=v" lines), creating
-// terraform.tfstate on apply.
-func fakeEngine(t *testing.T, dir, name, version string) string {
-	t.Helper()
-	script := `#!/bin/sh
-if [ "$1" = version ]; then
-  echo '{"terraform_version":"` + version + `","platform":"linux_amd64","provider_selections":{},"terraform_outdated":false}'
-  exit 0
-fi
-if [ "$1" = apply ] && [ -n "$FAKE_ENGINE_FAIL" ]; then echo "Error: boom" >&2; exit 1; fi
-echo "ARGS $*" >> "$FAKE_ENGINE_LOG"
-env | sort | sed 's/^/ENV /' >> "$FAKE_ENGINE_LOG"
-if [ "$1" = apply ]; then echo '{}' > terraform.tfstate; fi
-echo "fake $1 done"
-`
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 func TestCheckVersion(t *testing.T) {
 	tests := []struct {
@@ -86,8 +63,8 @@ func TestParseVersionOutput(t *testing.T) {
 
 func TestEnsureEngine(t *testing.T) {
 	bin := t.TempDir()
-	oldTofu := fakeEngine(t, bin, "tofu", "1.5.0")
-	tf := fakeEngine(t, bin, "terraform", "1.11.4")
+	oldTofu := terraformtest.Engine(t, bin, "tofu", "1.5.0")
+	tf := terraformtest.Engine(t, bin, "terraform", "1.11.4")
 	cache := t.TempDir()
 	tests := []struct {
 		name     string
@@ -106,7 +83,7 @@ func TestEnsureEngine(t *testing.T) {
 			if tt.cached != "" {
 				d := filepath.Join(cache, "engines", "tofu-v"+tt.cached)
 				os.MkdirAll(d, 0o755)
-				fakeEngine(t, d, "tofu", tt.cached)
+				terraformtest.Engine(t, d, "tofu", tt.cached)
 			}
 			log, _ := test.NewNullLogger()
 			e, err := EnsureEngine(context.Background(), BuildOptions{

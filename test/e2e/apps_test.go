@@ -352,12 +352,8 @@ func httpGet(url string) (string, error) {
 // serviceLBConfig reads the cluster's `kiln service-lb` configuration.
 func serviceLBConfig(t *testing.T, infraID string) servicelb.Config {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(provider.DefaultLBDir, infraID, servicelb.ConfigFile))
+	cfg, err := servicelb.LoadConfig(filepath.Join(provider.DefaultLBDir, infraID, servicelb.ConfigFile))
 	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg servicelb.Config
-	if err := json.Unmarshal(data, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	return cfg

@@ -19,14 +19,20 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/platforms/local/lb"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 	"github.com/kiln-project/kiln/platforms/local/provider"
+	"github.com/kiln-project/kiln/platforms/local/servicelb"
+	tf "github.com/kiln-project/kiln/platforms/terraform"
 )
 
 // assertRestart is issue 10's scenario on the HA cluster: a master's
 // machine is SIGKILLed, the API keeps serving writes, wait-for
 // install-complete names the dead master, and `kiln start cluster` brings
-// it back (3 etcd voters, its Node Ready). Then a simulated host reboot
+// it back (3 etcd voters, its Node Ready). Then `kiln stop cluster` (every
+// machine and daemon stopped, and the Terraform state saying so) and `kiln
+// start cluster` (every node Ready, the ConfigMap's last value). Then a
+// simulated host reboot
 // (every machine process and the load balancer killed, the bridge deleted,
 // their files left): `kiln start cluster` brings the whole cluster back,
 // with the ConfigMap's last value and a Deployment answering through its
@@ -65,14 +71,22 @@ func assertRestart(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 	t.Logf("wait-for install-complete with %s dead: exit 5 in %s", victim, time.Since(start).Round(100*time.Millisecond))
 
 	// start cluster brings it back from its disk.
-	start = time.Now()
-	out, err = runKiln(t, kiln, 15*time.Minute, "start", "cluster", "--dir", dir)
-	if err != nil {
-		t.Fatalf("start cluster after a master crashed: %v\n%s", err, lastLines(out, 40))
-	}
-	t.Logf("MEASURE start cluster after %s crashed: %s; its stages:\n%s", victim, time.Since(start).Round(100*time.Millisecond), stageLines(out))
+	runMeasured(t, kiln, 15*time.Minute, "start cluster after "+victim+" crashed", "start", "cluster", "--dir", dir)
 	assertEtcdMembers(t, infraID, masters)
 	assertNodesReady(ctx, t, client, masters+1)
+
+	// kiln stop cluster, then kiln start cluster: both apply the Terraform
+	// stages, so after the stop every machine and daemon is stopped and the
+	// Terraform state says so; the start brings the cluster back.
+	writeUntil(ctx, t, client, "before the stop", time.Minute)
+	runMeasured(t, kiln, 10*time.Minute, "stop cluster", "stop", "cluster", "--dir", dir)
+	assertStopped(ctx, t, mgr, kiln, dir, infraID)
+	runMeasured(t, kiln, 15*time.Minute, "start cluster after stop cluster", "start", "cluster", "--dir", dir)
+	assertNodesReady(ctx, t, client, masters+1)
+	assertEtcdMembers(t, infraID, masters)
+	if cm, err := cms.Get(ctx, "restart", metav1.GetOptions{}); err != nil || cm.Data["value"] != "before the stop" {
+		t.Errorf("ConfigMap after stop and start: %v, %v; want its last value", cm.Data, err)
+	}
 
 	// A host reboot: every machine and the balancer die, the bridge goes;
 	// their files stay.
@@ -96,12 +110,7 @@ func assertRestart(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 		t.Fatalf("deleting bridge %s: %v: %s", bridge, err, out)
 	}
 
-	start = time.Now()
-	out, err = runKiln(t, kiln, 20*time.Minute, "start", "cluster", "--dir", dir)
-	if err != nil {
-		t.Fatalf("start cluster after a host reboot: %v\n%s", err, lastLines(out, 40))
-	}
-	t.Logf("MEASURE start cluster after a host reboot, to every node Ready: %s; its stages:\n%s", time.Since(start).Round(100*time.Millisecond), stageLines(out))
+	runMeasured(t, kiln, 20*time.Minute, "start cluster after a host reboot, to every node Ready", "start", "cluster", "--dir", dir)
 	assertNodesReady(ctx, t, client, masters+1)
 	assertEtcdMembers(t, infraID, masters)
 	cm, err := cms.Get(ctx, "restart", metav1.GetOptions{})
@@ -109,6 +118,60 @@ func assertRestart(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 		t.Errorf("ConfigMap after the reboot: %v, %v; want its last value", cm.Data, err)
 	}
 	assertEchoAnswers(ctx, t, client, infraID)
+}
+
+// runMeasured runs kiln with args, fails the test if it fails, and logs
+// how long it took as "MEASURE <what>", with the stages kiln reported.
+func runMeasured(t *testing.T, kiln string, timeout time.Duration, what string, args ...string) {
+	t.Helper()
+	start := time.Now()
+	out, err := runKiln(t, kiln, timeout, args...)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, lastLines(out, 40))
+	}
+	t.Logf("MEASURE %s: %s; its stages:\n%s", what, time.Since(start).Round(100*time.Millisecond), stageLines(out))
+}
+
+// assertStopped checks a cluster after kiln stop cluster: every machine
+// of infraID is stopped, neither load balancer runs, and the Terraform
+// state of every stage records each machine and daemon as stopped, so it
+// matches the host.
+func assertStopped(ctx context.Context, t *testing.T, mgr *machine.Manager, kiln, dir, infraID string) {
+	t.Helper()
+	names, err := mgr.List(ctx, infraID+"-")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("machines of %s: %q, %v", infraID, names, err)
+	}
+	for _, n := range names {
+		if st, err := mgr.State(ctx, n); err != nil || st != machine.StateStopped {
+			t.Errorf("machine %s after stop cluster: %s, %v", n, st, err)
+		}
+	}
+	lbDir := filepath.Join(provider.DefaultLBDir, infraID)
+	for _, p := range []lb.Process{lb.ProcessIn(kiln, lbDir), servicelb.Process(kiln, lbDir)} {
+		if pid, err := p.PID(); err == nil {
+			t.Errorf("%s still runs (pid %d) after stop cluster", p.ConfigPath, pid)
+		}
+	}
+	recorded := 0
+	drv := tf.NewDriver(tf.DriverOptions{Dir: dir})
+	for _, stage := range []string{tf.StageNetwork, tf.StageBootstrap, tf.StageCluster} {
+		in, err := drv.Instances(stage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range in {
+			if st, ok := i.Attributes["state"]; ok {
+				recorded++
+				if st != "stopped" {
+					t.Errorf("Terraform state of stage %s: %s is %v after stop cluster", stage, i.Address(), st)
+				}
+			}
+		}
+	}
+	if recorded < len(names)+1 {
+		t.Errorf("the Terraform state records %d machines and daemons; want every machine (%d) and the API load balancer", recorded, len(names))
+	}
 }
 
 // killMachine SIGKILLs a machine's init and its nspawn process, as a crash

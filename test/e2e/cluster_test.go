@@ -28,8 +28,8 @@ import (
 
 // TestClusterHA is the issue's main scenario: 3 masters and 1 worker through
 // `kiln create cluster`, checked through the API and the machines; then a
-// master crash and a host reboot undone by `kiln start cluster`
-// (assertRestart); then `kiln destroy cluster` leaves nothing behind.
+// master crash, `kiln stop cluster` and a host reboot, each undone by `kiln
+// start cluster` (assertRestart); then `kiln destroy cluster` leaves nothing behind.
 //
 // This one and TestClusterSingleMaster run in parallel, each on its own
 // machine network and infra ID, after the other e2e tests (TestClusterScale

@@ -161,3 +161,42 @@ variable "worker_memory_mib" {
   default     = 0
   description = "Memory limit of each worker in MiB; 0 is unlimited."
 }
+
+variable "machine_states" {
+  type        = map(string)
+  default     = {}
+  nullable    = false
+  description = "Desired state of the stage's machines by machine name: running or stopped (keeping its disk). A machine not named runs. kiln stop/start cluster apply the stages with it, so the state always records what the machines do."
+  validation {
+    condition     = alltrue([for s in values(var.machine_states) : contains(["running", "stopped"], s)])
+    error_message = "machine_states values must be \"running\" or \"stopped\"."
+  }
+}
+
+variable "daemon_state" {
+  type        = string
+  default     = "running"
+  nullable    = false
+  description = "Desired state of the stage's daemon: the API load balancer (network stage), the LoadBalancer Service controller (cluster stage)."
+  validation {
+    condition     = contains(["running", "stopped"], var.daemon_state)
+    error_message = "daemon_state must be \"running\" or \"stopped\"."
+  }
+}
+
+variable "service_lb_pool" {
+  type = object({
+    first = string
+    last  = string
+  })
+  default     = null
+  description = "Address range of LoadBalancer Services; null when the loadBalancer add-on is off (no LoadBalancer Service controller)."
+}
+
+variable "service_lb_kubeconfig" {
+  type        = string
+  default     = ""
+  nullable    = false
+  sensitive   = true
+  description = "Admin kubeconfig the LoadBalancer Service controller watches the API with."
+}

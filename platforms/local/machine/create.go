@@ -43,6 +43,9 @@ func (m *Manager) Create(ctx context.Context, s Spec) error {
 		return err
 	}
 	hash := s.hash()
+	if err := m.finishStop(ctx, rec); err != nil {
+		return err
+	}
 	if alive(rec) {
 		if rec.SpecHash == hash {
 			m.log.Debugf("machine %s already runs with this spec", s.Name)
@@ -52,6 +55,9 @@ func (m *Manager) Create(ctx context.Context, s Spec) error {
 	}
 	if err := m.release(ctx, s.Name, rec, l); err != nil {
 		return fmt.Errorf("cleaning up stopped machine %s: %w", s.Name, err)
+	}
+	if err := m.clearStopping(s.Name); err != nil {
+		return err
 	}
 	if err := m.boot(ctx, &s, addr, hash, l, false); err != nil {
 		if derr := m.destroyLocked(ctx, s.Name); derr != nil {

@@ -104,8 +104,8 @@ func newLauncher(layout CgroupLayout, mode CgroupMode, run Runner) launcher {
 	return &directLauncher{layout: layout, mode: mode, run: run}
 }
 
-// State reports whether the machine is running, stopped (something is left)
-// or absent.
+// State reports whether the machine is running, stopped (something is left,
+// or a stop is under way or was interrupted) or absent.
 func (m *Manager) State(ctx context.Context, name string) (State, error) {
 	if !nameRE.MatchString(name) {
 		return "", &InvalidError{fmt.Errorf("invalid machine name %q", name)}
@@ -118,7 +118,7 @@ func (m *Manager) State(ctx context.Context, name string) (State, error) {
 	if err != nil {
 		return "", err
 	}
-	if alive(rec) {
+	if alive(rec) && !m.stopping(name) {
 		return StateRunning, nil
 	}
 	if _, err := os.Lstat(m.dir(name)); err == nil {

@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // ErrNoDisk is returned by Start for a machine that has no disk to start
@@ -42,12 +47,18 @@ func (m *Manager) Start(ctx context.Context, s Spec) error {
 	if rec.SpecHash != hash {
 		return fmt.Errorf("machine %s was created with a different spec; destroy it first", s.Name)
 	}
+	if err := m.finishStop(ctx, rec); err != nil {
+		return err
+	}
 	if alive(rec) {
 		m.log.Debugf("machine %s already runs", s.Name)
 		return nil
 	}
 	if err := m.release(ctx, s.Name, rec, l); err != nil {
 		return fmt.Errorf("cleaning up stopped machine %s: %w", s.Name, err)
+	}
+	if err := m.clearStopping(s.Name); err != nil {
+		return err
 	}
 	if err := m.boot(ctx, &s, addr, hash, l, true); err != nil {
 		if rerr := m.release(ctx, s.Name, rec, l); rerr != nil {
@@ -63,7 +74,10 @@ func (m *Manager) Start(ctx context.Context, s Spec) error {
 // (SIGKILL when still running 10 s later), then
 // systemd powers the machine off (killed after the stop timeout); its
 // processes, cgroups, mounts and veth are removed. Stopping a stopped or
-// absent machine succeeds.
+// absent machine succeeds. The machine is marked stopping first: if the
+// process calling Stop dies half-way (its kubelet may be stopped already),
+// the machine is stopped for State, and Start, Create and Stop finish the
+// stop before anything else.
 func (m *Manager) Stop(ctx context.Context, name string) error {
 	if !nameRE.MatchString(name) {
 		return &InvalidError{fmt.Errorf("invalid machine name %q", name)}
@@ -85,10 +99,51 @@ func (m *Manager) Stop(ctx context.Context, name string) error {
 		return nil
 	}
 	if alive(rec) {
+		if err := atomicfile.Write(m.stoppingPath(name), nil, 0o600); err != nil {
+			return fmt.Errorf("stopping machine %s: %w", name, err)
+		}
 		m.stop(ctx, rec, stopScript)
 	}
 	if err := m.release(ctx, name, rec, l); err != nil {
 		return fmt.Errorf("stopping machine %s: %w", name, err)
+	}
+	return m.clearStopping(name)
+}
+
+// stoppingFile, in a machine's state directory, marks a machine whose Stop
+// began and has not finished.
+const stoppingFile = "stopping"
+
+// stoppingPath returns the path of the machine's stopping mark.
+func (m *Manager) stoppingPath(name string) string {
+	return filepath.Join(m.dir(name), stoppingFile)
+}
+
+// stopping reports whether the machine is marked stopping.
+func (m *Manager) stopping(name string) bool {
+	_, err := os.Lstat(m.stoppingPath(name))
+	return err == nil
+}
+
+// clearStopping removes the stopping mark, once nothing of the machine runs.
+func (m *Manager) clearStopping(name string) error {
+	if err := os.Remove(m.stoppingPath(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("machine %s: %w", name, err)
+	}
+	return nil
+}
+
+// finishStop finishes the stop of a machine marked stopping that still
+// runs: its kubelet and containers may be stopped already, so it must not
+// be taken for running. The caller holds the machine's lock.
+func (m *Manager) finishStop(ctx context.Context, rec *record) error {
+	if !alive(rec) || !m.stopping(rec.Name) {
+		return nil
+	}
+	m.log.Infof("machine %s: finishing the stop an interrupted run began", rec.Name)
+	m.stop(ctx, rec, stopScript)
+	if alive(rec) {
+		return fmt.Errorf("machine %s: its interrupted stop could not be finished", rec.Name)
 	}
 	return nil
 }

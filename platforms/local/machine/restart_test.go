@@ -23,6 +23,23 @@ func nspawnCall(t *testing.T, run *fakeRunner) []string {
 	return nil
 }
 
+// bootableSpec returns the spec of a machine of m whose image and root
+// (a plain directory: the overlay is not mounted, the runner is fake) are
+// enough for Create and Start to run the start command.
+func bootableSpec(t *testing.T, m *Manager) Spec {
+	t.Helper()
+	img := t.TempDir()
+	os.MkdirAll(filepath.Join(img, "etc"), 0o755)
+	os.WriteFile(filepath.Join(img, "etc/os-release"), []byte("ID=debian\n"), 0o644)
+	spec := Spec{Name: "demo-master-0", Image: img, Bridge: "kiln0", Address: "10.66.0.11/24",
+		Ignition: []byte(`{"ignition":{}}`), CPUs: 2, MemoryBytes: 1 << 30,
+		Binds: []Bind{{Source: "/usr/bin/true", Target: "/usr/local/bin/kiln", ReadOnly: true}}}
+	unit := filepath.Join(m.dir(spec.Name), "root/usr/lib/systemd/system/systemd-networkd.service")
+	os.MkdirAll(filepath.Dir(unit), 0o755)
+	os.WriteFile(unit, nil, 0o644)
+	return spec
+}
+
 // TestStartBootsTheExistingDisk checks that Start runs the same start
 // command line as Create (nspawn in a unit with the machine's limits),
 // writes nothing into the machine's root, and keeps the disk when the
@@ -30,21 +47,10 @@ func nspawnCall(t *testing.T, run *fakeRunner) []string {
 // another spec.
 func TestStartBootsTheExistingDisk(t *testing.T) {
 	ctx := context.Background()
-	img := t.TempDir()
-	os.MkdirAll(filepath.Join(img, "etc"), 0o755)
-	os.WriteFile(filepath.Join(img, "etc/os-release"), []byte("ID=debian\n"), 0o644)
-	spec := Spec{Name: "demo-master-0", Image: img, Bridge: "kiln0", Address: "10.66.0.11/24",
-		Ignition: []byte(`{"ignition":{}}`), CPUs: 2, MemoryBytes: 1 << 30,
-		Binds: []Bind{{Source: "/usr/bin/true", Target: "/usr/local/bin/kiln", ReadOnly: true}}}
-
 	// The fake unit never gets a process, so both starts fail after
 	// running the start command.
 	m, run := newTestManager(t)
-	// The overlay is not mounted (the runner is fake): the root is a
-	// plain directory, which needs the unit Create enables.
-	unit := filepath.Join(m.dir(spec.Name), "root/usr/lib/systemd/system/systemd-networkd.service")
-	os.MkdirAll(filepath.Dir(unit), 0o755)
-	os.WriteFile(unit, nil, 0o644)
+	spec := bootableSpec(t, m)
 	if err := m.Create(ctx, spec); err == nil || !strings.Contains(err.Error(), "no main process") {
 		t.Fatalf("Create without a machine process: %v", err)
 	}
@@ -184,5 +190,81 @@ esac
 	}
 	if n := strings.Count(string(data), "sleep 0.5"); n != 20 {
 		t.Errorf("waited %d times for the stuck task, want 20", n)
+	}
+}
+
+// TestInterruptedStop: a machine whose Stop was interrupted after it began
+// (marked stopping, its process still alive: kubelet may be stopped) is
+// stopped for State, and Start first finishes the stop, then boots it; a
+// Stop run again finishes it too and clears the mark.
+func TestInterruptedStop(t *testing.T) {
+	ctx := context.Background()
+	m, run := newTestManager(t)
+	spec := bootableSpec(t, m)
+	if err := os.MkdirAll(filepath.Join(m.dir(spec.Name), "upper"), 0o755); err != nil { // its disk
+		t.Fatal(err)
+	}
+	// The machine's "nspawn process": a child of the test, with no machine
+	// in it, so the stop signals it directly.
+	sleeper := func() *exec.Cmd {
+		cmd := exec.Command("sleep", "600")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		p, ok := readProc(cmd.Process.Pid)
+		if !ok {
+			t.Fatal("no /proc entry of the sleeper")
+		}
+		if err := m.writeRecord(&record{Name: spec.Name, PID: cmd.Process.Pid, StartTime: p.StartTime, SpecHash: spec.hash(), Mode: CgroupSystemd}); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	exited := func(cmd *exec.Cmd) bool {
+		p, ok := readProc(cmd.Process.Pid)
+		return !ok || p.State == 'Z'
+	}
+
+	cmd := sleeper()
+	if st, _ := m.State(ctx, spec.Name); st != StateRunning {
+		t.Fatalf("State = %s, want running", st)
+	}
+	if err := os.WriteFile(m.stoppingPath(spec.Name), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := m.State(ctx, spec.Name); st != StateStopped {
+		t.Errorf("State of a machine whose stop was interrupted = %s, want stopped", st)
+	}
+	run.calls = nil
+	if err := m.Start(ctx, spec); err == nil || !strings.Contains(err.Error(), "no main process") {
+		t.Fatalf("Start: %v; want it to finish the stop, then fail to boot on the fake runner", err)
+	}
+	if !exited(cmd) {
+		t.Error("Start booted the machine again without finishing its interrupted stop")
+	}
+	nspawnCall(t, run)
+	if m.stopping(spec.Name) {
+		t.Error("the stopping mark is left after Start")
+	}
+
+	// Stop run again after an interrupted one: the machine stops and the
+	// mark goes; a plain Stop leaves no mark.
+	cmd = sleeper()
+	if err := os.WriteFile(m.stoppingPath(spec.Name), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Stop(ctx, spec.Name); err != nil {
+		t.Fatal(err)
+	}
+	if !exited(cmd) || m.stopping(spec.Name) {
+		t.Errorf("Stop after an interrupted one: process exited %v, mark left %v", exited(cmd), m.stopping(spec.Name))
+	}
+	cmd = sleeper()
+	if err := m.Stop(ctx, spec.Name); err != nil {
+		t.Fatal(err)
+	}
+	if !exited(cmd) || m.stopping(spec.Name) {
+		t.Errorf("Stop: process exited %v, mark left %v", exited(cmd), m.stopping(spec.Name))
 	}
 }

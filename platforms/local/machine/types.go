@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/kiln-project/kiln/platforms"
 )
 
 // Bind is an extra bind mount from the host into a machine.
@@ -65,18 +67,20 @@ type Spec struct {
 	Binds []Bind
 }
 
-// State is what a machine is doing.
-type State string
+// State is what a machine is doing: platforms.MachineState, the one type of
+// machine states, so the states State reports reach the provider and the
+// waits on the API without a conversion.
+type State = platforms.MachineState
 
 // Machine states.
 const (
 	// StateRunning means the machine's nspawn process is alive.
-	StateRunning State = "running"
+	StateRunning = platforms.MachineRunning
 	// StateStopped means something of the machine is left on disk or in
 	// the cgroup tree but its nspawn process is gone.
-	StateStopped State = "stopped"
+	StateStopped = platforms.MachineStopped
 	// StateAbsent means nothing of the machine exists.
-	StateAbsent State = "absent"
+	StateAbsent = platforms.MachineAbsent
 )
 
 var (

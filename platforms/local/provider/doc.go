@@ -8,7 +8,17 @@
 //     (machine.EnsureBridge / machine.DeleteBridge); no NAT, no route off the
 //     host.
 //   - kilnlocal_machine: one systemd-nspawn machine (machine.Manager); its
-//     attributes map 1:1 to machine.Spec and any change replaces it.
+//     attributes map 1:1 to machine.Spec and any change replaces it, but
+//     for state.
 //   - kilnlocal_load_balancer: the API load balancer, a detached `kiln lb`
 //     process (package lb) whose backends are updated in place.
+//   - kilnlocal_service_load_balancer: the LoadBalancer Service controller,
+//     a detached `kiln service-lb` process (package servicelb) whose
+//     machines are updated in place.
+//
+// Each of the three has a state attribute, "running" or "stopped"
+// (platforms.MachineState): Read reports what the machine or process does
+// and Update starts or stops it in place, so kiln creates, stops, starts
+// and destroys a cluster by applying its Terraform stages, and the state
+// always records what runs.
 package provider

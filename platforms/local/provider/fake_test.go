@@ -6,11 +6,14 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
-	"reflect"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/kiln-project/kiln/platforms/local/machine"
+	"github.com/kiln-project/kiln/platforms/local/servicelb"
 )
 
 // fakeHost is a file-backed Machines and Networks: the provider runs in a
@@ -89,13 +92,17 @@ func (f fakeHost) Destroy(_ context.Context, name string) error {
 	return errors.Join(f.remove("stopped", name), f.remove("machines", name+".json"))
 }
 
-// Start implements Machines: the machine must exist with the same spec.
+// Start implements Machines: the machine must exist with the same spec,
+// compared as the Manager does, by its JSON (an empty list of routes is
+// none).
 func (f fakeHost) Start(_ context.Context, s machine.Spec) error {
 	old, ok := f.readSpec(s.Name)
 	if !ok {
 		return errors.New("machine " + s.Name + " has no disk")
 	}
-	if !reflect.DeepEqual(old, s) {
+	a, errA := json.Marshal(old)
+	b, errB := json.Marshal(s)
+	if errA != nil || errB != nil || string(a) != string(b) {
 		return errors.New("machine " + s.Name + " was created with a different spec")
 	}
 	if err := f.op("start", s.Name); err != nil {
@@ -150,4 +157,24 @@ func (f fakeHost) readSpec(name string) (machine.Spec, bool) {
 		return s, false
 	}
 	return s, json.Unmarshal(data, &s) == nil
+}
+
+// fakeServiceLB stands in for `kiln service-lb`: it checks its
+// configuration as the controller does, writes its pid file, and runs until
+// SIGTERM (it needs no API to talk to).
+func fakeServiceLB(configPath, pidFile string) error {
+	cfg, err := servicelb.LoadConfig(configPath)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(cfg.Kubeconfig); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return os.Remove(pidFile)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -20,12 +19,14 @@ import (
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
+	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/lb"
 )
 
 var (
-	_ resource.Resource              = (*loadBalancerResource)(nil)
-	_ resource.ResourceWithConfigure = (*loadBalancerResource)(nil)
+	_ resource.Resource                 = (*loadBalancerResource)(nil)
+	_ resource.ResourceWithConfigure    = (*loadBalancerResource)(nil)
+	_ resource.ResourceWithUpgradeState = (*loadBalancerResource)(nil)
 )
 
 // Load balancer ports and timing.
@@ -40,7 +41,7 @@ const (
 
 // loadBalancerResource is kilnlocal_load_balancer: a detached `kiln lb`
 // process. Its backends change in place (config rewritten, SIGHUP), which
-// is how the bootstrap machine leaves the pools.
+// is how the bootstrap machine leaves the pools, and so does its state.
 type loadBalancerResource struct {
 	b *Backend
 }
@@ -56,7 +57,7 @@ type loadBalancerModel struct {
 	MCSBackends []string     `tfsdk:"mcs_backends"`
 	CAFile      types.String `tfsdk:"ca_file"`
 	PID         types.Int64  `tfsdk:"pid"`
-	Running     types.Bool   `tfsdk:"running"`
+	State       types.String `tfsdk:"state"`
 }
 
 // config returns the lb configuration for the model.
@@ -86,6 +87,7 @@ func (r *loadBalancerResource) Schema(_ context.Context, _ resource.SchemaReques
 	str := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	port := []planmodifier.Int64{int64planmodifier.RequiresReplace()}
 	resp.Schema = schema.Schema{
+		Version:     stateSchemaVersion,
 		Description: "The API load balancer: a `kiln lb` process on the host balancing the API (HTTPS /readyz checks) and the machine-config server (TCP checks).",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, Description: "The load balancer name.",
@@ -100,11 +102,16 @@ func (r *loadBalancerResource) Schema(_ context.Context, _ resource.SchemaReques
 				Description: "Addresses of the machine-config servers."},
 			"ca_file": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(""),
 				Description: "CA bundle the API health check verifies with; unverified when empty."},
-			"pid": schema.Int64Attribute{Computed: true, Description: "Process id of the load balancer."},
-			"running": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
-				Description: "Whether the process runs. One found dead (killed, host rebooted) is started again with its existing configuration; false stops it."},
+			"pid":   schema.Int64Attribute{Computed: true, Description: "Process id of the load balancer."},
+			"state": stateAttribute("load balancer"),
 		},
 	}
+}
+
+// UpgradeState implements resource.ResourceWithUpgradeState: version 0
+// had running (a bool) where state is.
+func (r *loadBalancerResource) UpgradeState(context.Context) map[int64]resource.StateUpgrader {
+	return runningToState()
 }
 
 // Configure implements resource.ResourceWithConfigure.
@@ -150,6 +157,32 @@ func (r *loadBalancerResource) start(ctx context.Context, m *loadBalancerModel) 
 	return nil
 }
 
+// setState writes the model's configuration and starts (or reloads) the
+// process, or stops it, as the model's state says.
+func (r *loadBalancerResource) setState(ctx context.Context, m *loadBalancerModel) error {
+	want, err := desiredState(m.State)
+	if err != nil {
+		return err
+	}
+	if want == platforms.MachineRunning {
+		return r.start(ctx, m)
+	}
+	p, err := r.writeConfig(m)
+	if err == nil {
+		err = p.Stop(ctx, lbStopTimeout)
+	}
+	m.PID = types.Int64Value(0)
+	return err
+}
+
+// processState is the state of a process whose PID lookup returned err.
+func processState(err error) platforms.MachineState {
+	if err == nil {
+		return platforms.MachineRunning
+	}
+	return platforms.MachineStopped
+}
+
 // Create implements resource.Resource.
 func (r *loadBalancerResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var m loadBalancerModel
@@ -157,14 +190,7 @@ func (r *loadBalancerResource) Create(ctx context.Context, req resource.CreateRe
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	var err error
-	if m.Running.ValueBool() {
-		err = r.start(ctx, &m)
-	} else {
-		_, err = r.writeConfig(&m)
-		m.PID = types.Int64Value(0)
-	}
-	if err != nil {
+	if err := r.setState(ctx, &m); err != nil {
 		addErr(&resp.Diagnostics, "create", "load balancer "+m.Name.ValueString(), err)
 		return
 	}
@@ -173,9 +199,9 @@ func (r *loadBalancerResource) Create(ctx context.Context, req resource.CreateRe
 }
 
 // Read implements resource.Resource: a load balancer whose process is dead
-// but whose files are left is running = false, so the next apply starts it
-// again in place; one whose files are gone leaves the state and is created
-// again.
+// but whose files are left is state = "stopped", so an apply that asks for
+// running starts it again in place; one whose files are gone leaves the
+// state and is created again.
 func (r *loadBalancerResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var m loadBalancerModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
@@ -192,27 +218,20 @@ func (r *loadBalancerResource) Read(ctx context.Context, req resource.ReadReques
 		pid = 0
 	}
 	m.PID = types.Int64Value(int64(pid))
-	m.Running = types.BoolValue(err == nil)
+	m.State = types.StringValue(processState(err).String())
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
 // Update implements resource.Resource: new backends are written to the
 // configuration and the process reloads it; a dead process is started
-// again; running = false stops it, keeping its files.
+// again; state = "stopped" stops it, keeping its files.
 func (r *loadBalancerResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var m loadBalancerModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	var err error
-	if m.Running.ValueBool() {
-		err = r.start(ctx, &m)
-	} else {
-		err = r.process(&m).Stop(ctx, lbStopTimeout)
-		m.PID = types.Int64Value(0)
-	}
-	if err != nil {
+	if err := r.setState(ctx, &m); err != nil {
 		addErr(&resp.Diagnostics, "update", "load balancer "+m.Name.ValueString(), err)
 		return
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
@@ -14,12 +13,14 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 )
 
 var (
-	_ resource.Resource              = (*machineResource)(nil)
-	_ resource.ResourceWithConfigure = (*machineResource)(nil)
+	_ resource.Resource                 = (*machineResource)(nil)
+	_ resource.ResourceWithConfigure    = (*machineResource)(nil)
+	_ resource.ResourceWithUpgradeState = (*machineResource)(nil)
 )
 
 // machineResource is kilnlocal_machine: one machine of machine.Manager.
@@ -41,7 +42,7 @@ type machineModel struct {
 	CPUs        types.Float64 `tfsdk:"cpus"`
 	MemoryBytes types.Int64   `tfsdk:"memory_bytes"`
 	Binds       []bindModel   `tfsdk:"binds"`
-	Running     types.Bool    `tfsdk:"running"`
+	State       types.String  `tfsdk:"state"`
 }
 
 // hostModel is machine.HostEntry.
@@ -92,14 +93,16 @@ func (r *machineResource) Metadata(_ context.Context, req resource.MetadataReque
 	resp.TypeName = req.ProviderTypeName + "_machine"
 }
 
-// Schema implements resource.Resource. Every attribute but running forces
+// Schema implements resource.Resource. Every attribute but state forces
 // replacement: a machine is configured once, by Ignition, at its first
-// boot. running changes in place: Read reports a stopped machine as
-// running = false, so plan shows drift, and apply starts it again from its
-// disk.
+// boot. state changes in place: Read reports what the machine does, so a
+// machine that crashed is state = "stopped", plan shows the drift, and
+// apply starts it again from its disk; kiln stop cluster asks for
+// "stopped", and apply stops it cleanly.
 func (r *machineResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	str := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	resp.Schema = schema.Schema{
+		Version:     stateSchemaVersion,
 		Description: "A systemd-nspawn machine booted from the node image on a host bridge.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, Description: "The machine name.",
@@ -135,11 +138,15 @@ func (r *machineResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 					"target":    schema.StringAttribute{Required: true},
 					"read_only": schema.BoolAttribute{Optional: true},
 				}}},
-			"running": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
-				Description: "Whether the machine runs. A machine found stopped (crashed, host rebooted) is started again " +
-					"from its existing disk, keeping its identity; false stops it cleanly, keeping its disk."},
+			"state": stateAttribute("machine"),
 		},
 	}
+}
+
+// UpgradeState implements resource.ResourceWithUpgradeState: version 0
+// had running (a bool) where state is.
+func (r *machineResource) UpgradeState(context.Context) map[int64]resource.StateUpgrader {
+	return runningToState()
 }
 
 // Configure implements resource.ResourceWithConfigure.
@@ -155,7 +162,11 @@ func (r *machineResource) Create(ctx context.Context, req resource.CreateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	s, err := m.spec(ctx, r.b.Settings.ImageDir)
+	want, err := desiredState(m.State)
+	var s machine.Spec
+	if err == nil {
+		s, err = m.spec(ctx, r.b.Settings.ImageDir)
+	}
 	if err == nil {
 		err = r.b.Machines.Create(ctx, s)
 	}
@@ -164,7 +175,7 @@ func (r *machineResource) Create(ctx context.Context, req resource.CreateRequest
 		return
 	}
 	m.ID = m.Name
-	if !m.Running.ValueBool() {
+	if want == machine.StateStopped {
 		if err := r.b.Machines.Stop(ctx, s.Name); err != nil {
 			addErr(&resp.Diagnostics, "create", "machine "+s.Name, err)
 		}
@@ -173,8 +184,8 @@ func (r *machineResource) Create(ctx context.Context, req resource.CreateRequest
 }
 
 // Read implements resource.Resource: an absent machine leaves the state,
-// so the next apply creates it again; a stopped one is running = false, so
-// the next apply starts it again.
+// so the next apply creates it again; otherwise state is what the machine
+// does, so an apply that asks for something else starts or stops it.
 func (r *machineResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var m machineModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
@@ -190,32 +201,43 @@ func (r *machineResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.State.RemoveResource(ctx)
 		return
 	}
-	m.Running = types.BoolValue(st == machine.StateRunning)
+	m.State = types.StringValue(st.String())
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
-// Update implements resource.Resource: only running changes in place. A
+// Update implements resource.Resource: only state changes in place. A
 // machine to run is started from its existing disk (never re-provisioned);
-// one not to run is stopped cleanly.
+// one to stop is stopped cleanly, keeping its disk.
 func (r *machineResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var m machineModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	s, err := m.spec(ctx, r.b.Settings.ImageDir)
+	want, err := desiredState(m.State)
+	var s machine.Spec
 	if err == nil {
-		if m.Running.ValueBool() {
-			err = r.b.Machines.Start(ctx, s)
-		} else {
-			err = r.b.Machines.Stop(ctx, s.Name)
-		}
+		s, err = m.spec(ctx, r.b.Settings.ImageDir)
+	}
+	if err == nil {
+		err = r.setState(ctx, s, want)
 	}
 	if err != nil {
 		addErr(&resp.Diagnostics, "update", "machine "+m.Name.ValueString(), err)
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// setState starts the machine of s or stops it, as want says.
+func (r *machineResource) setState(ctx context.Context, s machine.Spec, want platforms.MachineState) error {
+	switch want {
+	case platforms.MachineRunning:
+		return r.b.Machines.Start(ctx, s)
+	case platforms.MachineStopped:
+		return r.b.Machines.Stop(ctx, s.Name)
+	}
+	return &platforms.StateError{Word: want.String(), Allowed: platforms.DesiredStates()}
 }
 
 // Delete implements resource.Resource.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,19 +20,27 @@ import (
 	"github.com/sirupsen/logrus"
 
 	tfdata "github.com/kiln-project/kiln/data/terraform"
+	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/lb"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 	tf "github.com/kiln-project/kiln/platforms/terraform"
 )
 
 // TestMain lets the test binary play kiln: `lb --config` runs the load
-// balancer, KILN_TEST_PROVIDER_DIR=<dir> serves the provider with a fake
+// balancer, `service-lb --config` a stand-in for the LoadBalancer Service
+// controller, KILN_TEST_PROVIDER_DIR=<dir> serves the provider with a fake
 // host keeping its state in dir.
 func TestMain(m *testing.M) {
 	for i, a := range os.Args {
 		if a == "lb" && i+4 < len(os.Args) {
 			err := lb.Serve(context.Background(), lb.ServeOptions{ConfigPath: os.Args[i+2], PIDFile: os.Args[i+4], Log: logrus.New()})
 			if err != nil {
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
+		if a == "service-lb" && i+4 < len(os.Args) {
+			if err := fakeServiceLB(os.Args[i+2], os.Args[i+4]); err != nil {
 				os.Exit(1)
 			}
 			os.Exit(0)
@@ -102,7 +111,7 @@ func TestMachineSpec(t *testing.T) {
 }
 
 // findEngine returns tofu or terraform from PATH, or skips the test.
-func findEngine(t *testing.T) *tf.Engine {
+func findEngine(t testing.TB) *tf.Engine {
 	for _, name := range []string{tf.OpenTofu, tf.Terraform} {
 		if p, err := exec.LookPath(name); err == nil {
 			if e, err := tf.ProbeEngine(context.Background(), name, p); err == nil {
@@ -120,31 +129,9 @@ func findEngine(t *testing.T) *tf.Engine {
 // backend update, recreation of a machine that vanished, destroying the
 // bootstrap stage alone, and a second destroy doing nothing.
 func TestStagesThroughEngine(t *testing.T) {
-	engine := findEngine(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	fake := fakeHost{dir: t.TempDir()}
 	lbDir := t.TempDir()
-	modules, err := tfdata.Platform("local")
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := logrus.New()
-	log.SetLevel(logrus.DebugLevel)
-	var out strings.Builder
-	log.SetOutput(&out)
-	defer func() {
-		if t.Failed() {
-			t.Log(out.String())
-		}
-	}()
-	d := tf.NewDriver(tf.DriverOptions{
-		Engine: engine, Dir: t.TempDir(), Modules: modules, Log: log,
-		Providers: []tf.Provider{{Source: Source, Version: Version, Command: []string{self},
-			Env: map[string]string{"KILN_TEST_PROVIDER_DIR": fake.dir}}},
-	})
+	d := engineDriver(t, fake)
 	// A loopback VIP nothing else uses, so the balancer's fixed ports are free.
 	vip := "127.66." + strconv.Itoa(os.Getpid()%200+1) + ".1"
 	vars := tfdata.LocalVars{
@@ -175,7 +162,7 @@ func TestStagesThroughEngine(t *testing.T) {
 	if string(gw) != vip+"/8" {
 		t.Errorf("bridge address %q, want %s/8", gw, vip)
 	}
-	proc := lb.Process{Kiln: self, ConfigPath: filepath.Join(lbDir, "demo-x7k2p", "lb.json"),
+	proc := lb.Process{Kiln: testBinary(t), ConfigPath: filepath.Join(lbDir, "demo-x7k2p", "lb.json"),
 		PIDFile: filepath.Join(lbDir, "demo-x7k2p", "lb.pid")}
 	pid, err := proc.PID()
 	if err != nil {
@@ -278,6 +265,31 @@ func TestStagesThroughEngine(t *testing.T) {
 		}
 	}
 
+	// kiln stop cluster's last step stops the balancer through the same
+	// apply, keeping its files; the state records it, so the next plan
+	// sees no drift. kiln start cluster starts it again with them.
+	stopped := vars
+	stopped.DaemonState = platforms.MachineStopped.String()
+	if err := d.Apply(ctx, tf.StageNetwork, stopped); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := proc.PID(); err == nil {
+		t.Error("balancer still runs after an apply with daemon_state = stopped")
+	}
+	if got, err := d.Plan(ctx, tf.StageNetwork, stopped); err != nil || len(got) != 0 {
+		t.Errorf("plan of the stopped balancer = %q, %v; want no change", got, err)
+	}
+	if cfgStopped, _ := os.ReadFile(proc.ConfigPath); string(cfgStopped) != string(cfgBefore) {
+		t.Errorf("balancer configuration changed by the stop")
+	}
+	vars.DaemonState = platforms.MachineRunning.String()
+	if err := d.Apply(ctx, tf.StageNetwork, vars); err != nil {
+		t.Fatal(err)
+	}
+	if pid, err = proc.PID(); err != nil {
+		t.Fatalf("balancer after start: %v", err)
+	}
+
 	// The bootstrap leaves the balancer in place: same process, new config.
 	vars.BootstrapInLB = false
 	if err := d.Apply(ctx, tf.StageNetwork, vars); err != nil {
@@ -328,6 +340,61 @@ func TestStagesThroughEngine(t *testing.T) {
 	if err := d.Destroy(ctx, tf.StageNetwork, vars); err != nil {
 		t.Errorf("second destroy: %v", err)
 	}
+}
+
+// engineDriver returns a Terraform driver of the local platform's stages
+// whose engine (tofu or terraform on PATH; the test is skipped without one)
+// runs this provider, served by the test binary over fake. The driver's log
+// is shown when the test fails.
+func engineDriver(t testing.TB, fake fakeHost) *tf.Driver {
+	t.Helper()
+	engine := findEngine(t)
+	modules, err := tfdata.Platform("local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := logrus.New()
+	log.SetLevel(logrus.DebugLevel)
+	var out syncBuilder
+	log.SetOutput(&out)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(out.String())
+		}
+	})
+	return tf.NewDriver(tf.DriverOptions{
+		Engine: engine, Dir: t.TempDir(), Modules: modules, Log: log,
+		Providers: []tf.Provider{{Source: Source, Version: Version, Command: []string{testBinary(t)},
+			Env: map[string]string{"KILN_TEST_PROVIDER_DIR": fake.dir}}},
+	})
+}
+
+// testBinary is the path of the test binary, which plays kiln (TestMain).
+func testBinary(t testing.TB) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return self
+}
+
+// syncBuilder is a strings.Builder safe for concurrent writes.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // waitGone waits until the balancer's process is gone.

@@ -12,15 +12,13 @@ import (
 	"github.com/kiln-project/kiln/platforms/terraform"
 )
 
-// Destroy implements platforms.Provisioner: the Terraform stages in reverse,
-// then, as a safety net that needs no state, every machine, load balancer
-// and bridge named after infraID.
+// Destroy implements platforms.Provisioner: the Terraform stages in reverse
+// (the cluster stage's LoadBalancer Service controller takes its addresses
+// off the bridge before the network stage deletes it), then, as a safety
+// net that needs no state, every machine, load balancer and bridge named
+// after infraID.
 func (p *Provisioner) Destroy(ctx context.Context, dir, infraID string) error {
 	var errs []error
-	if infraID != "" {
-		// First, while the bridge still exists: it removes its addresses.
-		errs = append(errs, p.stopServiceLB(ctx, infraID))
-	}
 	if dir != "" {
 		if drv, err := p.driver(ctx, dir); err != nil {
 			errs = append(errs, err)

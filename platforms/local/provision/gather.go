@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/machine"
@@ -51,7 +52,7 @@ func (p *Provisioner) Gather(ctx context.Context, infraID, dir string) error {
 	var errs []error
 	found := 0
 	for _, name := range names {
-		if !strings.Contains(name, "-bootstrap") && !strings.Contains(name, "-master-") {
+		if !controlPlane(infraID, name) {
 			continue
 		}
 		found++
@@ -64,6 +65,13 @@ func (p *Provisioner) Gather(ctx context.Context, infraID, dir string) error {
 		return fmt.Errorf("no bootstrap machine or master of %s is running", infraID)
 	}
 	return errors.Join(errs...)
+}
+
+// controlPlane reports whether the machine called name is the bootstrap
+// machine or a master of infraID.
+func controlPlane(infraID, name string) bool {
+	role, _, ok := machines.Index(infraID, name)
+	return name == bootstrapMachine(infraID) || (ok && role == machines.RoleMaster)
 }
 
 func gatherMachine(ctx context.Context, mgr *machine.Manager, name, dir string) error {

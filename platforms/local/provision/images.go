@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 )
@@ -41,8 +41,8 @@ func (p *Provisioner) LoadImageArchive(ctx context.Context, infraID, path string
 // isNode reports whether the machine called name is a Kubernetes node of
 // infraID: a master or a worker.
 func isNode(infraID, name string) bool {
-	rest, ok := strings.CutPrefix(name, infraID+"-")
-	return ok && (strings.HasPrefix(rest, "master-") || strings.HasPrefix(rest, "worker-"))
+	_, _, ok := machines.Index(infraID, name)
+	return ok
 }
 
 // selectNodes returns, sorted, the nodes among machines that want names, or

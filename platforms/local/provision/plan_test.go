@@ -1,9 +1,6 @@
 package provision
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,9 +8,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
-	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local/servicelb"
 )
 
 func planConfig(masters, workers int64) *types.Config {
@@ -130,63 +125,5 @@ func TestBridgeName(t *testing.T) {
 		if got := BridgeName(infra); got != want || len(got) > 15 {
 			t.Errorf("BridgeName(%q) = %q, want %q", infra, got, want)
 		}
-	}
-}
-
-// TestServiceLBConfig: the LoadBalancer Service controller learns the
-// addresses the plan gives the machines, by machine name (a master and a
-// worker added by a scale included), and the files written for a scale
-// carry the new list; with the add-on off nothing is written.
-func TestServiceLBConfig(t *testing.T) {
-	shape := machines.Shape{Masters: []string{"demo-x7k2p-master-0", "demo-x7k2p-master-3"}, Workers: []string{"demo-x7k2p-worker-2"}}
-	plan, err := NewPlan(planConfig(1, 1), "demo-x7k2p", shape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := serviceLBConfig(plan)
-	m := cfg.Machines
-	if got, want := m.String(), "demo-x7k2p-master-0=10.66.0.11, demo-x7k2p-master-3=10.66.0.14, demo-x7k2p-worker-2=10.66.0.22"; got != want {
-		t.Errorf("machines = %s, want %s", got, want)
-	}
-	if m.Network.String() != "10.66.0.0/24" || m.Host.String() != "10.66.0.1" || cfg.Bridge != "kiln-x7k2p" || cfg.Pool != plan.ServiceLB {
-		t.Errorf("config = %+v", cfg)
-	}
-	if err := m.Validate(); err != nil {
-		t.Errorf("Validate: %v", err)
-	}
-
-	dir, lbDir := t.TempDir(), t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "auth"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, kubeconfig.AdminPath), []byte("apiVersion: v1\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := &Provisioner{LBDir: lbDir}
-	c := &platforms.Cluster{Dir: dir, InfraID: "demo-x7k2p", Config: planConfig(1, 1)}
-	if err := p.writeServiceLB(c, plan); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(lbDir, "demo-x7k2p", servicelb.ConfigFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var written servicelb.Config
-	if err := json.Unmarshal(data, &written); err != nil || written.Machines.String() != m.String() {
-		t.Errorf("written machines %s (%v), want %s", written.Machines, err, m)
-	}
-
-	off := false
-	c.Config.Platform.Local.Addons = &local.Addons{LoadBalancer: &off}
-	plan, err = NewPlan(c.Config, c.InfraID, shape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.LBDir = t.TempDir()
-	if err := p.writeServiceLB(c, plan); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(p.LBDir, "demo-x7k2p")); err == nil {
-		t.Error("files written with the add-on off")
 	}
 }

@@ -75,7 +75,9 @@ func (p *Provisioner) planAndDriver(ctx context.Context, c *platforms.Cluster, s
 	return plan, drv, nil
 }
 
-// Provision implements platforms.Provisioner.
+// Provision implements platforms.Provisioner: the stages applied with
+// every machine and daemon running, as Start applies them (see route.go),
+// from the plan of c; the bootstrap stage only until bootstrap-complete.
 func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error {
 	plan, drv, err := p.planAndDriver(ctx, c, c.Machines())
 	if err != nil {
@@ -96,29 +98,23 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 	}
 	vars := plan.Vars(c, image, kiln)
 	vars.BootstrapInLB = !c.BootstrapDone
-	stages := []struct{ name, title string }{
-		{terraform.StageNetwork, fmt.Sprintf("Creating bridge %s and the API load balancer on %s", plan.Bridge, plan.VIP)},
-		{terraform.StageBootstrap, "Creating the bootstrap machine"},
-		{terraform.StageCluster, fmt.Sprintf("Creating %d masters and %d workers", len(plan.Masters), len(plan.Workers))},
+	cluster := vars
+	if err := p.setServiceLB(c, plan, &cluster); err != nil {
+		return err
 	}
-	if c.BootstrapDone {
-		stages = append(stages[:1], stages[2])
+	st := stages{network: vars, cluster: &cluster}
+	if !c.BootstrapDone {
+		st.bootstrap = &vars
 	}
-	for _, stage := range stages {
-		end := p.Env.Progress.Start(stage.title)
-		apply := drv.Apply
-		if stage.name == terraform.StageCluster {
-			apply = func(ctx context.Context, _ string, vars any) error {
-				return p.applyCluster(ctx, drv, vars.(tfdata.LocalVars))
-			}
-		}
-		err := apply(ctx, stage.name, vars)
-		end(err)
-		if err != nil {
-			return err
-		}
+	t := titles{
+		network:   fmt.Sprintf("Creating bridge %s and the API load balancer on %s", plan.Bridge, plan.VIP),
+		bootstrap: "Creating the bootstrap machine",
+		cluster:   fmt.Sprintf("Creating %d masters and %d workers", len(plan.Masters), len(plan.Workers)),
 	}
-	return p.startServiceLB(ctx, c, plan, kiln)
+	if cluster.ServiceLBPool != nil {
+		t.cluster += fmt.Sprintf(" and the LoadBalancer Service controller (addresses %s)", plan.ServiceLB)
+	}
+	return p.apply(ctx, drv, st.running(t))
 }
 
 // DestroyBootstrap implements platforms.Provisioner.
@@ -132,13 +128,10 @@ func (p *Provisioner) DestroyBootstrap(ctx context.Context, c *platforms.Cluster
 		return err
 	}
 	vars.BootstrapInLB = false
-	end := p.Env.Progress.Start("Removing the bootstrap machine from the load balancer")
-	err = drv.Apply(ctx, terraform.StageNetwork, vars)
-	end(err)
-	if err != nil {
+	if err := p.apply(ctx, drv, []step{{terraform.StageNetwork, "Removing the bootstrap machine from the load balancer", vars}}); err != nil {
 		return err
 	}
-	end = p.Env.Progress.Start("Destroying the bootstrap machine")
+	end := p.Env.Progress.Start("Destroying the bootstrap machine")
 	err = drv.Destroy(ctx, terraform.StageBootstrap, vars)
 	end(err)
 	return err

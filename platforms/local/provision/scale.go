@@ -20,8 +20,8 @@ const (
 )
 
 // ApplyMachines implements platforms.Scaler: the cluster stage applied with
-// exactly c.Shape's machines, then the LoadBalancer Service controller told
-// their addresses. A machine it creates boots from c.Full's config of its
+// exactly c.Shape's machines, all running, the LoadBalancer Service
+// controller's list of them updated in place. A machine it creates boots from c.Full's config of its
 // role when there is one (a day-2 join: the full config with the machine's
 // own join token); the machines that run keep theirs, as the stage ignores
 // a change of ignition and hosts.
@@ -42,17 +42,11 @@ func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) e
 	if full := c.Full[machines.RoleWorker]; full != nil {
 		vars.WorkerIgnition = string(full)
 	}
-	end := p.Env.Progress.Start(fmt.Sprintf("Applying the machines: masters %s; workers %s",
-		names(plan.MasterNames), names(plan.WorkerNames)))
-	err = p.applyCluster(ctx, drv, vars)
-	end(err)
-	if err != nil {
+	if err := p.setServiceLB(c, plan, &vars); err != nil {
 		return err
 	}
-	if err := p.writeServiceLB(c, plan); err != nil {
-		return fmt.Errorf("the machines are applied, but not the LoadBalancer Service controller's list of them: %w", err)
-	}
-	return nil
+	title := fmt.Sprintf("Applying the machines: masters %s; workers %s", names(plan.MasterNames), names(plan.WorkerNames))
+	return p.apply(ctx, drv, []step{{terraform.StageCluster, title, vars}})
 }
 
 // SetAPIBackends implements platforms.Scaler: the network stage applied
@@ -69,10 +63,7 @@ func (p *Provisioner) SetAPIBackends(ctx context.Context, c *platforms.Cluster, 
 	}
 	vars.MasterNames, vars.MasterAddresses = plan.MasterNames, addrStrings(plan.Masters)
 	vars.BootstrapInLB = false
-	end := p.Env.Progress.Start("Setting the API load balancer's backends to " + names(masters))
-	err = drv.Apply(ctx, terraform.StageNetwork, vars)
-	end(err)
-	return err
+	return p.apply(ctx, drv, []step{{terraform.StageNetwork, "Setting the API load balancer's backends to " + names(masters), vars}})
 }
 
 // APIBackends implements platforms.Scaler: the masters the network stage

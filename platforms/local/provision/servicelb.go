@@ -2,16 +2,14 @@ package provision
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/netip"
 	"path/filepath"
 	"time"
 
 	"github.com/kiln-project/kiln/assets/kubeconfig"
+	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local/lb"
 	"github.com/kiln-project/kiln/platforms/local/provider"
 	"github.com/kiln-project/kiln/platforms/local/servicelb"
 )
@@ -25,34 +23,19 @@ func (p *Provisioner) lbDir(infraID string) string {
 	return filepath.Join(dir, infraID)
 }
 
-// startServiceLB writes the configuration of the cluster's LoadBalancer
-// Service controller (`kiln service-lb`, detached, beside the API load
-// balancer) and starts it unless it runs already or the add-on is off. It
-// watches the API with a copy of the admin kubeconfig and waits for it to
-// answer by itself.
-func (p *Provisioner) startServiceLB(ctx context.Context, c *platforms.Cluster, plan *Plan, kiln string) error {
+// setServiceLB sets the variables of the cluster stage's LoadBalancer
+// Service controller (kilnlocal_service_load_balancer, beside the API load
+// balancer): plan's address pool, and the admin kubeconfig it watches the
+// API with when v has none yet; none of them when the add-on is off. The
+// stage gives it the addresses plan gives the masters and workers, the
+// only places it proxies to (never an address a Node reports).
+func (p *Provisioner) setServiceLB(c *platforms.Cluster, plan *Plan, v *tfdata.LocalVars) error {
 	if plan.ServiceLB.Size() == 0 {
+		v.ServiceLBPool, v.ServiceLBKubeconfig = nil, ""
 		return nil
 	}
-	if err := p.writeServiceLB(c, plan); err != nil {
-		return err
-	}
-	proc := servicelb.Process(kiln, p.lbDir(c.InfraID))
-	if _, err := proc.PID(); err == nil {
-		return nil
-	}
-	end := p.Env.Progress.Start(fmt.Sprintf("Starting the LoadBalancer Service controller (addresses %s)", plan.ServiceLB))
-	_, err := proc.Start(ctx)
-	end(err)
-	return err
-}
-
-// writeServiceLB writes the files of the cluster's LoadBalancer Service
-// controller for plan, when the add-on is on. A controller that runs reads
-// the machines again: after a scale, new machines get traffic and removed
-// ones none.
-func (p *Provisioner) writeServiceLB(c *platforms.Cluster, plan *Plan) error {
-	if plan.ServiceLB.Size() == 0 {
+	v.ServiceLBPool = &tfdata.AddressRange{First: plan.ServiceLB.First.String(), Last: plan.ServiceLB.Last.String()}
+	if v.ServiceLBKubeconfig != "" {
 		return nil
 	}
 	// Read without following a link in --dir: the controller acts with
@@ -61,30 +44,13 @@ func (p *Provisioner) writeServiceLB(c *platforms.Cluster, plan *Plan) error {
 	if err != nil {
 		return fmt.Errorf("the LoadBalancer Service controller needs the admin kubeconfig: %w", err)
 	}
-	return servicelb.WriteFiles(p.lbDir(c.InfraID), serviceLBConfig(plan), kc)
-}
-
-// serviceLBConfig is the configuration of the LoadBalancer Service
-// controller of plan: its bridge and address pool, and the addresses plan
-// gives the masters and workers, the only places it proxies to (never an
-// address a Node reports).
-func serviceLBConfig(plan *Plan) servicelb.Config {
-	m := servicelb.Machines{Network: plan.CIDR, Host: plan.VIP, Addresses: map[string]netip.Addr{}}
-	for i, n := range plan.MasterNames {
-		m.Addresses[n] = plan.Masters[i]
-	}
-	for i, n := range plan.WorkerNames {
-		m.Addresses[n] = plan.Workers[i]
-	}
-	return servicelb.Config{Bridge: plan.Bridge, Pool: plan.ServiceLB, Machines: m}
+	v.ServiceLBKubeconfig = string(kc)
+	return nil
 }
 
 // stopServiceLB stops the cluster's LoadBalancer Service controller, which
-// takes its addresses off the bridge; one that does not run is fine.
+// takes its addresses off the bridge; one that does not run is fine. Only
+// destroy's sweep calls it: everything else goes through the cluster stage.
 func (p *Provisioner) stopServiceLB(ctx context.Context, infraID string) error {
-	err := servicelb.Process(p.Env.Kiln, p.lbDir(infraID)).Stop(ctx, 10*time.Second)
-	if errors.Is(err, lb.ErrNotRunning) {
-		return nil
-	}
-	return err
+	return servicelb.Process(p.Env.Kiln, p.lbDir(infraID)).Stop(ctx, 10*time.Second)
 }

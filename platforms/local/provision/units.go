@@ -28,9 +28,9 @@ type machineExecer interface {
 func (p *Provisioner) FailedUnits(ctx context.Context, c *platforms.Cluster) ([]platforms.FailedUnit, error) {
 	var names []string
 	if !c.BootstrapDone {
-		names = append(names, c.InfraID+"-bootstrap")
+		names = append(names, bootstrapMachine(c.InfraID))
 	}
-	names = append(names, nodeMachines(c)...)
+	names = append(names, c.Machines().All()...)
 	return failedUnits(ctx, p.machines(), names), nil
 }
 

@@ -91,6 +91,23 @@ func WriteFiles(dir string, c Config, kubeconfig []byte) error {
 	return atomicfile.Write(filepath.Join(dir, ConfigFile), append(data, '\n'), 0o600)
 }
 
+// LoadConfig reads and validates the configuration file at path, as
+// WriteFiles wrote it.
+func LoadConfig(path string) (Config, error) {
+	var cfg Config
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, err
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
 // ServeOptions configures Serve.
 type ServeOptions struct {
 	// ConfigPath is the JSON configuration file.
@@ -107,16 +124,9 @@ type ServeOptions struct {
 // Serve runs the controller of `kiln service-lb` until ctx is done or
 // SIGTERM arrives; it then removes the addresses it added.
 func Serve(ctx context.Context, o ServeOptions) error {
-	data, err := os.ReadFile(o.ConfigPath)
+	cfg, err := LoadConfig(o.ConfigPath)
 	if err != nil {
 		return err
-	}
-	var cfg Config
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return fmt.Errorf("%s: %w", o.ConfigPath, err)
-	}
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("%s: %w", o.ConfigPath, err)
 	}
 	rest, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
 	if err != nil {

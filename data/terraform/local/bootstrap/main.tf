@@ -16,6 +16,7 @@ resource "kilnlocal_machine" "bootstrap" {
     KILN_ROLE    = "bootstrap"
     KILN_NODE_IP = var.bootstrap_address
   }
+  state = lookup(var.machine_states, "${var.infra_id}-bootstrap", "running")
 }
 
 output "bootstrap_address" {

@@ -1,6 +1,7 @@
 # Stage "network": the host bridge and the API load balancer on its gateway
 # address. Applied first, destroyed last; re-applied with
-# bootstrap_in_lb = false before the bootstrap stage is destroyed.
+# bootstrap_in_lb = false before the bootstrap stage is destroyed, and with
+# daemon_state = "stopped" last by kiln stop cluster.
 
 resource "kilnlocal_network" "bridge" {
   name    = var.bridge
@@ -17,6 +18,7 @@ resource "kilnlocal_load_balancer" "api" {
   listen       = kilnlocal_network.bridge.gateway
   api_backends = local.control_plane
   mcs_backends = local.control_plane
+  state        = var.daemon_state
 }
 
 output "bridge" {
