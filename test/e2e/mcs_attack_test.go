@@ -132,11 +132,14 @@ func assertConfigServerLocked(t *testing.T, dir string) {
 		what, role, token string
 		want              int
 	}{
-		{"anonymous", "master", "", http.StatusUnauthorized},
 		{"anonymous", "worker", "", http.StatusUnauthorized},
 		{"a guessed token", "worker", "0123456789", http.StatusUnauthorized},
-		{"the worker token", "master", worker, http.StatusForbidden},
-		{"the master token, after bootstrap", "master", master, http.StatusUnauthorized},
+		{"the master token", "worker", master, http.StatusForbidden},
+		// After bootstrap only masters serve, and they hold no master
+		// config: 503 whatever the token (Ignition retries it).
+		{"anonymous", "master", "", http.StatusServiceUnavailable},
+		{"the worker token", "master", worker, http.StatusServiceUnavailable},
+		{"the master token, after bootstrap", "master", master, http.StatusServiceUnavailable},
 	} {
 		code, body, err := getConfig(host, tc.role, tc.token)
 		if err != nil || code != tc.want || strings.Contains(body, `"ignition"`) {

@@ -31,8 +31,9 @@ var rolePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 
 // Handler serves GET /healthz to anyone, and GET /config/<role> from
 // <dir>/<role>.ign to a request whose bearer token <dir>/tokens accepts for
-// role at now(): 401 without a token or with one the file does not know,
-// 403 with one that opens another role or expired. The token file is read
+// role at now(): 503 to anyone when this server holds no config for role
+// (see notHere), else 401 without a token or with one the file does not
+// know, 403 with one that opens another role or expired. The token file is read
 // on every request, so a role is withdrawn by rewriting it.
 func Handler(dir string, now func() time.Time, log logrus.FieldLogger) http.Handler {
 	mux := http.NewServeMux()
@@ -45,12 +46,17 @@ func Handler(dir string, now func() time.Time, log logrus.FieldLogger) http.Hand
 			http.NotFound(w, r)
 			return
 		}
+		file := filepath.Join(dir, role+".ign")
+		if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+			notHere(w, r, role, log)
+			return
+		}
 		if !authorized(w, r, dir, role, now(), log) {
 			return
 		}
-		data, err := os.ReadFile(filepath.Join(dir, role+".ign"))
+		data, err := os.ReadFile(file)
 		if errors.Is(err, os.ErrNotExist) {
-			http.NotFound(w, r)
+			notHere(w, r, role, log)
 			return
 		}
 		if err != nil {
@@ -63,6 +69,18 @@ func Handler(dir string, now func() time.Time, log logrus.FieldLogger) http.Hand
 		_, _ = w.Write(data)
 	})
 	return mux
+}
+
+// notHere answers a request for a role this server holds no config for
+// with 503 and Retry-After. The servers share one address behind the API
+// load balancer, and a master's serves only the worker config: Ignition
+// gives up on any answer below 500 but retries a 5xx, so a master's request
+// that the balancer sent to another master is retried until it reaches the
+// bootstrap machine's server instead of failing the machine's first boot.
+func notHere(w http.ResponseWriter, r *http.Request, role string, log logrus.FieldLogger) {
+	log.Infof("no %s config here for %s: 503, to be retried", role, r.RemoteAddr)
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, "no "+role+" config on this server", http.StatusServiceUnavailable)
 }
 
 // authorized checks the request's token for role and answers a refused
