@@ -59,10 +59,9 @@ var metricsServerLD = []string{
 	"-X k8s.io/client-go/pkg/version.buildDate=" + buildDate,
 }
 
-// containerdLDFlags set the version containerd, its shim and ctr report:
-// the CRI reports it as the node's container runtime version
-// (containerd://2.4.2, without the tag's "v", as kind's and the
-// distributions' builds report it).
+// containerdLDFlags set the version containerd, its shim and ctr report.
+// The CRI reports it as the node's container runtime version: without the
+// tag's "v", nodes show containerd://2.4.2.
 var containerdLDFlags = []string{
 	"-X github.com/containerd/containerd/v2/version.Version=" + strings.TrimPrefix(release.ContainerdVersion, "v"),
 }
