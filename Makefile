@@ -8,7 +8,9 @@ UID := $(shell id -u)
 # Host packages the local platform needs: debootstrap builds the node image,
 # systemd-container runs machines, ignition provides ignition-validate;
 # gcc, make, libc6-dev and bzip2 build the conformance suite's BusyBox.
-HOST_PACKAGES := debootstrap systemd-container iproute2 iptables ignition zstd ca-certificates gcc make libc6-dev bzip2
+# gcc, libc6-dev, pkg-config and libseccomp-dev: the node image's runc is built
+# with cgo, linked statically with libseccomp (platforms/local/nodeimage).
+HOST_PACKAGES := debootstrap systemd-container iproute2 iptables ignition zstd ca-certificates gcc make libc6-dev bzip2 pkg-config libseccomp-dev
 # Machines share the host's inotify instances (about 32 each, docs/local-platform.md).
 INOTIFY_INSTANCES := 512
 

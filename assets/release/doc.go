@@ -1,8 +1,9 @@
 // Package release is the one place where kiln pins the versions of the
-// components it builds from source (Kubernetes, etcd, CoreDNS, pause) and
-// names the container images the cluster runs. The node image builder
-// (platforms/local/nodeimage) builds exactly these versions, and the
-// manifests refer to images only through Image, so the two cannot drift.
+// components it builds from source (Kubernetes, etcd, CoreDNS, pause, the
+// add-ons, containerd and runc) and names the container images the cluster
+// runs. The node image builder (platforms/local/nodeimage) builds exactly
+// these versions, and the manifests refer to images only through Image, so
+// the two cannot drift.
 //
 // Every image is a local image (registry kiln.local) imported into
 // containerd at first boot; pods use imagePullPolicy: Never. Inside each

@@ -8,10 +8,13 @@ type Info struct {
 	CoreDNS    string `json:"coredns"`
 	Pause      string `json:"pause"`
 	// LocalPathProvisioner and MetricsServer are the add-ons' versions.
-	LocalPathProvisioner string            `json:"localPathProvisioner"`
-	MetricsServer        string            `json:"metricsServer"`
-	Debian               string            `json:"debian"`
-	Images               map[string]string `json:"images"`
+	LocalPathProvisioner string `json:"localPathProvisioner"`
+	MetricsServer        string `json:"metricsServer"`
+	// Containerd and Runc are the container runtime's versions.
+	Containerd string            `json:"containerd"`
+	Runc       string            `json:"runc"`
+	Debian     string            `json:"debian"`
+	Images     map[string]string `json:"images"`
 }
 
 // Current returns the pinned release.
@@ -23,6 +26,8 @@ func Current() Info {
 		Pause:                PauseVersion,
 		LocalPathProvisioner: LocalPathProvisionerVersion,
 		MetricsServer:        MetricsServerVersion,
+		Containerd:           ContainerdVersion,
+		Runc:                 RuncVersion,
 		Debian:               DebianSuite,
 		Images:               map[string]string{},
 	}

@@ -22,6 +22,13 @@ const (
 	LocalPathProvisionerVersion = "v0.0.30"
 	// MetricsServerVersion is the sigs.k8s.io/metrics-server module version.
 	MetricsServerVersion = "v0.9.0"
+	// ContainerdVersion is the github.com/containerd/containerd/v2 module
+	// version that containerd, its runc shim and ctr are built from. The
+	// node reports it (without the "v") as its container runtime version,
+	// containerd://2.x.y.
+	ContainerdVersion = "v2.4.2"
+	// RuncVersion is the github.com/opencontainers/runc module version.
+	RuncVersion = "v1.5.2"
 	// DebianSuite is the Debian release the node image is bootstrapped from.
 	DebianSuite = "bookworm"
 	// Registry is the registry part of every image reference. Nothing is

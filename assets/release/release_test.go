@@ -59,7 +59,8 @@ func TestUnknownComponentPanics(t *testing.T) {
 
 func TestCurrent(t *testing.T) {
 	info := Current()
-	if info.Kubernetes != KubernetesVersion || info.Etcd != EtcdVersion || info.CoreDNS != CoreDNSVersion || info.Pause != PauseVersion {
+	if info.Kubernetes != KubernetesVersion || info.Etcd != EtcdVersion || info.CoreDNS != CoreDNSVersion || info.Pause != PauseVersion ||
+		info.Containerd != ContainerdVersion || info.Runc != RuncVersion {
 		t.Errorf("Current() = %+v does not match the constants", info)
 	}
 	if info.Images["etcd"] != Image(Etcd) || len(info.Images) != len(Images()) {

@@ -30,8 +30,9 @@ func newBuildNodeImageCmd(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "node-image",
 		Short: "Build the local platform's node image (Debian + containerd + Kubernetes from source), cached",
-		Long: "Builds the node image that local machines boot from: Kubernetes, etcd, CoreDNS and pause\n" +
-			"from source, a Debian root file system from the host's apt mirror, and the container images.\n" +
+		Long: "Builds the node image that local machines boot from: Kubernetes, etcd, CoreDNS, pause,\n" +
+			"containerd and runc from source, a Debian root file system from the host's apt mirror, and\n" +
+			"the container images.\n" +
 			"Every step is cached in the kiln cache directory ($KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln,\n" +
 			"else ~/.cache/kiln); with nothing changed the command returns in seconds. Needs root and Go.",
 		Args: cobra.NoArgs,
@@ -51,8 +52,8 @@ func newBuildNodeImageCmd(o *rootOptions) *cobra.Command {
 				}
 			}
 			r := img.Release
-			fmt.Fprintf(o.stdout, "node image %s (%s)\n  rootfs: %s\n  kubernetes %s, etcd %s, coredns %s, pause %s, debian %s\n",
-				img.Hash, time.Since(start).Round(100*time.Millisecond), img.RootFS, r.Kubernetes, r.Etcd, r.CoreDNS, r.Pause, r.Debian)
+			fmt.Fprintf(o.stdout, "node image %s (%s)\n  rootfs: %s\n  kubernetes %s, etcd %s, coredns %s, pause %s, containerd %s, runc %s, debian %s\n",
+				img.Hash, time.Since(start).Round(100*time.Millisecond), img.RootFS, r.Kubernetes, r.Etcd, r.CoreDNS, r.Pause, r.Containerd, r.Runc, r.Debian)
 			if output != "" {
 				fmt.Fprintf(o.stdout, "  exported: %s\n", output)
 			}

@@ -40,9 +40,10 @@ type releaseInfo struct {
 	Pause                string `json:"pause"`
 	LocalPathProvisioner string `json:"localPathProvisioner"`
 	MetricsServer        string `json:"metricsServer"`
-	// ContainerRuntime says where containerd and runc come from: the Debian
-	// suite's packages, at whatever version that suite ships.
-	ContainerRuntime string `json:"containerRuntime"`
+	// Containerd and Runc are the container runtime, built from source
+	// like the rest.
+	Containerd string `json:"containerd"`
+	Runc       string `json:"runc"`
 }
 
 // readVersion builds the report from Go's build information (ok false when
@@ -59,7 +60,8 @@ func readVersion(bi *debug.BuildInfo, ok bool) versionInfo {
 			Pause:                release.PauseVersion,
 			LocalPathProvisioner: release.LocalPathProvisionerVersion,
 			MetricsServer:        release.MetricsServerVersion,
-			ContainerRuntime:     "containerd and runc of Debian " + release.DebianSuite,
+			Containerd:           release.ContainerdVersion,
+			Runc:                 release.RuncVersion,
 		},
 	}
 	if !ok || bi == nil {
@@ -106,7 +108,7 @@ func (v versionInfo) write(w io.Writer, output string) error {
 	for _, row := range [][2]string{
 		{"kubernetes", r.Kubernetes}, {"etcd", r.Etcd}, {"coredns", r.CoreDNS}, {"pause", r.Pause},
 		{"local-path-provisioner", r.LocalPathProvisioner}, {"metrics-server", r.MetricsServer},
-		{"container runtime", r.ContainerRuntime},
+		{"containerd", r.Containerd}, {"runc", r.Runc},
 	} {
 		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
 	}

@@ -58,7 +58,7 @@ func TestVersionCommand(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
 		t.Fatalf("--output json is not JSON: %v\n%s", err, out.String())
 	}
-	if v.Kiln == "" || v.Go == "" || v.Release.Kubernetes != release.KubernetesVersion || v.Release.ContainerRuntime == "" {
+	if v.Kiln == "" || v.Go == "" || v.Release.Kubernetes != release.KubernetesVersion || v.Release.Containerd != release.ContainerdVersion || v.Release.Runc != release.RuncVersion {
 		t.Errorf("version = %+v", v)
 	}
 	out.Reset()

@@ -69,8 +69,13 @@ func TestNodeImageBuild(t *testing.T) {
 			{[]string{"/usr/local/bin/etcdctl", "version"}, "etcdctl version: " + strings.TrimPrefix(release.EtcdVersion, "v")},
 			{[]string{"/usr/local/bin/coredns", "-version"}, "CoreDNS-" + strings.TrimPrefix(release.CoreDNSVersion, "v")},
 			{[]string{"/usr/local/bin/pause", "-v"}, "pause " + release.PauseVersion},
-			{[]string{"containerd", "--version"}, "containerd"},
-			{[]string{"runc", "--version"}, "runc version"},
+			// Built from source into /usr/local/bin, found on the node's PATH.
+			{[]string{"containerd", "--version"}, "containerd github.com/containerd/containerd/v2 " + strings.TrimPrefix(release.ContainerdVersion, "v")},
+			{[]string{"ctr", "--version"}, "ctr github.com/containerd/containerd/v2 " + strings.TrimPrefix(release.ContainerdVersion, "v")},
+			{[]string{"containerd-shim-runc-v2", "-v"}, strings.TrimPrefix(release.ContainerdVersion, "v")},
+			// libseccomp linked in: RuntimeDefault seccomp profiles work.
+			{[]string{"runc", "--version"}, "runc version " + strings.TrimPrefix(release.RuncVersion, "v") + "\n"},
+			{[]string{"runc", "--version"}, "libseccomp: "},
 			{[]string{"/usr/lib/dracut/modules.d/30ignition/ignition", "-version"}, "Ignition"},
 		}
 		for _, tt := range tests {
@@ -84,11 +89,13 @@ func TestNodeImageBuild(t *testing.T) {
 	t.Run("containerd config", func(t *testing.T) {
 		out := chrootRun(t, img.RootFS, "containerd", "--config", "/etc/containerd/config.toml", "config", "dump")
 		for _, want := range []string{
-			`sandbox_image = "` + release.Image(release.Pause) + `"`,
+			"sandbox = '" + release.Image(release.Pause) + "'",
+			"snapshotter = 'overlayfs'",
+			"config_path = '/etc/containerd/certs.d'",
 			"restrict_oom_score_adj = true",
 			"SystemdCgroup = true",
-			`bin_dir = "/usr/lib/cni"`,
-			`conf_dir = "/etc/cni/net.d"`,
+			"bin_dirs = ['/usr/lib/cni']",
+			"conf_dir = '/etc/cni/net.d'",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("containerd config dump lacks %q", want)
@@ -137,7 +144,8 @@ func TestNodeImageBuild(t *testing.T) {
 	t.Run("release and units", func(t *testing.T) {
 		var info release.Info
 		readJSON(t, filepath.Join(img.RootFS, "etc/kiln/release.json"), &info)
-		if info.Kubernetes != release.KubernetesVersion || info.Images["etcd"] != release.Image(release.Etcd) {
+		if info.Kubernetes != release.KubernetesVersion || info.Images["etcd"] != release.Image(release.Etcd) ||
+			info.Containerd != release.ContainerdVersion || info.Runc != release.RuncVersion {
 			t.Errorf("release.json = %+v", info)
 		}
 		wants := filepath.Join(img.RootFS, "etc/systemd/system/multi-user.target.wants")

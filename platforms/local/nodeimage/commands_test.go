@@ -23,7 +23,7 @@ func TestCommandArgv(t *testing.T) {
 			name: "debootstrap",
 			cmd:  debootstrapCmd("http://deb.debian.org/debian", "/c/debootstrap/k.tmp/rootfs"),
 			want: []string{"debootstrap", "--variant=minbase",
-				"--include=systemd,systemd-sysv,dbus,iproute2,iptables,nftables,conntrack,ca-certificates,containerd,runc,containernetworking-plugins,ignition,procps,curl,less",
+				"--include=systemd,systemd-sysv,dbus,iproute2,iptables,nftables,conntrack,ca-certificates,containernetworking-plugins,ignition,procps,curl,less",
 				"bookworm", "/c/debootstrap/k.tmp/rootfs", "http://deb.debian.org/debian"},
 		},
 		{
@@ -74,8 +74,11 @@ func TestGoBuildCmd(t *testing.T) {
 	}
 	tests := []struct {
 		component string
+		// wantFlags come between -trimpath and -ldflags.
+		wantFlags []string
 		wantLD    []string
 		wantPkgs  []string
+		wantCgo   bool
 	}{
 		{
 			component: "kubernetes",
@@ -109,6 +112,37 @@ func TestGoBuildCmd(t *testing.T) {
 			wantLD:    []string{"-X main.version=3.10"},
 			wantPkgs:  []string{"."},
 		},
+		{
+			component: "local-path-provisioner",
+			wantLD:    []string{"-X main.VERSION=v0.0.30"},
+			wantPkgs:  []string{"github.com/rancher/local-path-provisioner", "./local-path-helper"},
+		},
+		{
+			component: "metrics-server",
+			wantLD:    []string{"-X k8s.io/client-go/pkg/version.gitVersion=v0.9.0"},
+			wantPkgs:  []string{"sigs.k8s.io/metrics-server/cmd/metrics-server"},
+		},
+		{
+			component: "containerd",
+			wantFlags: []string{"-tags", "urfave_cli_no_docs"},
+			// Without the "v": the node reports containerd://2.4.2.
+			wantLD: []string{"-s -w -X github.com/containerd/containerd/v2/version.Version=2.4.2"},
+			wantPkgs: []string{
+				"github.com/containerd/containerd/v2/cmd/containerd",
+				"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
+				"github.com/containerd/containerd/v2/cmd/ctr",
+			},
+		},
+		{
+			component: "runc",
+			wantFlags: append(staticCgoFlags(t), "-tags", "seccomp,urfave_cli_no_docs,netgo,osusergo"),
+			wantLD:    []string{"-s -w -X main.gitCommit=v1.5.2"},
+			wantPkgs:  []string{"github.com/opencontainers/runc"},
+			wantCgo:   true,
+		},
+	}
+	if len(tests) != len(byName) {
+		t.Errorf("%d components, the test knows %d", len(byName), len(tests))
 	}
 	for _, tt := range tests {
 		t.Run(tt.component, func(t *testing.T) {
@@ -117,31 +151,68 @@ func TestGoBuildCmd(t *testing.T) {
 				t.Fatalf("no component %s", tt.component)
 			}
 			cmd := goBuildCmd("/usr/local/go/bin/go", "/cache", c, "/cache/components/x.tmp/src", "/cache/components/x.tmp/bin")
-			wantHead := []string{"build", "-v", "-trimpath", "-ldflags"}
-			if !reflect.DeepEqual(cmd.Args[:4], wantHead) {
-				t.Fatalf("args start %q, want %q", cmd.Args[:4], wantHead)
+			wantHead := append(append([]string{"build", "-v", "-trimpath"}, tt.wantFlags...), "-ldflags")
+			if len(cmd.Args) < len(wantHead)+1 || !reflect.DeepEqual(cmd.Args[:len(wantHead)], wantHead) {
+				t.Fatalf("args %q, want them to start %q", cmd.Args, wantHead)
 			}
-			ld := cmd.Args[4]
+			ld := cmd.Args[len(wantHead)]
 			for _, w := range tt.wantLD {
 				if !strings.Contains(ld, w) {
 					t.Errorf("-ldflags %q lacks %q", ld, w)
 				}
 			}
+			if _, static := staticCgo(runtime.GOARCH); tt.wantCgo != strings.HasSuffix(ld, " "+strings.Join(static, " ")) {
+				t.Errorf("-ldflags %q: static cgo link flags %q present = %v, want %v", ld, static, !tt.wantCgo, tt.wantCgo)
+			}
 			wantTail := append([]string{"-o", "/cache/components/x.tmp/bin/"}, tt.wantPkgs...)
-			if !reflect.DeepEqual(cmd.Args[5:], wantTail) {
-				t.Errorf("args after -ldflags %q, want %q", cmd.Args[5:], wantTail)
+			if !reflect.DeepEqual(cmd.Args[len(wantHead)+1:], wantTail) {
+				t.Errorf("args after -ldflags %q, want %q", cmd.Args[len(wantHead)+1:], wantTail)
 			}
 			if cmd.Dir != "/cache/components/x.tmp/src" || cmd.Path != "/usr/local/go/bin/go" {
 				t.Errorf("dir %q path %q", cmd.Dir, cmd.Path)
 			}
+			cgo := "CGO_ENABLED=0"
+			if tt.wantCgo {
+				cgo = "CGO_ENABLED=1"
+			}
 			wantEnv := []string{
-				"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + runtime.GOARCH, "GOFLAGS=-mod=mod",
+				cgo, "GOOS=linux", "GOARCH=" + runtime.GOARCH, "GOFLAGS=-mod=mod",
 				"GOWORK=off", "GOTOOLCHAIN=local", "GOCACHE=/cache/go/build", "GOMODCACHE=/cache/go/mod",
 			}
 			if !reflect.DeepEqual(cmd.Env, wantEnv) {
 				t.Errorf("env\n got %q\nwant %q", cmd.Env, wantEnv)
 			}
 		})
+	}
+}
+
+// staticCgoFlags are the build flags of a static cgo build on this
+// machine's architecture.
+func staticCgoFlags(t *testing.T) []string {
+	t.Helper()
+	flags, _ := staticCgo(runtime.GOARCH)
+	return flags
+}
+
+// TestStaticCgo checks the static link of a cgo component against runc's
+// Makefile: a static PIE on amd64 and arm64, a plain static executable
+// elsewhere.
+func TestStaticCgo(t *testing.T) {
+	tests := []struct {
+		goarch    string
+		wantBuild []string
+		wantLD    []string
+	}{
+		{"amd64", []string{"-buildmode=pie"}, []string{"-linkmode", "external", "-extldflags", "-static-pie"}},
+		{"arm64", []string{"-buildmode=pie"}, []string{"-linkmode", "external", "-extldflags", "-static-pie"}},
+		{"ppc64le", nil, []string{"-extldflags", "-static"}},
+		{"riscv64", nil, []string{"-extldflags", "-static"}},
+	}
+	for _, tt := range tests {
+		build, ld := staticCgo(tt.goarch)
+		if !reflect.DeepEqual(build, tt.wantBuild) || !reflect.DeepEqual(ld, tt.wantLD) {
+			t.Errorf("staticCgo(%s) = %q, %q; want %q, %q", tt.goarch, build, ld, tt.wantBuild, tt.wantLD)
+		}
 	}
 }
 

@@ -30,6 +30,15 @@ type component struct {
 	Binaries []string
 	// LDFlags are -X flags that set version strings.
 	LDFlags []string
+	// Tags are the build tags (go build -tags).
+	Tags []string
+	// Cgo builds with cgo and links a static PIE, as runc's `make static`
+	// builds runc's release binaries: the binary needs no shared library
+	// of the image. It needs a C compiler and the static archives of the
+	// C libraries it links on the build host (see cgoPrecondition).
+	Cgo bool
+	// CLibs are the C libraries a Cgo component links.
+	CLibs []cLib
 	// FS holds the module's directory (Name); nil means data/components.
 	FS fs.FS
 }
@@ -48,6 +57,13 @@ var metricsServerLD = []string{
 	"-X k8s.io/client-go/pkg/version.gitVersion=" + release.MetricsServerVersion,
 	"-X k8s.io/client-go/pkg/version.gitTreeState=clean",
 	"-X k8s.io/client-go/pkg/version.buildDate=" + buildDate,
+}
+
+// containerdLDFlags set the version containerd, its shim and ctr report.
+// The CRI reports it as the node's container runtime version: without the
+// tag's "v", nodes show containerd://2.4.2.
+var containerdLDFlags = []string{
+	"-X github.com/containerd/containerd/v2/version.Version=" + strings.TrimPrefix(release.ContainerdVersion, "v"),
 }
 
 // kubernetesLDFlags returns the -X flags that set the version strings of
@@ -109,6 +125,31 @@ func components() []component {
 			Packages: []string{"sigs.k8s.io/metrics-server/cmd/metrics-server"}, Binaries: []string{"metrics-server"},
 			LDFlags: metricsServerLD,
 		},
+		{
+			Name: "containerd", Version: release.ContainerdVersion,
+			Packages: []string{
+				"github.com/containerd/containerd/v2/cmd/containerd",
+				"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
+				"github.com/containerd/containerd/v2/cmd/ctr",
+			},
+			Binaries: []string{"containerd", "containerd-shim-runc-v2", "ctr"},
+			LDFlags:  containerdLDFlags,
+			// As upstream's Makefile; without cgo the btrfs snapshotter
+			// (cgo only) is left out, as its static builds do.
+			Tags: []string{"urfave_cli_no_docs"},
+		},
+		{
+			// runc's version comes from its embedded VERSION file. Its
+			// Makefile's default tags less libpathrs (a Rust library no
+			// distribution packages; runc then uses its pure-Go
+			// pathrs-lite), plus the static build's netgo and osusergo.
+			Name: "runc", Version: release.RuncVersion,
+			Packages: []string{"github.com/opencontainers/runc"}, Binaries: []string{"runc"},
+			LDFlags: []string{"-X main.gitCommit=" + release.RuncVersion},
+			Tags:    []string{"seccomp", "urfave_cli_no_docs", "netgo", "osusergo"},
+			Cgo:     true,
+			CLibs:   []cLib{{PkgConfig: "libseccomp", Debian: "libseccomp-dev"}},
+		},
 	}
 }
 
@@ -149,12 +190,16 @@ func (c component) sources() (map[string][]byte, error) {
 	return out, nil
 }
 
-// goEnv is the environment of every component build: static binaries,
-// kiln's own build and module caches, the local toolchain, go.sum-verified
-// module resolution.
-func goEnv(cacheDir string) []string {
+// goEnv is the environment of every component build: static binaries
+// (without cgo, unless the component needs it), kiln's own build and module
+// caches, the local toolchain, go.sum-verified module resolution.
+func goEnv(cacheDir string, cgo bool) []string {
+	cgoEnabled := "CGO_ENABLED=0"
+	if cgo {
+		cgoEnabled = "CGO_ENABLED=1"
+	}
 	return []string{
-		"CGO_ENABLED=0",
+		cgoEnabled,
 		"GOOS=linux",
 		"GOARCH=" + runtime.GOARCH,
 		"GOFLAGS=-mod=mod",
@@ -168,16 +213,36 @@ func goEnv(cacheDir string) []string {
 // goBuildCmd returns the `go build` of c in the module directory src,
 // writing binaries into out.
 func goBuildCmd(goBin, cacheDir string, c component, src, out string) command {
-	ld := strings.Join(append([]string{"-s", "-w"}, c.LDFlags...), " ")
+	ld := append([]string{"-s", "-w"}, c.LDFlags...)
 	// -v names each package as it is compiled: the debug log and the
 	// progress line show how far a long build has come.
-	args := []string{"build", "-v", "-trimpath", "-ldflags", ld, "-o", out + string(filepath.Separator)}
+	args := []string{"build", "-v", "-trimpath"}
+	if c.Cgo {
+		mode, static := staticCgo(runtime.GOARCH)
+		args = append(args, mode...)
+		ld = append(ld, static...)
+	}
+	if len(c.Tags) > 0 {
+		args = append(args, "-tags", strings.Join(c.Tags, ","))
+	}
+	args = append(args, "-ldflags", strings.Join(ld, " "), "-o", out+string(filepath.Separator))
 	return command{
 		Path: goBin,
 		Args: append(args, c.Packages...),
-		Env:  goEnv(cacheDir),
+		Env:  goEnv(cacheDir, c.Cgo),
 		Dir:  src,
 	}
+}
+
+// staticCgo returns the build flags and -ldflags that link a cgo program
+// statically for goarch, as runc's Makefile does: a static PIE where the C
+// library supports one (amd64, arm64), else a plain static executable.
+func staticCgo(goarch string) (buildFlags, ldFlags []string) {
+	switch goarch {
+	case "amd64", "arm64":
+		return []string{"-buildmode=pie"}, []string{"-linkmode", "external", "-extldflags", "-static-pie"}
+	}
+	return nil, []string{"-extldflags", "-static"}
 }
 
 // key returns the cache key of c: its rendered sources, the whole go build
@@ -237,6 +302,11 @@ func (b *builder) stageComponent(c component) (componentJob, error) {
 	if job.complete() {
 		b.log.Debugf("component %s %s: cached in %s", c.Name, c.Version, dir)
 		return job, nil
+	}
+	if c.Cgo {
+		if err := cgoPrecondition(c, realHost()); err != nil {
+			return job, err
+		}
 	}
 	if err := os.RemoveAll(dir); err != nil { // an incomplete entry, e.g. a binary deleted by hand
 		return job, err

@@ -51,6 +51,22 @@ func TestComponentSources(t *testing.T) {
 			wantMod: []string{"require sigs.k8s.io/metrics-server v0.9.0"},
 			wantSum: []string{"sigs.k8s.io/metrics-server v0.9.0 h1:", "k8s.io/apiserver v0.36.2 h1:"},
 		},
+		{
+			name: "containerd",
+			wantMod: []string{
+				"require github.com/containerd/containerd/v2 v2.4.2",
+				"github.com/containerd/containerd/v2/cmd/containerd\n",
+				"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2\n",
+				"github.com/containerd/containerd/v2/cmd/ctr\n",
+			},
+			wantSum: []string{"github.com/containerd/containerd/v2 v2.4.2 h1:"},
+		},
+		{
+			name:    "runc",
+			wantMod: []string{"require github.com/opencontainers/runc v1.5.2", "tool github.com/opencontainers/runc\n"},
+			// runc's seccomp support: the seccomp build tag links it.
+			wantSum: []string{"github.com/opencontainers/runc v1.5.2 h1:", "github.com/seccomp/libseccomp-golang v0.12.0 h1:"},
+		},
 	}
 	comps := map[string]component{}
 	for _, c := range components() {
@@ -139,11 +155,50 @@ func TestComponentKey(t *testing.T) {
 			d.Packages = d.Packages[1:]
 			return d.key("go1.26.8", files)
 		}},
+		{"tags", func() string {
+			d := c
+			d.Tags = []string{"seccomp"}
+			return d.key("go1.26.8", files)
+		}},
+		{"cgo", func() string {
+			d := c
+			d.Cgo = true
+			return d.key("go1.26.8", files)
+		}},
 	}
 	for _, tt := range changed {
 		if tt.key() == base {
 			t.Errorf("changing the %s did not change the key", tt.name)
 		}
+	}
+}
+
+// TestComponentKeyFollowsVersion checks that a new pinned version of a
+// component gives it a new cache entry (its go.mod requires the version),
+// and the same version the same entry.
+func TestComponentKeyFollowsVersion(t *testing.T) {
+	for _, c := range components() {
+		if c.Name != "containerd" && c.Name != "runc" {
+			continue
+		}
+		t.Run(c.Name, func(t *testing.T) {
+			key := func(c component) string {
+				files, err := c.sources()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c.key("go1.26.8", files)
+			}
+			base := key(c)
+			if again := key(c); again != base {
+				t.Errorf("same version gave keys %s and %s", base, again)
+			}
+			bumped := c
+			bumped.Version += "-next"
+			if key(bumped) == base {
+				t.Errorf("version %s and %s share the key %s", c.Version, bumped.Version, base)
+			}
+		})
 	}
 }
 

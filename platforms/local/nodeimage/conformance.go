@@ -73,7 +73,7 @@ func e2eTestCmd(goBin, cacheDir string, c component, src, out string) command {
 	return command{
 		Path: goBin,
 		Args: []string{"test", "-c", "-vet=off", "-trimpath", "-ldflags", ld, "-o", filepath.Join(out, "e2e.test"), e2ePackage},
-		Env:  goEnv(cacheDir),
+		Env:  goEnv(cacheDir, c.Cgo),
 		Dir:  src,
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/kiln-project/kiln/assets/release"
 )
 
 func TestBakedFiles(t *testing.T) {
@@ -28,9 +30,10 @@ func TestBakedFiles(t *testing.T) {
 		mode os.FileMode
 		want []string
 	}{
-		{"/etc/containerd/config.toml", 0o644, []string{
-			`sandbox_image = "kiln.local/pause:3.10"`, "restrict_oom_score_adj = true",
-			"SystemdCgroup = true", `bin_dir = "/usr/lib/cni"`, `conf_dir = "/etc/cni/net.d"`,
+		// /etc/containerd/config.toml: TestContainerdConfig.
+		{"/etc/systemd/system/containerd.service", 0o644, []string{
+			"ExecStart=/usr/local/bin/containerd", "Type=notify", "Delegate=yes", "KillMode=process",
+			"WantedBy=multi-user.target",
 		}},
 		{"/usr/local/libexec/kiln/import-images", 0o755, []string{
 			"present=$(ctr -n k8s.io images ls -q)", `ctr -n k8s.io images import "$dir/$file"`,
@@ -70,6 +73,60 @@ func TestBakedFiles(t *testing.T) {
 				t.Errorf("%s lacks %q", tt.path, w)
 			}
 		}
+	}
+}
+
+// TestContainerdConfig compares the rendered containerd configuration with
+// testdata/containerd-config.toml (go test -update rewrites it). The e2e
+// test has containerd itself parse the file (config dump).
+func TestContainerdConfig(t *testing.T) {
+	files, err := bakedFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	for _, f := range files {
+		if f.Path == "/etc/containerd/config.toml" {
+			got = f.Data
+		}
+	}
+	if got == nil {
+		t.Fatal("/etc/containerd/config.toml is not baked")
+	}
+	golden := filepath.Join("testdata", "containerd-config.toml")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (go test -update writes it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("config.toml differs from %s (go test -update rewrites it):\n%s", golden, got)
+	}
+	// What the golden file must say whatever its layout: containerd 2's
+	// config version 3, the CRI's sandbox image and registry hosts, and
+	// no containerd 1.x table (version 2's "io.containerd.grpc.v1.cri"
+	// holding the CRI's settings).
+	for _, w := range []string{
+		"version = 3\n",
+		"[plugins.'io.containerd.cri.v1.images'.pinned_images]\n",
+		"sandbox = '" + release.Image(release.Pause) + "'\n",
+		"[plugins.'io.containerd.cri.v1.images'.registry]\n",
+		"config_path = '/etc/containerd/certs.d'\n",
+		"snapshotter = 'overlayfs'\n",
+		"restrict_oom_score_adj = true\n",
+		"SystemdCgroup = true\n",
+		"bin_dirs = ['/usr/lib/cni']\n",
+	} {
+		if !strings.Contains(string(got), w) {
+			t.Errorf("config.toml lacks %q", w)
+		}
+	}
+	if strings.Contains(string(got), "io.containerd.grpc.v1.cri") || strings.Contains(string(got), "bin_dir =") {
+		t.Errorf("config.toml has containerd 1.x settings:\n%s", got)
 	}
 }
 

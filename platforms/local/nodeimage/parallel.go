@@ -124,7 +124,7 @@ func prefetchCmd(goBin, cacheDir string, c component, src string) command {
 	return command{
 		Path: goBin,
 		Args: append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, c.Packages...),
-		Env:  goEnv(cacheDir),
+		Env:  goEnv(cacheDir, c.Cgo),
 		Dir:  src,
 	}
 }

@@ -38,12 +38,14 @@ mkdir -p "$root/var/lib/containerd"
 exec chroot "$root" /bin/sh -c "$2"
 `
 
-// preimportInner runs inside the image tree: it starts the image's
-// containerd with the node configuration (the CRI plugin labels the images
-// as it does on a node), runs the node's own import script, stops
+// preimportInner runs inside the image tree, with the node's PATH (kiln
+// builds containerd, ctr and runc into /usr/local/bin): it starts the
+// image's containerd with the node configuration (the CRI plugin labels the
+// images as it does on a node), runs the node's own import script, stops
 // containerd cleanly (its databases closed) and removes what is specific to
 // this containerd instance (its introspection UUID) or transient.
 const preimportInner = `set -eu
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 log=/run/kiln-preimport-containerd.log
 containerd >"$log" 2>&1 &
 pid=$!

@@ -12,7 +12,8 @@ import (
 
 // packages are the Debian packages debootstrap adds to the minbase variant
 // (which already has dpkg, apt, coreutils, mount, util-linux, mawk ...).
-// Each is here for a reason; keep it that way.
+// Each is here for a reason; keep it that way. containerd and runc are not
+// among them: kiln builds them from source (components).
 var packages = [...]string{
 	"systemd",                     // init of every machine (nspawn --boot)
 	"systemd-sysv",                // /sbin/init for systemd-nspawn --boot
@@ -22,8 +23,6 @@ var packages = [...]string{
 	"nftables",                    // nft: kube-proxy's nftables mode and its cleanup
 	"conntrack",                   // kube-proxy clears stale UDP conntrack entries
 	"ca-certificates",             // TLS to anything outside the cluster PKI
-	"containerd",                  // container runtime (CRI) for kubelet
-	"runc",                        // OCI runtime under containerd
 	"containernetworking-plugins", // CNI plugins in /usr/lib/cni (bridge, host-local, portmap, loopback)
 	"ignition",                    // applies the machine's Ignition config at first boot
 	"procps",                      // ps, sysctl, pkill: debugging, kubelet checks
