@@ -134,7 +134,8 @@ func assertConfigServerLocked(t *testing.T, dir string) {
 	}{
 		{"anonymous", "worker", "", http.StatusUnauthorized},
 		{"a guessed token", "worker", "0123456789", http.StatusUnauthorized},
-		{"the master token", "worker", master, http.StatusForbidden},
+		// The masters' token files hold only the worker token.
+		{"the master token, after bootstrap", "worker", master, http.StatusUnauthorized},
 		// After bootstrap only masters serve, and they hold no master
 		// config: 503 whatever the token (Ignition retries it).
 		{"anonymous", "master", "", http.StatusServiceUnavailable},
