@@ -2,7 +2,7 @@ package nodeimage
 
 import (
 	"slices"
-		"testing"
+	"testing"
 
 	"github.com/kiln-project/kiln/assets/release"
 )
