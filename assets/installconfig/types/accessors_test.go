@@ -2,6 +2,7 @@ package types
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 )
 
@@ -56,15 +57,37 @@ func TestAddons(t *testing.T) {
 		p    Platform
 		want Addons
 	}{
-		{"local, no addons section: all on", Platform{Local: &LocalPlatform{}}, Addons{true, true, true}},
-		{"local, empty section: all on", Platform{Local: &LocalPlatform{Addons: &LocalAddons{}}}, Addons{true, true, true}},
-		{"local, two off", Platform{Local: &LocalPlatform{Addons: &LocalAddons{Storage: &f, Metrics: &tr, LoadBalancer: &f}}}, Addons{false, true, false}},
+		{"local, no addons section: all on", Platform{Local: &LocalPlatform{}}, Addons{true, true, true, true}},
+		{"local, empty section: all on", Platform{Local: &LocalPlatform{Addons: &LocalAddons{}}}, Addons{true, true, true, true}},
+		{"local, two off", Platform{Local: &LocalPlatform{Addons: &LocalAddons{Storage: &f, Metrics: &tr, LoadBalancer: &f}}}, Addons{false, true, false, true}},
+		{"local, registry off", Platform{Local: &LocalPlatform{Addons: &LocalAddons{Registry: &f}}}, Addons{true, true, true, false}},
 		{"none: no add-ons", Platform{None: &NonePlatform{}}, Addons{}},
 	}
 	for _, tt := range tests {
 		c := &Config{Platform: tt.p}
 		if got := c.Addons(); got != tt.want {
 			t.Errorf("%s: Addons() = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestImageRegistry(t *testing.T) {
+	off := false
+	local := func(p LocalPlatform) *Config { return &Config{Platform: Platform{Local: &p}} }
+	r, ok := local(LocalPlatform{APIVIP: "10.66.110.1", RegistryPort: 5002}).ImageRegistry()
+	if !ok || r.Name != "localhost:5002" || r.Endpoint != netip.MustParseAddrPort("10.66.110.1:5002") ||
+		!slices.Equal(r.Mirrors, []string{"kiln.local", "registry.k8s.io", "docker.io"}) {
+		t.Errorf("ImageRegistry = %+v, %v", r, ok)
+	}
+	for name, c := range map[string]*Config{
+		"add-on off":    local(LocalPlatform{APIVIP: "10.66.110.1", RegistryPort: 5002, Addons: &LocalAddons{Registry: &off}}),
+		"no port":       local(LocalPlatform{APIVIP: "10.66.110.1"}),
+		"port too high": local(LocalPlatform{APIVIP: "10.66.110.1", RegistryPort: 70000}),
+		"no VIP":        local(LocalPlatform{RegistryPort: 5002}),
+		"platform none": {Platform: Platform{None: &NonePlatform{}}},
+	} {
+		if r, ok := c.ImageRegistry(); ok {
+			t.Errorf("%s: ImageRegistry = %+v, want none", name, r)
 		}
 	}
 }
