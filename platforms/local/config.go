@@ -62,7 +62,9 @@ type Config struct {
 }
 
 // New returns the local platform's Config for the running host.
-func New() *Config { return &Config{HostNetworks: ReadHostNetworks, ListeningPorts: ReadListeningPorts} }
+func New() *Config {
+	return &Config{HostNetworks: ReadHostNetworks, ListeningPorts: ReadListeningPorts}
+}
 
 // Name implements platforms.Platform.
 func (*Config) Name() string { return Name }
