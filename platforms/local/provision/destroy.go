@@ -60,6 +60,7 @@ func (p *Provisioner) sweep(ctx context.Context, infraID string) error {
 	}
 	dir := p.lbDir(infraID)
 	errs = append(errs, p.stopServiceLB(ctx, infraID))
+	errs = append(errs, p.stopRegistry(ctx, infraID)) // then RemoveAll(dir) removes its storage
 	proc := lb.ProcessIn(p.Env.Kiln, dir)
 	if err := proc.Stop(ctx, 10*time.Second); err != nil && !errors.Is(err, lb.ErrNotRunning) {
 		errs = append(errs, err)

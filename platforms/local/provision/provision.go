@@ -117,6 +117,12 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 			return err
 		}
 	}
+	if err := p.startRegistry(ctx, c); err != nil {
+		return err
+	}
+	if err := p.pushKilnImages(ctx, c, image); err != nil {
+		return err
+	}
 	return p.startServiceLB(ctx, c, plan, kiln)
 }
 

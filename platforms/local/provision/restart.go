@@ -96,7 +96,8 @@ func cmpIndex(a, b string) int {
 // Stop implements platforms.Restarter: the workers together, then each
 // master alone, waiting until it is down before the next, so etcd never
 // loses two members at once while it still has quorum; then the load
-// balancer and the LoadBalancer Service controller. Each machine stops kubelet and its containers before powering
+// balancer, the LoadBalancer Service controller and the image registry
+// (its storage kept). Each machine stops kubelet and its containers before powering
 // off, and keeps its disk. Terraform state is left as it is: the next
 // Start (or create) sees the stopped machines as drift.
 func (p *Provisioner) Stop(ctx context.Context, c *platforms.Cluster) error {
@@ -122,6 +123,9 @@ func (p *Provisioner) Stop(ctx context.Context, c *platforms.Cluster) error {
 	if err := p.stopServiceLB(ctx, c.InfraID); err != nil {
 		return err
 	}
+	if err := p.stopRegistry(ctx, c.InfraID); err != nil {
+		return err
+	}
 	end := p.Env.Progress.Start("Stopping the API load balancer")
 	err = lb.ProcessIn(p.Env.Kiln, p.lbDir(c.InfraID)).Stop(ctx, lbStopTimeout)
 	end(err)
@@ -131,8 +135,8 @@ func (p *Provisioner) Stop(ctx context.Context, c *platforms.Cluster) error {
 // Start implements platforms.Restarter: the Terraform stages are applied
 // again with the variables they were last applied with, so the bridge is
 // recreated if it is gone, and the load balancer and every stopped machine
-// are started again in place from their disks, then the LoadBalancer
-// Service controller. The bootstrap stage is
+// are started again in place from their disks, then the image registry
+// and the LoadBalancer Service controller. The bootstrap stage is
 // applied only while the bootstrap machine is still part of the cluster.
 func (p *Provisioner) Start(ctx context.Context, c *platforms.Cluster) error {
 	drv, err := p.driver(ctx, c.Dir)
@@ -173,6 +177,9 @@ func (p *Provisioner) Start(ctx context.Context, c *platforms.Cluster) error {
 	plan, err := NewPlan(c.Config, c.InfraID, c.Machines())
 	if err != nil {
 		return &platforms.ConfigError{Err: err}
+	}
+	if err := p.startRegistry(ctx, c); err != nil {
+		return err
 	}
 	return p.startServiceLB(ctx, c, plan, net.KilnBinary)
 }
