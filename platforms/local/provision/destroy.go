@@ -20,6 +20,9 @@ func (p *Provisioner) Destroy(ctx context.Context, dir, infraID string) error {
 	if infraID != "" {
 		// First, while the bridge still exists: it removes its addresses.
 		errs = append(errs, p.stopServiceLB(ctx, infraID))
+		// Before Terraform removes the load balancer's directory, which
+		// holds the registry's pid file.
+		errs = append(errs, p.stopRegistry(ctx, infraID))
 	}
 	if dir != "" {
 		if drv, err := p.driver(ctx, dir); err != nil {
