@@ -40,19 +40,7 @@ func registryHostsFiles(t *testing.T, c types.Config) string {
 func TestRegistryHosts(t *testing.T) {
 	boot := generatedBootstrap(t)
 	got := registryHostsFiles(t, boot)
-	golden := filepath.Join("testdata", "registry-hosts.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("hosts.toml files differ from %s (run with -update if intended):\n%s", golden, diff(string(want), got))
-	}
+	golden(t, "registry-hosts.golden", got)
 	for _, role := range []string{"master", "worker"} {
 		if other := registryHostsFiles(t, served(t, boot, role)); other != got {
 			t.Errorf("the %s config's hosts.toml files differ from the bootstrap machine's:\n%s", role, diff(got, other))
