@@ -41,10 +41,15 @@ func (c *Config) ImageRegistry() (r ImageRegistry, ok bool) {
 	if err != nil {
 		return ImageRegistry{}, false
 	}
-	port := uint16(l.RegistryPort)
+	return RegistryAt(netip.AddrPortFrom(vip, uint16(l.RegistryPort))), true
+}
+
+// RegistryAt returns the registry whose endpoint for the nodes is
+// endpoint: the host calls it localhost at the same port.
+func RegistryAt(endpoint netip.AddrPort) ImageRegistry {
 	return ImageRegistry{
-		Name:     "localhost:" + strconv.Itoa(int(port)),
-		Endpoint: netip.AddrPortFrom(vip, port),
+		Name:     "localhost:" + strconv.Itoa(int(endpoint.Port())),
+		Endpoint: endpoint,
 		Mirrors:  RegistryMirrors(),
-	}, true
+	}
 }

@@ -104,7 +104,7 @@ func (p *Provisioner) pushArchive(ctx context.Context, infraID, path string) err
 	if err != nil {
 		return err
 	}
-	r := types.ImageRegistry{Name: fmt.Sprintf("localhost:%d", addr.Port()), Endpoint: addr, Mirrors: types.RegistryMirrors()}
+	r := types.RegistryAt(addr)
 	if _, err := registry.Process("", dir).PID(); err != nil {
 		p.Env.Log.Warnf("The image registry %s does not run (`kiln start cluster` starts it): %s is not pushed into it", r.Name, filepath.Base(path))
 		return nil
