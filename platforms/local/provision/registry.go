@@ -45,9 +45,10 @@ func (p *Provisioner) startRegistry(ctx context.Context, c *platforms.Cluster) e
 	proc := registry.Process(bin, dir)
 	end := p.Env.Progress.Start(fmt.Sprintf("Starting the image registry %s (the nodes reach it on %s)", r.Name, r.Endpoint))
 	_, err = proc.Start(ctx)
-	if err != nil {
-		// The reason, such as a port in use, is the log's last line.
-		err = fmt.Errorf("%w: %s (platform.local.registryPort, or platform.local.addons.registry: false)", err, lastLogLine(proc.LogFile))
+	if err != nil && ctx.Err() == nil {
+		// It exited: the reason, such as a port in use, is its log's last line.
+		err = fmt.Errorf("the image registry did not start: %s (see %s); free port %d, or create the cluster with another "+
+			"platform.local.registryPort or with platform.local.addons.registry: false", lastLogLine(proc.LogFile), proc.LogFile, r.Endpoint.Port())
 	}
 	end(err)
 	return err
