@@ -7,8 +7,9 @@ CLUSTER_DIR ?= _cluster
 UID := $(shell id -u)
 # Host packages the local platform needs: debootstrap builds the node image,
 # systemd-container runs machines, ignition provides ignition-validate;
-# gcc, make, libc6-dev and bzip2 build the conformance suite's BusyBox.
-HOST_PACKAGES := debootstrap systemd-container iproute2 iptables ignition zstd ca-certificates gcc make libc6-dev bzip2
+# gcc, make, libc6-dev and bzip2 build the conformance suite's BusyBox;
+# skopeo is the OCI client the end-to-end tests push to a cluster's registry with.
+HOST_PACKAGES := debootstrap systemd-container iproute2 iptables ignition zstd ca-certificates gcc make libc6-dev bzip2 skopeo
 # Machines share the host's inotify instances (about 32 each, docs/local-platform.md).
 INOTIFY_INSTANCES := 512
 

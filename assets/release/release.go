@@ -22,6 +22,11 @@ const (
 	LocalPathProvisionerVersion = "v0.0.30"
 	// MetricsServerVersion is the sigs.k8s.io/metrics-server module version.
 	MetricsServerVersion = "v0.9.0"
+	// RegistryVersion is the github.com/distribution/distribution/v3 module
+	// version of the local platform's registry add-on. The registry runs on
+	// the host, not in the node image, so this pin is not part of the
+	// image's cache key.
+	RegistryVersion = "v3.1.2"
 	// DebianSuite is the Debian release the node image is bootstrapped from.
 	DebianSuite = "bookworm"
 	// Registry is the registry part of every image reference. Nothing is

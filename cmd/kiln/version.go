@@ -40,6 +40,9 @@ type releaseInfo struct {
 	Pause                string `json:"pause"`
 	LocalPathProvisioner string `json:"localPathProvisioner"`
 	MetricsServer        string `json:"metricsServer"`
+	// Registry is the distribution registry of the local platform's
+	// registry add-on, which runs on the host.
+	Registry string `json:"registry"`
 	// ContainerRuntime says where containerd and runc come from: the Debian
 	// suite's packages, at whatever version that suite ships.
 	ContainerRuntime string `json:"containerRuntime"`
@@ -59,6 +62,7 @@ func readVersion(bi *debug.BuildInfo, ok bool) versionInfo {
 			Pause:                release.PauseVersion,
 			LocalPathProvisioner: release.LocalPathProvisionerVersion,
 			MetricsServer:        release.MetricsServerVersion,
+			Registry:             release.RegistryVersion,
 			ContainerRuntime:     "containerd and runc of Debian " + release.DebianSuite,
 		},
 	}
@@ -106,7 +110,7 @@ func (v versionInfo) write(w io.Writer, output string) error {
 	for _, row := range [][2]string{
 		{"kubernetes", r.Kubernetes}, {"etcd", r.Etcd}, {"coredns", r.CoreDNS}, {"pause", r.Pause},
 		{"local-path-provisioner", r.LocalPathProvisioner}, {"metrics-server", r.MetricsServer},
-		{"container runtime", r.ContainerRuntime},
+		{"registry (host)", r.Registry}, {"container runtime", r.ContainerRuntime},
 	} {
 		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
 	}

@@ -2,8 +2,10 @@
 // components from: kubernetes (kube-apiserver, kube-controller-manager,
 // kube-scheduler, kube-proxy, kubelet, kubectl), etcd (etcd, etcdctl),
 // coredns (with only the plugins of kiln's Corefile), pause,
-// local-path-provisioner (with kiln's local-path-helper) and
-// metrics-server. Each directory holds go.mod.in (a text/template filled
+// local-path-provisioner (with kiln's local-path-helper),
+// metrics-server, and registry (the distribution registry of the local
+// platform's registry add-on, which runs on the host, not in the node
+// image). Each directory holds go.mod.in (a text/template filled
 // with the versions pinned in assets/release), go.sum.in (the checksums of
 // every module the build needs, so builds are verified and reproducible) and
 // optionally main.go.in. The ".in" suffixes exist because embed cannot
@@ -15,5 +17,5 @@ import "embed"
 
 // FS holds one directory per wrapper module.
 //
-//go:embed kubernetes etcd coredns pause local-path-provisioner metrics-server
+//go:embed kubernetes etcd coredns pause local-path-provisioner metrics-server registry
 var FS embed.FS

@@ -51,9 +51,15 @@ func TestComponentSources(t *testing.T) {
 			wantMod: []string{"require sigs.k8s.io/metrics-server v0.9.0"},
 			wantSum: []string{"sigs.k8s.io/metrics-server v0.9.0 h1:", "k8s.io/apiserver v0.36.2 h1:"},
 		},
+		{
+			name:     "registry",
+			wantMod:  []string{"github.com/distribution/distribution/v3 v3.1.2"},
+			wantSum:  []string{"github.com/distribution/distribution/v3 v3.1.2 h1:", "github.com/sirupsen/logrus v1.10.2 h1:"},
+			wantMain: true,
+		},
 	}
 	comps := map[string]component{}
-	for _, c := range components() {
+	for _, c := range append(components(), registryComponent()) {
 		comps[c.Name] = c
 	}
 	if len(comps) != len(tests) {

@@ -31,6 +31,7 @@ func TestBakedFiles(t *testing.T) {
 		{"/etc/containerd/config.toml", 0o644, []string{
 			`sandbox_image = "kiln.local/pause:3.10"`, "restrict_oom_score_adj = true",
 			"SystemdCgroup = true", `bin_dir = "/usr/lib/cni"`, `conf_dir = "/etc/cni/net.d"`,
+			`config_path = "/etc/containerd/certs.d"`,
 		}},
 		{"/usr/local/libexec/kiln/import-images", 0o755, []string{
 			"present=$(ctr -n k8s.io images ls -q)", `ctr -n k8s.io images import "$dir/$file"`,
