@@ -172,6 +172,12 @@ func fakeServiceLB(configPath, pidFile string) error {
 	if _, err := os.Stat(cfg.Kubeconfig); err != nil {
 		return err
 	}
+	return runUntilTerm(pidFile)
+}
+
+// runUntilTerm writes the process's pid file, as kiln's daemons do once
+// they serve, and waits for SIGTERM, then removes it.
+func runUntilTerm(pidFile string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
@@ -204,11 +210,5 @@ func fakeRegistry(configPath, pidFile string) error {
 			c.Close()
 		}
 	}()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-		return err
-	}
-	<-ctx.Done()
-	return os.Remove(pidFile)
+	return runUntilTerm(pidFile)
 }
