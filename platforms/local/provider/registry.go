@@ -100,9 +100,10 @@ func (r *registryResource) Configure(_ context.Context, req resource.ConfigureRe
 }
 
 // setState writes the registry's configuration (and creates its storage),
-// then starts or stops it as the model's state says. A registry that runs
-// is left alone, unless restart: then it is stopped first, so that it
-// serves the configuration just written.
+// then starts or stops it as the model's state says (a stop of one that
+// does not run only removes a stale pid file). A registry that runs is
+// left alone, unless restart: then it is stopped first, so that it serves
+// the configuration just written.
 func (r *registryResource) setState(ctx context.Context, m *registryModel, restart bool) error {
 	want, err := desiredState(m.State)
 	if err != nil {
@@ -115,7 +116,7 @@ func (r *registryResource) setState(ctx context.Context, m *registryModel, resta
 	p := r.process(m)
 	_, err = p.PID()
 	running := err == nil
-	if running && (want == platforms.MachineStopped || restart) {
+	if want == platforms.MachineStopped || (running && restart) {
 		if err := p.Stop(ctx, lbStopTimeout); err != nil {
 			return err
 		}

@@ -391,7 +391,9 @@ func TestRouteThroughEngine(t *testing.T) {
 
 	// Start looks the registry's binary up again: a new one (kiln's cache
 	// cleaned, a newer kiln) replaces the one create applied.
-	f.p.EnsureRegistry = func(context.Context, nodeimage.Options) (string, error) { return "/cache/components/registry-2/bin/registry", nil }
+	f.p.EnsureRegistry = func(context.Context, nodeimage.Options) (string, error) {
+		return "/cache/components/registry-2/bin/registry", nil
+	}
 	f.record(t, "")
 	if err := f.p.Start(ctx, f.c); err != nil {
 		t.Fatal(err)

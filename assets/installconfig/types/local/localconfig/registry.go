@@ -23,10 +23,19 @@ const (
 	registryPortTries = 1000
 )
 
-// vipPorts are the ports the API load balancer listens on at the API VIP,
-// where the registry listens too: the Kubernetes API (provider.APIPort)
-// and the machine-config server (nodelayout.MCSPort).
-var vipPorts = map[int32]string{6443: "the Kubernetes API", 22623: "the machine-config server"}
+// vipPort names what the API load balancer serves at port p of the API
+// VIP, where the registry listens too: the Kubernetes API
+// (provider.APIPort) and the machine-config server (nodelayout.MCSPort);
+// ok is false for any other port.
+func vipPort(p int32) (what string, ok bool) {
+	switch p {
+	case 6443:
+		return "the Kubernetes API", true
+	case 22623:
+		return "the machine-config server", true
+	}
+	return "", false
+}
 
 // setRegistryDefault sets platform.local.registryPort, when the registry
 // add-on is on and the port unset, to the first port from
@@ -44,7 +53,7 @@ func (cfg *Config) setRegistryDefault(c *types.Config) {
 	}
 	l.RegistryPort = FirstRegistryPort
 	for p := FirstRegistryPort; p < FirstRegistryPort+registryPortTries; p++ {
-		if _, reserved := vipPorts[int32(p)]; !used[uint16(p)] && !reserved {
+		if _, reserved := vipPort(int32(p)); !used[uint16(p)] && !reserved {
 			l.RegistryPort = int32(p)
 			return
 		}
@@ -61,7 +70,7 @@ func validateRegistry(l *local.Platform, fp *field.Path) field.ErrorList {
 	if p < 1 || p > 65535 {
 		return field.ErrorList{field.Invalid(fp.Child("registryPort"), p, "must be a TCP port, 1-65535")}
 	}
-	if what, ok := vipPorts[p]; ok {
+	if what, ok := vipPort(p); ok {
 		return field.ErrorList{field.Invalid(fp.Child("registryPort"), p,
 			fmt.Sprintf("is the port of %s on the API VIP, where the registry listens too", what))}
 	}
