@@ -10,7 +10,8 @@ UID := $(shell id -u)
 # gcc, make, libc6-dev and bzip2 build the conformance suite's BusyBox.
 # gcc, libc6-dev, pkg-config and libseccomp-dev: the node image's runc is built
 # with cgo, linked statically with libseccomp (platforms/local/nodeimage).
-HOST_PACKAGES := debootstrap systemd-container iproute2 iptables ignition zstd ca-certificates gcc make libc6-dev bzip2 pkg-config libseccomp-dev
+# skopeo is the OCI client the end-to-end tests push to a cluster's registry with.
+HOST_PACKAGES := debootstrap systemd-container iproute2 iptables ignition zstd ca-certificates gcc make libc6-dev bzip2 pkg-config libseccomp-dev skopeo
 # Machines share the host's inotify instances (about 32 each, docs/local-platform.md).
 INOTIFY_INSTANCES := 512
 

@@ -70,7 +70,7 @@
 //     the local node image is built by `kiln build node-image`
 //     (cmd/kiln/build.go).
 //
-// The accessors Config.APIVIP and Config.Addons of package types read the
-// local section; a platform with an API VIP or add-ons of its own adds
-// its case there.
+// The accessors Config.APIVIP, Config.Addons and Config.ImageRegistry of
+// package types read the local section; a platform with an API VIP, add-ons
+// or an image registry of its own adds its case there.
 package platforms

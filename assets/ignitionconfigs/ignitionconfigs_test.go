@@ -87,6 +87,24 @@ func served(t *testing.T, c types.Config, role string) types.Config {
 	return parse(t, raw)
 }
 
+// golden compares got with testdata/name, which -update rewrites.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (run with -update if intended):\n%s", path, diff(string(want), got))
+	}
+}
+
 // structure describes a config without its (random) key material.
 func structure(name string, c types.Config) string {
 	var lines []string
@@ -130,19 +148,7 @@ func TestIgnitionConfigs(t *testing.T) {
 	}
 	got := structure("bootstrap", boot) + structure("master-full", master) + structure("worker-full", worker) +
 		structure("master.ign", parse(t, read("master.ign"))) + structure("worker.ign", parse(t, read("worker.ign")))
-	golden := filepath.Join("testdata", "structure.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("config structure differs from %s (run with -update if intended):\n%s", golden, diff(string(want), got))
-	}
+	golden(t, "structure.golden", got)
 	// Private keys are root-only on every machine.
 	for name, c := range map[string]types.Config{"bootstrap": boot, "master": master, "worker": worker} {
 		for _, f := range c.Storage.Files {

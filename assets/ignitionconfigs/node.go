@@ -41,6 +41,9 @@ type nodeValues struct {
 	// CSRApproverDenyFlags are the --deny-* flags of the bootstrap
 	// machine's CSR approver, the Deployment's.
 	CSRApproverDenyFlags []string
+	// RegistryHosts are containerd's hosts.toml files of the cluster's
+	// registry (registryhosts.go); none without it.
+	RegistryHosts []registryHost
 }
 
 // baseConfig renders common.bu and <role>.bu and merges them.
@@ -56,6 +59,7 @@ func baseConfig(role string, ic *installconfig.InstallConfig, v *manifests.Value
 		DNSServiceIP:         v.DNSServiceIP,
 		MasterReplicas:       v.MasterReplicas,
 		CSRApproverDenyFlags: manifests.CSRApproverDenyFlags(c),
+		RegistryHosts:        registryHosts(c),
 	}
 	if p := c.Proxy; p != nil {
 		nv.Proxy = unitEnvironment(map[string]string{"HTTP_PROXY": p.HTTPProxy, "HTTPS_PROXY": p.HTTPSProxy, "NO_PROXY": p.NoProxy})

@@ -27,6 +27,7 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "storage", Type: "boolean", Ref: "", Doc: "storage is the default StorageClass \"standard\": rancher's local-path-provisioner, with volumes in /var/lib/kiln/local-path on the node that runs the pod (default true)."},
 			{Name: "metrics", Type: "boolean", Ref: "", Doc: "metrics is metrics-server: the metrics.k8s.io API behind `kubectl top` and HorizontalPodAutoscalers (default true)."},
 			{Name: "loadBalancer", Type: "boolean", Ref: "", Doc: "loadBalancer gives each LoadBalancer Service an address on the host bridge, from the last quarter of machineNetwork[0], proxied to its node ports by `kiln service-lb` on the host (default true)."},
+			{Name: "registry", Type: "boolean", Ref: "", Doc: "registry is an image registry on the host for the cluster (the distribution registry, plain HTTP, no login): push to localhost:<registryPort> from the host and pods pull the same names; the nodes also look up kiln.local, registry.k8s.io and docker.io images there first, so an imagePullPolicy Always pod of an image pushed there runs offline (default true)."},
 		}},
 		"LocalMachinePool": {Doc: "LocalMachinePool sizes a local (systemd-nspawn) machine.", Fields: []fieldDoc{
 			{Name: "cpus", Type: "number", Ref: "", Doc: "cpus is the CPU quota in cores, e.g. 1.5; enforced where the host's cgroups allow it."},
@@ -38,6 +39,7 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "nodeImage", Type: "string", Ref: "", Doc: "nodeImage is a node image directory or tarball; defaults to the one kiln builds into its cache."},
 			{Name: "defaultMachinePlatform", Type: "object", Ref: "LocalMachinePool", Doc: "defaultMachinePlatform applies to pools that set no local section."},
 			{Name: "addons", Type: "object", Ref: "LocalAddons", Doc: "addons switches off the add-ons a local cluster gets by default, for users who bring their own."},
+			{Name: "registryPort", Type: "integer", Ref: "", Doc: "registryPort is the port of the registry add-on, on the host's loopback (localhost:<port>, where the host pushes) and on the host bridge (where the nodes pull); defaults to the first of 5001, 5002, ... that nothing on the host listens on."},
 		}},
 		"MachineNetworkEntry": {Doc: "MachineNetworkEntry is one machine address block.", Fields: []fieldDoc{
 			{Name: "cidr", Type: "string", Ref: "", Doc: "cidr is the block, e.g. 10.0.0.0/16."},

@@ -29,6 +29,11 @@ const (
 	ContainerdVersion = "v2.4.2"
 	// RuncVersion is the github.com/opencontainers/runc module version.
 	RuncVersion = "v1.5.2"
+	// RegistryVersion is the github.com/distribution/distribution/v3 module
+	// version of the local platform's registry add-on. The registry runs on
+	// the host, not in the node image, so this pin is not part of the
+	// image's cache key.
+	RegistryVersion = "v3.1.2"
 	// DebianSuite is the Debian release the node image is bootstrapped from.
 	DebianSuite = "bookworm"
 	// Registry is the registry part of every image reference. Nothing is

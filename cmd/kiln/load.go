@@ -17,7 +17,10 @@ func newLoadCmd(o *rootOptions) *cobra.Command {
 		Short: "Import a docker or OCI image archive (docker save, ctr export) into every node's containerd, namespace k8s.io",
 		Long: "Import a docker or OCI image archive into the container runtime of the cluster's nodes (--dir's cluster),\n" +
 			"so pods use the images without pulling: name them in pods by the archive's image names, with\n" +
-			"imagePullPolicy IfNotPresent or Never. Platforms that cannot do this say so.",
+			"imagePullPolicy IfNotPresent or Never. Platforms that cannot do this say so.\n" +
+			"On a local cluster with the registry add-on, the images of a docker-archive are also pushed into the\n" +
+			"cluster's image registry when the nodes look them up there (kiln.local, registry.k8s.io and docker.io\n" +
+			"images, and the registry's own localhost:<port>/... names), so imagePullPolicy Always works too.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, prov, err := o.openTarget(cmd.Context(), infraID)

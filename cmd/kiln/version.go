@@ -44,6 +44,9 @@ type releaseInfo struct {
 	// like the rest.
 	Containerd string `json:"containerd"`
 	Runc       string `json:"runc"`
+	// Registry is the distribution registry of the local platform's
+	// registry add-on, which runs on the host.
+	Registry string `json:"registry"`
 }
 
 // readVersion builds the report from Go's build information (ok false when
@@ -62,6 +65,7 @@ func readVersion(bi *debug.BuildInfo, ok bool) versionInfo {
 			MetricsServer:        release.MetricsServerVersion,
 			Containerd:           release.ContainerdVersion,
 			Runc:                 release.RuncVersion,
+			Registry:             release.RegistryVersion,
 		},
 	}
 	if !ok || bi == nil {
@@ -108,7 +112,7 @@ func (v versionInfo) write(w io.Writer, output string) error {
 	for _, row := range [][2]string{
 		{"kubernetes", r.Kubernetes}, {"etcd", r.Etcd}, {"coredns", r.CoreDNS}, {"pause", r.Pause},
 		{"local-path-provisioner", r.LocalPathProvisioner}, {"metrics-server", r.MetricsServer},
-		{"containerd", r.Containerd}, {"runc", r.Runc},
+		{"containerd", r.Containerd}, {"runc", r.Runc}, {"registry (host)", r.Registry},
 	} {
 		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
 	}

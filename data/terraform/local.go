@@ -80,6 +80,9 @@ type LocalVars struct {
 	// ServiceLBKubeconfig is the admin kubeconfig the LoadBalancer Service
 	// controller watches the API with (secret); "" when the add-on is off.
 	ServiceLBKubeconfig string `json:"service_lb_kubeconfig"`
+	// Registry is the network stage's image registry (the registry add-on);
+	// nil when the add-on is off, and then the stage has none.
+	Registry *Registry `json:"registry"`
 }
 
 // WithStates returns v with the named machines in state; MachineStates is
@@ -94,6 +97,14 @@ func (v LocalVars) WithStates(state string, names ...string) LocalVars {
 	}
 	v.MachineStates = states
 	return v
+}
+
+// Registry is the image registry of the registry add-on.
+type Registry struct {
+	// Port is its port, on the API VIP (pulls) and on 127.0.0.1 (pushes).
+	Port int `json:"port"`
+	// Binary is the host path of kiln's build of the registry.
+	Binary string `json:"binary"`
 }
 
 // AddressRange is a range of IPv4 addresses, both ends included.

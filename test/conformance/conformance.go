@@ -59,8 +59,8 @@ func SubsetFocus() string {
 	return anyOf(subset[:])
 }
 
-// cannotRun are the conformance specs that cannot run on a host without
-// internet access; docs/conformance.md gives each one's reason and evidence.
+// cannotRun are the conformance specs that cannot pass on kiln's nodes;
+// docs/conformance.md gives each one's reason and evidence.
 var cannotRun = [...]string{
 	"[sig-node] ImageVolume should succeed with pod and pull policy of Always [LinuxOnly] [MinimumKubeletVersion:1.35] [Conformance]",
 }

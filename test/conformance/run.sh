@@ -13,12 +13,13 @@
 #                    otherwise they must be there already (nothing is pulled).
 #   CLUSTER_DIR      (default _cluster) a kiln cluster directory; its
 #                    auth/kubeconfig is used and the images are loaded with
-#                    `kiln load image-archive`. With no cluster in it yet, one is
+#                    `kiln load image-archive` (which also pushes them into the
+#                    cluster's image registry). With no cluster in it yet, one is
 #                    created: 3 masters and 2 workers (at least 2 schedulable nodes).
 # Other settings: KILN (default bin/kiln), REPORT_DIR (default
 # _conformance/<mode>-<UTC time>), CONFORMANCE_FOCUS and CONFORMANCE_SKIP
 # (ginkgo regexps replacing the mode's focus and the default skip, which
-# leaves out the specs that cannot run offline; CONFORMANCE_SKIP= skips none),
+# leaves out the specs that cannot pass on kiln's nodes; CONFORMANCE_SKIP= skips none),
 # CONFORMANCE_PROCS (default 4): with more than one, the specs not marked
 # [Serial] run in that many ginkgo processes, then the [Serial] ones alone.
 #
@@ -63,7 +64,7 @@ fi
 
 if [ "$mode" = subset ]; then focus=$(helper focus subset); else focus=$(helper focus full); fi
 focus=${CONFORMANCE_FOCUS:-$focus}
-# By default the specs that cannot run offline are skipped (docs/conformance.md).
+# By default the specs that cannot pass on kiln's nodes are skipped (docs/conformance.md).
 skip=${CONFORMANCE_SKIP-$(helper skip)}
 procs=${CONFORMANCE_PROCS:-4}
 mkdir -p "$report_dir"

@@ -43,14 +43,16 @@ func TestApps(t *testing.T) {
 
 // assertApps checks what a chart expects of a local cluster, as on kind and
 // minikube: a PVC of the default StorageClass keeps a file across pods,
-// `kubectl top` shows every node, and a LoadBalancer Service answers the
-// host at its external address until it is deleted. The pods run the kiln
+// `kubectl top` shows every node, a LoadBalancer Service answers the
+// host at its external address until it is deleted, and an image pushed
+// to the cluster's registry from the host runs with imagePullPolicy Always. The pods run the kiln
 // binary bound into every machine, in the pause image.
 func assertApps(t *testing.T, dir, infraID string) {
 	client := adminClient(t, dir)
 	t.Run("storage", func(t *testing.T) { assertStorage(t, client) })
 	t.Run("metrics", func(t *testing.T) { assertMetrics(t, client, dir, infraID) })
 	t.Run("loadbalancer", func(t *testing.T) { assertLoadBalancer(t, client, infraID) })
+	t.Run("registry", func(t *testing.T) { assertRegistry(t, client, infraID) })
 }
 
 // probeSpec is a pod running `kiln node probe args...`.

@@ -22,6 +22,7 @@ import (
 	"github.com/kiln-project/kiln/platforms/local/lb"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 	"github.com/kiln-project/kiln/platforms/local/provider"
+	"github.com/kiln-project/kiln/platforms/local/registry"
 	"github.com/kiln-project/kiln/platforms/local/servicelb"
 	tf "github.com/kiln-project/kiln/platforms/terraform"
 )
@@ -33,10 +34,11 @@ import (
 // machine and daemon stopped, and the Terraform state saying so) and `kiln
 // start cluster` (every node Ready, the ConfigMap's last value). Then a
 // simulated host reboot
-// (every machine process and the load balancer killed, the bridge deleted,
-// their files left): `kiln start cluster` brings the whole cluster back,
-// with the ConfigMap's last value and a Deployment answering through its
-// Service.
+// (every machine process, the load balancer and the image registry
+// killed, the bridge deleted, their files left): `kiln start cluster`
+// brings the whole cluster back, with the ConfigMap's last value, a
+// Deployment answering through its Service, and the registry with what
+// create pushed into it (as after the stop and start).
 func assertRestart(t *testing.T, kiln, dir, infraID string, client kubernetes.Interface, masters int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
@@ -87,9 +89,10 @@ func assertRestart(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 	if cm, err := cms.Get(ctx, "restart", metav1.GetOptions{}); err != nil || cm.Data["value"] != "before the stop" {
 		t.Errorf("ConfigMap after stop and start: %v, %v; want its last value", cm.Data, err)
 	}
+	assertRegistryKeeps(t, infraID)
 
-	// A host reboot: every machine and the balancer die, the bridge goes;
-	// their files stay.
+	// A host reboot: every machine, the balancer and the registry die, the
+	// bridge goes; their files stay.
 	writeUntil(ctx, t, client, "before the reboot", time.Minute)
 	names, err := mgr.List(ctx, infraID+"-")
 	if err != nil {
@@ -105,6 +108,9 @@ func assertRestart(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 	if pid, err := strconv.Atoi(strings.TrimSpace(string(lbPID))); err != nil || syscall.Kill(pid, syscall.SIGKILL) != nil {
 		t.Fatalf("killing the load balancer %q: %v", lbPID, err)
 	}
+	if pid, err := registry.Process("", filepath.Join(provider.DefaultLBDir, infraID)).PID(); err != nil || syscall.Kill(pid, syscall.SIGKILL) != nil {
+		t.Fatalf("killing the image registry (pid %d): %v", pid, err)
+	}
 	bridge := "kiln-" + infraID[strings.LastIndex(infraID, "-")+1:]
 	if out, err := exec.Command("ip", "link", "delete", "dev", bridge).CombinedOutput(); err != nil {
 		t.Fatalf("deleting bridge %s: %v: %s", bridge, err, out)
@@ -118,6 +124,7 @@ func assertRestart(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 		t.Errorf("ConfigMap after the reboot: %v, %v; want its last value", cm.Data, err)
 	}
 	assertEchoAnswers(ctx, t, client, infraID)
+	assertRegistryKeeps(t, infraID)
 }
 
 // runMeasured runs kiln with args, fails the test if it fails, and logs
@@ -133,7 +140,8 @@ func runMeasured(t *testing.T, kiln string, timeout time.Duration, what string, 
 }
 
 // assertStopped checks a cluster after kiln stop cluster: every machine
-// of infraID is stopped, neither load balancer runs, and the Terraform
+// of infraID is stopped, neither load balancer nor the image registry
+// runs, and the Terraform
 // state of every stage records each machine and daemon as stopped, so it
 // matches the host.
 func assertStopped(ctx context.Context, t *testing.T, mgr *machine.Manager, kiln, dir, infraID string) {
@@ -148,7 +156,7 @@ func assertStopped(ctx context.Context, t *testing.T, mgr *machine.Manager, kiln
 		}
 	}
 	lbDir := filepath.Join(provider.DefaultLBDir, infraID)
-	for _, p := range []lb.Process{lb.ProcessIn(kiln, lbDir), servicelb.Process(kiln, lbDir)} {
+	for _, p := range []lb.Process{lb.ProcessIn(kiln, lbDir), servicelb.Process(kiln, lbDir), registry.Process("", lbDir)} {
 		if pid, err := p.PID(); err == nil {
 			t.Errorf("%s still runs (pid %d) after stop cluster", p.ConfigPath, pid)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/kiln-project/kiln/assets/metadata"
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/platforms/local/machine"
+	"github.com/kiln-project/kiln/platforms/local/provider"
 )
 
 // TestClusterHA is the main scenario: 3 masters and 1 worker through
@@ -471,6 +472,13 @@ func assertDestroyed(t *testing.T, kiln, dir, infraID string, byInfraID bool) {
 	}
 	if entries, _ := filepath.Glob(filepath.Join(machine.DefaultStateRoot, infraID+"-*")); len(entries) > 0 {
 		t.Errorf("machine state left: %v", entries)
+	}
+	// The load balancers' and the registry's files, the registry's storage among them.
+	if _, err := os.Stat(filepath.Join(provider.DefaultLBDir, infraID)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s left (%v)", filepath.Join(provider.DefaultLBDir, infraID), err)
+	}
+	if ps, _ := exec.Command("pgrep", "-f", "serve --config "+filepath.Join(provider.DefaultLBDir, infraID)).Output(); len(ps) > 0 {
+		t.Errorf("registry process left: %s", ps)
 	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {

@@ -158,6 +158,8 @@ type Addons struct {
 	Metrics bool
 	// LoadBalancer is the host-side LoadBalancer Service controller.
 	LoadBalancer bool
+	// Registry is the image registry on the host.
+	Registry bool
 }
 
 // Addons returns the add-ons of the cluster: on the local platform each one
@@ -172,5 +174,5 @@ func (c *Config) Addons() Addons {
 	if a == nil {
 		a = &local.Addons{}
 	}
-	return Addons{Storage: on(a.Storage), Metrics: on(a.Metrics), LoadBalancer: on(a.LoadBalancer)}
+	return Addons{Storage: on(a.Storage), Metrics: on(a.Metrics), LoadBalancer: on(a.LoadBalancer), Registry: on(a.Registry)}
 }

@@ -2,6 +2,7 @@ package types
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
@@ -59,15 +60,37 @@ func TestAddons(t *testing.T) {
 		p    Platform
 		want Addons
 	}{
-		{"local, no addons section: all on", Platform{Local: &local.Platform{}}, Addons{true, true, true}},
-		{"local, empty section: all on", Platform{Local: &local.Platform{Addons: &local.Addons{}}}, Addons{true, true, true}},
-		{"local, two off", Platform{Local: &local.Platform{Addons: &local.Addons{Storage: &f, Metrics: &tr, LoadBalancer: &f}}}, Addons{false, true, false}},
+		{"local, no addons section: all on", Platform{Local: &local.Platform{}}, Addons{true, true, true, true}},
+		{"local, empty section: all on", Platform{Local: &local.Platform{Addons: &local.Addons{}}}, Addons{true, true, true, true}},
+		{"local, two off", Platform{Local: &local.Platform{Addons: &local.Addons{Storage: &f, Metrics: &tr, LoadBalancer: &f}}}, Addons{false, true, false, true}},
+		{"local, registry off", Platform{Local: &local.Platform{Addons: &local.Addons{Registry: &f}}}, Addons{true, true, true, false}},
 		{"none: no add-ons", Platform{None: &none.Platform{}}, Addons{}},
 	}
 	for _, tt := range tests {
 		c := &Config{Platform: tt.p}
 		if got := c.Addons(); got != tt.want {
 			t.Errorf("%s: Addons() = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestImageRegistry(t *testing.T) {
+	off := false
+	withLocal := func(p local.Platform) *Config { return &Config{Platform: Platform{Local: &p}} }
+	r, ok := withLocal(local.Platform{APIVIP: "10.66.110.1", RegistryPort: 5002}).ImageRegistry()
+	if !ok || r.Name != "localhost:5002" || r.Endpoint != netip.MustParseAddrPort("10.66.110.1:5002") ||
+		!slices.Equal(r.Mirrors, []string{"kiln.local", "registry.k8s.io", "docker.io"}) {
+		t.Errorf("ImageRegistry = %+v, %v", r, ok)
+	}
+	for name, c := range map[string]*Config{
+		"add-on off":    withLocal(local.Platform{APIVIP: "10.66.110.1", RegistryPort: 5002, Addons: &local.Addons{Registry: &off}}),
+		"no port":       withLocal(local.Platform{APIVIP: "10.66.110.1"}),
+		"port too high": withLocal(local.Platform{APIVIP: "10.66.110.1", RegistryPort: 70000}),
+		"no VIP":        withLocal(local.Platform{RegistryPort: 5002}),
+		"platform none": {Platform: Platform{None: &none.Platform{}}},
+	} {
+		if r, ok := c.ImageRegistry(); ok {
+			t.Errorf("%s: ImageRegistry = %+v, want none", name, r)
 		}
 	}
 }

@@ -250,11 +250,15 @@ func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API
 
 // WriteComplete tells the user on out that the install is complete and how
 // to log in: with the admin kubeconfig, the only login kiln creates (it
-// runs no OAuth server, so there is no password).
+// runs no OAuth server, so there is no password); and, when the cluster
+// has an image registry, where to push images.
 func (c *Cluster) WriteComplete(out io.Writer) {
 	fmt.Fprintf(out, "Install complete!\n")
 	fmt.Fprintf(out, "To access the cluster as the system:admin user: export KUBECONFIG=%s\n", c.Kubeconfig)
 	fmt.Fprintf(out, "That admin kubeconfig is the cluster's only login (there is no password): keep it private.\n")
+	if r, ok := c.Config.ImageRegistry(); ok {
+		fmt.Fprintf(out, "Image registry: push to %s from this host (plain HTTP, e.g. docker push %s/app:v1); pods pull the same names.\n", r.Name, r.Name)
+	}
 }
 
 // WaitForBootstrapComplete is `kiln wait-for bootstrap-complete`: create's

@@ -177,7 +177,7 @@ variable "daemon_state" {
   type        = string
   default     = "running"
   nullable    = false
-  description = "Desired state of the stage's daemon: the API load balancer (network stage), the LoadBalancer Service controller (cluster stage)."
+  description = "Desired state of the stage's daemons: the API load balancer and the image registry (network stage), the LoadBalancer Service controller (cluster stage)."
   validation {
     condition     = contains(["running", "stopped"], var.daemon_state)
     error_message = "daemon_state must be \"running\" or \"stopped\"."
@@ -199,4 +199,13 @@ variable "service_lb_kubeconfig" {
   nullable    = false
   sensitive   = true
   description = "Admin kubeconfig the LoadBalancer Service controller watches the API with."
+}
+
+variable "registry" {
+  type = object({
+    port   = number
+    binary = string
+  })
+  default     = null
+  description = "The image registry of the registry add-on: its port (on the API VIP for the nodes, on 127.0.0.1 for pushes) and the host path of kiln's build of the registry; null when the add-on is off (no registry)."
 }

@@ -67,9 +67,15 @@ func TestComponentSources(t *testing.T) {
 			// runc's seccomp support: the seccomp build tag links it.
 			wantSum: []string{"github.com/opencontainers/runc v1.5.2 h1:", "github.com/seccomp/libseccomp-golang v0.12.0 h1:"},
 		},
+		{
+			name:     "registry",
+			wantMod:  []string{"github.com/distribution/distribution/v3 v3.1.2"},
+			wantSum:  []string{"github.com/distribution/distribution/v3 v3.1.2 h1:", "github.com/sirupsen/logrus v1.10.2 h1:"},
+			wantMain: true,
+		},
 	}
 	comps := map[string]component{}
-	for _, c := range components() {
+	for _, c := range append(components(), registryComponent()) {
 		comps[c.Name] = c
 	}
 	if len(comps) != len(tests) {

@@ -15,8 +15,11 @@
 //   - kilnlocal_service_load_balancer: the LoadBalancer Service controller,
 //     a detached `kiln service-lb` process (package servicelb) whose
 //     machines are updated in place.
+//   - kilnlocal_registry: the registry add-on's image registry, kiln's
+//     build of the distribution registry run detached (package registry);
+//     its storage stays while it is stopped and goes with the resource.
 //
-// Each of the three has a state attribute, "running" or "stopped"
+// Each of the last four has a state attribute, "running" or "stopped"
 // (platforms.MachineState): Read reports what the machine or process does
 // and Update starts or stops it in place, so kiln creates, stops, starts
 // and destroys a cluster by applying its Terraform stages, and the state

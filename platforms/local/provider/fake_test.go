@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/kiln-project/kiln/platforms/local/machine"
+	"github.com/kiln-project/kiln/platforms/local/registry"
 	"github.com/kiln-project/kiln/platforms/local/servicelb"
 )
 
@@ -170,6 +172,12 @@ func fakeServiceLB(configPath, pidFile string) error {
 	if _, err := os.Stat(cfg.Kubeconfig); err != nil {
 		return err
 	}
+	return runUntilTerm(pidFile)
+}
+
+// runUntilTerm writes the process's pid file, as kiln's daemons do once
+// they serve, and waits for SIGTERM, then removes it.
+func runUntilTerm(pidFile string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
@@ -177,4 +185,30 @@ func fakeServiceLB(configPath, pidFile string) error {
 	}
 	<-ctx.Done()
 	return os.Remove(pidFile)
+}
+
+// fakeRegistry stands in for kiln's build of the registry: it listens on
+// the address of its configuration as the registry does (failing as it
+// does when the port is taken), writes its pid file, and runs until
+// SIGTERM.
+func fakeRegistry(configPath, pidFile string) error {
+	addr, err := registry.ReadAddr(filepath.Dir(configPath))
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", addr.String())
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return runUntilTerm(pidFile)
 }

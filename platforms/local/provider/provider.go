@@ -73,7 +73,7 @@ func (p *Provider) Metadata(_ context.Context, _ provider.MetadataRequest, resp 
 // Schema implements provider.Provider.
 func (p *Provider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		Description: "Machines (systemd-nspawn containers), bridges, the API load balancer and the LoadBalancer Service controller of kiln's local platform.",
+		Description: "Machines (systemd-nspawn containers), bridges, the API load balancer, the LoadBalancer Service controller and the image registry of kiln's local platform.",
 		Attributes: map[string]schema.Attribute{
 			"machine_dir": schema.StringAttribute{Optional: true,
 				Description: "State root of machines; default " + machine.DefaultStateRoot + "."},
@@ -120,6 +120,7 @@ func (p *Provider) Resources(context.Context) []func() resource.Resource {
 		func() resource.Resource { return &machineResource{} },
 		func() resource.Resource { return &loadBalancerResource{} },
 		func() resource.Resource { return &serviceLBResource{} },
+		func() resource.Resource { return &registryResource{} },
 	}
 }
 

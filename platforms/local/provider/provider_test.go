@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -28,13 +29,21 @@ import (
 
 // TestMain lets the test binary play kiln: `lb --config` runs the load
 // balancer, `service-lb --config` a stand-in for the LoadBalancer Service
-// controller, KILN_TEST_PROVIDER_DIR=<dir> serves the provider with a fake
-// host keeping its state in dir.
+// controller, `serve --config` one for the image registry,
+// KILN_TEST_PROVIDER_DIR=<dir> serves the provider with a fake host keeping
+// its state in dir.
 func TestMain(m *testing.M) {
 	for i, a := range os.Args {
 		if a == "lb" && i+4 < len(os.Args) {
 			err := lb.Serve(context.Background(), lb.ServeOptions{ConfigPath: os.Args[i+2], PIDFile: os.Args[i+4], Log: logrus.New()})
 			if err != nil {
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
+		if a == "serve" && i+4 < len(os.Args) && os.Args[i+1] == "--config" {
+			if err := fakeRegistry(os.Args[i+2], os.Args[i+4]); err != nil {
+				fmt.Fprintln(os.Stderr, "registry:", err)
 				os.Exit(1)
 			}
 			os.Exit(0)

@@ -9,14 +9,16 @@ import (
 
 	"github.com/kiln-project/kiln/platforms/local/lb"
 	"github.com/kiln-project/kiln/platforms/local/machine"
+	"github.com/kiln-project/kiln/platforms/local/registry"
 	"github.com/kiln-project/kiln/platforms/terraform"
 )
 
 // Destroy implements platforms.Provisioner: the Terraform stages in reverse
 // (the cluster stage's LoadBalancer Service controller takes its addresses
-// off the bridge before the network stage deletes it), then, as a safety
-// net that needs no state, every machine, load balancer and bridge named
-// after infraID.
+// off the bridge before the network stage deletes it; the network stage
+// deletes the image registry, process and storage, before the API load
+// balancer and its directory), then, as a safety net that needs no state,
+// every machine, load balancer, registry and bridge named after infraID.
 func (p *Provisioner) Destroy(ctx context.Context, dir, infraID string) error {
 	var errs []error
 	if dir != "" {
@@ -58,6 +60,9 @@ func (p *Provisioner) sweep(ctx context.Context, infraID string) error {
 	}
 	dir := p.lbDir(infraID)
 	errs = append(errs, p.stopServiceLB(ctx, infraID))
+	// The registry's Delete stops it; one that Terraform did not know is
+	// stopped here, before its pid file goes with the directory.
+	errs = append(errs, registry.Process("", dir).Stop(ctx, 10*time.Second))
 	proc := lb.ProcessIn(p.Env.Kiln, dir)
 	if err := proc.Stop(ctx, 10*time.Second); err != nil && !errors.Is(err, lb.ErrNotRunning) {
 		errs = append(errs, err)

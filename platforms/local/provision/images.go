@@ -15,8 +15,9 @@ var _ platforms.ImageLoader = (*Provisioner)(nil)
 
 // LoadImageArchive implements platforms.ImageLoader: it imports the archive
 // into containerd (namespace k8s.io) of each selected node, one after the
-// other. Nodes are the masters and workers; the bootstrap machine is not a
-// node.
+// other, then pushes its images into the cluster's image registry when it
+// has one (registry.go), so pods that pull them always find them too.
+// Nodes are the masters and workers; the bootstrap machine is not a node.
 func (p *Provisioner) LoadImageArchive(ctx context.Context, infraID, path string, nodes []string) error {
 	mgr := machine.NewManager(machine.Options{StateRoot: p.StateRoot, Log: p.Env.Log})
 	machines, err := mgr.List(ctx, infraID+"-")
@@ -35,7 +36,7 @@ func (p *Provisioner) LoadImageArchive(ctx context.Context, infraID, path string
 			return err
 		}
 	}
-	return nil
+	return p.pushArchive(ctx, infraID, path)
 }
 
 // isNode reports whether the machine called name is a Kubernetes node of

@@ -26,6 +26,10 @@ type Provisioner struct {
 	StateRoot string
 	// LBDir holds the load balancers' files; provider.DefaultLBDir when empty.
 	LBDir string
+	// EnsureRegistry returns the binary of the registry add-on's image
+	// registry; nodeimage.EnsureRegistry, which builds it into the cache
+	// on first use, when nil.
+	EnsureRegistry func(context.Context, nodeimage.Options) (string, error)
 
 	mgrOnce sync.Once
 	mgr     *machine.Manager
@@ -78,6 +82,9 @@ func (p *Provisioner) planAndDriver(ctx context.Context, c *platforms.Cluster, s
 // Provision implements platforms.Provisioner: the stages applied with
 // every machine and daemon running, as Start applies them (see route.go),
 // from the plan of c; the bootstrap stage only until bootstrap-complete.
+// Then kiln's own images are pushed into the cluster's image registry,
+// when it has one: content, not lifecycle, so a step of create alone,
+// while the machines boot.
 func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error {
 	plan, drv, err := p.planAndDriver(ctx, c, c.Machines())
 	if err != nil {
@@ -102,7 +109,11 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 	if err := p.setServiceLB(c, plan, &cluster); err != nil {
 		return err
 	}
-	st := stages{network: vars, cluster: &cluster}
+	net := vars
+	if err := p.setRegistry(ctx, c, &net); err != nil {
+		return err
+	}
+	st := stages{network: net, cluster: &cluster}
 	if !c.BootstrapDone {
 		st.bootstrap = &vars
 	}
@@ -114,7 +125,13 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 	if cluster.ServiceLBPool != nil {
 		t.cluster += fmt.Sprintf(" and the LoadBalancer Service controller (addresses %s)", plan.ServiceLB)
 	}
-	return p.apply(ctx, drv, st.running(t))
+	if r, ok := c.Config.ImageRegistry(); ok {
+		t.network += fmt.Sprintf(", and the image registry %s (the nodes pull from %s)", r.Name, r.Endpoint)
+	}
+	if err := p.apply(ctx, drv, st.running(t)); err != nil {
+		return err
+	}
+	return p.pushKilnImages(ctx, c, image)
 }
 
 // DestroyBootstrap implements platforms.Provisioner.

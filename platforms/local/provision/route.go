@@ -82,7 +82,7 @@ func nodeMachines(v tfdata.LocalVars) []string {
 }
 
 // running returns the steps that make everything of s run: the network
-// stage (bridge, API load balancer), the bootstrap stage, the cluster stage
+// stage (bridge, API load balancer, image registry), the bootstrap stage, the cluster stage
 // (masters and workers together, the LoadBalancer Service controller).
 func (s stages) running(t titles) []step {
 	on := platforms.MachineRunning
@@ -104,7 +104,7 @@ func (s stages) running(t titles) []step {
 // with the LoadBalancer Service controller, then the bootstrap machine,
 // then each master alone - the highest index first, each down before the
 // next, so etcd never loses two members at once while it has quorum - then
-// the API load balancer. Each step's variables keep the states of the steps
+// the API load balancer and the image registry (its storage kept). Each step's variables keep the states of the steps
 // before it.
 func (s stages) stopping() []step {
 	off := platforms.MachineStopped
@@ -129,7 +129,11 @@ func (s stages) stopping() []step {
 	}
 	net := s.network
 	net.DaemonState = off.String()
-	return append(steps, step{terraform.StageNetwork, "Stopping the API load balancer", net})
+	title := "Stopping the API load balancer"
+	if net.Registry != nil {
+		title += " and the image registry"
+	}
+	return append(steps, step{terraform.StageNetwork, title, net})
 }
 
 // stopList names what the first step of a stop stops: the workers of v
@@ -236,19 +240,28 @@ func (p *Provisioner) Stop(ctx context.Context, c *platforms.Cluster) error {
 
 // Start implements platforms.Restarter: the stages applied again with the
 // variables they were last applied with, every machine and daemon running:
-// the bridge is created again if it is gone, and the load balancers and
-// every stopped machine (stopped by kiln stop cluster, a crash or a host
-// reboot) are started again in place from their disks. The bootstrap stage
-// is applied only while the bootstrap machine is still part of the cluster.
+// the bridge is created again if it is gone, and the load balancers, the
+// image registry (with the storage it had) and every stopped machine
+// (stopped by kiln stop cluster, a crash or a host reboot) are started
+// again in place from their disks. The registry's binary is looked up
+// again (setRegistry), so a cache cleaned meanwhile only costs a build.
+// The bootstrap stage is applied only while the bootstrap machine is still
+// part of the cluster.
 func (p *Provisioner) Start(ctx context.Context, c *platforms.Cluster) error {
 	drv, s, err := p.lastStagesOf(ctx, c)
 	if err != nil {
+		return err
+	}
+	if err := p.setRegistry(ctx, c, &s.network); err != nil {
 		return err
 	}
 	t := titles{
 		network:   "Starting the bridge and the API load balancer",
 		bootstrap: "Starting the bootstrap machine",
 		cluster:   "Starting the masters and workers",
+	}
+	if s.network.Registry != nil {
+		t.network += " and the image registry"
 	}
 	if s.cluster != nil && s.cluster.ServiceLBPool != nil {
 		t.cluster += " and the LoadBalancer Service controller"

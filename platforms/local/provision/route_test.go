@@ -18,6 +18,7 @@ import (
 	"github.com/kiln-project/kiln/assets/kubeconfig"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/local/nodeimage"
 	"github.com/kiln-project/kiln/platforms/terraform"
 	"github.com/kiln-project/kiln/platforms/terraform/terraformtest"
 )
@@ -117,6 +118,18 @@ func TestStoppingSteps(t *testing.T) {
 	if got := summarize(t, stages{network: s.network}.stopping()); !reflect.DeepEqual(got, want[1:]) {
 		t.Errorf("stop steps without a cluster stage = %+v, want %+v", got, want[1:])
 	}
+	// With the registry add-on, the last step stops the registry too and
+	// keeps its variables, so it stops rather than goes.
+	reg := &tfdata.Registry{Port: 5001, Binary: "/cache/registry"}
+	s.network.Registry = reg
+	want[1].title = "Stopping the API load balancer and the image registry"
+	steps := s.stopping()
+	if got := summarize(t, steps); !reflect.DeepEqual(got, want) {
+		t.Errorf("stop steps with the registry =\n%+v\nwant\n%+v", got, want)
+	}
+	if got := steps[len(steps)-1].vars.Registry; got != reg {
+		t.Errorf("the last stop step's registry = %+v, want %+v", got, reg)
+	}
 }
 
 func TestRunningSteps(t *testing.T) {
@@ -172,8 +185,12 @@ func (l *titleLog) Start(title string) func(error) {
 
 func (l *titleLog) Update(string) {}
 
+// routeRegistryBinary is the registry binary of routeFixture's provisioner.
+const routeRegistryBinary = "/cache/components/registry-1/bin/registry"
+
 // routeFixture is a provisioner whose engine is the fake of terraformtest
-// (tofu on PATH), and a cluster of 3 masters and 1 worker to provision.
+// (tofu on PATH), and a cluster of 3 masters and 1 worker, with the
+// registry add-on, to provision.
 type routeFixture struct {
 	p       *Provisioner
 	c       *platforms.Cluster
@@ -195,10 +212,12 @@ func newRouteFixture(t *testing.T) *routeFixture {
 	}
 	cfg := planConfig(3, 1)
 	cfg.Platform.Local.NodeImage = "/images/node"
+	cfg.Platform.Local.RegistryPort = 5001
 	log, _ := test.NewNullLogger()
 	log.SetLevel(logrus.DebugLevel)
 	return &routeFixture{
-		p: &Provisioner{Env: platforms.Env{Log: log, Progress: &titleLog{}, CacheDir: t.TempDir(), Kiln: "/usr/local/bin/kiln"}},
+		p: &Provisioner{Env: platforms.Env{Log: log, Progress: &titleLog{}, CacheDir: t.TempDir(), Kiln: "/usr/local/bin/kiln"},
+			EnsureRegistry: func(context.Context, nodeimage.Options) (string, error) { return routeRegistryBinary, nil }},
 		c: &platforms.Cluster{Dir: dir, Config: cfg, InfraID: "demo-x7k2p", Bootstrap: []byte("{}"), Master: []byte("{}"), Worker: []byte("{}")},
 	}
 }
@@ -271,6 +290,20 @@ func TestRouteThroughEngine(t *testing.T) {
 	if v := afterCreate[terraform.StageNetwork]; v.ServiceLBKubeconfig != "" {
 		t.Errorf("the network stage got the admin kubeconfig")
 	}
+	wantRegistry := tfdata.Registry{Port: 5001, Binary: routeRegistryBinary}
+	if v := afterCreate[terraform.StageNetwork]; v.Registry == nil || *v.Registry != wantRegistry {
+		t.Errorf("network stage's registry = %+v, want %+v", v.Registry, wantRegistry)
+	}
+	for _, s := range []string{terraform.StageBootstrap, terraform.StageCluster} {
+		if v := afterCreate[s]; v.Registry != nil {
+			t.Errorf("stage %s got the registry: %+v", s, v.Registry)
+		}
+	}
+	if got := f.p.Env.Progress.(*titleLog).titles; !slices.ContainsFunc(got, func(s string) bool {
+		return strings.HasSuffix(s, ", and the image registry localhost:5001 (the nodes pull from 10.66.0.1:5001)")
+	}) {
+		t.Errorf("create's progress lines %q do not name the image registry", got)
+	}
 	for _, s := range []string{terraform.StageNetwork, terraform.StageBootstrap, terraform.StageCluster} {
 		st, err := os.Stat(filepath.Join(f.c.Dir, ".kiln/terraform", s, "kiln.tfvars.json"))
 		if err != nil || st.Mode().Perm() != 0o600 {
@@ -300,11 +333,14 @@ func TestRouteThroughEngine(t *testing.T) {
 		t.Fatalf("stop applied\n%+v\nwant\n%+v", got, wantStop)
 	}
 	stopped := f.lastVars(t)
+	if v := stopped[terraform.StageNetwork]; !reflect.DeepEqual(v.Registry, afterCreate[terraform.StageNetwork].Registry) {
+		t.Errorf("stop changed the registry's variables to %+v: it is to stop, keeping its storage, not go", v.Registry)
+	}
 	if s.cluster == nil || len(s.cluster.MachineStates) != 4 {
 		t.Errorf("cluster stage after stop: %+v", s.cluster)
 	}
 	wantTitles := []string{"Stopping the LoadBalancer Service controller, demo-x7k2p-worker-0", "Stopping demo-x7k2p-bootstrap",
-		"Stopping demo-x7k2p-master-2", "Stopping demo-x7k2p-master-1", "Stopping demo-x7k2p-master-0", "Stopping the API load balancer"}
+		"Stopping demo-x7k2p-master-2", "Stopping demo-x7k2p-master-1", "Stopping demo-x7k2p-master-0", "Stopping the API load balancer and the image registry"}
 	if got := f.p.Env.Progress.(*titleLog).titles; !slices.Equal(got[len(got)-len(wantTitles):], wantTitles) {
 		t.Errorf("progress lines of stop = %q, want %q at the end", got, wantTitles)
 	}
@@ -319,6 +355,9 @@ func TestRouteThroughEngine(t *testing.T) {
 	}
 	if got := f.lastVars(t); !reflect.DeepEqual(got, afterCreate) {
 		t.Errorf("variables after stop and start differ from create's:\n%+v\nwant\n%+v", got, afterCreate)
+	}
+	if got := f.p.Env.Progress.(*titleLog).titles; !slices.Contains(got, "Starting the bridge and the API load balancer and the image registry") {
+		t.Errorf("start's progress lines %q do not name the image registry", got)
 	}
 
 	// Killed at each apply of a stop, then of a start: run again, each
@@ -348,6 +387,19 @@ func TestRouteThroughEngine(t *testing.T) {
 				t.Errorf("%s after a kill at apply %d ends with\n%+v\nwant\n%+v", run.name, at, got, run.want)
 			}
 		}
+	}
+
+	// Start looks the registry's binary up again: a new one (kiln's cache
+	// cleaned, a newer kiln) replaces the one create applied.
+	f.p.EnsureRegistry = func(context.Context, nodeimage.Options) (string, error) {
+		return "/cache/components/registry-2/bin/registry", nil
+	}
+	f.record(t, "")
+	if err := f.p.Start(ctx, f.c); err != nil {
+		t.Fatal(err)
+	}
+	if v := f.lastVars(t)[terraform.StageNetwork]; v.Registry == nil || v.Registry.Binary != "/cache/components/registry-2/bin/registry" {
+		t.Errorf("registry after a start with a new binary: %+v", v.Registry)
 	}
 
 	// Every apply ran on the whole stage, refreshed, with its variables:

@@ -18,6 +18,10 @@ type Platform struct {
 	// Addons switches off the add-ons a local cluster gets by default, for users who bring
 	// their own.
 	Addons *Addons `json:"addons,omitempty"`
+	// RegistryPort is the port of the registry add-on, on the host's loopback (localhost:<port>,
+	// where the host pushes) and on the host bridge (where the nodes pull); defaults to the first
+	// of 5001, 5002, ... that nothing on the host listens on.
+	RegistryPort int32 `json:"registryPort,omitempty"`
 }
 
 // Addons selects the add-ons of a local cluster; each is installed unless set to false.
@@ -32,6 +36,11 @@ type Addons struct {
 	// last quarter of machineNetwork[0], proxied to its node ports by `kiln service-lb` on
 	// the host (default true).
 	LoadBalancer *bool `json:"loadBalancer,omitempty"`
+	// Registry is an image registry on the host for the cluster (the distribution registry, plain
+	// HTTP, no login): push to localhost:<registryPort> from the host and pods pull the same names;
+	// the nodes also look up kiln.local, registry.k8s.io and docker.io images there first, so an
+	// imagePullPolicy Always pod of an image pushed there runs offline (default true).
+	Registry *bool `json:"registry,omitempty"`
 }
 
 // MachinePool sizes a local (systemd-nspawn) machine.

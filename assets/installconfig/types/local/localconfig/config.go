@@ -51,22 +51,29 @@ type Config struct {
 	// HostNetworks lists the host's blocks; the machine network must not
 	// overlap any of them. New reads the running host.
 	HostNetworks func() ([]HostNetwork, error)
+	// ListeningPorts returns the TCP ports the host listens on; the
+	// registry's default port is none of them. New reads the running host.
+	ListeningPorts func() (map[uint16]bool, error)
 }
 
 // New returns the local platform's Config for the running host.
-func New() *Config { return &Config{HostNetworks: ReadHostNetworks} }
+func New() *Config {
+	return &Config{HostNetworks: ReadHostNetworks, ListeningPorts: ReadListeningPorts}
+}
 
 // Name implements configs.Platform.
 func (*Config) Name() string { return local.Name }
 
-// SetDefaults implements configs.Platform: the machine network — the
+// SetDefaults implements configs.Platform: the machine network (the
 // first of 10.66.0.0/24, 10.66.1.0/24, ... that the host does not use, so a
-// second cluster on the same host needs no edit — and the API VIP (the
-// first address of the machine network, the host's bridge).
+// second cluster on the same host needs no edit), the registry add-on's
+// port (registry.go) and the API VIP (the first address of the machine
+// network, the host's bridge).
 func (cfg *Config) SetDefaults(c *types.Config) {
 	if c.Networking != nil && len(c.Networking.MachineNetwork) == 0 {
 		c.Networking.MachineNetwork = []types.MachineNetworkEntry{{CIDR: cfg.freeMachineNetwork().String()}}
 	}
+	cfg.setRegistryDefault(c)
 	l := c.Platform.Local
 	if l == nil || l.APIVIP != "" {
 		return
@@ -98,6 +105,7 @@ func (cfg *Config) Validate(c *types.Config, fp *field.Path) field.ErrorList {
 				"must be a host address in networking.machineNetwork[0] ("+m.String()+")"))
 		}
 	}
+	errs = append(errs, validateRegistry(l, fp)...)
 	errs = append(errs, validatePool(l.DefaultMachinePlatform, fp.Child("defaultMachinePlatform"))...)
 	if c.ControlPlane != nil {
 		errs = append(errs, validatePool(c.ControlPlane.Platform.Local, field.NewPath("controlPlane", "platform", local.Name))...)
