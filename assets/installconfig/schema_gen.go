@@ -39,7 +39,7 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "nodeImage", Type: "string", Ref: "", Doc: "nodeImage is a node image directory or tarball; defaults to the one kiln builds into its cache."},
 			{Name: "defaultMachinePlatform", Type: "object", Ref: "LocalMachinePool", Doc: "defaultMachinePlatform applies to pools that set no local section."},
 			{Name: "addons", Type: "object", Ref: "LocalAddons", Doc: "addons switches off the add-ons a local cluster gets by default, for users who bring their own."},
-			{Name: "registryPort", Type: "integer", Ref: "", Doc: "registryPort is the port of the registry add-on, on the host's loopback (localhost:<port>, where the host pushes) and on the host bridge (where the nodes pull); defaults to the first of 5001, 5002, ... that nothing on the host listens on."},
+			{Name: "registryPort", Type: "integer", Ref: "", Doc: "registryPort is the port of the registry add-on, on the host's loopback (localhost:<port>, where the host pushes) and on the host bridge (where the nodes pull); defaults to the first port nothing on the host listens on from 5001 plus the third byte of the machine network (5001 for 10.66.0.0/24, 5102 for 10.66.101.0/24), so clusters on different networks differ."},
 		}},
 		"MachineNetworkEntry": {Doc: "MachineNetworkEntry is one machine address block.", Fields: []fieldDoc{
 			{Name: "cidr", Type: "string", Ref: "", Doc: "cidr is the block, e.g. 10.0.0.0/16."},

@@ -20,7 +20,8 @@ type Platform struct {
 	Addons *Addons `json:"addons,omitempty"`
 	// RegistryPort is the port of the registry add-on, on the host's loopback (localhost:<port>,
 	// where the host pushes) and on the host bridge (where the nodes pull); defaults to the first
-	// of 5001, 5002, ... that nothing on the host listens on.
+	// port nothing on the host listens on from 5001 plus the third byte of the machine network
+	// (5001 for 10.66.0.0/24, 5102 for 10.66.101.0/24), so clusters on different networks differ.
 	RegistryPort int32 `json:"registryPort,omitempty"`
 }
 

@@ -38,10 +38,10 @@ func vipPort(p int32) (what string, ok bool) {
 }
 
 // setRegistryDefault sets platform.local.registryPort, when the registry
-// add-on is on and the port unset, to the first port from
-// FirstRegistryPort that no socket on the host listens on: a second
-// cluster on the host gets the next one. The chosen port is kept in the
-// cluster's install-config, so it does not move once the cluster exists.
+// add-on is on and the port unset, to the first port that no socket on the
+// host listens on, searching from registryPortStart. The chosen port is
+// kept in the cluster's install-config, so it does not move once the
+// cluster exists.
 func (cfg *Config) setRegistryDefault(c *types.Config) {
 	l := c.Platform.Local
 	if l == nil || l.RegistryPort != 0 || !c.Addons().Registry {
@@ -51,13 +51,29 @@ func (cfg *Config) setRegistryDefault(c *types.Config) {
 	if cfg.ListeningPorts != nil {
 		used, _ = cfg.ListeningPorts() // unreadable: every port counts as free; the registry's start says if it is not
 	}
-	l.RegistryPort = FirstRegistryPort
-	for p := FirstRegistryPort; p < FirstRegistryPort+registryPortTries; p++ {
+	start := registryPortStart(c)
+	l.RegistryPort = int32(start)
+	for p := start; p < start+registryPortTries; p++ {
 		if _, reserved := vipPort(int32(p)); !used[uint16(p)] && !reserved {
 			l.RegistryPort = int32(p)
 			return
 		}
 	}
+}
+
+// registryPortStart is where the search for a free registry port starts:
+// FirstRegistryPort plus the third byte of the machine network's address.
+// Clusters on the host have different machine networks, so two /24s such as
+// 10.66.101.0/24 and 10.66.102.0/24 start at different ports (5102, 5103):
+// two creates at the same moment, or a create while another cluster is
+// stopped (its port free but not its own), do not pick the same one, which
+// a search of the host's listening sockets alone cannot promise. The
+// default network 10.66.0.0/24 keeps kind's 5001.
+func registryPortStart(c *types.Config) int {
+	if m := c.MachineNetworkCIDRs(); len(m) > 0 && m[0].Addr().Is4() {
+		return FirstRegistryPort + int(m[0].Masked().Addr().As4()[2])
+	}
+	return FirstRegistryPort
 }
 
 // validateRegistry checks platform.local.registryPort: a TCP port that the

@@ -54,16 +54,26 @@ func TestRegistryPortDefault(t *testing.T) {
 		l    local.Platform
 		used func() (map[uint16]bool, error)
 		want int32
+		cidr string
 	}{
-		{"free host", local.Platform{}, listening(), 5001},
-		{"another cluster's registry on 5001", local.Platform{}, listening(5001, 5003), 5002},
-		{"no reader", local.Platform{}, nil, 5001},
-		{"explicit", local.Platform{RegistryPort: 5001}, listening(5001), 5001},
-		{"add-on off", local.Platform{Addons: &local.Addons{Registry: &off}}, listening(), 0},
+		{"free host", local.Platform{}, listening(), 5001, ""},
+		{"another cluster's registry on 5001", local.Platform{}, listening(5001, 5003), 5002, ""},
+		{"no reader", local.Platform{}, nil, 5001, ""},
+		{"explicit", local.Platform{RegistryPort: 5001}, listening(5001), 5001, ""},
+		{"add-on off", local.Platform{Addons: &local.Addons{Registry: &off}}, listening(), 0, ""},
+		// Two clusters created at once, neither listening yet: their
+		// machine networks set them apart.
+		{"machine network 10.66.101.0/24", local.Platform{}, listening(), 5102, "10.66.101.0/24"},
+		{"machine network 10.66.102.0/24", local.Platform{}, listening(), 5103, "10.66.102.0/24"},
+		{"taken, the next", local.Platform{}, listening(5103), 5104, "10.66.102.0/24"},
+		{"wider network", local.Platform{}, listening(), 5001, "10.64.0.0/12"},
 	}
 	for _, tt := range tests {
 		l := tt.l
 		c := &types.Config{Networking: &types.Networking{}, Platform: types.Platform{Local: &l}}
+		if tt.cidr != "" {
+			c.Networking.MachineNetwork = []types.MachineNetworkEntry{{CIDR: tt.cidr}}
+		}
 		(&Config{ListeningPorts: tt.used}).SetDefaults(c)
 		if l.RegistryPort != tt.want {
 			t.Errorf("%s: registryPort = %d, want %d", tt.name, l.RegistryPort, tt.want)
