@@ -74,7 +74,7 @@ func (m *loadBalancerModel) config() *lb.Config {
 
 // process returns the lb process of the model, its files in <lb_dir>/<name>.
 func (r *loadBalancerResource) process(m *loadBalancerModel) lb.Process {
-	return lb.ProcessIn(r.b.Kiln, filepath.Join(r.b.Settings.LBDir, m.Name.ValueString()))
+	return lb.ProcessIn(r.b.Kiln, r.b.daemonDir(m.Name))
 }
 
 // Metadata implements resource.Resource.

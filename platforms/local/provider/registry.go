@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"math"
 	"net/netip"
-	"path/filepath"
 
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -59,7 +58,7 @@ func (m *registryModel) addr() (netip.AddrPort, error) {
 
 // dir is the directory of the registry's files.
 func (r *registryResource) dir(m *registryModel) string {
-	return filepath.Join(r.b.Settings.LBDir, m.Name.ValueString())
+	return r.b.daemonDir(m.Name)
 }
 
 // process is the registry's process, run from the model's binary.

@@ -3,10 +3,12 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
 // configureBackend stores the provider's Backend for a resource; it is nil
@@ -17,6 +19,13 @@ func configureBackend(req resource.ConfigureRequest, resp *resource.ConfigureRes
 		resp.Diagnostics.AddError("kilnlocal provider", fmt.Sprintf("unexpected provider data %T", req.ProviderData))
 	}
 	return b
+}
+
+// daemonDir is the directory of the files of the host daemon named name
+// (the API load balancer, the LoadBalancer Service controller, the image
+// registry): <lb_dir>/<name>, which the three share.
+func (b *Backend) daemonDir(name types.String) string {
+	return filepath.Join(b.Settings.LBDir, name.ValueString())
 }
 
 // addErr reports err as an error diagnostic of operation op on what.

@@ -80,7 +80,7 @@ func (m *serviceLBModel) config() (servicelb.Config, error) {
 
 // dir is the directory of the controller's files.
 func (r *serviceLBResource) dir(m *serviceLBModel) string {
-	return filepath.Join(r.b.Settings.LBDir, m.Name.ValueString())
+	return r.b.daemonDir(m.Name)
 }
 
 // process is the controller's process.
