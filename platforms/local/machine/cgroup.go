@@ -55,20 +55,25 @@ type CgroupLayout struct {
 }
 
 // DetectCgroups reads the host's cgroup mounts and init system.
-func DetectCgroups() (CgroupLayout, error) {
-	mi, err := os.ReadFile("/proc/self/mountinfo")
+func DetectCgroups() (CgroupLayout, error) { return detectCgroups("/") }
+
+// detectCgroups reads the cgroup mounts and init system of the host whose
+// /proc, /sys and /run are under root ("/" but in tests). Hierarchy paths
+// are the host's (mount points), without root.
+func detectCgroups(root string) (CgroupLayout, error) {
+	mi, err := os.ReadFile(filepath.Join(root, "proc/self/mountinfo"))
 	if err != nil {
 		return CgroupLayout{}, fmt.Errorf("reading cgroup mounts: %w", err)
 	}
 	l := CgroupLayout{Hierarchies: parseCgroupMounts(string(mi))}
 	for i, h := range l.Hierarchies {
 		if h.Unified {
-			data, _ := os.ReadFile(filepath.Join(h.Path, "cgroup.controllers"))
+			data, _ := os.ReadFile(filepath.Join(root, h.Path, "cgroup.controllers"))
 			l.Hierarchies[i].Controllers = strings.Fields(string(data))
 		}
 	}
-	comm, _ := os.ReadFile("/proc/1/comm")
-	_, booted := os.Stat("/run/systemd/system")
+	comm, _ := os.ReadFile(filepath.Join(root, "proc/1/comm"))
+	_, booted := os.Stat(filepath.Join(root, "run/systemd/system"))
 	l.SystemdPID1 = strings.TrimSpace(string(comm)) == "systemd" && booted == nil
 	return l, nil
 }
@@ -114,6 +119,14 @@ func isV1Controller(opt string) bool {
 	return false
 }
 
+// ForcesV1 reports whether machines get cgroup v1: the host's memory
+// controller is in a v1 hierarchy (a v1 or hybrid host), which nspawn then
+// mounts inside each machine.
+func (l CgroupLayout) ForcesV1() bool {
+	_, v1 := l.hierarchy("memory")
+	return v1
+}
+
 // hierarchy returns the v1 hierarchy holding ctrl, or the unified one when
 // ctrl is "".
 func (l CgroupLayout) hierarchy(ctrl string) (Hierarchy, bool) {
@@ -151,7 +164,7 @@ func (m CgroupMode) Describe() string {
 	case CgroupV2:
 		return "each machine runs in its own cgroup v2 group (kiln/<machine>); memory and CPU limits are enforced by memory.max and cpu.max"
 	}
-	return "each machine runs in cgroups of its own, but the host offers no memory or cpu controller: resource limits are NOT enforced"
+	return "each machine runs in cgroups of its own, but the host offers no memory or cpu controller: resource limits are NOT enforced, and kubelet cannot run in the machines"
 }
 
 // Enforced is true when the mode enforces memory and CPU limits.
