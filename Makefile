@@ -9,10 +9,12 @@ UID := $(shell id -u)
 # systemd-container runs machines, ignition provides ignition-validate;
 # gcc, make, libc6-dev and bzip2 build the conformance suite's BusyBox.
 HOST_PACKAGES := debootstrap systemd-container iproute2 iptables ignition zstd ca-certificates gcc make libc6-dev bzip2
+# make host-test boots a Debian 12 VM under qemu (TCG) to run kiln in it.
+VM_PACKAGES := qemu-system-x86 qemu-utils
 # Machines share the host's inotify instances (about 32 each, docs/local-platform.md).
 INOTIFY_INSTANCES := 512
 
-.PHONY: all build test unit validate-ignition deps host-prep e2e cluster destroy node-image bench conformance conformance-subset clean
+.PHONY: all build test test-all unit validate-ignition deps deps-vm install-packages host-prep e2e host-test cluster destroy node-image bench conformance conformance-subset clean
 
 all: build
 
@@ -41,16 +43,25 @@ validate-ignition: build
 	  rm -rf $$tmp
 
 deps:
-	@if [ "$(UID)" = 0 ]; then \
-	  missing=$$(for p in $(HOST_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	  if [ -n "$$missing" ]; then echo "installing:" $$missing; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi; \
-	else echo "not root: skipping host packages ($(HOST_PACKAGES))"; fi
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(HOST_PACKAGES)"
 
-# Raises fs.inotify.max_user_instances (a host setting kiln's preflight asks for).
+# qemu without its recommended GUI packages: the VM has no display.
+deps-vm:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(VM_PACKAGES)" APT_FLAGS=--no-install-recommends
+
+install-packages:
+	@if [ "$(UID)" = 0 ]; then \
+	  missing=$$(for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	  if [ -n "$$missing" ]; then echo "installing:" $$missing; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_FLAGS) $$missing; fi; \
+	else echo "not root: skipping host packages ($(PACKAGES))"; fi
+
+# The host settings kiln's preflight asks for: fs.inotify.max_user_instances
+# raised, br_netfilter loaded (a no-op where the kernel has it built in).
 host-prep:
 	@cur=$$(sysctl -n fs.inotify.max_user_instances); if [ $$cur -lt $(INOTIFY_INSTANCES) ]; then \
 	  echo "fs.inotify.max_user_instances: $$cur -> $(INOTIFY_INSTANCES) (machines share it)"; \
 	  sysctl -qw fs.inotify.max_user_instances=$(INOTIFY_INSTANCES); fi
+	@[ -d /proc/sys/net/bridge ] || { echo "loading br_netfilter (kube-proxy must see bridged pod traffic)"; modprobe br_netfilter; }
 
 # End-to-end tests: node image build and boot, machines, Terraform, and whole
 # clusters (3 masters + 1 worker, then 1 master), each destroyed afterwards.

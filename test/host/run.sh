@@ -61,7 +61,7 @@ if [ ! -f "$disk" ]; then
   cp -al "$base/rootfs" "$stage"
   mkdir -p "$stage/var/cache/kiln/images"
   cp -al "$img" "$stage/var/cache/kiln/images/"
-  nice mke2fs -q -t ext4 -L kiln-vm -d "$stage" "$disk.tmp" 40G
+  nice mke2fs -q -t ext4 -L kiln-vm -d "$stage" "$disk.tmp" 40G > /dev/null
   rm -rf "$stage"
   mv "$disk.tmp" "$disk"
 fi

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -204,13 +205,57 @@ func (l CgroupLayout) limitFiles(mode CgroupMode, name string, cpus float64, mem
 		}
 	case CgroupV2:
 		h, _ := l.hierarchy("")
-		dir := filepath.Join(h.Path, cgroupParent, name)
-		if mem > 0 {
-			files = append(files, limitFile{filepath.Join(dir, "memory.max"), fmt.Sprint(mem)})
+		files = unifiedLimitFiles(filepath.Join(h.Path, cgroupParent, name), limits{CPUs: cpus, MemoryBytes: mem})
+	}
+	return files
+}
+
+// limitInitCgroup writes a machine's limits into the cgroup v2 group its
+// init runs in, read from <procDir>/<leader>/cgroup. On a unified hierarchy,
+// nspawn runs the machine in a "payload" child of the cgroup it was started
+// in (the machine's unit, or kiln/<name>), and that child is the root of the
+// machine's cgroup namespace. The limits on the parent are enforced either
+// way; written here too, the machine sees them as its own memory.max and
+// cpu.max, as it sees memory.limit_in_bytes on cgroup v1. Where the unified
+// hierarchy has no memory or cpu controller (v1 and hybrid hosts) there is
+// nothing to write.
+func (l CgroupLayout) limitInitCgroup(procDir string, leader int, lim limits) error {
+	u, ok := l.hierarchy("")
+	if !ok {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(leader), "cgroup"))
+	if err != nil {
+		return fmt.Errorf("reading the init's cgroup: %w", err)
+	}
+	dir := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			dir = filepath.Join(u.Path, p)
 		}
-		if quota > 0 {
-			files = append(files, limitFile{filepath.Join(dir, "cpu.max"), fmt.Sprintf("%d %d", quota, cfsPeriod)})
+	}
+	if dir == "" {
+		return nil
+	}
+	for _, f := range unifiedLimitFiles(dir, lim) {
+		if _, err := os.Stat(f.Path); err != nil {
+			continue // the controller is not enabled there
 		}
+		if err := os.WriteFile(f.Path, []byte(f.Value), 0o644); err != nil {
+			return fmt.Errorf("setting limit %s=%s: %w", f.Path, f.Value, err)
+		}
+	}
+	return nil
+}
+
+// unifiedLimitFiles are the cgroup v2 files in dir that carry lim.
+func unifiedLimitFiles(dir string, lim limits) []limitFile {
+	var files []limitFile
+	if lim.MemoryBytes > 0 {
+		files = append(files, limitFile{filepath.Join(dir, "memory.max"), fmt.Sprint(lim.MemoryBytes)})
+	}
+	if quota := int64(lim.CPUs * cfsPeriod); quota > 0 {
+		files = append(files, limitFile{filepath.Join(dir, "cpu.max"), fmt.Sprintf("%d %d", quota, cfsPeriod)})
 	}
 	return files
 }

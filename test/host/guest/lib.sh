@@ -19,23 +19,35 @@ log() { echo "host-test: $*" | tee -a "$res/steps"; }
 # (and on the console); a failure records "FAIL at NAME" and ends the script,
 # which powers the VM off.
 step() {
-  local name=$1 start end rc
+  run_step "$@" || exit 1
+}
+
+# check NAME COMMAND...: a step whose failure is recorded (the run fails at
+# the first failed check) but does not end the run: later steps do not
+# depend on it.
+check() {
+  run_step "$@" || true
+}
+
+run_step() {
+  local name=$1 start end rc secs
   shift
   start=$(date +%s.%N)
   echo "=== step $name: $*" > /dev/console
   "$@" > >(tee "$res/$name.log" > /dev/console) 2>&1
   rc=$?
   end=$(date +%s.%N)
-  local secs
   secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
   echo "$name $secs" >> "$res/times"
   if [ $rc -ne 0 ]; then
     log "FAIL $name (exit $rc after ${secs} s): $(tail -3 "$res/$name.log" | tr '\n' ' ')"
-    echo "FAIL at $name" > "$res/result"
-    exit 1
+    [ -f "$res/result" ] || echo "FAIL at $name" > "$res/result"
+    return 1
   fi
   log "ok $name (${secs} s)"
 }
 
-# pass records that every step passed.
-pass() { echo PASS > "$res/result"; }
+# pass records that every step passed, unless a check failed.
+pass() {
+  [ -f "$res/result" ] || echo PASS > "$res/result"
+}
