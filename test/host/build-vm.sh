@@ -19,7 +19,7 @@ suite=bookworm
 # systemd, and the run-time part of the Makefile's HOST_PACKAGES (not the
 # node image's build tools: nothing is built inside the VM, and no Go).
 # curl is for the test's requests to a Service; tini is the PID 1 of the
-# second boot mode, without systemd (kiln-vm-init below).
+# second boot mode, without systemd (host-test-vm-init below).
 packages=(
   linux-image-amd64 initramfs-tools systemd systemd-sysv udev dbus kmod
   systemd-container iproute2 iptables ca-certificates zstd procps curl tini
@@ -68,18 +68,18 @@ ln -sf /dev/null "$root/etc/systemd/system/getty@tty1.service"
 # 9p share (mount tag "host", mounted at /mnt/host). The VM powers off when it
 # ends, whatever its result (the script writes its result to the share).
 mkdir -p "$root/usr/local/sbin"
-cat > "$root/usr/local/sbin/kiln-vm-run" <<'RUN'
+cat > "$root/usr/local/sbin/host-test-vm-run" <<'RUN'
 #!/bin/bash
 mkdir -p /mnt/host
 mountpoint -q /mnt/host || mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=none host /mnt/host || exit 1
 for a in $(cat /proc/cmdline); do
   case $a in kiln.run=*) exec /bin/bash "/mnt/host/${a#kiln.run=}" ;; esac
 done
-echo "kiln-vm-run: no kiln.run= on the kernel command line" >&2
+echo "host-test-vm-run: no kiln.run= on the kernel command line" >&2
 exit 1
 RUN
-chmod 755 "$root/usr/local/sbin/kiln-vm-run"
-cat > "$root/etc/systemd/system/kiln-vm-run.service" <<'EOF'
+chmod 755 "$root/usr/local/sbin/host-test-vm-run"
+cat > "$root/etc/systemd/system/host-test-vm-run.service" <<'EOF'
 [Unit]
 Description=Run the script the kernel command line names (kiln.run=) from the host's 9p share
 ConditionKernelCommandLine=kiln.run
@@ -90,7 +90,7 @@ FailureAction=poweroff-force
 
 [Service]
 Type=oneshot
-ExecStart=/usr/local/sbin/kiln-vm-run
+ExecStart=/usr/local/sbin/host-test-vm-run
 StandardOutput=journal+console
 StandardError=journal+console
 TimeoutStartSec=infinity
@@ -99,18 +99,18 @@ TimeoutStartSec=infinity
 WantedBy=multi-user.target
 EOF
 mkdir -p "$root/etc/systemd/system/multi-user.target.wants" "$root/etc/modules-load.d"
-ln -sf ../kiln-vm-run.service "$root/etc/systemd/system/multi-user.target.wants/kiln-vm-run.service"
+ln -sf ../host-test-vm-run.service "$root/etc/systemd/system/multi-user.target.wants/host-test-vm-run.service"
 # 9p and virtio modules load at boot, before the unit mounts the share.
 # Nothing else is prepared for kiln: the test does what `make host-prep` does
 # after checking that kiln's preflight names it.
-printf '9p\n9pnet_virtio\n' > "$root/etc/modules-load.d/kiln-vm.conf"
+printf '9p\n9pnet_virtio\n' > "$root/etc/modules-load.d/host-test-vm.conf"
 
-# The second boot mode: `init=/usr/bin/tini -- /usr/local/sbin/kiln-vm-init`
+# The second boot mode: `init=/usr/bin/tini -- /usr/local/sbin/host-test-vm-init`
 # gives a pure cgroup v2 host whose PID 1 is not systemd (tini, which reaps
 # orphans), where kiln uses its cgroup-v2 launch mode. The script sets up what
 # systemd would (file systems, the share's modules, the cgroup2 mount), runs the
-# kiln.run= script like kiln-vm-run.service and powers off.
-cat > "$root/usr/local/sbin/kiln-vm-init" <<'INIT'
+# kiln.run= script like host-test-vm-run.service and powers off.
+cat > "$root/usr/local/sbin/host-test-vm-init" <<'INIT'
 #!/bin/bash
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 mnt() { mountpoint -q "$3" || { mkdir -p "$3"; mount -t "$1" ${4:+-o "$4"} "$2" "$3"; }; }
@@ -126,14 +126,14 @@ mount -o remount,rw /
 hostname kiln-vm
 ip link set lo up
 for m in 9p 9pnet_virtio; do modprobe "$m"; done
-echo "kiln-vm-init: PID 1 is $(cat /proc/1/comm); cgroup2 controllers: $(cat /sys/fs/cgroup/cgroup.controllers)" > /dev/console
-/usr/local/sbin/kiln-vm-run > /dev/console 2>&1
+echo "host-test-vm-init: PID 1 is $(cat /proc/1/comm); cgroup2 controllers: $(cat /sys/fs/cgroup/cgroup.controllers)" > /dev/console
+/usr/local/sbin/host-test-vm-run > /dev/console 2>&1
 sync
 umount /mnt/host
 echo o > /proc/sysrq-trigger
 sleep 60
 INIT
-chmod 755 "$root/usr/local/sbin/kiln-vm-init"
+chmod 755 "$root/usr/local/sbin/host-test-vm-init"
 
 cp "$root"/boot/vmlinuz-* "$tmp/vmlinuz"
 cp "$root"/boot/initrd.img-* "$tmp/initrd.img"

@@ -84,7 +84,7 @@ echo "KILN_NODE_IMAGE_KEY=$(basename "$img")" > "$run/share/env"
 init=
 case ${KILN_VM_INIT:-systemd} in
   systemd) ;;
-  tini) init="init=/usr/bin/tini -- /usr/local/sbin/kiln-vm-init" ;;
+  tini) init="init=/usr/bin/tini -- /usr/local/sbin/host-test-vm-init" ;;
   *) echo "host-test: KILN_VM_INIT must be systemd or tini" >&2; exit 2 ;;
 esac
 echo "host-test: booting the VM (TCG, ${KILN_VM_CPUS:-2} vCPUs, ${KILN_VM_MEMORY:-8G}); console: $run/console.log"

@@ -1,12 +1,16 @@
 package machine
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // CgroupMode is how machines get their cgroup and resource limits.
@@ -210,37 +214,51 @@ func (l CgroupLayout) limitFiles(mode CgroupMode, name string, cpus float64, mem
 	return files
 }
 
+// payloadCgroup is the child cgroup nspawn runs a machine in when it is
+// started with --keep-unit on a unified hierarchy (nspawn moves itself to a
+// sibling, "supervisor"): the root of the machine's cgroup namespace.
+const payloadCgroup = "payload"
+
 // limitInitCgroup writes a machine's limits into the cgroup v2 group its
-// init runs in, read from <procDir>/<leader>/cgroup. On a unified hierarchy,
-// nspawn runs the machine in a "payload" child of the cgroup it was started
-// in (the machine's unit, or kiln/<name>), and that child is the root of the
-// machine's cgroup namespace. The limits on the parent are enforced either
-// way; written here too, the machine sees them as its own memory.max and
-// cpu.max, as it sees memory.limit_in_bytes on cgroup v1. Where the unified
-// hierarchy has no memory or cpu controller (v1 and hybrid hosts) there is
-// nothing to write.
-func (l CgroupLayout) limitInitCgroup(procDir string, leader int, lim limits) error {
+// init runs in, read from <procDir>/<leader>/cgroup: nspawn's payload group
+// below the cgroup that carries them (the machine's unit, or kiln/<name>).
+// The limits on the parent are enforced either way; written here too, the
+// machine sees them as its own memory.max and cpu.max, as it sees
+// memory.limit_in_bytes on cgroup v1. It waits up to 10 s for nspawn to
+// move the init there and enable the controllers. Where machines get
+// cgroup v1 there is nothing to write.
+func (l CgroupLayout) limitInitCgroup(ctx context.Context, procDir string, leader int, lim limits) error {
 	u, ok := l.hierarchy("")
-	if !ok {
+	if !ok || l.ForcesV1() || (lim.MemoryBytes <= 0 && lim.CPUs <= 0) {
 		return nil
 	}
-	data, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(leader), "cgroup"))
+	var files []limitFile
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		data, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(leader), "cgroup"))
+		if err != nil {
+			return false, fmt.Errorf("reading the init's cgroup: %w", err)
+		}
+		var path string
+		for _, line := range strings.Split(string(data), "\n") {
+			if p, ok := strings.CutPrefix(line, "0::"); ok {
+				path = p
+			}
+		}
+		if filepath.Base(path) != payloadCgroup {
+			return false, nil
+		}
+		files = unifiedLimitFiles(filepath.Join(u.Path, path), lim)
+		for _, f := range files {
+			if _, err := os.Stat(f.Path); err != nil {
+				return false, nil // the controller is not enabled there yet
+			}
+		}
+		return true, nil
+	})
 	if err != nil {
-		return fmt.Errorf("reading the init's cgroup: %w", err)
+		return fmt.Errorf("the machine's own cgroup shows no limits (enforced on its parent): %w", err)
 	}
-	dir := ""
-	for _, line := range strings.Split(string(data), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			dir = filepath.Join(u.Path, p)
-		}
-	}
-	if dir == "" {
-		return nil
-	}
-	for _, f := range unifiedLimitFiles(dir, lim) {
-		if _, err := os.Stat(f.Path); err != nil {
-			continue // the controller is not enabled there
-		}
+	for _, f := range files {
 		if err := os.WriteFile(f.Path, []byte(f.Value), 0o644); err != nil {
 			return fmt.Errorf("setting limit %s=%s: %w", f.Path, f.Value, err)
 		}

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -129,25 +130,24 @@ func TestMountsUnder(t *testing.T) {
 
 // TestLimitInitCgroup: on a unified hierarchy the limits go into the group
 // the machine's init runs in (nspawn's payload, the root of the machine's
-// cgroup namespace) where its controllers are enabled; a v1 or hybrid host
-// has nothing there to write.
+// cgroup namespace); where machines get cgroup v1 nothing is written.
 func TestLimitInitCgroup(t *testing.T) {
 	root := t.TempDir()
 	proc, cg := filepath.Join(root, "proc"), filepath.Join(root, "sys/fs/cgroup")
 	payload := filepath.Join(cg, "system.slice/kiln-m0.service/payload")
-	for _, f := range []string{filepath.Join(proc, "42/cgroup"), filepath.Join(payload, "memory.max"), filepath.Join(payload, "cpu.max")} {
+	write := func(f, content string) {
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(f, []byte("max\n"), 0o644); err != nil {
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(proc, "42/cgroup"), []byte("0::/system.slice/kiln-m0.service/payload\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	write(filepath.Join(payload, "memory.max"), "max\n")
+	write(filepath.Join(payload, "cpu.max"), "max 100000\n")
+	write(filepath.Join(proc, "42/cgroup"), "0::/system.slice/kiln-m0.service/payload\n")
 	v2 := CgroupLayout{Hierarchies: []Hierarchy{{Path: cg, Unified: true}}, SystemdPID1: true}
-	if err := v2.limitInitCgroup(proc, 42, limits{CPUs: 1.5, MemoryBytes: 2 << 30}); err != nil {
+	if err := v2.limitInitCgroup(context.Background(), proc, 42, limits{CPUs: 1.5, MemoryBytes: 2 << 30}); err != nil {
 		t.Fatal(err)
 	}
 	for file, want := range map[string]string{"memory.max": "2147483648", "cpu.max": "150000 100000"} {
@@ -155,17 +155,12 @@ func TestLimitInitCgroup(t *testing.T) {
 			t.Errorf("%s = %q, want %q", file, got, want)
 		}
 	}
-	// Without the controllers' files (a hybrid host's empty unified
-	// hierarchy) nothing is written and nothing fails.
-	bare := filepath.Join(root, "bare")
-	if err := os.WriteFile(filepath.Join(proc, "42/cgroup"), []byte("1:memory:/kiln/m0\n0::/kiln/m0\n"), 0o644); err != nil {
+	hybrid := CgroupLayout{Hierarchies: append(parseCgroupMounts(readTestdata(t, "mountinfo-hybrid")), Hierarchy{Path: cg, Unified: true})}
+	write(filepath.Join(payload, "memory.max"), "max\n")
+	if err := hybrid.limitInitCgroup(context.Background(), proc, 42, limits{MemoryBytes: 2 << 30}); err != nil {
 		t.Fatal(err)
 	}
-	hybrid := CgroupLayout{Hierarchies: []Hierarchy{{Path: bare, Unified: true}}}
-	if err := hybrid.limitInitCgroup(proc, 42, limits{MemoryBytes: 2 << 30}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(bare, "kiln/m0/memory.max")); err == nil {
-		t.Error("wrote a limit where the controller is not enabled")
+	if got, _ := os.ReadFile(filepath.Join(payload, "memory.max")); string(got) != "max\n" {
+		t.Errorf("wrote %q on a host that gives machines cgroup v1", got)
 	}
 }

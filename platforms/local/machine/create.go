@@ -121,7 +121,7 @@ func (m *Manager) boot(ctx context.Context, s *Spec, addr netip.Prefix, hash str
 		return fmt.Errorf("%w: %s", err, tail(logPath))
 	}
 	rec.Veth = hostVeth(ctx, leader)
-	if err := m.layout.limitInitCgroup("/proc", leader, lim); err != nil {
+	if err := m.layout.limitInitCgroup(ctx, "/proc", leader, lim); err != nil {
 		m.log.Warnf("machine %s: %v", s.Name, err)
 	}
 	m.log.Infof("machine %s: started (pid %d, init %d, veth %s, cgroup mode %s) in %s",
