@@ -90,7 +90,22 @@ create() {
     kiln create cluster --dir "$dir" || rc=$?
   fi
   cp "$dir/.kiln.log" "$res/create-debug.log" 2>/dev/null
+  [ $rc = 0 ] || diagnose
   return $rc
+}
+
+# diagnose copies what explains a failed create to the results: each
+# machine's failed units and journal, the host daemons' logs.
+diagnose() {
+  for m in /var/lib/kiln/machines/*/; do
+    local name nspawn init
+    name=$(basename "$m")
+    nspawn=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$m/machine.json")
+    init=$(pgrep -P "$nspawn" | head -1)
+    [ -n "$init" ] || continue
+    nsenter -t "$init" -m -u -i -n -p -- sh -c 'systemctl --failed --no-pager; journalctl -n 400 --no-pager' > "$res/diag-$name.log" 2>&1
+  done
+  cp /var/lib/kiln/lb/*/*.log "$res/" 2>/dev/null
 }
 
 # The host daemons run in units of their own, not in the caller's, which
