@@ -14,7 +14,7 @@ VM_PACKAGES := qemu-system-x86 qemu-utils
 # Machines share the host's inotify instances (about 32 each, docs/local-platform.md).
 INOTIFY_INSTANCES := 512
 
-.PHONY: all build test test-all unit validate-ignition deps deps-vm install-packages host-prep e2e host-test host-test-if-cached cluster destroy node-image bench conformance conformance-subset clean
+.PHONY: all build test unit validate-ignition deps deps-vm install-packages host-prep e2e host-test cluster destroy node-image bench conformance conformance-subset clean
 
 all: build
 
@@ -68,25 +68,18 @@ host-prep:
 e2e: deps host-prep
 	KILN_E2E=1 $(GO) test ./test/e2e/ -v -count=1 -timeout 100m
 
-# The end-to-end tests, then the host test when its VM is built already
-# (docs/local-platform.md, "The host test": about 40 minutes under emulation,
-# too long for every cold CI run); test-all always runs it.
+# As root: the end-to-end tests, then the host test (about 8 minutes on an
+# idle host, 2-3 more the first time to build its VM; docs/benchmarks.md).
 test: unit
-	@if [ "$(UID)" = 0 ]; then $(MAKE) --no-print-directory deps validate-ignition e2e host-test-if-cached; \
-	else echo "not root: end-to-end tests skipped (they need root: machines are systemd-nspawn containers)"; fi
-
-test-all: unit
 	@if [ "$(UID)" = 0 ]; then $(MAKE) --no-print-directory deps validate-ignition e2e host-test; \
-	else echo "not root: end-to-end and host tests skipped (they need root)"; fi
+	else echo "not root: end-to-end and host tests skipped (they need root: machines are systemd-nspawn containers)"; fi
 
 # kiln on a host that is what users have: a Debian 12 VM (debootstrap, stock
 # kernel, systemd, cgroup v2) under qemu with TCG, no network; 1 master + 1
 # worker created, used and destroyed inside (test/host/run.sh).
+# KILN_VM_INIT=tini runs it on the same VM with a PID 1 that is not systemd.
 host-test: deps deps-vm build
 	test/host/run.sh
-
-host-test-if-cached: build
-	@test/host/run.sh --if-cached
 
 # Builds (or reuses from the kiln cache) the local platform's node image.
 # Needs root and Go; a cold build takes tens of minutes (docs/node-image.md).

@@ -6,8 +6,6 @@
 # with the kernel and initrd beside it for qemu's direct kernel boot.
 #
 #   test/host/build-vm.sh            prints the base's directory
-#   test/host/build-vm.sh --cached   the same, or exits 1 saying why when it
-#                                    is not built yet (builds nothing)
 #
 # The base lives in <cache>/vm/base-<key>/ (<cache> is $KILN_CACHE_DIR, else
 # $XDG_CACHE_HOME/kiln, else ~/.cache/kiln): rootfs/, vmlinuz, initrd.img and
@@ -28,8 +26,6 @@ packages=(
 )
 
 cache=${KILN_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kiln}
-cached_only=
-[ "${1:-}" = --cached ] && cached_only=1
 
 # The mirror as apt itself reads its sources: the first deb source of $suite.
 mirror=${KILN_VM_MIRROR:-$(apt-get indextargets --format '$(SITE) $(RELEASE) $(TARGET_OF)' |
@@ -43,7 +39,6 @@ if [ -f "$dir/vm.json" ]; then
   echo "$dir"
   exit 0
 fi
-[ -z "$cached_only" ] || { echo "the VM base $dir is not built (test/host/build-vm.sh builds it in a few minutes)" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "build-vm: needs root (debootstrap, chroot)" >&2; exit 2; }
 command -v debootstrap >/dev/null || { echo "build-vm: debootstrap missing: apt-get install debootstrap" >&2; exit 2; }
 

@@ -4,10 +4,7 @@
 # booted under qemu with TCG, with no network to the outside. kiln and the
 # cached node image come from this host; nothing is built inside the VM.
 #
-#   test/host/run.sh [--if-cached] [GUEST_SCRIPT]
-#
-# --if-cached (what `make test` uses) runs only when the VM base is built
-# already, and otherwise prints "SKIP host-test: <why>" and exits 0.
+#   test/host/run.sh [GUEST_SCRIPT]
 #
 # GUEST_SCRIPT (default test/host/guest/host-test.sh, the whole test) runs as
 # root in the VM at boot; its output goes to the VM's serial console log, its
@@ -25,9 +22,6 @@
 # "host-test: PASS" or "host-test: FAIL at <step>"; exits 1 when a step failed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-repo=$(pwd)
-if_cached=
-[ "${1:-}" = --if-cached ] && { if_cached=1; shift; }
 guest=${1:-test/host/guest/host-test.sh}
 kiln=$(realpath "${KILN:-bin/kiln}")
 [ -x "$kiln" ] || { echo "host-test: build kiln first: make build" >&2; exit 2; }
@@ -37,15 +31,8 @@ now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
 # 1. The VM's base: Debian packages only (cached; rebuilt when its inputs change).
-if [ -n "$if_cached" ] && ! why=$(test/host/build-vm.sh --cached 2>&1); then
-  echo "SKIP host-test: $why; run make host-test (or make test-all) once to build it"
-  exit 0
-fi
 for t in qemu-system-x86_64 qemu-img mke2fs; do
-  command -v $t >/dev/null && continue
-  [ -n "$if_cached" ] && { echo "SKIP host-test: $t missing: make deps-vm"; exit 0; }
-  echo "host-test: $t missing: make deps-vm (apt-get install qemu-system-x86 qemu-utils)" >&2
-  exit 2
+  command -v $t >/dev/null || { echo "host-test: $t missing: make deps-vm (apt-get install qemu-system-x86 qemu-utils)" >&2; exit 2; }
 done
 t0=$(now)
 base=$(test/host/build-vm.sh)
