@@ -1,6 +1,6 @@
 # A short look at the VM before a whole run (test/host/run.sh
-# test/host/guest/probe.sh): boot time, PID 1, cgroups, the share, kiln and its
-# preflight. Creates nothing.
+# test/host/guest/probe.sh): boot time, PID 1, cgroups, the share, kiln
+# without Go, the cached node image. Creates nothing.
 . /mnt/host/guest/lib.sh
 log "boot: $(cut -d' ' -f1 /proc/uptime) s after the kernel started (PID 1 $(cat /proc/1/comm))"
 step kernel uname -a
