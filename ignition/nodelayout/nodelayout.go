@@ -55,6 +55,11 @@ const (
 	// RoleLabel is the label kubelets register with (--node-labels), whose
 	// value is the machine's role.
 	RoleLabel = "node.kiln.dev/role"
+	// KubeletConfigDir is the kubelet's drop-in configuration directory
+	// (--config-dir), rebuilt at every boot. Where the host forces cgroup v1
+	// on the machine, the node image's kiln-cgroup-rw.service writes
+	// "failCgroupV1: false" into it; on cgroup v2 it stays empty.
+	KubeletConfigDir = "/run/kiln/kubelet.conf.d"
 )
 
 // The machine-config server, on the bootstrap machine and on masters.
@@ -94,6 +99,7 @@ type Layout struct {
 	BootstrapKubeconfig   string
 	KubeletKubeconfig     string
 	RoleLabel             string
+	KubeletConfigDir      string
 	MCSConfigDir          string
 	MCSPort               int
 	BootstrapManifestsDir string
@@ -113,6 +119,7 @@ func Values() Layout {
 		BootstrapKubeconfig:   BootstrapKubeconfig,
 		KubeletKubeconfig:     KubeletKubeconfig,
 		RoleLabel:             RoleLabel,
+		KubeletConfigDir:      KubeletConfigDir,
 		MCSConfigDir:          MCSConfigDir,
 		MCSPort:               MCSPort,
 		BootstrapManifestsDir: BootstrapManifestsDir,

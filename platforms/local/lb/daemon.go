@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,6 +27,12 @@ type Process struct {
 	PIDFile string
 	// LogFile receives its output (appended).
 	LogFile string
+	// Env is extra environment ("NAME=value") for the process. Where it runs
+	// as a systemd unit (see launch) this is all of its environment.
+	Env []string
+	// Role names the daemon in its unit's name and in errors, e.g.
+	// "registry"; the subcommand when empty.
+	Role string
 }
 
 // ProcessIn describes the load balancer whose files (lb.json, lb.pid,
@@ -56,12 +61,22 @@ func (p Process) subcommand() []string {
 	return []string{"lb"}
 }
 
+// role returns Role or the subcommand.
+func (p Process) role() string {
+	if p.Role != "" {
+		return p.Role
+	}
+	return strings.Join(p.subcommand(), " ")
+}
+
 // ErrNotRunning is returned by PID when no load balancer process runs.
 var ErrNotRunning = errors.New("load balancer is not running")
 
-// Start launches the process detached from kiln (its own session, output to
-// LogFile) and waits until it has written its pid file, which it does once
-// every service listens. If it exits first, the error names its log file.
+// Start launches the process detached from kiln - as a transient systemd
+// unit of its own where PID 1 is systemd, else in its own session - with its
+// output appended to LogFile, and waits until it has written its pid file,
+// which it does once every service listens. If it exits first, the error
+// names its log file.
 func (p Process) Start(ctx context.Context) (int, error) {
 	logf, err := os.OpenFile(p.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -69,22 +84,14 @@ func (p Process) Start(ctx context.Context) (int, error) {
 	}
 	defer logf.Close()
 	os.Remove(p.PIDFile)
-	argv := p.Command()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Dir = filepath.Dir(p.ConfigPath)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	proc, err := p.launch(ctx, logf)
+	if err != nil {
 		return 0, err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	var pid int
 	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, false, func(context.Context) (bool, error) {
-		select {
-		case err := <-exited:
-			return false, fmt.Errorf("kiln %s exited (%v); see %s", strings.Join(p.subcommand(), " "), err, p.LogFile)
-		default:
+		if done, err := proc.exited(); done {
+			return false, fmt.Errorf("%s %s exited (%v); see %s", filepath.Base(p.Kiln), p.role(), err, p.LogFile)
 		}
 		var perr error
 		pid, perr = p.PID()
@@ -92,7 +99,7 @@ func (p Process) Start(ctx context.Context) (int, error) {
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			cmd.Process.Kill()
+			proc.kill()
 		}
 		return 0, err
 	}

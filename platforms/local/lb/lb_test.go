@@ -421,12 +421,12 @@ func TestProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("KILN_LB_TEST_SERVE", "1")
 	boot, master := nameServer(t, "bootstrap"), nameServer(t, "master")
 	port := freePort(t)
 	svc := tcpService("mcs", boot, master)
 	svc.Port = port
-	p := Process{Kiln: self, ConfigPath: filepath.Join(dir, "lb.json"), PIDFile: filepath.Join(dir, "lb.pid"), LogFile: filepath.Join(dir, "lb.log")}
+	p := Process{Kiln: self, ConfigPath: filepath.Join(dir, "lb.json"), PIDFile: filepath.Join(dir, "lb.pid"), LogFile: filepath.Join(dir, "lb.log"),
+		Env: []string{"KILN_LB_TEST_SERVE=1"}}
 	writeConfig(t, p.ConfigPath, &Config{Listen: "127.0.0.1", Services: []Service{svc}})
 	ctx := context.Background()
 	pid, err := p.Start(ctx)

@@ -1,11 +1,16 @@
 package machine
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // CgroupMode is how machines get their cgroup and resource limits.
@@ -55,20 +60,25 @@ type CgroupLayout struct {
 }
 
 // DetectCgroups reads the host's cgroup mounts and init system.
-func DetectCgroups() (CgroupLayout, error) {
-	mi, err := os.ReadFile("/proc/self/mountinfo")
+func DetectCgroups() (CgroupLayout, error) { return detectCgroups("/") }
+
+// detectCgroups reads the cgroup mounts and init system of the host whose
+// /proc, /sys and /run are under root ("/" but in tests). Hierarchy paths
+// are the host's (mount points), without root.
+func detectCgroups(root string) (CgroupLayout, error) {
+	mi, err := os.ReadFile(filepath.Join(root, "proc/self/mountinfo"))
 	if err != nil {
 		return CgroupLayout{}, fmt.Errorf("reading cgroup mounts: %w", err)
 	}
 	l := CgroupLayout{Hierarchies: parseCgroupMounts(string(mi))}
 	for i, h := range l.Hierarchies {
 		if h.Unified {
-			data, _ := os.ReadFile(filepath.Join(h.Path, "cgroup.controllers"))
+			data, _ := os.ReadFile(filepath.Join(root, h.Path, "cgroup.controllers"))
 			l.Hierarchies[i].Controllers = strings.Fields(string(data))
 		}
 	}
-	comm, _ := os.ReadFile("/proc/1/comm")
-	_, booted := os.Stat("/run/systemd/system")
+	comm, _ := os.ReadFile(filepath.Join(root, "proc/1/comm"))
+	_, booted := os.Stat(filepath.Join(root, "run/systemd/system"))
 	l.SystemdPID1 = strings.TrimSpace(string(comm)) == "systemd" && booted == nil
 	return l, nil
 }
@@ -114,6 +124,14 @@ func isV1Controller(opt string) bool {
 	return false
 }
 
+// ForcesV1 reports whether machines get cgroup v1: the host's memory
+// controller is in a v1 hierarchy (a v1 or hybrid host), which nspawn then
+// mounts inside each machine.
+func (l CgroupLayout) ForcesV1() bool {
+	_, v1 := l.hierarchy("memory")
+	return v1
+}
+
 // hierarchy returns the v1 hierarchy holding ctrl, or the unified one when
 // ctrl is "".
 func (l CgroupLayout) hierarchy(ctrl string) (Hierarchy, bool) {
@@ -151,7 +169,7 @@ func (m CgroupMode) Describe() string {
 	case CgroupV2:
 		return "each machine runs in its own cgroup v2 group (kiln/<machine>); memory and CPU limits are enforced by memory.max and cpu.max"
 	}
-	return "each machine runs in cgroups of its own, but the host offers no memory or cpu controller: resource limits are NOT enforced"
+	return "each machine runs in cgroups of its own, but the host offers no memory or cpu controller: resource limits are NOT enforced, and kubelet cannot run in the machines"
 }
 
 // Enforced is true when the mode enforces memory and CPU limits.
@@ -191,13 +209,71 @@ func (l CgroupLayout) limitFiles(mode CgroupMode, name string, cpus float64, mem
 		}
 	case CgroupV2:
 		h, _ := l.hierarchy("")
-		dir := filepath.Join(h.Path, cgroupParent, name)
-		if mem > 0 {
-			files = append(files, limitFile{filepath.Join(dir, "memory.max"), fmt.Sprint(mem)})
+		files = unifiedLimitFiles(filepath.Join(h.Path, cgroupParent, name), limits{CPUs: cpus, MemoryBytes: mem})
+	}
+	return files
+}
+
+// payloadCgroup is the child cgroup nspawn runs a machine in when it is
+// started with --keep-unit on a unified hierarchy (nspawn moves itself to a
+// sibling, "supervisor"): the root of the machine's cgroup namespace.
+const payloadCgroup = "payload"
+
+// limitInitCgroup writes a machine's limits into the cgroup v2 group its
+// init runs in, read from <procDir>/<leader>/cgroup: nspawn's payload group
+// below the cgroup that carries them (the machine's unit, or kiln/<name>).
+// The limits on the parent are enforced either way; written here too, the
+// machine sees them as its own memory.max and cpu.max, as it sees
+// memory.limit_in_bytes on cgroup v1. It waits up to 10 s for nspawn to
+// move the init there and enable the controllers. Where machines get
+// cgroup v1 there is nothing to write.
+func (l CgroupLayout) limitInitCgroup(ctx context.Context, procDir string, leader int, lim limits) error {
+	u, ok := l.hierarchy("")
+	if !ok || l.ForcesV1() || (lim.MemoryBytes <= 0 && lim.CPUs <= 0) {
+		return nil
+	}
+	var files []limitFile
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		data, err := os.ReadFile(filepath.Join(procDir, strconv.Itoa(leader), "cgroup"))
+		if err != nil {
+			return false, fmt.Errorf("reading the init's cgroup: %w", err)
 		}
-		if quota > 0 {
-			files = append(files, limitFile{filepath.Join(dir, "cpu.max"), fmt.Sprintf("%d %d", quota, cfsPeriod)})
+		var path string
+		for _, line := range strings.Split(string(data), "\n") {
+			if p, ok := strings.CutPrefix(line, "0::"); ok {
+				path = p
+			}
 		}
+		if filepath.Base(path) != payloadCgroup {
+			return false, nil
+		}
+		files = unifiedLimitFiles(filepath.Join(u.Path, path), lim)
+		for _, f := range files {
+			if _, err := os.Stat(f.Path); err != nil {
+				return false, nil // the controller is not enabled there yet
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the machine's own cgroup shows no limits (enforced on its parent): %w", err)
+	}
+	for _, f := range files {
+		if err := os.WriteFile(f.Path, []byte(f.Value), 0o644); err != nil {
+			return fmt.Errorf("setting limit %s=%s: %w", f.Path, f.Value, err)
+		}
+	}
+	return nil
+}
+
+// unifiedLimitFiles are the cgroup v2 files in dir that carry lim.
+func unifiedLimitFiles(dir string, lim limits) []limitFile {
+	var files []limitFile
+	if lim.MemoryBytes > 0 {
+		files = append(files, limitFile{filepath.Join(dir, "memory.max"), fmt.Sprint(lim.MemoryBytes)})
+	}
+	if quota := int64(lim.CPUs * cfsPeriod); quota > 0 {
+		files = append(files, limitFile{filepath.Join(dir, "cpu.max"), fmt.Sprintf("%d %d", quota, cfsPeriod)})
 	}
 	return files
 }

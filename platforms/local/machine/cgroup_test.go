@@ -1,7 +1,9 @@
 package machine
 
 import (
+	"context"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -123,5 +125,42 @@ func TestMountsUnder(t *testing.T) {
 	}
 	if got := mountsUnder(mi, "/mnt/with space"); !slices.Equal(got, []string{"/mnt/with space"}) {
 		t.Errorf("escaped mount point: %q", got)
+	}
+}
+
+// TestLimitInitCgroup: on a unified hierarchy the limits go into the group
+// the machine's init runs in (nspawn's payload, the root of the machine's
+// cgroup namespace); where machines get cgroup v1 nothing is written.
+func TestLimitInitCgroup(t *testing.T) {
+	root := t.TempDir()
+	proc, cg := filepath.Join(root, "proc"), filepath.Join(root, "sys/fs/cgroup")
+	payload := filepath.Join(cg, "system.slice/kiln-m0.service/payload")
+	write := func(f, content string) {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(payload, "memory.max"), "max\n")
+	write(filepath.Join(payload, "cpu.max"), "max 100000\n")
+	write(filepath.Join(proc, "42/cgroup"), "0::/system.slice/kiln-m0.service/payload\n")
+	v2 := CgroupLayout{Hierarchies: []Hierarchy{{Path: cg, Unified: true}}, SystemdPID1: true}
+	if err := v2.limitInitCgroup(context.Background(), proc, 42, limits{CPUs: 1.5, MemoryBytes: 2 << 30}); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{"memory.max": "2147483648", "cpu.max": "150000 100000"} {
+		if got, _ := os.ReadFile(filepath.Join(payload, file)); string(got) != want {
+			t.Errorf("%s = %q, want %q", file, got, want)
+		}
+	}
+	hybrid := CgroupLayout{Hierarchies: append(parseCgroupMounts(readTestdata(t, "mountinfo-hybrid")), Hierarchy{Path: cg, Unified: true})}
+	write(filepath.Join(payload, "memory.max"), "max\n")
+	if err := hybrid.limitInitCgroup(context.Background(), proc, 42, limits{MemoryBytes: 2 << 30}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(payload, "memory.max")); string(got) != "max\n" {
+		t.Errorf("wrote %q on a host that gives machines cgroup v1", got)
 	}
 }

@@ -108,7 +108,8 @@ func (m *Manager) boot(ctx context.Context, s *Spec, addr netip.Prefix, hash str
 	argv := nspawnArgv(nspawnArgs{Name: s.Name, Root: root, Bridge: s.Bridge, Binds: binds, Sysctls: true})
 	logPath := filepath.Join(dir, "console.log")
 	started := time.Now()
-	pid, err := l.Start(ctx, s.Name, limits{CPUs: s.CPUs, MemoryBytes: s.MemoryBytes}, argv, logPath)
+	lim := limits{CPUs: s.CPUs, MemoryBytes: s.MemoryBytes}
+	pid, err := l.Start(ctx, s.Name, lim, argv, logPath)
 	if err != nil {
 		return err
 	}
@@ -126,6 +127,9 @@ func (m *Manager) boot(ctx context.Context, s *Spec, addr netip.Prefix, hash str
 		return fmt.Errorf("%w: %s", err, tail(logPath))
 	}
 	rec.Veth = hostVeth(ctx, leader)
+	if err := m.layout.limitInitCgroup(ctx, "/proc", leader, lim); err != nil {
+		m.log.Warnf("machine %s: %v", s.Name, err)
+	}
 	m.log.Infof("machine %s: started (pid %d, init %d, veth %s, cgroup mode %s) in %s",
 		s.Name, pid, leader, rec.Veth, rec.Mode, time.Since(started).Round(time.Millisecond))
 	return m.writeRecord(rec)

@@ -319,11 +319,17 @@ func (s *systemdLauncher) Names(ctx context.Context) []string {
 	if err != nil {
 		return nil
 	}
+	// The host daemons' units (kiln-lb-<infraID>.service, ...) share the
+	// prefix; a machine's unit is the one described as "kiln machine <name>".
 	var names []string
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Fields(line)
-		if len(f) > 0 && strings.HasPrefix(f[0], "kiln-") && strings.HasSuffix(f[0], ".service") {
-			names = append(names, strings.TrimSuffix(strings.TrimPrefix(f[0], "kiln-"), ".service"))
+		if len(f) < 7 || !strings.HasPrefix(f[0], "kiln-") || !strings.HasSuffix(f[0], ".service") {
+			continue
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(f[0], "kiln-"), ".service")
+		if f[4] == "kiln" && f[5] == "machine" && f[6] == name {
+			names = append(names, name)
 		}
 	}
 	return names

@@ -89,7 +89,8 @@ func TestSystemdLauncher(t *testing.T) {
 	run := &fakeRunner{outputs: map[string]string{
 		"systemctl show --property=MainPID --value kiln-m0.service": "3141\n",
 		"systemctl list-units --all --plain --no-legend kiln-*.service": "kiln-m0.service loaded active running kiln machine m0\n" +
-			"kiln-demo-master-1.service loaded failed failed kiln machine demo-master-1\n",
+			"kiln-demo-master-1.service loaded failed failed kiln machine demo-master-1\n" +
+			"kiln-lb-demo.service loaded active running kiln lb /var/lib/kiln/lb/demo\n",
 	}}
 	l := newLauncher(CgroupLayout{SystemdPID1: true}, CgroupSystemd, run)
 	if l.Mode() != CgroupSystemd {

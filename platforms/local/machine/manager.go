@@ -44,6 +44,7 @@ type Manager struct {
 	forcedMode  CgroupMode
 
 	once     sync.Once
+	layout   CgroupLayout
 	launcher launcher
 	initErr  error
 }
@@ -91,6 +92,7 @@ func (m *Manager) starter() (launcher, error) {
 			mode = m.forcedMode
 		}
 		m.log.Infof("machines: cgroup mode %s: %s", mode, mode.Describe())
+		m.layout = layout
 		m.launcher = newLauncher(layout, mode, m.run)
 	})
 	return m.launcher, m.initErr

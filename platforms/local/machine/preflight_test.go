@@ -2,18 +2,20 @@ package machine
 
 import (
 	"errors"
-	"io/fs"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
+// TestPreflight runs the checks against fake hosts: /proc, /sys, /run and
+// /lib/modules trees in testdata/hosts, and the environment, tools, inotify
+// use and file systems given here. Every problem is reported at once, each
+// named by its check; a host with problems is a *PreflightError.
 func TestPreflight(t *testing.T) {
-	hybrid := CgroupLayout{Hierarchies: []Hierarchy{
-		{Path: "/sys/fs/cgroup/memory", Controllers: []string{"memory"}},
-		{Path: "/sys/fs/cgroup/cpu", Controllers: []string{"cpu"}},
-	}}
-	probe := func(euid int, missing string, maxInotify string, used int, layout CgroupLayout) hostProbe {
+	probe := func(host string, euid int, missing string, used int, env ...string) hostProbe {
 		return hostProbe{
+			root: filepath.Join("testdata/hosts", host),
 			euid: func() int { return euid },
 			lookPath: func(n string) (string, error) {
 				if n == missing {
@@ -21,62 +23,101 @@ func TestPreflight(t *testing.T) {
 				}
 				return "/usr/bin/" + n, nil
 			},
-			readFile: func(p string) ([]byte, error) {
-				switch p {
-				case "/proc/sys/fs/inotify/max_user_instances":
-					return []byte(maxInotify + "\n"), nil
-				case "/proc/filesystems":
-					return []byte("nodev\tproc\n\text4\nnodev\toverlay\n"), nil
-				}
-				return nil, fs.ErrNotExist
-			},
-			cgroups:   func() (CgroupLayout, error) { return layout, nil },
+			environ:   func() []string { return append([]string{"PATH=/usr/bin", "HOME=/root"}, env...) },
 			inotify:   func() int { return used },
 			onOverlay: func(p string) bool { return p == "/overlay/state" },
 		}
 	}
 	tests := []struct {
 		name     string
-		machines int
+		opts     PreflightOptions
 		probe    hostProbe
-		problems []string // substrings, one per expected problem
+		problems []string // the Check of each problem, in order
 		mode     CgroupMode
-		enforced bool
+		warnings []string // a substring of each warning, in order
 	}{
-		{"ready", 4, probe(0, "", "8192", 20, hybrid), nil, CgroupV1, true},
-		{"not root", 1, probe(1000, "", "8192", 0, hybrid), []string{"must run as root"}, CgroupV1, true},
-		{"no nspawn", 1, probe(0, "systemd-nspawn", "8192", 0, hybrid), []string{"apt-get install systemd-container"}, CgroupV1, true},
-		{"inotify too low", 4, probe(0, "", "128", 20, hybrid),
-			[]string{"fs.inotify.max_user_instances is 128, 20 are in use and 4 machines need about 128 more (32 each): run `sysctl -w fs.inotify.max_user_instances=512`"},
-			CgroupV1, true},
-		{"no limits", 1, probe(0, "", "8192", 0, CgroupLayout{}), nil, CgroupNoLimits, false},
-		{"state root on overlayfs", 1, probe(0, "", "8192", 0, hybrid), []string{"/overlay/state is on overlayfs"}, CgroupV1, true},
+		{"CI host: hybrid, no systemd, built-in kernel", PreflightOptions{Machines: 5},
+			probe("ci-hybrid", 0, "", 20), nil, CgroupV1, []string{"machines get cgroup v1"}},
+		{"Debian 12 after modprobe br_netfilter, tini as PID 1", PreflightOptions{Machines: 3},
+			probe("debian12-tini", 0, "", 10), nil, CgroupV2, nil},
+		{"Debian 12: br_netfilter not loaded", PreflightOptions{Machines: 3},
+			probe("debian12", 0, "", 10), []string{CheckKernel + ":br_netfilter"}, CgroupSystemd, nil},
+		{"Debian 12: every other problem at once", PreflightOptions{Machines: 4, StateRoot: "/overlay/state"},
+			probe("debian12", 1000, "systemd-nspawn", 20, "SYSTEMD_NSPAWN_USE_CGNS=0", "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1", "SYSTEMD_NSPAWN_TMPFS_TMP=0"),
+			[]string{CheckRoot, CheckTool + ":systemd-nspawn", CheckKernel + ":br_netfilter",
+				CheckEnv + ":SYSTEMD_NSPAWN_UNIFIED_HIERARCHY", CheckEnv + ":SYSTEMD_NSPAWN_USE_CGNS",
+				CheckInotify, CheckStateRoot},
+			CgroupSystemd, nil},
+		{"memory limits above the host's memory", PreflightOptions{Machines: 3, MemoryLimits: []int64{3 << 30, 3 << 30, 3 << 30}},
+			probe("debian12-tini", 0, "", 10), nil, CgroupV2, []string{"limits add up to 9216 MiB, more than the host's 7939 MiB"}},
+		{"a host that lacks everything", PreflightOptions{Machines: 3},
+			probe("bare", 0, "", 10),
+			[]string{CheckKernel + ":overlay", CheckKernel + ":bridge", CheckKernel + ":veth", CheckKernel + ":br_netfilter",
+				CheckCgroups, CheckMemory},
+			CgroupNoLimits, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := PreflightOptions{Machines: tt.machines}
-			if strings.Contains(tt.name, "overlayfs") {
-				opts.StateRoot = "/overlay/state"
-			}
-			r, err := preflight(opts, tt.probe)
-			if len(r.Problems) != len(tt.problems) {
-				t.Fatalf("problems = %q, want %d", r.Problems, len(tt.problems))
-			}
-			for i, p := range tt.problems {
-				if !strings.Contains(r.Problems[i], p) {
-					t.Errorf("problem %q does not say %q", r.Problems[i], p)
+			r, err := preflight(tt.opts, tt.probe)
+			var checks []string
+			for _, p := range r.Problems {
+				checks = append(checks, p.Check)
+				if p.Message == "" {
+					t.Errorf("problem %s has no message", p.Check)
 				}
 			}
+			if !slices.Equal(checks, tt.problems) {
+				t.Errorf("problems %q, want %q\n%v", checks, tt.problems, err)
+			}
 			var pe *PreflightError
-			if (len(tt.problems) > 0) != errors.As(err, &pe) {
+			if (len(tt.problems) > 0) != errors.As(err, &pe) || (pe != nil && !slices.Equal(pe.Problems, r.Problems)) {
 				t.Errorf("err = %v", err)
 			}
-			if r.Mode != tt.mode || r.LimitsEnforced != tt.enforced {
-				t.Errorf("mode %s enforced %v", r.Mode, r.LimitsEnforced)
+			if r.Mode != tt.mode || r.LimitsEnforced != (tt.mode != CgroupNoLimits) {
+				t.Errorf("mode %s, enforced %v; want %s", r.Mode, r.LimitsEnforced, tt.mode)
 			}
-			if !tt.enforced && len(r.Warnings) == 0 {
-				t.Errorf("no warning that limits are not enforced")
+			if len(r.Warnings) != len(tt.warnings) {
+				t.Fatalf("warnings %q, want %d", r.Warnings, len(tt.warnings))
+			}
+			for i, w := range tt.warnings {
+				if !strings.Contains(r.Warnings[i], w) {
+					t.Errorf("warning %q does not say %q", r.Warnings[i], w)
+				}
 			}
 		})
+	}
+}
+
+// TestPreflightFixes: each problem says how to fix it.
+func TestPreflightFixes(t *testing.T) {
+	p := hostProbe{
+		root: "testdata/hosts/debian12", euid: func() int { return 0 },
+		lookPath:  func(n string) (string, error) { return "/usr/bin/" + n, nil },
+		environ:   func() []string { return []string{"SYSTEMD_NSPAWN_API_VFS_WRITABLE=1"} },
+		inotify:   func() int { return 100 },
+		onOverlay: func(string) bool { return false },
+	}
+	r, _ := preflight(PreflightOptions{Machines: 2}, p)
+	want := map[string]string{
+		CheckKernel + ":br_netfilter":                 "modprobe br_netfilter",
+		CheckEnv + ":SYSTEMD_NSPAWN_API_VFS_WRITABLE": "unset SYSTEMD_NSPAWN_API_VFS_WRITABLE",
+		CheckInotify: "sysctl -w fs.inotify.max_user_instances=512",
+	}
+	if len(r.Problems) != len(want) {
+		t.Fatalf("problems %v, want %d", r.Problems, len(want))
+	}
+	for _, pr := range r.Problems {
+		if fix, ok := want[pr.Check]; !ok || !strings.Contains(pr.Message, fix) {
+			t.Errorf("problem %s: %q does not say %q", pr.Check, pr.Message, fix)
+		}
+	}
+}
+
+func TestMeminfo(t *testing.T) {
+	text := "MemTotal:        8129764 kB\nMemAvailable:    7806436 kB\nHugePages_Total:       0\n"
+	for key, want := range map[string]int64{"MemTotal": 8129764 << 10, "MemAvailable": 7806436 << 10, "HugePages_Total": 0, "MemFree": -1} {
+		if got := meminfo(text, key); got != want {
+			t.Errorf("meminfo(%s) = %d, want %d", key, got, want)
+		}
 	}
 }

@@ -35,9 +35,11 @@ var maskUnits = [...]string{
 
 // plan is what Ensure will build, with the key that names it.
 type plan struct {
-	key   string
-	dir   string
-	files []bakedFile
+	key string
+	// inputs is the key without the Go toolchain (Image.Inputs).
+	inputs string
+	dir    string
+	files  []bakedFile
 }
 
 // plan computes what Ensure builds and the key that names it.
@@ -46,11 +48,20 @@ func (b *builder) plan() (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, err := imageKey(b.goVersion, files)
+	// An empty toolchain version leaves the Go toolchain out of every
+	// component's key, so inputs names what the image is built from.
+	inputs, err := imageKey("", files)
 	if err != nil {
 		return nil, err
 	}
-	return &plan{key: key, dir: filepath.Join(b.cache, "images", "node-"+key), files: files}, nil
+	p := &plan{inputs: inputs, files: files}
+	if b.goErr == nil {
+		if p.key, err = imageKey(b.goVersion, files); err != nil {
+			return nil, err
+		}
+		p.dir = filepath.Join(b.cache, "images", "node-"+p.key)
+	}
+	return p, nil
 }
 
 // imageKey hashes every input of the image: the base tree's key, each
@@ -142,7 +153,7 @@ func (b *builder) assemble(ctx context.Context, p *plan, base string, bins map[s
 		return nil, err
 	}
 	mirror, _ := os.ReadFile(filepath.Join(filepath.Dir(base), mirrorFile))
-	img := &Image{Hash: p.key, Release: release.Current(), Packages: Packages(), Mirror: strings.TrimSpace(string(mirror))}
+	img := &Image{Hash: p.key, Inputs: p.inputs, Release: release.Current(), Packages: Packages(), Mirror: strings.TrimSpace(string(mirror))}
 	meta, err := json.MarshalIndent(img, "", "  ")
 	if err != nil {
 		return nil, err

@@ -97,6 +97,9 @@ func EnsureConformance(ctx context.Context, opts Options) (*Conformance, error) 
 	if err != nil {
 		return nil, err
 	}
+	if b.goErr != nil {
+		return nil, &PreconditionError{fmt.Errorf("the conformance suite is built from source: %w", b.goErr)}
+	}
 	unlock, err := lock(filepath.Join(b.cache, "conformance.lock"))
 	if err != nil {
 		return nil, err

@@ -30,9 +30,11 @@ func (e *NotCachedError) Error() string {
 
 // Kubectl returns the kubectl of the pinned Kubernetes release in the
 // cache at cacheDir: bin/kubectl of a kubernetes component entry whose
-// module requires that release. The entry's key also hashes the Go
-// toolchain that built it; any toolchain's build will do, the newest if
-// there are several. No such binary is a *NotCachedError.
+// module requires that release, else the kubectl in a cached node image of
+// that release (a host that got the image without building it has no
+// component entries). The entry's key also hashes the Go toolchain that
+// built it; any toolchain's build will do, the newest if there are several.
+// No such binary is a *NotCachedError.
 func Kubectl(cacheDir string) (string, error) {
 	entries, err := filepath.Glob(filepath.Join(cacheDir, "components", "kubernetes-*"))
 	if err != nil {
@@ -53,9 +55,26 @@ func Kubectl(cacheDir string) (string, error) {
 		}
 	}
 	if found == "" {
+		found = imageKubectl(filepath.Join(cacheDir, "images"))
+	}
+	if found == "" {
 		return "", &NotCachedError{Program: "kubectl " + release.KubernetesVersion, Dir: cacheDir}
 	}
 	return found, nil
+}
+
+// imageKubectl returns the kubectl of the newest complete node image of the
+// pinned Kubernetes release under dir; "" when there is none.
+func imageKubectl(dir string) string {
+	bin := func(img *Image) string { return filepath.Join(img.RootFS, release.BinDir, "kubectl") }
+	img := newestImage(dir, func(img *Image) bool {
+		st, err := os.Stat(bin(img))
+		return img.Release.Kubernetes == release.KubernetesVersion && err == nil && st.Mode().IsRegular()
+	})
+	if img == nil {
+		return ""
+	}
+	return bin(img)
 }
 
 // requiresKubernetes reports whether the go.mod at path requires

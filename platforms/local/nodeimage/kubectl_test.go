@@ -1,6 +1,7 @@
 package nodeimage
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -56,5 +57,41 @@ func TestKubectl(t *testing.T) {
 	newer := entry("kubernetes-newer", "module m\n\nrequire k8s.io/kubernetes "+v+"\n", true, time.Minute)
 	if got, err := Kubectl(cache); err != nil || got != newer {
 		t.Errorf("Kubectl = %q, %v; want the newest %q", got, err, newer)
+	}
+}
+
+// TestKubectlFromNodeImage: without a component entry, the kubectl of a
+// cached node image of the pinned release serves (a host that has the
+// image but never built it); an image of another release does not.
+func TestKubectlFromNodeImage(t *testing.T) {
+	cache := t.TempDir()
+	image := func(name, kubernetes string) string {
+		root := filepath.Join(cache, "images", name, "rootfs")
+		for _, f := range []string{"usr/bin/systemctl", filepath.Join(release.BinDir, "kubectl")} {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, f), []byte("#!/bin/sh\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rel := release.Current()
+		rel.Kubernetes = kubernetes
+		meta, err := json.Marshal(Image{Hash: name, Release: rel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(cache, "images", name, metadataFile), meta, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Join(root, release.BinDir, "kubectl")
+	}
+	image("node-other", "v1.30.0")
+	if _, err := Kubectl(cache); !errors.As(err, new(*NotCachedError)) {
+		t.Fatalf("image of another release: %v, want a *NotCachedError", err)
+	}
+	want := image("node-this", release.KubernetesVersion)
+	if got, err := Kubectl(cache); err != nil || got != want {
+		t.Errorf("Kubectl = %q, %v; want the image's %q", got, err, want)
 	}
 }

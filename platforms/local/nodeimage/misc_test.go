@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 func TestBakedFiles(t *testing.T) {
@@ -42,7 +43,9 @@ func TestBakedFiles(t *testing.T) {
 			"/usr/lib/dracut/modules.d/30ignition/ignition", "-platform file", "for stage in fetch files",
 			"systemctl daemon-reload", "systemctl preset", "systemctl start --no-block", "touch /var/lib/kiln/ignition.done",
 		}},
-		{"/usr/local/libexec/kiln/cgroup-rw", 0o755, []string{"cgroup2fs", "mount -o remount,bind,rw"}},
+		// kubelet's drop-in directory is the one its unit names (--config-dir).
+		{"/usr/local/libexec/kiln/cgroup-rw", 0o755, []string{"cgroup2fs", "mount -o remount,bind,rw",
+			"dropins=" + nodelayout.KubeletConfigDir + "\n", "failCgroupV1: false"}},
 		{"/usr/local/sbin/setfiles", 0o755, []string{"exit 0"}},
 		{"/etc/selinux/config", 0o644, []string{"SELINUX=disabled", "SELINUXTYPE=targeted"}},
 		{"/etc/systemd/system/kiln-ignition.service", 0o644, []string{

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -25,6 +26,9 @@ type Options struct {
 	Log logrus.FieldLogger
 	// Progress reports each build step with its elapsed time.
 	Progress platforms.Progress
+	// Go is the go command that builds the components; empty finds it
+	// (go on PATH, else /usr/local/go/bin/go).
+	Go string
 }
 
 // Image is a built node image in the cache.
@@ -36,6 +40,9 @@ type Image struct {
 	RootFS string `json:"-"`
 	// Hash is the content hash of everything the image was built from.
 	Hash string `json:"hash"`
+	// Inputs is the content hash of the same inputs without the Go
+	// toolchain: a host without Go finds the image by it.
+	Inputs string `json:"inputs,omitempty"`
 	// Release is what the image contains.
 	Release release.Info `json:"release"`
 	// Packages are the Debian packages added to debootstrap's minbase.
@@ -70,6 +77,11 @@ func (e *PreconditionError) Unwrap() error { return e.Err }
 // not in the cache yet. With nothing changed it only hashes its inputs and
 // returns. Concurrent calls (also from other processes) are serialized by
 // a lock file in the cache directory.
+//
+// A host without Go can use a cached image but not build one: the image's
+// key then cannot hash the Go toolchain, so Ensure takes a cached image
+// built from the same inputs by any toolchain (Image.Inputs), and fails
+// with a *PreconditionError naming the missing toolchain when there is none.
 func Ensure(ctx context.Context, opts Options) (*Image, error) {
 	b, err := newBuilder(opts)
 	if err != nil {
@@ -83,6 +95,14 @@ func Ensure(ctx context.Context, opts Options) (*Image, error) {
 	plan, err := b.plan()
 	if err != nil {
 		return nil, err
+	}
+	if b.goErr != nil {
+		img := newestImage(filepath.Join(b.cache, "images"), func(img *Image) bool { return img.Inputs == plan.inputs })
+		if img == nil {
+			return nil, &PreconditionError{fmt.Errorf("node image (inputs %s) is not in the cache %s, and building it needs Go: %w", plan.inputs, b.cache, b.goErr)}
+		}
+		b.log.Debugf("node image %s: cached in %s (no Go toolchain: matched by its inputs %s)", img.Hash, img.Dir, img.Inputs)
+		return img, nil
 	}
 	img, err := load(plan.dir)
 	if err == nil {
@@ -103,6 +123,27 @@ func Ensure(ctx context.Context, opts Options) (*Image, error) {
 		return nil, fmt.Errorf("building the node image: %w", err)
 	}
 	return img, nil
+}
+
+// newestImage returns the newest complete image under dir (by the time
+// its metadata was written) for which keep is true; nil when there is none.
+func newestImage(dir string, keep func(*Image) bool) *Image {
+	entries, _ := filepath.Glob(filepath.Join(dir, "node-*"))
+	var (
+		found  *Image
+		newest time.Time
+	)
+	for _, d := range entries {
+		img, err := load(d)
+		if err != nil || !keep(img) {
+			continue
+		}
+		st, err := os.Stat(filepath.Join(img.Dir, metadataFile))
+		if err == nil && (found == nil || st.ModTime().After(newest)) {
+			found, newest = img, st.ModTime()
+		}
+	}
+	return found
 }
 
 // load reads the metadata of the image in dir.
@@ -128,9 +169,12 @@ type builder struct {
 	hostRoot  string
 	goBin     string
 	goVersion string
-	log       logrus.FieldLogger
-	progress  platforms.Progress
-	run       runner
+	// goErr is why there is no Go toolchain; nil when there is one. Only
+	// building needs it.
+	goErr    error
+	log      logrus.FieldLogger
+	progress platforms.Progress
+	run      runner
 }
 
 func newBuilder(opts Options) (*builder, error) {
@@ -154,17 +198,25 @@ func newBuilder(opts Options) (*builder, error) {
 		return nil, err
 	}
 	b.run = runner{log: b.log}
-	goBin, err := findGo()
-	if err != nil {
-		return nil, &PreconditionError{err}
-	}
-	b.goBin = goBin
-	out, err := exec.Command(goBin, "env", "GOVERSION").Output()
-	if err != nil {
-		return nil, &PreconditionError{fmt.Errorf("%s env GOVERSION: %w", goBin, err)}
-	}
-	b.goVersion = strings.TrimSpace(string(out))
+	b.goBin, b.goVersion, b.goErr = goToolchain(opts.Go)
 	return b, nil
+}
+
+// goToolchain returns the Go toolchain that builds the components (bin,
+// or the one findGo finds when bin is empty) and its version, or why there
+// is none.
+func goToolchain(bin string) (string, string, error) {
+	if bin == "" {
+		var err error
+		if bin, err = findGo(); err != nil {
+			return "", "", err
+		}
+	}
+	out, err := exec.Command(bin, "env", "GOVERSION").Output()
+	if err != nil {
+		return "", "", fmt.Errorf("%s env GOVERSION: %w", bin, err)
+	}
+	return bin, strings.TrimSpace(string(out)), nil
 }
 
 // findGo returns the Go toolchain that builds the components: `go` on
@@ -176,7 +228,7 @@ func findGo() (string, error) {
 	if p := "/usr/local/go/bin/go"; exists(p) {
 		return p, nil
 	}
-	return "", errors.New("the node image's components are built from source and need a Go toolchain (go on PATH); see docs/node-image.md")
+	return "", errors.New("no Go toolchain (go on PATH or /usr/local/go/bin/go), which builds the node image's components from source; see docs/node-image.md")
 }
 
 // nopWriter discards log output when no logger is given.

@@ -133,25 +133,31 @@ func (p *Plan) Vars(c *platforms.Cluster, nodeImage, kiln string) tfdata.LocalVa
 		WorkerNames:       p.WorkerNames,
 		WorkerAddresses:   addrStrings(p.Workers),
 	}
-	pool := func(mp *types.MachinePool) *local.MachinePool {
-		if mp != nil && mp.Platform.Local != nil {
-			return mp.Platform.Local
-		}
-		if d := cfg.Platform.Local.DefaultMachinePlatform; d != nil {
-			return d
-		}
-		return &local.MachinePool{}
-	}
-	m := pool(cfg.ControlPlane)
+	m, wp := machinePools(cfg)
 	v.BootstrapCPUs, v.BootstrapMemoryMiB = m.CPUs, m.MemoryMiB
 	v.MasterCPUs, v.MasterMemoryMiB = m.CPUs, m.MemoryMiB
+	v.WorkerCPUs, v.WorkerMemoryMiB = wp.CPUs, wp.MemoryMiB
+	return v
+}
+
+// machinePools returns the sizes of the masters (and the bootstrap
+// machine) and of the workers: a pool's own local section, else the
+// platform's default, else no limits.
+func machinePools(cfg *types.Config) (master, worker local.MachinePool) {
+	pool := func(mp *types.MachinePool) local.MachinePool {
+		if mp != nil && mp.Platform.Local != nil {
+			return *mp.Platform.Local
+		}
+		if cfg.Platform.Local != nil && cfg.Platform.Local.DefaultMachinePlatform != nil {
+			return *cfg.Platform.Local.DefaultMachinePlatform
+		}
+		return local.MachinePool{}
+	}
 	var w *types.MachinePool
 	if len(cfg.Compute) > 0 {
 		w = &cfg.Compute[0]
 	}
-	wp := pool(w)
-	v.WorkerCPUs, v.WorkerMemoryMiB = wp.CPUs, wp.MemoryMiB
-	return v
+	return pool(cfg.ControlPlane), pool(w)
 }
 
 func addrStrings(as []netip.Addr) []string {

@@ -127,3 +127,19 @@ func TestBridgeName(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryToStart: preflight counts the memory of the machines a create
+// still starts - each with its pool's limit - not of those that run, nor
+// the bootstrap machine once bootstrap is complete.
+func TestMemoryToStart(t *testing.T) {
+	c := &platforms.Cluster{Config: planConfig(3, 2), InfraID: "demo-x7k2p"}
+	const master, worker = 2048 << 20, 1024 << 20
+	if got, want := memoryToStart(c, nil), []int64{master, master, master, master, worker, worker}; !reflect.DeepEqual(got, want) {
+		t.Errorf("fresh cluster: %v, want %v", got, want)
+	}
+	c.BootstrapDone = true
+	running := []string{"demo-x7k2p-master-0", "demo-x7k2p-worker-1"}
+	if got, want := memoryToStart(c, running), []int64{master, master, worker}; !reflect.DeepEqual(got, want) {
+		t.Errorf("resumed after bootstrap: %v, want %v", got, want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
@@ -40,12 +41,9 @@ func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error
 	end := p.Env.Progress.Start("Checking the host")
 	// A resumed create counts only the machines still to start: the running
 	// ones already hold their share of the host's resources.
-	want := 1 + len(c.Machines().All())
-	running, err := machine.NewManager(machine.Options{StateRoot: p.StateRoot, Log: p.Env.Log}).List(ctx, c.InfraID+"-")
-	if err == nil {
-		want = max(want-len(running), 0)
-	}
-	rep, err := machine.Preflight(ctx, machine.PreflightOptions{Machines: want, StateRoot: p.StateRoot})
+	running, _ := machine.NewManager(machine.Options{StateRoot: p.StateRoot, Log: p.Env.Log}).List(ctx, c.InfraID+"-")
+	limits := memoryToStart(c, running)
+	rep, err := machine.Preflight(ctx, machine.PreflightOptions{Machines: len(limits), MemoryLimits: limits, StateRoot: p.StateRoot})
 	end(err)
 	for _, w := range rep.Warnings {
 		p.Env.Log.Warn(w)
@@ -56,12 +54,31 @@ func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error
 	if err != nil {
 		return err
 	}
-	if rep.LimitsEnforced {
-		p.Env.Log.Infof("Machines run in cgroup mode %s; CPU and memory limits are enforced", rep.Mode)
-	} else {
-		p.Env.Log.Warnf("Machines run in cgroup mode %s: this host cannot enforce CPU and memory limits", rep.Mode)
-	}
+	p.Env.Log.Infof("Machines run in cgroup mode %s; CPU and memory limits are enforced", rep.Mode)
 	return nil
+}
+
+// memoryToStart returns the memory limit in bytes (0: none) of each machine
+// of c that does not run yet: the bootstrap machine, the masters, the workers.
+func memoryToStart(c *platforms.Cluster, running []string) []int64 {
+	master, worker := machinePools(c.Config)
+	var limits []int64
+	add := func(name string, mp local.MachinePool) {
+		if !slices.Contains(running, name) {
+			limits = append(limits, mp.MemoryMiB<<20)
+		}
+	}
+	if !c.BootstrapDone {
+		add(c.InfraID+"-bootstrap", master)
+	}
+	shape := c.Machines()
+	for _, n := range shape.Masters {
+		add(n, master)
+	}
+	for _, n := range shape.Workers {
+		add(n, worker)
+	}
+	return limits
 }
 
 // planAndDriver returns the plan of c with the machines of shape and the

@@ -20,6 +20,7 @@ func Process(bin, dir string) lb.Process {
 	return lb.Process{
 		Kiln:       bin,
 		Subcommand: []string{"serve"},
+		Role:       "registry",
 		ConfigPath: filepath.Join(dir, ConfigFile),
 		PIDFile:    filepath.Join(dir, pidFile),
 		LogFile:    filepath.Join(dir, logFile),

@@ -1,0 +1,88 @@
+package nodeimage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kiln-project/kiln/assets/release"
+)
+
+// TestEnsureWithoutGo: a host without a Go toolchain uses a cached image
+// built from the same inputs by any toolchain - the newest of several - and
+// never needs Go for it; with no such image the error is a
+// *PreconditionError (nothing is built).
+func TestEnsureWithoutGo(t *testing.T) {
+	cache := t.TempDir()
+	noGo := Options{CacheDir: cache, Go: filepath.Join(t.TempDir(), "go")}
+	b, err := newBuilder(noGo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.goErr == nil {
+		t.Fatal("a missing go command was taken for a toolchain")
+	}
+	p, err := b.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Ensure(context.Background(), noGo); !errors.As(err, new(*PreconditionError)) {
+		t.Fatalf("empty cache without Go: %v, want a *PreconditionError", err)
+	}
+	image := func(hash, inputs string, age time.Duration) string {
+		dir := filepath.Join(cache, "images", "node-"+hash)
+		if err := os.MkdirAll(filepath.Join(dir, "rootfs/usr/bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "rootfs/usr/bin/systemctl"), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		meta, err := json.Marshal(Image{Hash: hash, Inputs: inputs, Release: release.Current()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, metadataFile), meta, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		when := time.Now().Add(-age)
+		if err := os.Chtimes(filepath.Join(dir, metadataFile), when, when); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	image("other", "other-inputs", 0)
+	image("old", "", 0) // built before images recorded their inputs
+	if _, err := Ensure(context.Background(), noGo); !errors.As(err, new(*PreconditionError)) {
+		t.Fatalf("no image of these inputs: %v, want a *PreconditionError", err)
+	}
+	image("go1-26-8", p.inputs, time.Hour)
+	newer := image("go1-26-9", p.inputs, time.Minute)
+	img, err := Ensure(context.Background(), noGo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Dir != newer || img.RootFS != filepath.Join(newer, "rootfs") {
+		t.Errorf("Ensure = %s, want the newest image of the inputs %s", img.Dir, newer)
+	}
+}
+
+// TestInputsKeyLeavesGoOut: the inputs key is the image key without the
+// toolchain, so images built by two toolchains share it and only it.
+func TestInputsKeyLeavesGoOut(t *testing.T) {
+	var keys, inputs []string
+	for _, v := range []string{"go1.26.8", "go1.26.9"} {
+		b := &builder{cache: "/cache", goVersion: v}
+		p, err := b.plan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, inputs = append(keys, p.key), append(inputs, p.inputs)
+	}
+	if keys[0] == keys[1] || inputs[0] != inputs[1] || inputs[0] == keys[0] {
+		t.Errorf("keys %v, inputs %v: want two keys and one inputs key apart from them", keys, inputs)
+	}
+}

@@ -1,0 +1,216 @@
+# The host test, run as root inside the VM at boot (test/host/run.sh): what a
+# user does on a fresh Debian 12 host, with kiln and the node image from the
+# host's cache. Each step's output is in results/<step>.log on the share; the
+# first failing step ends the run and names itself in results/result.
+. /mnt/host/guest/lib.sh
+. /mnt/host/env
+log "boot: guest kernel to test start $(cut -d' ' -f1 /proc/uptime) s (PID 1 $(cat /proc/1/comm))"
+echo "boot $(cut -d' ' -f1 /proc/uptime)" >> "$res/times"
+systemd=
+[ -d /run/systemd/system ] && systemd=1
+dir=/root/cluster
+infra() { sed -n 's/.*"infraID": *"\([^"]*\)".*/\1/p' "$dir/metadata.json"; }
+kubectl() { kiln kubectl --dir "$dir" -- "$@"; }
+
+host_info() {
+  uname -r
+  echo "PID 1: $(cat /proc/1/comm)"
+  echo "cgroup file system: $(stat -fc %T /sys/fs/cgroup); controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+  systemd-nspawn --version | head -1
+  grep -E 'MemTotal|MemAvailable' /proc/meminfo
+  echo "go: $(command -v go || echo none)"
+  kiln version
+}
+
+install_config() { # NAME DIR: a 1 master + 1 worker install-config
+  mkdir -p "$2"
+  cat > "$2/install-config.yaml" <<EOF
+apiVersion: kiln.dev/v1
+baseDomain: example.com
+metadata:
+  name: $1
+controlPlane:
+  name: master
+  replicas: 1
+compute:
+- name: worker
+  replicas: 1
+platform:
+  local:
+    defaultMachinePlatform:
+      memoryMiB: 2048
+EOF
+}
+
+# Nothing of kiln's on the host: no machine, unit, cgroup, bridge, veth,
+# mount, state directory or daemon.
+nothing_left() {
+  local bad=0
+  if [ -n "$systemd" ] && systemctl list-units --all --plain --no-legend 'kiln-*' | grep .; then echo "units left"; bad=1; fi
+  if find /sys/fs/cgroup -name 'kiln*' | grep .; then echo "cgroups left"; bad=1; fi
+  if ip -o link show | grep -E ' (kiln-|vb-)'; then echo "links left"; bad=1; fi
+  if grep /var/lib/kiln /proc/self/mountinfo; then echo "mounts left"; bad=1; fi
+  # The machines' lock directory stays (empty): a lock is taken on it.
+  if find /var/lib/kiln/machines /var/lib/kiln/lb -mindepth 1 -not -path /var/lib/kiln/machines/.locks 2>/dev/null | grep .; then echo "state left"; bad=1; fi
+  if pgrep -a -f 'kiln (--dir [^ ]+ )?(lb|service-lb)|systemd-nspawn'; then echo "processes left"; bad=1; fi
+  return $bad
+}
+
+# Preflight on a stock Debian 12: br_netfilter is not loaded, and create
+# says so - with the fix - before it creates anything.
+preflight_names_what_is_missing() {
+  if [ -d /proc/sys/net/bridge ]; then echo "br_netfilter is loaded already: nothing to check"; return 0; fi
+  install_config pf /root/pf
+  kiln create cluster --dir /root/pf > /root/pf.out 2>&1
+  local rc=$?
+  cat /root/pf.out
+  [ $rc -ne 0 ] || { echo "create succeeded without br_netfilter"; return 1; }
+  grep -q 'modprobe br_netfilter' /root/pf.out || { echo "the error does not name br_netfilter"; return 1; }
+  nothing_left
+}
+
+# What `make host-prep` does on a user's host.
+host_prep() {
+  modprobe br_netfilter
+  local cur
+  cur=$(sysctl -n fs.inotify.max_user_instances)
+  [ "$cur" -ge 512 ] || sysctl -w fs.inotify.max_user_instances=512
+}
+
+# create: in a unit of its own where PID 1 is systemd - as from a login
+# session or a CI job, which ends when kiln returns and takes whatever
+# stayed in its cgroup with it. Under emulation everything is 10 to 60 times
+# slower than on a host: bootstrapping took 28 minutes of the default 30.
+create() {
+  install_config vmtest "$dir"
+  local rc=0 args=(create cluster --dir "$dir" --bootstrap-timeout 60m --install-timeout 30m)
+  if [ -n "$systemd" ]; then
+    systemd-run --quiet --wait --pipe --collect --unit=host-test-create \
+      --setenv=KILN_CACHE_DIR="$KILN_CACHE_DIR" --setenv=PATH="$PATH" --setenv=HOME=/root \
+      kiln "${args[@]}" || rc=$?
+  else
+    kiln "${args[@]}" || rc=$?
+  fi
+  cp "$dir/.kiln.log" "$res/create-debug.log" 2>/dev/null
+  [ $rc = 0 ] || diagnose
+  return $rc
+}
+
+# diagnose copies what explains a failed create to the results: each
+# machine's failed units and journal, the host daemons' logs.
+diagnose() {
+  for m in /var/lib/kiln/machines/*/; do
+    local name nspawn init
+    name=$(basename "$m")
+    nspawn=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$m/machine.json")
+    init=$(pgrep -P "$nspawn" | head -1)
+    [ -n "$init" ] || continue
+    nsenter -t "$init" -m -u -i -n -p -- sh -c 'systemctl --failed --no-pager; journalctl -n 400 --no-pager' > "$res/diag-$name.log" 2>&1
+  done
+  cp /var/lib/kiln/lb/*/*.log "$res/" 2>/dev/null
+}
+
+# The host daemons run in units of their own, not in the caller's, which
+# has ended.
+daemons_outlive_the_caller() {
+  [ -n "$systemd" ] || { echo "PID 1 is not systemd: daemons run in their own session"; return 0; }
+  systemctl is-active --quiet host-test-create.service && { echo "the caller's unit is still active"; return 1; }
+  local id
+  id=$(infra)
+  for d in lb service-lb; do
+    local pid
+    pid=$(cat "/var/lib/kiln/lb/$id/$d.pid") || return 1
+    echo "$d: pid $pid, $(cat /proc/$pid/cgroup)"
+    grep -q "/kiln-$d-$id.service\$" /proc/$pid/cgroup || { echo "$d is not in its own unit"; return 1; }
+    systemctl is-active "kiln-$d-$id.service" || return 1
+  done
+  systemctl list-units --all --plain --no-legend 'kiln-*'
+}
+
+nodes_ready() {
+  kubectl get nodes -o wide || return 1
+  kubectl wait --for=condition=Ready nodes --all --timeout=5m
+}
+
+# Each machine's memory limit (2048 MiB) as the machine itself sees it: its
+# root cgroup's memory.max (v2) or memory.limit_in_bytes (v1).
+memory_limits() {
+  local want=$((2048 << 20)) bad=0
+  for m in /var/lib/kiln/machines/*/; do
+    local name nspawn init got
+    name=$(basename "$m")
+    nspawn=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$m/machine.json")
+    init=$(pgrep -P "$nspawn" | head -1)
+    got=$(nsenter -t "$init" -m cat /sys/fs/cgroup/memory.max 2>/dev/null || nsenter -t "$init" -m cat /sys/fs/cgroup/memory/memory.limit_in_bytes)
+    echo "$name: memory limit inside: $got (want $want); cgroup $(cut -d: -f3 /proc/$init/cgroup)"
+    [ -n "$systemd" ] && echo "  unit: $(systemctl show -p MemoryMax --value "kiln-$name.service")"
+    [ "$got" = "$want" ] || bad=1
+  done
+  return $bad
+}
+
+# A pod scheduled on the worker answers through a LoadBalancer Service
+# (kiln service-lb on this host -> the worker's node port -> the pod).
+pod_on_worker_via_service() {
+  local id worker body ip
+  id=$(infra)
+  worker=$id-worker-0
+  body="hello from $worker"
+  kubectl apply -f - <<EOF || return 1
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: probe, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: probe}}
+  template:
+    metadata: {labels: {app: probe}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: $worker}
+      volumes: [{name: kiln, hostPath: {path: /usr/local/bin/kiln}}]
+      containers:
+      - name: probe
+        image: kiln.local/pause:3.10
+        imagePullPolicy: Never
+        command: [/kiln, node, probe, --serve=:8080, "--body=$body"]
+        volumeMounts: [{name: kiln, mountPath: /kiln, readOnly: true}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: probe, namespace: default}
+spec:
+  type: LoadBalancer
+  selector: {app: probe}
+  ports: [{port: 80, targetPort: 8080}]
+EOF
+  kubectl rollout status deployment/probe --timeout=10m || { kubectl describe pods -l app=probe; return 1; }
+  kubectl get pods -l app=probe -o wide
+  [ "$(kubectl get pods -l app=probe -o jsonpath='{.items[0].spec.nodeName}')" = "$worker" ] || { echo "not on $worker"; return 1; }
+  for _ in $(seq 150); do
+    ip=$(kubectl get svc probe -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
+    [ -n "$ip" ] && break
+    sleep 2
+  done
+  [ -n "$ip" ] || { echo "no external address"; return 1; }
+  echo "external address $ip"
+  for _ in $(seq 60); do
+    [ "$(curl -s --max-time 5 "http://$ip/")" = "$body" ] && { echo "answered: $body"; return 0; }
+    sleep 2
+  done
+  echo "no answer from http://$ip/"
+  return 1
+}
+
+destroy() { kiln destroy cluster --dir "$dir"; }
+
+step host host_info
+step preflight-names-what-is-missing preflight_names_what_is_missing
+step host-prep host_prep
+step create create
+check daemons-outlive-the-caller daemons_outlive_the_caller
+step nodes-ready nodes_ready
+check memory-limits memory_limits
+check pod-on-worker-via-service pod_on_worker_via_service
+step destroy destroy
+check nothing-left nothing_left
+pass

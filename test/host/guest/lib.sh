@@ -1,0 +1,53 @@
+# Sourced by the scripts that run inside the host-test VM (test/host/run.sh):
+# the environment kiln runs in there, and `step`, which runs one named step
+# and records its result on the host's share (/mnt/host/results).
+set -uo pipefail
+share=/mnt/host
+res=$share/results
+mkdir -p "$res"
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root
+# The node image is in the VM's kiln cache, on the root file system as on a
+# user's host (test/host/run.sh puts it there).
+export KILN_CACHE_DIR=/var/cache/kiln
+# kiln and the Terraform engine come from the host; nothing is built here.
+install -m 0755 "$share"/bin/* /usr/local/bin/
+
+log() { echo "host-test: $*" | tee -a "$res/steps"; }
+
+# step NAME COMMAND...: runs the command with its output in results/NAME.log
+# (and on the console); a failure records "FAIL at NAME" and ends the script,
+# which powers the VM off.
+step() {
+  run_step "$@" || exit 1
+}
+
+# check NAME COMMAND...: a step whose failure is recorded (the run fails at
+# the first failed check) but does not end the run: later steps do not
+# depend on it.
+check() {
+  run_step "$@" || true
+}
+
+run_step() {
+  local name=$1 start end rc secs
+  shift
+  start=$(date +%s.%N)
+  echo "=== step $name: $*" > /dev/console
+  "$@" > >(tee "$res/$name.log" > /dev/console) 2>&1
+  rc=$?
+  end=$(date +%s.%N)
+  secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+  echo "$name $secs" >> "$res/times"
+  if [ $rc -ne 0 ]; then
+    log "FAIL $name (exit $rc after ${secs} s): $(tail -3 "$res/$name.log" | tr '\n' ' ')"
+    [ -f "$res/result" ] || echo "FAIL at $name" > "$res/result"
+    return 1
+  fi
+  log "ok $name (${secs} s)"
+}
+
+# pass records that every step passed, unless a check failed.
+pass() {
+  [ -f "$res/result" ] || echo PASS > "$res/result"
+}
