@@ -17,7 +17,7 @@ VM_PACKAGES := qemu-system-x86 qemu-utils
 # Machines share the host's inotify instances (about 32 each, docs/local-platform.md).
 INOTIFY_INSTANCES := 512
 
-.PHONY: all build test unit validate-ignition deps deps-vm install-packages host-prep e2e host-test cluster destroy node-image bench conformance conformance-subset clean
+.PHONY: all build test unit validate-ignition deps deps-vm install-packages host-prep e2e host-test cluster destroy node-image bench conformance conformance-subset netpol clean
 
 all: build
 
@@ -111,6 +111,13 @@ conformance: deps host-prep build
 # The short subset the end-to-end suite runs (unless KILN_E2E_CONFORMANCE=0).
 conformance-subset: deps host-prep build
 	GO=$(GO) CLUSTER_DIR=$(CLUSTER_DIR) test/conformance/run.sh subset
+
+# The upstream NetworkPolicy specs ([Feature:NetworkPolicy] of the same
+# e2e.test) against $(CLUSTER_DIR)'s cluster (3 masters + 2 workers when
+# there is none) or KUBECONFIG; prints "netpol: P passed, F failed, S
+# skipped of N" (docs/conformance.md).
+netpol: deps host-prep build
+	GO=$(GO) CLUSTER_DIR=$(CLUSTER_DIR) test/conformance/run.sh netpol
 
 clean:
 	rm -rf bin

@@ -286,6 +286,13 @@ var wantObjects = map[string][]string{
 		"ConfigMap/kiln-system/kiln-csr-approver",
 		"Deployment/kiln-system/kiln-csr-approver",
 	},
+	"manifests/15-network-policy.yaml": {
+		"ServiceAccount/kube-system/kube-router",
+		"ClusterRole//kiln:kube-router",
+		"ClusterRoleBinding//kiln:kube-router",
+		"ConfigMap/kube-system/kube-router",
+		"DaemonSet/kube-system/kube-router",
+	},
 }
 
 // wantAddonObjects is what the add-ons' files hold when they are on.
@@ -416,6 +423,8 @@ func checkObjects(t *testing.T, tc manifestCase, objs map[string]runtime.Object)
 	if img := ds.Spec.Template.Spec.Containers[0].Image; img != release.Image(release.KubeProxy) {
 		t.Errorf("kube-proxy image %s, want %s", img, release.Image(release.KubeProxy))
 	}
+
+	checkNetworkPolicyController(t, tc, objs)
 
 	dns := find[*corev1.Service](t, objs, "manifests/11-coredns.yaml", "Service/kube-system/kube-dns")
 	if dns.Spec.ClusterIP != tc.dnsIP {
@@ -860,5 +869,40 @@ func checkKubeletServingCA(t *testing.T, objs map[string]runtime.Object, files m
 	}
 	if !cert.IsCA || cert.Subject.CommonName != "kiln-kubelet-serving-ca" {
 		t.Errorf("%s: certificate %s (CA %v), want the kubelet serving CA", f, cert.Subject, cert.IsCA)
+	}
+}
+
+// checkNetworkPolicyController checks kube-router's DaemonSet: only its
+// policy controller runs, on every node, with kiln's service network and
+// the API through api-int; its role only reads.
+func checkNetworkPolicyController(t *testing.T, tc manifestCase, objs map[string]runtime.Object) {
+	t.Helper()
+	const f = "manifests/15-network-policy.yaml"
+	ds := find[*appsv1.DaemonSet](t, objs, f, "DaemonSet/kube-system/kube-router")
+	pod := ds.Spec.Template.Spec
+	c := pod.Containers[0]
+	if c.Image != release.Image(release.KubeRouter) {
+		t.Errorf("kube-router image %s, want %s", c.Image, release.Image(release.KubeRouter))
+	}
+	for _, flag := range []string{"--run-firewall=true", "--run-router=false", "--run-service-proxy=false",
+		"--service-cluster-ip-range=" + tc.serviceCIDR, "--hostname-override=$(NODE_NAME)"} {
+		if !slices.Contains(c.Command, flag) {
+			t.Errorf("kube-router command %q lacks %s", c.Command, flag)
+		}
+	}
+	if !pod.HostNetwork || len(pod.Tolerations) != 1 || pod.Tolerations[0].Operator != corev1.TolerationOpExists {
+		t.Errorf("kube-router: hostNetwork %v, tolerations %+v; want the node's network on every node", pod.HostNetwork, pod.Tolerations)
+	}
+	cm := find[*corev1.ConfigMap](t, objs, f, "ConfigMap/kube-system/kube-router")
+	if !strings.Contains(cm.Data["kubeconfig"], "server: https://"+tc.apiInt+":6443\n") {
+		t.Errorf("kube-router kubeconfig does not point at %s:\n%s", tc.apiInt, cm.Data["kubeconfig"])
+	}
+	role := find[*rbacv1.ClusterRole](t, objs, f, "ClusterRole//kiln:kube-router")
+	for _, r := range role.Rules {
+		for _, v := range r.Verbs {
+			if v != "get" && v != "list" && v != "watch" {
+				t.Errorf("kube-router may %s %v: it only reads", v, r.Resources)
+			}
+		}
 	}
 }

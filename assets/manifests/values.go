@@ -22,7 +22,7 @@ const ClusterDNSDomain = tls.ServiceDNSDomain
 // Images are the image references the templates use.
 type Images struct {
 	Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, KubeProxy, CoreDNS, Pause string
-	LocalPathProvisioner, MetricsServer                                                  string
+	LocalPathProvisioner, MetricsServer, KubeRouter                                      string
 }
 
 // Values is everything the manifest templates read, computed once from the
@@ -119,6 +119,7 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 			Pause:                 release.Image(release.Pause),
 			LocalPathProvisioner:  release.Image(release.LocalPathProvisioner),
 			MetricsServer:         release.Image(release.MetricsServer),
+			KubeRouter:            release.Image(release.KubeRouter),
 		},
 		Addons: c.Addons(),
 	}

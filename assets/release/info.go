@@ -10,6 +10,8 @@ type Info struct {
 	// LocalPathProvisioner and MetricsServer are the add-ons' versions.
 	LocalPathProvisioner string `json:"localPathProvisioner"`
 	MetricsServer        string `json:"metricsServer"`
+	// KubeRouter is the NetworkPolicy engine's version.
+	KubeRouter string `json:"kubeRouter"`
 	// Containerd and Runc are the container runtime's versions.
 	Containerd string            `json:"containerd"`
 	Runc       string            `json:"runc"`
@@ -26,6 +28,7 @@ func Current() Info {
 		Pause:                PauseVersion,
 		LocalPathProvisioner: LocalPathProvisionerVersion,
 		MetricsServer:        MetricsServerVersion,
+		KubeRouter:           KubeRouterVersion,
 		Containerd:           ContainerdVersion,
 		Runc:                 RuncVersion,
 		Debian:               DebianSuite,

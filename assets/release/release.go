@@ -22,6 +22,10 @@ const (
 	LocalPathProvisionerVersion = "v0.0.30"
 	// MetricsServerVersion is the sigs.k8s.io/metrics-server module version.
 	MetricsServerVersion = "v0.9.0"
+	// KubeRouterVersion is the github.com/cloudnativelabs/kube-router/v2
+	// module version whose network policy controller enforces
+	// NetworkPolicies (the newest the module proxy serves).
+	KubeRouterVersion = "v2.1.0"
 	// ContainerdVersion is the github.com/containerd/containerd/v2 module
 	// version that containerd, its runc shim and ctr are built from. The
 	// node reports it (without the "v") as its container runtime version,
@@ -71,6 +75,10 @@ const (
 	LocalPathProvisioner Component = "local-path-provisioner"
 	// MetricsServer serves the resource metrics API (metrics.k8s.io).
 	MetricsServer Component = "metrics-server"
+	// KubeRouter enforces NetworkPolicies: kube-router with only its
+	// network policy controller running (iptables and ipset); its image
+	// also holds iptables, ip6tables and ipset.
+	KubeRouter Component = "kube-router"
 )
 
 // ImageSpec describes one image: its component, tag and the binaries built
@@ -102,6 +110,7 @@ var images = [...]ImageSpec{
 	{Component: CoreDNS, Tag: CoreDNSVersion, Binaries: []string{"coredns"}},
 	{Component: LocalPathProvisioner, Tag: LocalPathProvisionerVersion, Binaries: []string{"local-path-provisioner", "local-path-helper"}},
 	{Component: MetricsServer, Tag: MetricsServerVersion, Binaries: []string{"metrics-server"}},
+	{Component: KubeRouter, Tag: KubeRouterVersion, Binaries: []string{"kube-router"}},
 }
 
 // Images returns every image kiln builds, in a fixed order. The result is

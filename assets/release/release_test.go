@@ -19,6 +19,7 @@ func TestImage(t *testing.T) {
 		{Pause, "kiln.local/pause:3.10"},
 		{LocalPathProvisioner, "kiln.local/local-path-provisioner:v0.0.30"},
 		{MetricsServer, "kiln.local/metrics-server:v0.9.0"},
+		{KubeRouter, "kiln.local/kube-router:v2.1.0"},
 	}
 	for _, tt := range tests {
 		if got := Image(tt.c); got != tt.want {

@@ -225,9 +225,10 @@ func newNodeEtcdInstallCmd(o *rootOptions) *cobra.Command {
 
 func newNodeProbeCmd(o *rootOptions) *cobra.Command {
 	var serve, body, resolve, get, file string
+	var every time.Duration
 	cmd := &cobra.Command{
 		Use:   "probe",
-		Short: "Checks from inside a pod: keep a file, resolve a name, fetch a URL, serve HTTP",
+		Short: "Checks from inside a pod: keep a file, resolve a name, fetch a URL (once or every interval), serve HTTP",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -249,6 +250,9 @@ func newNodeProbeCmd(o *rootOptions) *cobra.Command {
 				}
 				fmt.Fprintf(o.stdout, "%s has address %s\n", resolve, addrs[0])
 			}
+			if get != "" && every > 0 {
+				return probe.Watch(ctx, get, every, o.stdout)
+			}
 			if get != "" {
 				out, err := probe.Get(ctx, get)
 				if err != nil {
@@ -266,6 +270,7 @@ func newNodeProbeCmd(o *rootOptions) *cobra.Command {
 	cmd.Flags().StringVar(&body, "body", "ok", "body of every HTTP answer")
 	cmd.Flags().StringVar(&resolve, "resolve", "", "name to resolve")
 	cmd.Flags().StringVar(&get, "get", "", "URL to fetch")
+	cmd.Flags().DurationVar(&every, "every", 0, "with --get: fetch the URL every interval, each on a new connection, printing \"<unix ms> ok|fail ...\" lines until stopped")
 	cmd.Flags().StringVar(&file, "file", "", "print this file's content if it exists, else write --body into it")
 	return cmd
 }

@@ -40,6 +40,8 @@ type releaseInfo struct {
 	Pause                string `json:"pause"`
 	LocalPathProvisioner string `json:"localPathProvisioner"`
 	MetricsServer        string `json:"metricsServer"`
+	// KubeRouter enforces NetworkPolicies (its policy controller only).
+	KubeRouter string `json:"kubeRouter"`
 	// Containerd and Runc are the container runtime, built from source
 	// like the rest.
 	Containerd string `json:"containerd"`
@@ -63,6 +65,7 @@ func readVersion(bi *debug.BuildInfo, ok bool) versionInfo {
 			Pause:                release.PauseVersion,
 			LocalPathProvisioner: release.LocalPathProvisionerVersion,
 			MetricsServer:        release.MetricsServerVersion,
+			KubeRouter:           release.KubeRouterVersion,
 			Containerd:           release.ContainerdVersion,
 			Runc:                 release.RuncVersion,
 			Registry:             release.RegistryVersion,
@@ -112,6 +115,7 @@ func (v versionInfo) write(w io.Writer, output string) error {
 	for _, row := range [][2]string{
 		{"kubernetes", r.Kubernetes}, {"etcd", r.Etcd}, {"coredns", r.CoreDNS}, {"pause", r.Pause},
 		{"local-path-provisioner", r.LocalPathProvisioner}, {"metrics-server", r.MetricsServer},
+		{"kube-router", r.KubeRouter},
 		{"containerd", r.Containerd}, {"runc", r.Runc}, {"registry (host)", r.Registry},
 	} {
 		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])

@@ -33,7 +33,7 @@ func TestReadVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"kiln v1.2.3\n", "commit: 0123456789abcdef (2026-11-25T02:00:00Z, with uncommitted changes)\n",
-		"built with: go1.99.1 ", "kubernetes              " + release.KubernetesVersion + "\n", "metrics-server          " + release.MetricsServerVersion,
+		"built with: go1.99.1 ", "kubernetes              " + release.KubernetesVersion + "\n", "metrics-server          " + release.MetricsServerVersion, "kube-router             " + release.KubeRouterVersion + "\n",
 		"registry (host)         " + release.RegistryVersion + "\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("text output lacks %q:\n%s", want, out.String())

@@ -3,6 +3,7 @@
 // kube-scheduler, kube-proxy, kubelet, kubectl), etcd (etcd, etcdctl),
 // coredns (with only the plugins of kiln's Corefile), pause,
 // local-path-provisioner (with kiln's local-path-helper), metrics-server,
+// kube-router (whose network policy controller enforces NetworkPolicies),
 // containerd (containerd, containerd-shim-runc-v2, ctr), runc, and registry
 // (the distribution registry of the local platform's registry add-on, which
 // runs on the host, not in the node image). Each directory holds go.mod.in
@@ -18,5 +19,5 @@ import "embed"
 
 // FS holds one directory per wrapper module.
 //
-//go:embed kubernetes etcd coredns pause local-path-provisioner metrics-server containerd runc registry
+//go:embed kubernetes etcd coredns pause local-path-provisioner metrics-server kube-router containerd runc registry
 var FS embed.FS

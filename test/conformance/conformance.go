@@ -82,6 +82,8 @@ func anyOf(names []string) string {
 
 // Summary counts the specs of a report that the focus selected.
 type Summary struct {
+	// Label starts the summary line: "conformance" when empty.
+	Label                   string
 	Passed, Failed, Skipped int
 	// Failures names the failed specs, sorted.
 	Failures []string
@@ -94,9 +96,14 @@ type Summary struct {
 // Total returns the number of specs counted.
 func (s Summary) Total() int { return s.Passed + s.Failed + s.Skipped }
 
-// String returns the summary line make conformance prints.
+// String returns the summary line make conformance (and make netpol,
+// labelled "netpol") prints.
 func (s Summary) String() string {
-	return fmt.Sprintf("conformance: %d passed, %d failed, %d skipped of %d", s.Passed, s.Failed, s.Skipped, s.Total())
+	label := s.Label
+	if label == "" {
+		label = "conformance"
+	}
+	return fmt.Sprintf("%s: %d passed, %d failed, %d skipped of %d", label, s.Passed, s.Failed, s.Skipped, s.Total())
 }
 
 // junitSuites is the part of a ginkgo JUnit report the summary reads.

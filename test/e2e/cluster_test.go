@@ -119,6 +119,10 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 		if strings.Contains(n.Name, "bootstrap") {
 			t.Errorf("the bootstrap machine registered as node %s", n.Name)
 		}
+		// The runtime built from source, not Debian's containerd 1.6.
+		if got, want := n.Status.NodeInfo.ContainerRuntimeVersion, "containerd://"+strings.TrimPrefix(release.ContainerdVersion, "v"); got != want {
+			t.Errorf("node %s: container runtime %s, want %s", n.Name, got, want)
+		}
 	}
 	assertEtcdMembers(t, infraID, masters)
 	assertConfigServerLocked(t, dir)
@@ -126,6 +130,9 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 		t.Errorf("the bootstrap machine still exists after install-complete: %v", err)
 	}
 	assertPodNetwork(ctx, t, client, infraID)
+	if workers > 0 {
+		assertNetworkPolicy(ctx, t, client, infraID)
+	}
 	assertHostNetworkReachesServices(t, infraID, masters, workers)
 	assertUserManifest(ctx, t, client)
 	if workers > 0 {
@@ -138,6 +145,7 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 	}
 	if masters == 3 {
 		runConformanceSubset(t, kiln, dir)
+		runNetpolSubset(t, kiln, dir)
 		assertRestart(t, kiln, dir, infraID, client, masters)
 	}
 }

@@ -138,6 +138,19 @@ func TestNodeImageBuild(t *testing.T) {
 					t.Errorf("iptables in the kube-proxy image: %v\n%s", err, out)
 				}
 			}
+			if spec.Component == release.KubeRouter {
+				// kube-router's policy chains match ipsets: both tools and
+				// the set match run in the image alone.
+				chrootRun(t, layer, "/usr/sbin/ipset", "--version")
+				rule := exec.Command("unshare", "-n", "sh", "-c",
+					"chroot \"$0\" /usr/sbin/ipset create kiln-e2e hash:ip timeout 0 && "+
+						"chroot \"$0\" /usr/sbin/iptables -A FORWARD -m set --match-set kiln-e2e src -m comment --comment kiln -j REJECT && "+
+						"chroot \"$0\" /usr/sbin/iptables-save -t filter", layer)
+				out, err := rule.CombinedOutput()
+				if err != nil || !strings.Contains(string(out), "--match-set kiln-e2e src") {
+					t.Errorf("ipset and iptables in the kube-router image: %v\n%s", err, out)
+				}
+			}
 		}
 	})
 

@@ -23,7 +23,7 @@ func TestCommandArgv(t *testing.T) {
 			name: "debootstrap",
 			cmd:  debootstrapCmd("http://deb.debian.org/debian", "/c/debootstrap/k.tmp/rootfs"),
 			want: []string{"debootstrap", "--variant=minbase",
-				"--include=systemd,systemd-sysv,dbus,iproute2,iptables,nftables,conntrack,ca-certificates,containernetworking-plugins,ignition,procps,curl,less",
+				"--include=systemd,systemd-sysv,dbus,iproute2,iptables,nftables,conntrack,ipset,ca-certificates,containernetworking-plugins,ignition,procps,curl,less",
 				"bookworm", "/c/debootstrap/k.tmp/rootfs", "http://deb.debian.org/debian"},
 		},
 		{
@@ -121,6 +121,14 @@ func TestGoBuildCmd(t *testing.T) {
 			component: "metrics-server",
 			wantLD:    []string{"-X k8s.io/client-go/pkg/version.gitVersion=v0.9.0"},
 			wantPkgs:  []string{"sigs.k8s.io/metrics-server/cmd/metrics-server"},
+		},
+		{
+			component: "kube-router",
+			wantLD: []string{
+				"-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=v2.1.0",
+				"-X github.com/cloudnativelabs/kube-router/v2/pkg/version.BuildDate=1970-01-01T00:00:00Z",
+			},
+			wantPkgs: []string{"github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"},
 		},
 		{
 			component: "containerd",

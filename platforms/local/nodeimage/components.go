@@ -59,6 +59,13 @@ var metricsServerLD = []string{
 	"-X k8s.io/client-go/pkg/version.buildDate=" + buildDate,
 }
 
+// kubeRouterLDFlags set the version kube-router reports, as its Makefile
+// does (with the tag where the Makefile has the commit).
+var kubeRouterLDFlags = []string{
+	"-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=" + release.KubeRouterVersion,
+	"-X github.com/cloudnativelabs/kube-router/v2/pkg/version.BuildDate=" + buildDate,
+}
+
 // containerdLDFlags set the version containerd, its shim and ctr report.
 // The CRI reports it as the node's container runtime version: without the
 // tag's "v", nodes show containerd://2.4.2.
@@ -124,6 +131,11 @@ func components() []component {
 			Name: "metrics-server", Version: release.MetricsServerVersion,
 			Packages: []string{"sigs.k8s.io/metrics-server/cmd/metrics-server"}, Binaries: []string{"metrics-server"},
 			LDFlags: metricsServerLD,
+		},
+		{
+			Name: "kube-router", Version: release.KubeRouterVersion,
+			Packages: []string{"github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"}, Binaries: []string{"kube-router"},
+			LDFlags: kubeRouterLDFlags,
 		},
 		{
 			Name: "containerd", Version: release.ContainerdVersion,
@@ -304,7 +316,7 @@ func (b *builder) stageComponent(c component) (componentJob, error) {
 		return job, nil
 	}
 	if c.Cgo {
-		if err := cgoPrecondition(c, realHost()); err != nil {
+		if err := cgoPrecondition(c, b.host); err != nil {
 			return job, err
 		}
 	}

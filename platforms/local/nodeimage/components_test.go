@@ -52,6 +52,12 @@ func TestComponentSources(t *testing.T) {
 			wantSum: []string{"sigs.k8s.io/metrics-server v0.9.0 h1:", "k8s.io/apiserver v0.36.2 h1:"},
 		},
 		{
+			name:    "kube-router",
+			wantMod: []string{"require github.com/cloudnativelabs/kube-router/v2 v2.1.0", "tool github.com/cloudnativelabs/kube-router/v2/cmd/kube-router\n"},
+			// Its policy controller's iptables and netlink libraries.
+			wantSum: []string{"github.com/cloudnativelabs/kube-router/v2 v2.1.0 h1:", "github.com/coreos/go-iptables v0.7.0 h1:"},
+		},
+		{
 			name: "containerd",
 			wantMod: []string{
 				"require github.com/containerd/containerd/v2 v2.4.2",

@@ -25,6 +25,27 @@ var proxyTools = [...]string{
 	"conntrack", "nft",
 }
 
+// firewallTools are the programs kube-router's network policy controller
+// runs: the iptables family (it writes its chains with iptables-restore)
+// and ipset (pod and namespace selectors become ipsets).
+var firewallTools = [...]string{
+	"iptables", "iptables-save", "iptables-restore",
+	"ip6tables", "ip6tables-save", "ip6tables-restore",
+	"ipset",
+}
+
+// imageTools returns the programs of the node's Debian tree that the image
+// of c holds besides kiln's binaries: none for most.
+func imageTools(c release.Component) []string {
+	switch c {
+	case release.KubeProxy:
+		return proxyTools[:]
+	case release.KubeRouter:
+		return firewallTools[:]
+	}
+	return nil
+}
+
 // toolDirs are searched, in order, for proxyTools.
 var toolDirs = [...]string{"/usr/sbin", "/usr/bin", "/sbin", "/bin"}
 
@@ -38,7 +59,7 @@ var baseFiles = [...]layerEntry{
 }
 
 // imageEntries returns the layer of spec: its binaries from bins (name ->
-// host path), the base files, and for kube-proxy the proxy tools.
+// host path), the base files, and the tools of imageTools.
 func (b *builder) imageEntries(ctx context.Context, spec release.ImageSpec, bins map[string]string, rootfs string) ([]layerEntry, error) {
 	entries := append([]layerEntry(nil), baseFiles[:]...)
 	for _, name := range spec.Binaries {
@@ -48,8 +69,8 @@ func (b *builder) imageEntries(ctx context.Context, spec release.ImageSpec, bins
 		}
 		entries = append(entries, layerEntry{Name: strings.TrimPrefix(release.BinDir, "/") + "/" + name, Source: src, Mode: 0o755})
 	}
-	if spec.Component == release.KubeProxy {
-		tools, err := b.toolEntries(ctx, rootfs, proxyTools[:])
+	if tools := imageTools(spec.Component); len(tools) > 0 {
+		tools, err := b.toolEntries(ctx, rootfs, tools)
 		if err != nil {
 			return nil, fmt.Errorf("image %s: %w", spec.Ref(), err)
 		}

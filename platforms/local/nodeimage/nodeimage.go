@@ -175,10 +175,13 @@ type builder struct {
 	log      logrus.FieldLogger
 	progress platforms.Progress
 	run      runner
+	// host is how a cgo component's C tools and libraries are looked for
+	// (realHost outside tests).
+	host hostProbe
 }
 
 func newBuilder(opts Options) (*builder, error) {
-	b := &builder{cache: opts.CacheDir, hostRoot: "/", log: opts.Log, progress: opts.Progress}
+	b := &builder{cache: opts.CacheDir, hostRoot: "/", log: opts.Log, progress: opts.Progress, host: realHost()}
 	if b.log == nil {
 		l := logrus.New()
 		l.SetOutput(nopWriter{})

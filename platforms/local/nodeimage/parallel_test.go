@@ -57,6 +57,8 @@ func laneBuilder(t *testing.T) (*builder, string) {
 	b := &builder{
 		cache: t.TempDir(), hostRoot: "testdata/apt-deb822", goBin: filepath.Join(bin, "go"), goVersion: "go1.26.8",
 		log: log, progress: platforms.NoProgress{}, run: runner{log: log},
+		// The fake go needs no C toolchain: the build host's packages do not matter.
+		host: fakeHost([]string{"gcc", "pkg-config"}, []string{"libseccomp"}),
 	}
 	return b, logFile
 }

@@ -22,6 +22,7 @@ var packages = [...]string{
 	"iptables",                    // kubelet and CNI portmap/bridge masquerade rules
 	"nftables",                    // nft: kube-proxy's nftables mode and its cleanup
 	"conntrack",                   // kube-proxy clears stale UDP conntrack entries
+	"ipset",                       // kube-router's NetworkPolicy sets (copied into its image)
 	"ca-certificates",             // TLS to anything outside the cluster PKI
 	"containernetworking-plugins", // CNI plugins in /usr/lib/cni (bridge, host-local, portmap, loopback)
 	"ignition",                    // applies the machine's Ignition config at first boot

@@ -129,7 +129,12 @@ daemons_outlive_the_caller() {
 
 nodes_ready() {
   kubectl get nodes -o wide || return 1
-  kubectl wait --for=condition=Ready nodes --all --timeout=5m
+  kubectl wait --for=condition=Ready nodes --all --timeout=5m || return 1
+  # The runtime built from source: containerd 2.x on every node.
+  local runtimes
+  runtimes=$(kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.status.nodeInfo.containerRuntimeVersion}{"\n"}{end}')
+  echo "$runtimes"
+  if echo "$runtimes" | grep -v ' containerd://2\.'; then echo "a node runs another container runtime"; return 1; fi
 }
 
 # Each machine's memory limit (2048 MiB) as the machine itself sees it: its
@@ -201,6 +206,60 @@ EOF
   return 1
 }
 
+# watch_until WANT SECONDS: the last line the watcher pod logged says WANT
+# (ok or fail) within SECONDS.
+watch_until() {
+  local line
+  for _ in $(seq "$2"); do
+    line=$(kubectl logs np-client --tail=1 2>/dev/null)
+    [ "$(echo "$line" | cut -d' ' -f2)" = "$1" ] && { echo "client: $line"; return 0; }
+    sleep 1
+  done
+  echo "client not $1 within $2 s; last line: $line"
+  return 1
+}
+
+# NetworkPolicy on this host's kernel (ip_set and xt_set as modules): a
+# client on the master fetches from the probe pod on the worker every
+# second; a default-deny ingress policy stops it, its deletion lets it
+# through again.
+network_policy() {
+  local id ip t0
+  id=$(infra)
+  ip=$(kubectl get pods -l app=probe -o jsonpath='{.items[0].status.podIP}')
+  [ -n "$ip" ] || { echo "no probe pod address"; return 1; }
+  kubectl apply -f - <<EOF || return 1
+apiVersion: v1
+kind: Pod
+metadata: {name: np-client, namespace: default}
+spec:
+  nodeSelector: {kubernetes.io/hostname: $id-master-0}
+  tolerations: [{operator: Exists}]
+  volumes: [{name: kiln, hostPath: {path: /usr/local/bin/kiln}}]
+  containers:
+  - name: client
+    image: kiln.local/pause:3.10
+    imagePullPolicy: Never
+    command: [/kiln, node, probe, "--get=http://$ip:8080/", --every=1s]
+    volumeMounts: [{name: kiln, mountPath: /kiln, readOnly: true}]
+EOF
+  watch_until ok 300 || return 1
+  kubectl get pods -n kube-system -l k8s-app=kube-router -o wide
+  t0=$(date +%s)
+  kubectl apply -f - <<EOF || return 1
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: default-deny, namespace: default}
+spec: {podSelector: {}, policyTypes: [Ingress]}
+EOF
+  watch_until fail 120 || return 1
+  echo "default-deny enforced after $(($(date +%s) - t0)) s"
+  t0=$(date +%s)
+  kubectl delete networkpolicy default-deny || return 1
+  watch_until ok 120 || return 1
+  echo "traffic restored after $(($(date +%s) - t0)) s"
+}
+
 destroy() { kiln destroy cluster --dir "$dir"; }
 
 step host host_info
@@ -211,6 +270,7 @@ check daemons-outlive-the-caller daemons_outlive_the_caller
 step nodes-ready nodes_ready
 check memory-limits memory_limits
 check pod-on-worker-via-service pod_on_worker_via_service
+check network-policy network_policy
 step destroy destroy
 check nothing-left nothing_left
 pass

@@ -87,3 +87,53 @@ func Persist(path, body string) (content string, found bool, err error) {
 	}
 	return body, false, f.Close()
 }
+
+// Watch fetches url every interval until ctx ends, each time on a new
+// connection (an established one would outlive a NetworkPolicy that denies
+// new ones), and writes one line per attempt to w: "<unix ms> ok" or
+// "<unix ms> fail <error>". An attempt gets at most the interval, and at
+// least a second.
+func Watch(ctx context.Context, url string, interval time.Duration, w io.Writer) error {
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	timeout := max(interval, time.Second)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		err := getOnce(actx, client, url)
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		line := fmt.Sprintf("%d ok\n", time.Now().UnixMilli())
+		if err != nil {
+			line = fmt.Sprintf("%d fail %v\n", time.Now().UnixMilli(), err)
+		}
+		if _, err := io.WriteString(w, line); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// getOnce fetches url with client and fails unless the answer is a 200.
+func getOnce(ctx context.Context, client *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}

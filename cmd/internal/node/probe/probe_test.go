@@ -1,9 +1,14 @@
 package probe
 
 import (
+	"bytes"
 	"context"
 	"net"
+	"net/http"
 	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -48,4 +53,70 @@ func TestPersist(t *testing.T) {
 	if _, _, err := Persist(filepath.Join(t.TempDir(), "missing", "probe.txt"), "x"); err == nil {
 		t.Error("Persist into a missing directory succeeded")
 	}
+}
+
+// TestWatch: each attempt is a line, "ok" while the server answers and
+// "fail" once it is gone; a new connection each time.
+func TestWatch(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns atomic.Int64
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("x")) }),
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		},
+	}
+	go func() { _ = srv.Serve(ln) }()
+	var out lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Watch(ctx, "http://"+ln.Addr().String()+"/", 20*time.Millisecond, &out) }()
+	waitLines(t, &out, func(lines []string) bool { return len(lines) >= 3 })
+	srv.Close()
+	waitLines(t, &out, func(lines []string) bool { return strings.Contains(lines[len(lines)-1], " fail ") })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if !strings.HasSuffix(lines[0], " ok") {
+		t.Errorf("first line %q, want ok", lines[0])
+	}
+	if oks := strings.Count(out.String(), " ok\n"); int(conns.Load()) < oks {
+		t.Errorf("%d answers on %d connections: keep-alive reused one", oks, conns.Load())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for one writer and one reader.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func waitLines(t *testing.T, b *lockedBuffer, done func([]string) bool) {
+	t.Helper()
+	for i := 0; i < 250; i++ {
+		if s := strings.TrimSpace(b.String()); s != "" && done(strings.Split(s, "\n")) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("watch output never got there:\n%s", b.String())
 }

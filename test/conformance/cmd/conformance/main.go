@@ -1,11 +1,16 @@
 // Command conformance is the helper test/conformance/run.sh calls:
 //
-//	conformance focus full|subset    print the ginkgo focus regexp
-//	conformance skip                 print the ginkgo skip regexp of the specs that cannot run here
-//	conformance summary DIR (FOCUS)  print "conformance: P passed, F failed, S skipped of N"
-//	                                 from DIR's JUnit reports, then each failed spec;
-//	                                 exit 1 when a spec or a suite node failed. FOCUS (optional, default
-//	                                 every conformance spec) selects the specs counted.
+//	conformance focus MODE               print the ginkgo focus regexp of MODE
+//	conformance skip MODE                print the ginkgo skip regexp of MODE's specs that cannot run here
+//	conformance summary DIR [FOCUS [LABEL]]
+//	                                     print "LABEL: P passed, F failed, S skipped of N"
+//	                                     (LABEL default "conformance") from DIR's JUnit reports,
+//	                                     then each failed spec; exit 1 when a spec or a suite node
+//	                                     failed. FOCUS (default every conformance spec) selects the
+//	                                     specs counted.
+//
+// MODE is full or subset (conformance specs) or netpol or netpol-subset
+// (the NetworkPolicy specs); "skip" without a MODE means full.
 package main
 
 import (
@@ -23,20 +28,42 @@ func main() {
 	}
 }
 
+// mode is what run.sh runs: a focus and the skip of what cannot run.
+type mode struct{ focus, skip string }
+
+// modes are the runs run.sh knows.
+func modes() map[string]mode {
+	return map[string]mode{
+		"full":          {conformance.FullFocus, conformance.CannotRunSkip()},
+		"subset":        {conformance.SubsetFocus(), conformance.CannotRunSkip()},
+		"netpol":        {conformance.NetpolFocus, conformance.NetpolCannotRunSkip()},
+		"netpol-subset": {conformance.NetpolSubsetFocus(), conformance.NetpolCannotRunSkip()},
+	}
+}
+
 func run(args []string) error {
 	switch {
-	case len(args) == 2 && args[0] == "focus" && args[1] == "full":
-		fmt.Println(conformance.FullFocus)
+	case len(args) == 2 && args[0] == "focus":
+		m, ok := modes()[args[1]]
+		if !ok {
+			return fmt.Errorf("unknown mode %q", args[1])
+		}
+		fmt.Println(m.focus)
 		return nil
-	case len(args) == 2 && args[0] == "focus" && args[1] == "subset":
-		fmt.Println(conformance.SubsetFocus())
+	case (len(args) == 1 || len(args) == 2) && args[0] == "skip":
+		name := "full"
+		if len(args) == 2 {
+			name = args[1]
+		}
+		m, ok := modes()[name]
+		if !ok {
+			return fmt.Errorf("unknown mode %q", name)
+		}
+		fmt.Println(m.skip)
 		return nil
-	case len(args) == 1 && args[0] == "skip":
-		fmt.Println(conformance.CannotRunSkip())
-		return nil
-	case (len(args) == 2 || len(args) == 3) && args[0] == "summary":
+	case len(args) >= 2 && len(args) <= 4 && args[0] == "summary":
 		focus := conformance.FullFocus
-		if len(args) == 3 {
+		if len(args) >= 3 {
 			focus = args[2]
 		}
 		re, err := regexp.Compile(focus)
@@ -46,6 +73,9 @@ func run(args []string) error {
 		s, err := conformance.SummarizeDir(args[1], re)
 		if err != nil {
 			return err
+		}
+		if len(args) == 4 {
+			s.Label = args[3]
 		}
 		fmt.Println(s)
 		for _, f := range s.Failures {
@@ -59,5 +89,5 @@ func run(args []string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("usage: conformance focus full|subset | conformance skip | conformance summary DIR [FOCUS]")
+	return fmt.Errorf("usage: conformance focus MODE | conformance skip [MODE] | conformance summary DIR [FOCUS [LABEL]] (MODE: full, subset, netpol, netpol-subset)")
 }
