@@ -226,6 +226,8 @@ func newNodeEtcdInstallCmd(o *rootOptions) *cobra.Command {
 func newNodeProbeCmd(o *rootOptions) *cobra.Command {
 	var serve, body, resolve, get, file string
 	var every time.Duration
+	var size int64
+	var download bool
 	cmd := &cobra.Command{
 		Use:   "probe",
 		Short: "Checks from inside a pod: keep a file, resolve a name, fetch a URL (once or every interval), serve HTTP",
@@ -250,6 +252,14 @@ func newNodeProbeCmd(o *rootOptions) *cobra.Command {
 				}
 				fmt.Fprintf(o.stdout, "%s has address %s\n", resolve, addrs[0])
 			}
+			if get != "" && download {
+				n, d, err := probe.Download(ctx, get)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(o.stdout, "%s: %d bytes in %s: %.1f MB/s\n", get, n, d.Round(time.Millisecond), float64(n)/d.Seconds()/1e6)
+				return nil
+			}
 			if get != "" && every > 0 {
 				return probe.Watch(ctx, get, every, o.stdout)
 			}
@@ -259,6 +269,9 @@ func newNodeProbeCmd(o *rootOptions) *cobra.Command {
 					return err
 				}
 				fmt.Fprintf(o.stdout, "%s: %s\n", get, out)
+			}
+			if serve != "" && size > 0 {
+				return probe.ServeSize(ctx, serve, size)
 			}
 			if serve != "" {
 				return probe.Serve(ctx, serve, body)
@@ -270,6 +283,8 @@ func newNodeProbeCmd(o *rootOptions) *cobra.Command {
 	cmd.Flags().StringVar(&body, "body", "ok", "body of every HTTP answer")
 	cmd.Flags().StringVar(&resolve, "resolve", "", "name to resolve")
 	cmd.Flags().StringVar(&get, "get", "", "URL to fetch")
+	cmd.Flags().BoolVar(&download, "download", false, "with --get: read the whole body and print its size and the transfer rate")
+	cmd.Flags().Int64Var(&size, "size", 0, "with --serve: answer with this many zero bytes instead of --body")
 	cmd.Flags().DurationVar(&every, "every", 0, "with --get: fetch the URL every interval, each on a new connection, printing \"<unix ms> ok|fail ...\" lines until stopped")
 	cmd.Flags().StringVar(&file, "file", "", "print this file's content if it exists, else write --body into it")
 	return cmd

@@ -61,7 +61,7 @@ type Problem struct {
 const (
 	CheckRoot      = "root"
 	CheckTool      = "tool"    // CheckTool + ":" + the missing program
-	CheckKernel    = "kernel"  // CheckKernel + ":" + overlay, bridge, veth or br_netfilter
+	CheckKernel    = "kernel"  // CheckKernel + ":" + overlay, bridge, veth, ip_set, xt_set or br_netfilter
 	CheckCgroups   = "cgroups" // no systemd and no usable controllers
 	CheckMemory    = "memory"  // too little memory available
 	CheckEnv       = "env"     // CheckEnv + ":" + the variable
@@ -204,7 +204,8 @@ func (m kernelModules) has(name string, p hostProbe) (has, known bool) {
 }
 
 // checkKernel checks for what machines need from the kernel: overlayfs
-// (their roots), bridge and veth (their network), all loaded on demand,
+// (their roots), bridge and veth (their network), ip_set and xt_set
+// (kube-router's NetworkPolicy rules), all loaded on demand,
 // and br_netfilter, which nothing loads by itself but without which
 // Service traffic between pods on one node bypasses kube-proxy's rules.
 func checkKernel(problem func(string, string, ...any), p hostProbe) {
@@ -218,6 +219,8 @@ func checkKernel(problem func(string, string, ...any), p hostProbe) {
 	for _, k := range []struct{ mod, config, why string }{
 		{"bridge", "CONFIG_BRIDGE", "the machines' network is a bridge"},
 		{"veth", "CONFIG_VETH", "each machine is on the bridge through a veth pair"},
+		{"ip_set", "CONFIG_IP_SET", "NetworkPolicies are enforced with ipsets"},
+		{"xt_set", "CONFIG_NETFILTER_XT_SET", "NetworkPolicy rules match ipsets"},
 	} {
 		if has, known := mods.has(k.mod, p); !has && known {
 			problem(CheckKernel+":"+k.mod, "the kernel has no %s (%s): use a kernel built with %s", k.mod, k.why, k.config)

@@ -52,7 +52,8 @@ func TestPreflight(t *testing.T) {
 			probe("debian12-tini", 0, "", 10), nil, CgroupV2, []string{"limits add up to 9216 MiB, more than the host's 7939 MiB"}},
 		{"a host that lacks everything", PreflightOptions{Machines: 3},
 			probe("bare", 0, "", 10),
-			[]string{CheckKernel + ":overlay", CheckKernel + ":bridge", CheckKernel + ":veth", CheckKernel + ":br_netfilter",
+			[]string{CheckKernel + ":overlay", CheckKernel + ":bridge", CheckKernel + ":veth",
+				CheckKernel + ":ip_set", CheckKernel + ":xt_set", CheckKernel + ":br_netfilter",
 				CheckCgroups, CheckMemory},
 			CgroupNoLimits, nil},
 	}

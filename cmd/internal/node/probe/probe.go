@@ -18,12 +18,30 @@ import (
 
 // Serve answers every HTTP request on addr with body until ctx ends.
 func Serve(ctx context.Context, addr, body string) error {
+	return serve(ctx, addr, func(w io.Writer) { _, _ = io.WriteString(w, body) })
+}
+
+// ServeSize answers every HTTP request on addr with size zero bytes until
+// ctx ends: the server side of a throughput measurement (Download).
+func ServeSize(ctx context.Context, addr string, size int64) error {
+	return serve(ctx, addr, func(w io.Writer) { _, _ = io.CopyN(w, zeros{}, size) })
+}
+
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// serve answers every HTTP request on addr with what write writes until
+// ctx ends.
+func serve(ctx context.Context, addr string, write func(io.Writer)) error {
 	srv := &http.Server{
 		Addr:              addr,
 		ReadHeaderTimeout: 5 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			_, _ = io.WriteString(w, body)
-		}),
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { write(w) }),
 	}
 	go func() {
 		<-ctx.Done()
@@ -33,6 +51,26 @@ func Serve(ctx context.Context, addr, body string) error {
 		return err
 	}
 	return nil
+}
+
+// Download fetches url, reads and discards the whole body, and returns
+// its length and how long the transfer took from the request on.
+func Download(ctx context.Context, url string) (int64, time.Duration, error) {
+	start := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	return n, time.Since(start), err
 }
 
 // Resolve looks name up with the pod's resolver (cluster DNS) and returns

@@ -120,3 +120,26 @@ func waitLines(t *testing.T, b *lockedBuffer, done func([]string) bool) {
 	}
 	t.Fatalf("watch output never got there:\n%s", b.String())
 }
+
+func TestServeSizeAndDownload(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = ServeSize(ctx, addr, 3<<20+5) }()
+	var n int64
+	var d time.Duration
+	for i := 0; i < 50; i++ {
+		if n, d, err = Download(context.Background(), "http://"+addr+"/"); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil || n != 3<<20+5 || d <= 0 {
+		t.Fatalf("Download = %d bytes in %s, %v; want %d bytes", n, d, err, 3<<20+5)
+	}
+}
