@@ -46,7 +46,7 @@ func imageTools(c release.Component) []string {
 	return nil
 }
 
-// toolDirs are searched, in order, for proxyTools.
+// toolDirs are searched, in order, for the tools of imageTools.
 var toolDirs = [...]string{"/usr/sbin", "/usr/bin", "/sbin", "/bin"}
 
 // baseFiles are small files every image gets: a user database (os/user
@@ -69,8 +69,8 @@ func (b *builder) imageEntries(ctx context.Context, spec release.ImageSpec, bins
 		}
 		entries = append(entries, layerEntry{Name: strings.TrimPrefix(release.BinDir, "/") + "/" + name, Source: src, Mode: 0o755})
 	}
-	if tools := imageTools(spec.Component); len(tools) > 0 {
-		tools, err := b.toolEntries(ctx, rootfs, tools)
+	if names := imageTools(spec.Component); len(names) > 0 {
+		tools, err := b.toolEntries(ctx, rootfs, names)
 		if err != nil {
 			return nil, fmt.Errorf("image %s: %w", spec.Ref(), err)
 		}
