@@ -1,0 +1,51 @@
+package ignitionconfigs_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coreos/ignition/v2/config/v3_3/types"
+
+	"github.com/kiln-project/kiln/assets/targets"
+)
+
+// TestNetdNetworkType checks that install-config's networkType reaches
+// kiln-netd on every machine, with the machine's address for the tunnels.
+func TestNetdNetworkType(t *testing.T) {
+	for _, tc := range []struct{ setting, want string }{
+		{"", "--network-type=KilnBridge"},
+		{"  networkType: KilnVXLAN\n", "--network-type=KilnVXLAN"},
+	} {
+		dir := newDir(t)
+		path := filepath.Join(dir, "install-config.yaml")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = []byte(strings.Replace(string(data), "networking:\n", "networking:\n"+tc.setting, 1))
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		persist(t, dir, targets.IgnitionConfigs())
+		raw, err := os.ReadFile(filepath.Join(dir, "bootstrap.ign"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		boot := parse(t, raw)
+		for name, c := range map[string]types.Config{"bootstrap": boot, "master": served(t, boot, "master"), "worker": served(t, boot, "worker")} {
+			var unit string
+			for _, u := range c.Systemd.Units {
+				if u.Name == "kiln-netd.service" && u.Contents != nil {
+					unit = *u.Contents
+				}
+			}
+			for _, flag := range []string{tc.want + " \\\n", "--node-ip=${KILN_NODE_IP} \\\n"} {
+				if !strings.Contains(unit, flag) {
+					t.Errorf("%s: kiln-netd.service lacks %q:\n%s", name, flag, unit)
+				}
+			}
+		}
+	}
+}
