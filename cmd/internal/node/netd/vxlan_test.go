@@ -69,7 +69,8 @@ func TestVTEP(t *testing.T) {
 }
 
 // TestVXLANReconcile: a new node gets its device and the entries to every
-// peer, a second pass only lists, and a departed node's entries go.
+// peer, a second pass only lists, a departed node's entries go, and a
+// joining node's come.
 func TestVXLANReconcile(t *testing.T) {
 	fresh := steady(t)
 	fresh[listLinks] = `[{"ifname":"lo","mtu":65536,"flags":["LOOPBACK","UP"],"addr_info":[{"family":"inet","local":"127.0.0.1","prefixlen":8}]},` +
@@ -121,6 +122,20 @@ func TestVXLANReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCalls(t, r, listLinks, listFDB, listNeigh, listRoutes,
+		"ip route del 10.128.4.0/23 proto 199",
+		"ip neigh del 10.128.4.0 dev kiln.vxlan",
+		"bridge fdb del 0a:58:0a:42:00:15 dev kiln.vxlan dst 10.66.0.21 self",
+	)
+
+	// w0 leaves and w1 joins in one pass (the example of docs/pod-network.md).
+	nodes := append(vxlanNodes()[:2], node("w1", "10.66.0.22", "10.128.6.0/23"))
+	if err := reconcile(ctx, cfg, nodes); err != nil {
+		t.Fatal(err)
+	}
+	checkCalls(t, r, listLinks, listFDB, listNeigh, listRoutes,
+		"bridge fdb replace 0a:58:0a:42:00:16 dev kiln.vxlan dst 10.66.0.22 self permanent",
+		"ip neigh replace 10.128.6.0 lladdr 0a:58:0a:42:00:16 dev kiln.vxlan nud permanent",
+		"ip route replace 10.128.6.0/23 via 10.128.6.0 dev kiln.vxlan onlink proto 199",
 		"ip route del 10.128.4.0/23 proto 199",
 		"ip neigh del 10.128.4.0 dev kiln.vxlan",
 		"bridge fdb del 0a:58:0a:42:00:15 dev kiln.vxlan dst 10.66.0.21 self",
