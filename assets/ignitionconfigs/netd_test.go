@@ -1,14 +1,10 @@
 package ignitionconfigs_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/coreos/ignition/v2/config/v3_3/types"
-
-	"github.com/kiln-project/kiln/assets/targets"
 )
 
 // TestNetdNetworkType checks that install-config's networkType reaches
@@ -19,21 +15,8 @@ func TestNetdNetworkType(t *testing.T) {
 		{"  networkType: KilnVXLAN\n", "--network-type=KilnVXLAN"},
 	} {
 		dir := newDir(t)
-		path := filepath.Join(dir, "install-config.yaml")
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data = []byte(strings.Replace(string(data), "networking:\n", "networking:\n"+tc.setting, 1))
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		persist(t, dir, targets.IgnitionConfigs())
-		raw, err := os.ReadFile(filepath.Join(dir, "bootstrap.ign"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		boot := parse(t, raw)
+		editInstallConfig(t, dir, "networking:\n", "networking:\n"+tc.setting)
+		boot := bootstrapIn(t, dir)
 		for name, c := range map[string]types.Config{"bootstrap": boot, "master": served(t, boot, "master"), "worker": served(t, boot, "worker")} {
 			var unit string
 			for _, u := range c.Systemd.Units {

@@ -145,13 +145,16 @@ func TestVXLANReconcile(t *testing.T) {
 // TestVXLANDevice: a device that differs from what netd would create is
 // re-created or repaired; only the device step's commands are compared.
 func TestVXLANDevice(t *testing.T) {
-	recreate := []string{
-		"ip link del kiln.vxlan",
-		"ip link add kiln.vxlan address 0a:58:0a:42:00:0b mtu 1450 type vxlan id 1 local 10.66.0.11 dev host0 dstport 4789 nolearning",
-		"sysctl -w net.ipv4.conf.kiln/vxlan.rp_filter=2",
-		"ip link set kiln.vxlan up",
-		"ip addr replace 10.128.0.0/32 dev kiln.vxlan",
+	recreateWithMTU := func(mtu string) []string {
+		return []string{
+			"ip link del kiln.vxlan",
+			"ip link add kiln.vxlan address 0a:58:0a:42:00:0b mtu " + mtu + " type vxlan id 1 local 10.66.0.11 dev host0 dstport 4789 nolearning",
+			"sysctl -w net.ipv4.conf.kiln/vxlan.rp_filter=2",
+			"ip link set kiln.vxlan up",
+			"ip addr replace 10.128.0.0/32 dev kiln.vxlan",
+		}
 	}
+	recreate := recreateWithMTU("1450")
 	tests := []struct {
 		name     string
 		old, new string // an edit of the steady listing
@@ -163,13 +166,7 @@ func TestVXLANDevice(t *testing.T) {
 		{"other MAC", `"address":"0a:58:0a:42:00:0b"`, `"address":"0a:58:0a:42:00:99"`, 1450, recreate},
 		{"other MTU", `"mtu":1450`, `"mtu":1400`, 1450, recreate},
 		{"underlay MTU 9000", `"ifname":"host0","flags":["BROADCAST","MULTICAST","UP","LOWER_UP"],"mtu":1500`,
-			`"ifname":"host0","flags":["BROADCAST","MULTICAST","UP","LOWER_UP"],"mtu":9000`, 8950, []string{
-				"ip link del kiln.vxlan",
-				"ip link add kiln.vxlan address 0a:58:0a:42:00:0b mtu 8950 type vxlan id 1 local 10.66.0.11 dev host0 dstport 4789 nolearning",
-				"sysctl -w net.ipv4.conf.kiln/vxlan.rp_filter=2",
-				"ip link set kiln.vxlan up",
-				"ip addr replace 10.128.0.0/32 dev kiln.vxlan",
-			}},
+			`"ifname":"host0","flags":["BROADCAST","MULTICAST","UP","LOWER_UP"],"mtu":9000`, 8950, recreateWithMTU("8950")},
 		{"down", `"flags":["BROADCAST","MULTICAST","UP","LOWER_UP"],"mtu":1450`, `"flags":["BROADCAST","MULTICAST"],"mtu":1450`, 1450,
 			[]string{"ip link set kiln.vxlan up"}},
 		{"stale address", `"local":"10.128.0.0"`, `"local":"10.128.6.0"`, 1450,
