@@ -68,13 +68,36 @@ func parse(t *testing.T, raw []byte) types.Config {
 // returns the bootstrap config.
 func generatedBootstrap(t *testing.T) types.Config {
 	t.Helper()
-	dir := newDir(t)
+	return bootstrapIn(t, newDir(t))
+}
+
+// bootstrapIn generates the ignition configs of dir and returns the
+// bootstrap config.
+func bootstrapIn(t *testing.T, dir string) types.Config {
+	t.Helper()
 	persist(t, dir, targets.IgnitionConfigs())
 	raw, err := os.ReadFile(filepath.Join(dir, "bootstrap.ign"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return parse(t, raw)
+}
+
+// editInstallConfig replaces the first old in dir's install-config.yaml
+// with new.
+func editInstallConfig(t *testing.T, dir, old, new string) {
+	t.Helper()
+	path := filepath.Join(dir, "install-config.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), old) {
+		t.Fatalf("install-config.yaml has no %q", old)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(data), old, new, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // served returns the full config the machine-config server in c serves for role.

@@ -38,6 +38,7 @@ type nodeValues struct {
 	ClusterDNSDomain string
 	DNSServiceIP     string
 	MasterReplicas   int
+	NetworkType      string // networking.networkType, for kiln-netd
 	// CSRApproverDenyFlags are the --deny-* flags of the bootstrap
 	// machine's CSR approver, the Deployment's.
 	CSRApproverDenyFlags []string
@@ -58,6 +59,7 @@ func baseConfig(role string, ic *installconfig.InstallConfig, v *manifests.Value
 		ClusterDNSDomain:     v.ClusterDNSDomain,
 		DNSServiceIP:         v.DNSServiceIP,
 		MasterReplicas:       v.MasterReplicas,
+		NetworkType:          v.NetworkType,
 		CSRApproverDenyFlags: manifests.CSRApproverDenyFlags(c),
 		RegistryHosts:        registryHosts(c),
 	}

@@ -1,14 +1,11 @@
 package ignitionconfigs_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/coreos/ignition/v2/config/v3_3/types"
 
-	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/ignition"
 )
 
@@ -51,21 +48,8 @@ func TestRegistryHosts(t *testing.T) {
 // Without the add-on, no machine gets a hosts.toml.
 func TestRegistryHostsOff(t *testing.T) {
 	dir := newDir(t)
-	ic := filepath.Join(dir, "install-config.yaml")
-	data, err := os.ReadFile(ic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data = []byte(strings.Replace(string(data), "  local:\n", "  local:\n    addons:\n      registry: false\n", 1))
-	if err := os.WriteFile(ic, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	persist(t, dir, targets.IgnitionConfigs())
-	raw, err := os.ReadFile(filepath.Join(dir, "bootstrap.ign"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	boot := parse(t, raw)
+	editInstallConfig(t, dir, "  local:\n", "  local:\n    addons:\n      registry: false\n")
+	boot := bootstrapIn(t, dir)
 	for _, c := range []types.Config{boot, served(t, boot, "master"), served(t, boot, "worker")} {
 		if files := registryHostsFiles(t, c); files != "" {
 			t.Errorf("registry off, yet hosts.toml files:\n%s", files)

@@ -9,7 +9,7 @@ import (
 const (
 	// DefaultNetworkType is the pod network: a CNI bridge on each node and
 	// one route per node pod CIDR between nodes.
-	DefaultNetworkType = "KilnBridge"
+	DefaultNetworkType = types.NetworkTypeKilnBridge
 	// DefaultClusterNetwork is the pod address block.
 	DefaultClusterNetwork = "10.128.0.0/14"
 	// DefaultHostPrefix gives each node a /23 (510 pod addresses).

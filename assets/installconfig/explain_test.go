@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig/internal/schemagen"
+	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/graph"
 )
 
@@ -51,6 +52,20 @@ func TestSchemaCoversEveryField(t *testing.T) {
 					t.Errorf("%s.%s refers to unknown type %s", name, f.Name, f.Ref)
 				}
 			}
+		}
+	}
+}
+
+// TestExplainNetworkTypes keeps the field's documentation in step with the
+// values validation accepts.
+func TestExplainNetworkTypes(t *testing.T) {
+	got, err := Explain("installconfig.networking.networkType")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nt := range types.NetworkTypes() {
+		if !strings.Contains(got, nt) {
+			t.Errorf("explain networking.networkType does not name %s:\n%s", nt, got)
 		}
 	}
 }

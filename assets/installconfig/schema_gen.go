@@ -56,7 +56,7 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "name", Type: "string", Ref: "", Doc: "name is the cluster name: a DNS-1123 label of at most 27 characters, so the infra ID (<name>-<5 random characters>) keeps all of it."},
 		}},
 		"Networking": {Doc: "Networking is the cluster's address plan.", Fields: []fieldDoc{
-			{Name: "networkType", Type: "string", Ref: "", Doc: "networkType names the pod network implementation. The only one is KilnBridge (the default): a CNI bridge on each node and one route per node pod block."},
+			{Name: "networkType", Type: "string", Ref: "", Doc: "networkType names the pod network implementation, KilnBridge or KilnVXLAN. Both put a CNI bridge on each node. KilnBridge (the default) routes each node's pod block to the node's address, for machines on one L2 segment; KilnVXLAN sends pod traffic between nodes through a VXLAN overlay (UDP port 4789, pod MTU 50 bytes below the machines'), for machines that only reach each other by IP."},
 			{Name: "clusterNetwork", Type: "[]object", Ref: "ClusterNetworkEntry", Doc: "clusterNetwork are the pod address blocks; each node gets a /hostPrefix out of one (default 10.128.0.0/14 with hostPrefix 23)."},
 			{Name: "serviceNetwork", Type: "[]string", Ref: "", Doc: "serviceNetwork is the Service ClusterIP block: exactly one, between a /12 and a /24 (default 172.30.0.0/16). Its first address is the kubernetes Service, its tenth the cluster DNS."},
 			{Name: "machineNetwork", Type: "[]object", Ref: "MachineNetworkEntry", Doc: "machineNetwork are the blocks the machines' addresses come from; the platform chooses the default (local: 10.66.0.0/24; otherwise 10.0.0.0/16)."},

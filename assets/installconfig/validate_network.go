@@ -3,6 +3,7 @@ package installconfig
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -35,8 +36,8 @@ func validateNetworking(c *types.Config) field.ErrorList {
 		return field.ErrorList{field.Required(np, "")}
 	}
 	var errs field.ErrorList
-	if n.NetworkType != DefaultNetworkType {
-		errs = append(errs, field.NotSupported(np.Child("networkType"), n.NetworkType, []string{DefaultNetworkType}))
+	if !slices.Contains(types.NetworkTypes(), n.NetworkType) {
+		errs = append(errs, field.NotSupported(np.Child("networkType"), n.NetworkType, types.NetworkTypes()))
 	}
 	// Every machine needs a pod block; the bootstrap machine is one more.
 	nodes := c.MasterReplicas() + c.WorkerReplicas() + 1

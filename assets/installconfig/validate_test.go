@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"net/netip"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -137,6 +138,7 @@ func TestValidate(t *testing.T) {
 			c.ControlPlane.Platform.Local = &local.MachinePool{}
 		}, []fieldErr{{forb, "controlPlane.platform.local"}}},
 		{"networkType", func(c *types.Config) { c.Networking.NetworkType = "Calico" }, []fieldErr{{ns, "networking.networkType"}}},
+		{"networkType KilnVXLAN", func(c *types.Config) { c.Networking.NetworkType = types.NetworkTypeKilnVXLAN }, nil},
 		{"clusterNetwork missing", func(c *types.Config) { c.Networking.ClusterNetwork = nil }, []fieldErr{{req, "networking.clusterNetwork"}}},
 		{"clusterNetwork syntax", func(c *types.Config) { c.Networking.ClusterNetwork[0].CIDR = "10.128.0.0/33" },
 			[]fieldErr{{inv, "networking.clusterNetwork[0].cidr"}}},
@@ -244,6 +246,18 @@ func TestValidateUnlistedPlatform(t *testing.T) {
 	c.Platform = types.Platform{None: &none.Platform{}}
 	localOnly := testPlatforms()[:1]
 	if got, want := asData(Validate(c, localOnly)), []fieldErr{{field.ErrorTypeNotSupported, "platform"}}; !slices.Equal(got, want) {
+		t.Errorf("errors = %v, want %v", got, want)
+	}
+}
+
+// An unknown networkType is reported with its value and every accepted one.
+func TestValidateNetworkType(t *testing.T) {
+	c := defaulted(t)
+	c.Networking.NetworkType = "Flannel"
+	got := Validate(c, testPlatforms())
+	want := field.ErrorList{field.NotSupported(field.NewPath("networking", "networkType"), "Flannel",
+		[]string{"KilnBridge", "KilnVXLAN"})}
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("errors = %v, want %v", got, want)
 	}
 }

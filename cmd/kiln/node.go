@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/netip"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -16,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/internal/exitcode"
@@ -123,13 +127,16 @@ func nodeClient(kubeconfig string) (kubernetes.Interface, error) {
 }
 
 func newNodeNetdCmd(o *rootOptions) *cobra.Command {
-	var kubeconfig string
+	var kubeconfig, nodeIP string
 	cfg := netd.Config{CNIConfPath: "/etc/cni/net.d/10-kiln.conflist", Runner: execRunner{}, ProxyMetricsURL: netd.DefaultProxyMetricsURL}
 	cmd := &cobra.Command{
 		Use:   "netd",
 		Short: "Maintain this node's pod network (CNI config and routes to other nodes' pods)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := setNetdNetwork(&cfg, nodeIP); err != nil {
+				return err
+			}
 			client, err := awaitNodeClient(cmd.Context(), kubeconfig, credentialsPoll, o.log)
 			if err != nil {
 				return err
@@ -141,9 +148,29 @@ func newNodeNetdCmd(o *rootOptions) *cobra.Command {
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", nodelayout.KubeletKubeconfig, "kubeconfig with the node's credentials")
 	cmd.Flags().StringVar(&cfg.NodeName, "node-name", "", "this node's name")
 	cmd.Flags().StringVar(&cfg.CNIConfPath, "cni-conf", cfg.CNIConfPath, "CNI configuration file to write")
+	cmd.Flags().StringVar(&cfg.NetworkType, "network-type", types.NetworkTypeKilnBridge,
+		"the pod network, install-config's networking.networkType: "+strings.Join(types.NetworkTypes(), " or "))
+	cmd.Flags().StringVar(&nodeIP, "node-ip", "", "this machine's IPv4 address, the local end of KilnVXLAN's tunnels (empty: the Node's InternalIP)")
 	cmd.Flags().StringVar(&cfg.ProxyMetricsURL, "proxy-metrics-url", cfg.ProxyMetricsURL, "kube-proxy's metrics: a new CNI config waits for its first sync (empty: no wait)")
 	cmd.Flags().DurationVar(&cfg.ProxyWait, "proxy-wait", netd.DefaultProxyWait, "longest wait for kube-proxy's first sync")
 	return cmd
+}
+
+// setNetdNetwork checks netd's --network-type and sets its --node-ip.
+func setNetdNetwork(cfg *netd.Config, nodeIP string) error {
+	if !slices.Contains(types.NetworkTypes(), cfg.NetworkType) {
+		return exitcode.With(exitcode.Input, fmt.Errorf("--network-type: %q is none of %s",
+			cfg.NetworkType, strings.Join(types.NetworkTypes(), ", ")))
+	}
+	if nodeIP == "" {
+		return nil
+	}
+	ip, err := netip.ParseAddr(nodeIP)
+	if err != nil || !ip.Is4() {
+		return exitcode.With(exitcode.Input, fmt.Errorf("--node-ip: %q is not an IPv4 address", nodeIP))
+	}
+	cfg.NodeIP = ip
+	return nil
 }
 
 func newNodeCSRApproverCmd(o *rootOptions) *cobra.Command {

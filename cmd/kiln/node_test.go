@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,10 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/tls/tlstest"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
+	"github.com/kiln-project/kiln/cmd/internal/node/netd"
 )
 
 // A kubeconfig naming the kubelet's client certificate, as the kubelet's
@@ -94,5 +98,29 @@ func writeTestFile(t *testing.T, name, content string) {
 	t.Helper()
 	if err := os.WriteFile(name, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestSetNetdNetwork(t *testing.T) {
+	tests := []struct {
+		networkType, nodeIP string
+		wantIP              netip.Addr
+		wantErr             bool
+	}{
+		{types.NetworkTypeKilnBridge, "", netip.Addr{}, false},
+		{types.NetworkTypeKilnVXLAN, "10.66.0.11", netip.MustParseAddr("10.66.0.11"), false},
+		{"Calico", "", netip.Addr{}, true},
+		{types.NetworkTypeKilnVXLAN, "fd00::1", netip.Addr{}, true},
+		{types.NetworkTypeKilnVXLAN, "node0", netip.Addr{}, true},
+	}
+	for _, tt := range tests {
+		cfg := netd.Config{NetworkType: tt.networkType}
+		err := setNetdNetwork(&cfg, tt.nodeIP)
+		if isInput := err != nil && exitcode.Of(err) == exitcode.Input; isInput != tt.wantErr {
+			t.Errorf("%s %q: %v, want an input error: %v", tt.networkType, tt.nodeIP, err, tt.wantErr)
+		}
+		if cfg.NodeIP != tt.wantIP {
+			t.Errorf("%s %q: node IP %s, want %s", tt.networkType, tt.nodeIP, cfg.NodeIP, tt.wantIP)
+		}
 	}
 }

@@ -8,6 +8,19 @@ import (
 // APIVersion is the only install-config apiVersion kiln accepts.
 const APIVersion = "kiln.dev/v1"
 
+// The pod networks of networking.networkType (docs/pod-network.md).
+const (
+	// NetworkTypeKilnBridge routes each node's pod block to the node's
+	// address: the machines share one L2 segment.
+	NetworkTypeKilnBridge = "KilnBridge"
+	// NetworkTypeKilnVXLAN carries pod traffic between the nodes in a
+	// VXLAN overlay: the machines only need to reach each other by IP.
+	NetworkTypeKilnVXLAN = "KilnVXLAN"
+)
+
+// NetworkTypes are the accepted values of networking.networkType.
+func NetworkTypes() []string { return []string{NetworkTypeKilnBridge, NetworkTypeKilnVXLAN} }
+
 // Config is the content of install-config.yaml.
 type Config struct {
 	// APIVersion is the schema version, kiln.dev/v1.
@@ -63,8 +76,11 @@ type MachinePoolPlatform struct {
 
 // Networking is the cluster's address plan.
 type Networking struct {
-	// NetworkType names the pod network implementation. The only one is KilnBridge
-	// (the default): a CNI bridge on each node and one route per node pod block.
+	// NetworkType names the pod network implementation, KilnBridge or KilnVXLAN. Both
+	// put a CNI bridge on each node. KilnBridge (the default) routes each node's pod
+	// block to the node's address, for machines on one L2 segment; KilnVXLAN sends
+	// pod traffic between nodes through a VXLAN overlay (UDP port 4789, pod MTU 50
+	// bytes below the machines'), for machines that only reach each other by IP.
 	NetworkType string `json:"networkType,omitempty"`
 	// ClusterNetwork are the pod address blocks; each node gets a /hostPrefix out of one
 	// (default 10.128.0.0/14 with hostPrefix 23).

@@ -1,8 +1,9 @@
-// Package netd is kiln's pod network agent ("KilnBridge"): on each node it
-// writes the CNI bridge configuration for the node's Node.spec.podCIDR and
-// keeps one route per other node's podCIDR via that node's InternalIP
-// (host-gw style on the machines' shared L2 bridge). docs/pod-network.md
-// explains the choice.
+// Package netd is kiln's pod network agent: on each node it writes the CNI
+// bridge configuration for the node's Node.spec.podCIDR and keeps one route
+// per other node's podCIDR. With networkType KilnBridge the route goes via
+// that node's InternalIP (host-gw style on the machines' shared L2 bridge);
+// with KilnVXLAN it goes through a VXLAN device to that node (vxlan.go).
+// docs/pod-network.md explains the choice.
 package netd
 
 import (
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
@@ -39,6 +41,13 @@ type Config struct {
 	CNIConfPath string // e.g. /etc/cni/net.d/10-kiln.conflist
 	Runner      Runner
 	Log         logrus.FieldLogger
+	// NetworkType is types.NetworkTypeKilnBridge (also when empty) or
+	// types.NetworkTypeKilnVXLAN.
+	NetworkType string
+	// NodeIP is this machine's address, the local end of KilnVXLAN's
+	// tunnels; when invalid, its Node's InternalIP (the bootstrap machine,
+	// which is no Node, must set it).
+	NodeIP netip.Addr
 	// ProxyMetricsURL is the node's kube-proxy metrics; a new CNI config is
 	// written only after kube-proxy's first sync there (proxy.go), at most
 	// ProxyWait (DefaultProxyWait when zero). Empty: no wait.
@@ -50,51 +59,86 @@ type Config struct {
 type Route struct {
 	Dst netip.Prefix
 	Via netip.Addr
+	// Dev, when set, is the device Via is reached through, on-link (the
+	// VXLAN device); otherwise the kernel finds Via on a connected network.
+	Dev string
+}
+
+// peer is another node that has an address and a pod CIDR.
+type peer struct {
+	ip    netip.Addr
+	cidrs []netip.Prefix
+}
+
+// peers returns the nodes other than self with an InternalIP and a podCIDR,
+// in the order of nodes.
+func peers(self string, nodes []*corev1.Node) []peer {
+	var out []peer
+	for _, n := range nodes {
+		ip, cidrs := internalIP(n), podCIDRs(n)
+		if n.Name != self && ip.IsValid() && len(cidrs) > 0 {
+			out = append(out, peer{ip, cidrs})
+		}
+	}
+	return out
 }
 
 // DesiredRoutes returns the routes a node needs: every other node's podCIDRs
 // via its InternalIP, sorted. Nodes without either are skipped.
 func DesiredRoutes(self string, nodes []*corev1.Node) []Route {
 	var out []Route
-	for _, n := range nodes {
-		if n.Name == self {
-			continue
-		}
-		ip := internalIP(n)
-		if !ip.IsValid() {
-			continue
-		}
-		for _, c := range podCIDRs(n) {
-			out = append(out, Route{Dst: c, Via: ip})
+	for _, p := range peers(self, nodes) {
+		for _, c := range p.cidrs {
+			out = append(out, Route{Dst: c, Via: p.ip})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Dst.String() < out[j].Dst.String() })
+	sortRoutes(out)
 	return out
+}
+
+func sortRoutes(rs []Route) {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Dst.String() < rs[j].Dst.String() })
 }
 
 // RouteArgv is the command that installs r.
 func RouteArgv(r Route) []string {
-	return []string{"ip", "route", "replace", r.Dst.String(), "via", r.Via.String(), "proto", RouteProtocol}
+	argv := []string{"ip", "route", "replace", r.Dst.String(), "via", r.Via.String()}
+	if r.Dev != "" {
+		argv = append(argv, "dev", r.Dev, "onlink")
+	}
+	return append(argv, "proto", RouteProtocol)
 }
 
-// CNIConfig returns the CNI configuration list for a node's pod CIDR.
-func CNIConfig(podCIDR netip.Prefix) ([]byte, error) {
+// routeEntry is r as an entry netd owns, keyed by its destination.
+func routeEntry(r Route) entry {
+	return entry{key: r.Dst.String(), state: r.Via.String(), add: RouteArgv(r),
+		del: []string{"ip", "route", "del", r.Dst.String(), "proto", RouteProtocol}}
+}
+
+// CNIConfig returns the CNI configuration list for a node's pod CIDR; a
+// positive mtu is the MTU of the bridge and the pods' interfaces (below
+// the VXLAN device's), zero leaves the bridge plugin's default.
+func CNIConfig(podCIDR netip.Prefix, mtu int) ([]byte, error) {
+	bridge := map[string]any{
+		"type":        "bridge",
+		"bridge":      "cni0",
+		"isGateway":   true,
+		"ipMasq":      false,
+		"hairpinMode": true,
+		"ipam": map[string]any{
+			"type":   "host-local",
+			"ranges": [][]map[string]string{{{"subnet": podCIDR.Masked().String()}}},
+			"routes": []map[string]string{{"dst": "0.0.0.0/0"}},
+		},
+	}
+	if mtu > 0 {
+		bridge["mtu"] = mtu
+	}
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
 		"name":       "kiln",
 		"plugins": []any{
-			map[string]any{
-				"type":        "bridge",
-				"bridge":      "cni0",
-				"isGateway":   true,
-				"ipMasq":      false,
-				"hairpinMode": true,
-				"ipam": map[string]any{
-					"type":   "host-local",
-					"ranges": [][]map[string]string{{{"subnet": podCIDR.Masked().String()}}},
-					"routes": []map[string]string{{"dst": "0.0.0.0/0"}},
-				},
-			},
+			bridge,
 			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
 		},
 	}
@@ -143,61 +187,85 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg Config) error {
 	}
 }
 
-// reconcile installs the routes to the other nodes' pods, then this node's
-// CNI config (which may wait for kube-proxy: the routes must not).
+// reconcile installs the paths to the other nodes' pods, then this node's
+// CNI config (which may wait for kube-proxy: the paths must not).
 func reconcile(ctx context.Context, cfg Config, nodes []*corev1.Node) error {
-	if err := reconcileRoutes(ctx, cfg, nodes); err != nil {
+	mtu, err := reconcilePaths(ctx, cfg, nodes)
+	if err != nil {
 		return err
 	}
+	n := selfNode(cfg.NodeName, nodes)
+	if n == nil {
+		return nil // the bootstrap machine, or a node not registered yet
+	}
+	cidrs := podCIDRs(n)
+	if len(cidrs) == 0 {
+		cfg.Log.Infof("node %s has no podCIDR yet", n.Name)
+		return nil
+	}
+	return writeCNIConfig(ctx, cfg, cidrs[0], mtu)
+}
+
+// selfNode is the Node named self, nil when there is none.
+func selfNode(self string, nodes []*corev1.Node) *corev1.Node {
 	for _, n := range nodes {
-		if n.Name != cfg.NodeName {
-			continue
-		}
-		cidrs := podCIDRs(n)
-		if len(cidrs) == 0 {
-			cfg.Log.Infof("node %s has no podCIDR yet", n.Name)
-			break
-		}
-		if err := writeCNIConfig(ctx, cfg, cidrs[0]); err != nil {
-			return err
+		if n.Name == self {
+			return n
 		}
 	}
 	return nil
 }
 
-func reconcileRoutes(ctx context.Context, cfg Config, nodes []*corev1.Node) error {
-	want := DesiredRoutes(cfg.NodeName, nodes)
-	have, err := ownRoutes(ctx, cfg.Runner)
+// reconcilePaths makes the node's routes (and, for KilnVXLAN, its tunnel)
+// match nodes; it returns the pods' MTU, zero for the default.
+func reconcilePaths(ctx context.Context, cfg Config, nodes []*corev1.Node) (int, error) {
+	switch cfg.NetworkType {
+	case "", types.NetworkTypeKilnBridge:
+		return 0, reconcileRoutes(ctx, cfg, DesiredRoutes(cfg.NodeName, nodes))
+	case types.NetworkTypeKilnVXLAN:
+		return reconcileVXLAN(ctx, cfg, nodes)
+	}
+	return 0, fmt.Errorf("network type %q: netd knows %s", cfg.NetworkType, strings.Join(types.NetworkTypes(), ", "))
+}
+
+// reconcileRoutes installs want and removes the other routes netd owns.
+func reconcileRoutes(ctx context.Context, cfg Config, want []Route) error {
+	set, err := routeSet(ctx, cfg, want)
 	if err != nil {
 		return err
 	}
-	keep := map[string]bool{}
-	for _, r := range want {
-		keep[r.Dst.String()] = true
-		if have[r.Dst.String()] == r.Via.String() {
+	return syncSets(ctx, cfg, set)
+}
+
+// routeSet pairs want with the routes of RouteProtocol the node has.
+func routeSet(ctx context.Context, cfg Config, want []Route) (entrySet, error) {
+	var routes []struct {
+		Dst     string `json:"dst"`
+		Gateway string `json:"gateway"`
+	}
+	if err := listJSON(ctx, cfg.Runner, &routes, "ip", "-j", "route", "show", "proto", RouteProtocol); err != nil {
+		return entrySet{}, err
+	}
+	var s entrySet
+	for _, r := range routes {
+		dst, err := netip.ParsePrefix(r.Dst)
+		if err != nil {
 			continue
 		}
-		if out, err := cfg.Runner.Run(ctx, RouteArgv(r)...); err != nil {
-			return fmt.Errorf("%s: %v: %s", strings.Join(RouteArgv(r), " "), err, out)
-		}
-		cfg.Log.Infof("route %s via %s", r.Dst, r.Via)
+		via, _ := netip.ParseAddr(r.Gateway)
+		s.have = append(s.have, routeEntry(Route{Dst: dst, Via: via}))
 	}
-	for dst := range have {
-		if !keep[dst] {
-			if out, err := cfg.Runner.Run(ctx, "ip", "route", "del", dst, "proto", RouteProtocol); err != nil {
-				return fmt.Errorf("ip route del %s: %v: %s", dst, err, out)
-			}
-			cfg.Log.Infof("removed route %s", dst)
-		}
+	for _, r := range want {
+		s.want = append(s.want, routeEntry(r))
 	}
-	return nil
+	return s, nil
 }
 
 // writeCNIConfig writes the node's CNI config; when it changed, containerd
 // is restarted, because containerd 1.6 does not pick up a CNI config that
 // appears after it started ("cni plugin not initialized").
-func writeCNIConfig(ctx context.Context, cfg Config, cidr netip.Prefix) error {
-	data, err := CNIConfig(cidr)
+func writeCNIConfig(ctx context.Context, cfg Config, cidr netip.Prefix, mtu int) error {
+	data, err := CNIConfig(cidr, mtu)
 	if err != nil {
 		return err
 	}
@@ -216,30 +284,6 @@ func writeCNIConfig(ctx context.Context, cfg Config, cidr netip.Prefix) error {
 		return fmt.Errorf("restart containerd: %v: %s", err, out)
 	}
 	return nil
-}
-
-// ownRoutes lists the routes with RouteProtocol as destination -> gateway.
-func ownRoutes(ctx context.Context, r Runner) (map[string]string, error) {
-	out, err := r.Run(ctx, "ip", "-j", "route", "show", "proto", RouteProtocol)
-	if err != nil {
-		return nil, fmt.Errorf("ip route show: %v: %s", err, out)
-	}
-	var routes []struct {
-		Dst     string `json:"dst"`
-		Gateway string `json:"gateway"`
-	}
-	if len(strings.TrimSpace(string(out))) > 0 {
-		if err := json.Unmarshal(out, &routes); err != nil {
-			return nil, fmt.Errorf("ip route show: %w", err)
-		}
-	}
-	have := map[string]string{}
-	for _, r := range routes {
-		if p, err := netip.ParsePrefix(r.Dst); err == nil {
-			have[p.String()] = r.Gateway
-		}
-	}
-	return have, nil
 }
 
 func internalIP(n *corev1.Node) netip.Addr {

@@ -27,17 +27,34 @@ func node(name, ip, cidr string) *corev1.Node {
 	return n
 }
 
+// fakeRunner records each command and answers the listings in out.
 type fakeRunner struct {
-	routes string
-	calls  []string
+	out   map[string]string // command line -> its output
+	calls []string
 }
 
 func (f *fakeRunner) Run(_ context.Context, argv ...string) ([]byte, error) {
-	f.calls = append(f.calls, strings.Join(argv, " "))
-	if argv[0] == "ip" && argv[1] == "-j" {
-		return []byte(f.routes), nil
+	cmd := strings.Join(argv, " ")
+	f.calls = append(f.calls, cmd)
+	return []byte(f.out[cmd]), nil
+}
+
+// listRoutes is netd's listing of the routes it owns.
+const listRoutes = "ip -j route show proto 199"
+
+func quietLog() *logrus.Logger {
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	return log
+}
+
+// checkCalls compares the commands r ran with want.
+func checkCalls(t *testing.T, r *fakeRunner, want ...string) {
+	t.Helper()
+	if !reflect.DeepEqual(r.calls, want) {
+		t.Fatalf("calls =\n%s\nwant\n%s", strings.Join(r.calls, "\n"), strings.Join(want, "\n"))
 	}
-	return nil, nil
+	r.calls = nil
 }
 
 func TestDesiredRoutes(t *testing.T) {
@@ -50,8 +67,8 @@ func TestDesiredRoutes(t *testing.T) {
 	}
 	got := DesiredRoutes("m0", nodes)
 	want := []Route{
-		{netip.MustParsePrefix("10.128.2.0/23"), netip.MustParseAddr("10.66.0.12")},
-		{netip.MustParsePrefix("10.128.4.0/23"), netip.MustParseAddr("10.66.0.22")},
+		{Dst: netip.MustParsePrefix("10.128.2.0/23"), Via: netip.MustParseAddr("10.66.0.12")},
+		{Dst: netip.MustParsePrefix("10.128.4.0/23"), Via: netip.MustParseAddr("10.66.0.22")},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("routes = %v, want %v", got, want)
@@ -62,7 +79,7 @@ func TestDesiredRoutes(t *testing.T) {
 }
 
 func TestCNIConfig(t *testing.T) {
-	data, err := CNIConfig(netip.MustParsePrefix("10.128.2.0/23"))
+	data, err := CNIConfig(netip.MustParsePrefix("10.128.2.0/23"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +88,7 @@ func TestCNIConfig(t *testing.T) {
 		Plugins    []struct {
 			Type   string `json:"type"`
 			IPMasq *bool  `json:"ipMasq"`
+			MTU    *int   `json:"mtu"`
 			IPAM   struct {
 				Ranges [][]struct{ Subnet string } `json:"ranges"`
 			} `json:"ipam"`
@@ -85,14 +103,17 @@ func TestCNIConfig(t *testing.T) {
 	if conf.Plugins[0].IPMasq == nil || *conf.Plugins[0].IPMasq {
 		t.Error("pod traffic between nodes must not be masqueraded")
 	}
+	if conf.Plugins[0].MTU != nil {
+		t.Errorf("KilnBridge sets the bridge's MTU: %d", *conf.Plugins[0].MTU)
+	}
 }
 
 func TestReconcile(t *testing.T) {
-	log := logrus.New()
-	log.SetOutput(io.Discard)
 	conf := filepath.Join(t.TempDir(), "net.d", "10-kiln.conflist")
-	r := &fakeRunner{routes: `[{"dst":"10.128.2.0/23","gateway":"10.66.0.12"},{"dst":"10.128.8.0/23","gateway":"10.66.0.99"}]`}
-	cfg := Config{NodeName: "m0", CNIConfPath: conf, Runner: r, Log: log}
+	r := &fakeRunner{out: map[string]string{
+		listRoutes: `[{"dst":"10.128.2.0/23","gateway":"10.66.0.12"},{"dst":"10.128.8.0/23","gateway":"10.66.0.99"}]`,
+	}}
+	cfg := Config{NodeName: "m0", CNIConfPath: conf, Runner: r, Log: quietLog()}
 	nodes := []*corev1.Node{
 		node("m0", "10.66.0.11", "10.128.0.0/23"),
 		node("m1", "10.66.0.12", "10.128.2.0/23"),
@@ -101,25 +122,19 @@ func TestReconcile(t *testing.T) {
 	if err := reconcile(context.Background(), cfg, nodes); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{
-		"ip -j route show proto 199",
+	checkCalls(t, r,
+		listRoutes,
 		"ip route replace 10.128.4.0/23 via 10.66.0.21 proto 199",
 		"ip route del 10.128.8.0/23 proto 199",
 		"systemctl restart containerd.service",
-	}
-	if !reflect.DeepEqual(r.calls, want) {
-		t.Fatalf("calls =\n%s\nwant\n%s", strings.Join(r.calls, "\n"), strings.Join(want, "\n"))
-	}
+	)
 	if _, err := os.Stat(conf); err != nil {
 		t.Fatal(err)
 	}
 	// A second pass with the same state changes nothing and does not restart containerd.
-	r.calls = nil
-	r.routes = `[{"dst":"10.128.2.0/23","gateway":"10.66.0.12"},{"dst":"10.128.4.0/23","gateway":"10.66.0.21"}]`
+	r.out[listRoutes] = `[{"dst":"10.128.2.0/23","gateway":"10.66.0.12"},{"dst":"10.128.4.0/23","gateway":"10.66.0.21"}]`
 	if err := reconcile(context.Background(), cfg, nodes); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(r.calls, []string{"ip -j route show proto 199"}) {
-		t.Fatalf("second pass calls = %v", r.calls)
-	}
+	checkCalls(t, r, listRoutes)
 }

@@ -52,7 +52,7 @@ func TestCNIConfigWaitsForKubeProxysFirstSync(t *testing.T) {
 	}))
 	defer srv.Close()
 	conf := filepath.Join(t.TempDir(), "10-kiln.conflist")
-	r := &fakeRunner{routes: `[]`}
+	r := &fakeRunner{}
 	cfg := Config{NodeName: "w0", CNIConfPath: conf, Runner: r, Log: log, ProxyMetricsURL: srv.URL, ProxyWait: 10 * time.Second}
 	nodes := []*corev1.Node{node("w0", "10.66.0.21", "10.128.4.0/23"), node("m0", "10.66.0.11", "10.128.0.0/23")}
 	if err := reconcile(context.Background(), cfg, nodes); err != nil {
@@ -71,7 +71,7 @@ func TestCNIConfigWaitsForKubeProxysFirstSync(t *testing.T) {
 	// The same config again: no wait, no restart.
 	before := served.Load()
 	r.calls = nil
-	r.routes = `[{"dst":"10.128.0.0/23","gateway":"10.66.0.11"}]`
+	r.out = map[string]string{listRoutes: `[{"dst":"10.128.0.0/23","gateway":"10.66.0.11"}]`}
 	if err := reconcile(context.Background(), cfg, nodes); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestCNIConfigIsWrittenWhenKubeProxyNeverSyncs(t *testing.T) {
 	log.SetOutput(io.Discard)
 	conf := filepath.Join(t.TempDir(), "10-kiln.conflist")
 	// Nothing listens here: kube-proxy is not running.
-	cfg := Config{NodeName: "w0", CNIConfPath: conf, Runner: &fakeRunner{routes: `[]`}, Log: log,
+	cfg := Config{NodeName: "w0", CNIConfPath: conf, Runner: &fakeRunner{}, Log: log,
 		ProxyMetricsURL: "http://127.0.0.1:1/metrics", ProxyWait: 300 * time.Millisecond}
 	if err := reconcile(context.Background(), cfg, []*corev1.Node{node("w0", "10.66.0.21", "10.128.4.0/23")}); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,34 @@
+package ignitionconfigs_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/coreos/ignition/v2/config/v3_3/types"
+)
+
+// TestNetdNetworkType checks that install-config's networkType reaches
+// kiln-netd on every machine, with the machine's address for the tunnels.
+func TestNetdNetworkType(t *testing.T) {
+	for _, tc := range []struct{ setting, want string }{
+		{"", "--network-type=KilnBridge"},
+		{"  networkType: KilnVXLAN\n", "--network-type=KilnVXLAN"},
+	} {
+		dir := newDir(t)
+		editInstallConfig(t, dir, "networking:\n", "networking:\n"+tc.setting)
+		boot := bootstrapIn(t, dir)
+		for name, c := range map[string]types.Config{"bootstrap": boot, "master": served(t, boot, "master"), "worker": served(t, boot, "worker")} {
+			var unit string
+			for _, u := range c.Systemd.Units {
+				if u.Name == "kiln-netd.service" && u.Contents != nil {
+					unit = *u.Contents
+				}
+			}
+			for _, flag := range []string{tc.want + " \\\n", "--node-ip=${KILN_NODE_IP} \\\n"} {
+				if !strings.Contains(unit, flag) {
+					t.Errorf("%s: kiln-netd.service lacks %q:\n%s", name, flag, unit)
+				}
+			}
+		}
+	}
+}
