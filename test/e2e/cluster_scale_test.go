@@ -54,7 +54,7 @@ func TestClusterScale(t *testing.T) {
 	}
 	kiln := buildStaticKiln(t)
 	dir := t.TempDir()
-	writeInstallConfig(t, dir, "e2escale", 1, 1, "10.66.103.0/24")
+	writeInstallConfig(t, dir, "e2escale", 1, 1, "10.66.103.0/24", "")
 	out, err := runKiln(t, kiln, 45*time.Minute, "create", "cluster", "--dir", dir)
 	infraID := readInfraID(t, dir)
 	t.Cleanup(func() { assertDestroyed(t, kiln, dir, infraID, false) })

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,22 +38,24 @@ import (
 // among them): `go test -parallel 1` runs them one at a time.
 func TestClusterHA(t *testing.T) {
 	t.Parallel()
-	testCluster(t, 3, 1, "10.66.101.0/24", false)
+	testCluster(t, 3, 1, "10.66.101.0/24", "", false)
 }
 
 // TestClusterSingleMaster is the same with one master, and the resilience
 // the reference installer lacks: create is interrupted (SIGINT) while it
 // waits for bootstrap-complete and exits 130; running it again resumes to
 // install-complete; with metadata.json and the state file lost, destroy
-// --infra-id still removes everything.
+// --infra-id still removes everything. Its pod network is the KilnVXLAN
+// overlay (the HA cluster has the default KilnBridge): pods on different
+// nodes reach each other through the kiln.vxlan tunnel.
 func TestClusterSingleMaster(t *testing.T) {
 	t.Parallel()
-	testCluster(t, 1, 1, "10.66.102.0/24", true)
+	testCluster(t, 1, 1, "10.66.102.0/24", "KilnVXLAN", true)
 }
 
 // testCluster runs on its own machine network, apart from the default one a
-// user's `make cluster` takes.
-func testCluster(t *testing.T, masters, workers int, machineCIDR string, interrupt bool) {
+// user's `make cluster` takes; networkType "" is the default.
+func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType string, interrupt bool) {
 	requireMachineHost(t)
 	if os.Getenv("KILN_E2E_CLUSTER") == "0" {
 		t.Skip("KILN_E2E_CLUSTER=0")
@@ -60,7 +63,7 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 	kiln := buildStaticKiln(t)
 	dir := t.TempDir()
 	name := fmt.Sprintf("e2e%d%d", masters, workers)
-	writeInstallConfig(t, dir, name, masters, workers, machineCIDR)
+	writeInstallConfig(t, dir, name, masters, workers, machineCIDR, networkType)
 
 	addUserManifest(t, kiln, dir)
 
@@ -130,6 +133,9 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 		t.Errorf("the bootstrap machine still exists after install-complete: %v", err)
 	}
 	assertPodNetwork(ctx, t, client, infraID)
+	if networkType == "KilnVXLAN" {
+		assertOverlayRoutes(ctx, t, client)
+	}
 	if workers > 0 {
 		assertNetworkPolicy(ctx, t, client, infraID)
 	}
@@ -147,6 +153,40 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR string, interru
 		runConformanceSubset(t, kiln, dir)
 		runNetpolSubset(t, kiln, dir)
 		assertRestart(t, kiln, dir, infraID, client, masters)
+	}
+}
+
+// assertOverlayRoutes checks, in every node machine, that the route to
+// each other node's pod CIDR goes through the kiln.vxlan tunnel and that
+// the CNI bridge's MTU leaves room for the VXLAN headers: the pod traffic
+// assertPodNetwork and assertNetworkPolicy saw crossed the overlay, not
+// host-gw routes.
+func assertOverlayRoutes(ctx context.Context, t *testing.T, client kubernetes.Interface) {
+	t.Helper()
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr := machine.NewManager(machine.Options{})
+	for _, n := range nodes.Items {
+		for _, peer := range nodes.Items {
+			if peer.Name == n.Name || peer.Spec.PodCIDR == "" {
+				continue
+			}
+			cidr, err := netip.ParsePrefix(peer.Spec.PodCIDR)
+			if err != nil {
+				t.Fatalf("node %s: podCIDR %q: %v", peer.Name, peer.Spec.PodCIDR, err)
+			}
+			podIP := cidr.Masked().Addr().Next().Next().String() // host-local's first pod address
+			out, err := mgr.Exec(ctx, n.Name, "ip", "-o", "route", "get", podIP)
+			if err != nil || !strings.Contains(string(out), " dev kiln.vxlan ") {
+				t.Errorf("%s: ip route get %s (a pod of %s) = %q, %v; want through kiln.vxlan", n.Name, podIP, peer.Name, out, err)
+			}
+		}
+		out, err := mgr.Exec(ctx, n.Name, "cat", "/sys/class/net/kiln.vxlan/mtu", "/etc/cni/net.d/10-kiln.conflist")
+		if err != nil || !strings.HasPrefix(string(out), "1450\n") || !strings.Contains(string(out), `"mtu": 1450`) {
+			t.Errorf("%s: kiln.vxlan MTU and CNI config = %q, %v; want 1450 on both", n.Name, out, err)
+		}
 	}
 }
 
@@ -232,8 +272,11 @@ func buildStaticKiln(t *testing.T) string {
 	return bin
 }
 
-func writeInstallConfig(t *testing.T, dir, name string, masters, workers int, machineCIDR string) {
+func writeInstallConfig(t *testing.T, dir, name string, masters, workers int, machineCIDR, networkType string) {
 	t.Helper()
+	if networkType != "" {
+		networkType = "\n  networkType: " + networkType
+	}
 	cfg := fmt.Sprintf(`apiVersion: kiln.dev/v1
 baseDomain: e2e.example.com
 metadata:
@@ -244,14 +287,14 @@ controlPlane:
 compute:
 - name: worker
   replicas: %d
-networking:
+networking:%s
   machineNetwork:
   - cidr: %s
 platform:
   local:
     defaultMachinePlatform:
       memoryMiB: 3072
-`, name, masters, workers, machineCIDR)
+`, name, masters, workers, networkType, machineCIDR)
 	if err := os.WriteFile(filepath.Join(dir, "install-config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
