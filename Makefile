@@ -30,8 +30,10 @@ build:
 
 # Unit tests run under the race detector (it needs cgo and a C compiler).
 # Under it, -short skips the tests that start hundreds of kiln processes
-# (lock and crash tests), which would take far longer than the default test
-# timeout; the second run covers them without the detector.
+# (lock and crash tests) and the provider's round trips through Terraform
+# (every apply starts the race-built provider: 10x slower, past the default
+# test timeout on a busy host), which would take far longer than the default
+# test timeout; the second run covers them without the detector.
 unit:
 	$(GO) vet ./...
 	$(GO) test -race -short ./...

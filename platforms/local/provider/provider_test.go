@@ -121,6 +121,12 @@ func TestMachineSpec(t *testing.T) {
 
 // findEngine returns tofu or terraform from PATH, or skips the test.
 func findEngine(t testing.TB) *tf.Engine {
+	if testing.Short() {
+		// make unit's -race -short pass: every apply starts this test
+		// binary, race-instrumented, as the provider (5 s an apply instead
+		// of 0.5 s); the pass without -short runs these tests.
+		t.Skip("-short: provider round trips through the engine run in the pass without -short")
+	}
 	for _, name := range []string{tf.OpenTofu, tf.Terraform} {
 		if p, err := exec.LookPath(name); err == nil {
 			if e, err := tf.ProbeEngine(context.Background(), name, p); err == nil {
