@@ -280,12 +280,26 @@ func newNodeProbeCmd(o *rootOptions) *cobra.Command {
 				fmt.Fprintf(o.stdout, "%s has address %s\n", resolve, addrs[0])
 			}
 			if get != "" && download {
-				n, d, err := probe.Download(ctx, get)
-				if err != nil {
-					return err
+				// A new pod may be refused until a NetworkPolicy engine
+				// has learnt its address: retry for up to a minute, and
+				// say how long that took.
+				start := time.Now()
+				for {
+					n, d, err := probe.Download(ctx, get)
+					if err == nil {
+						fmt.Fprintf(o.stdout, "%s: %d bytes in %s: %.1f MB/s (first try after %s)\n", get, n, d.Round(time.Millisecond),
+							float64(n)/d.Seconds()/1e6, (time.Since(start) - d).Round(time.Millisecond))
+						return nil
+					}
+					if time.Since(start) > time.Minute {
+						return err
+					}
+					select {
+					case <-ctx.Done():
+						return err
+					case <-time.After(100 * time.Millisecond):
+					}
 				}
-				fmt.Fprintf(o.stdout, "%s: %d bytes in %s: %.1f MB/s\n", get, n, d.Round(time.Millisecond), float64(n)/d.Seconds()/1e6)
-				return nil
 			}
 			if get != "" && every > 0 {
 				return probe.Watch(ctx, get, every, o.stdout)

@@ -4,7 +4,9 @@
 # answers every GET with SIZE zero bytes (`kiln node probe --serve --size`);
 # client pods on the first master (across nodes) and on the same worker
 # download it RUNS times each (`kiln node probe --get --download`, which
-# times the transfer alone). Then a default-deny ingress policy plus one
+# times the transfer alone, after retrying for up to a minute until the
+# server accepts: a new pod is refused until kube-router has its address,
+# and the line says how long that took). Then a default-deny ingress policy plus one
 # that allows the clients goes in, so every connection crosses
 # kube-router's chains and ipsets, and the same downloads run again.
 # Prints each transfer and the median MB/s of each case.
@@ -56,7 +58,7 @@ measure() { # CASE: RUNS downloads from each client node
       k -n $ns wait --for=jsonpath='{.status.phase}'=Succeeded "pod/client-$where-$case-$i" --timeout=3m >/dev/null
       line=$(k -n $ns logs "client-$where-$case-$i")
       echo "$case $where-node run $i: ${line#*: }"
-      rates+=("$(echo "$line" | awk '{ print $(NF - 1) }')")
+      rates+=("$(echo "$line" | sed 's/.*: \([0-9.]*\) MB\/s.*/\1/')")
     done
     echo "$case $where-node median: $(printf '%s\n' "${rates[@]}" | median) MB/s"
   done

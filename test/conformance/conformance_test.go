@@ -146,3 +146,54 @@ func TestCannotRunSkip(t *testing.T) {
 		}
 	}
 }
+
+// netpolSpecs are the names of e2e.test v1.36.3's NetworkPolicy specs, from
+// `e2e.test --ginkgo.dry-run --ginkgo.focus='\[Feature:NetworkPolicy\]'`
+// (testdata/netpol-specs.txt).
+func netpolSpecs(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "netpol-specs.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(data)), "\n")
+}
+
+// The NetworkPolicy focus selects all 48 upstream specs, its subset exactly
+// the listed ones (each a real spec name), and the skip exactly the 3 SCTP
+// connectivity specs.
+func TestNetpolFocusAndSkip(t *testing.T) {
+	specs := netpolSpecs(t)
+	if len(specs) != 48 {
+		t.Fatalf("%d NetworkPolicy specs in testdata, want 48", len(specs))
+	}
+	all := regexp.MustCompile(NetpolFocus)
+	subset := regexp.MustCompile(NetpolSubsetFocus())
+	skip := regexp.MustCompile(NetpolCannotRunSkip())
+	var inSubset, skipped int
+	for _, s := range specs {
+		if !all.MatchString(s) {
+			t.Errorf("the focus misses %q", s)
+		}
+		if subset.MatchString(s) {
+			inSubset++
+		}
+		if skip.MatchString(s) {
+			skipped++
+			if !strings.Contains(s, "using SCTP") {
+				t.Errorf("the skip leaves out %q, which needs no SCTP socket", s)
+			}
+		}
+	}
+	if inSubset != len(NetpolSubset()) {
+		t.Errorf("the subset focus selects %d specs, want the %d listed (a name that is no spec?)", inSubset, len(NetpolSubset()))
+	}
+	if skipped != 3 {
+		t.Errorf("the skip leaves out %d specs, want the 3 SCTP connectivity ones", skipped)
+	}
+	for _, name := range NetpolSubset() {
+		if skip.MatchString(name) {
+			t.Errorf("subset spec %q is skipped", name)
+		}
+	}
+}

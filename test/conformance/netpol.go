@@ -5,8 +5,8 @@ package conformance
 // and SCTP), which `make netpol` runs.
 const NetpolFocus = `\[Feature:NetworkPolicy\]`
 
-// netpolPrefix starts the name of every spec of the upstream suite's
-// TCP and UDP contexts.
+// netpolPrefix starts the name of every spec of the upstream suite's TCP
+// context.
 const netpolPrefix = "[sig-network] Netpol NetworkPolicy between server and client "
 
 // netpolSubset are the NetworkPolicy specs the end-to-end suite runs: a
@@ -19,7 +19,7 @@ var netpolSubset = [...]string{
 	netpolPrefix + "should enforce except clause while egress access to server in CIDR block [Feature:NetworkPolicy]",
 	netpolPrefix + "should allow ingress access from updated namespace [Feature:NetworkPolicy]",
 	netpolPrefix + "should stop enforcing policies after they are deleted [Feature:NetworkPolicy]",
-	netpolPrefix + "using UDP should support a 'default-deny-ingress' policy [Feature:NetworkPolicy]",
+	"[sig-network] Netpol [LinuxOnly] NetworkPolicy between server and client using UDP should support a 'default-deny-ingress' policy [Feature:NetworkPolicy]",
 }
 
 // NetpolSubset returns the names of the NetworkPolicy subset's specs.
