@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -144,6 +145,13 @@ func (w *Waiter) InstallComplete(ctx context.Context, nodes int, timeout time.Du
 		if err != nil || !deploymentAvailable(dep) {
 			return false, "CoreDNS not available", nil
 		}
+		// The NetworkPolicy controller (manifests/15-network-policy.yaml):
+		// policies hold on every node from install-complete on. A user who
+		// removed the manifest (another policy engine) has none to wait for.
+		ds, err = w.Client.AppsV1().DaemonSets("kube-system").Get(ctx, networkPolicyDaemonSet, metav1.GetOptions{})
+		if (err != nil && !apierrors.IsNotFound(err)) || (err == nil && !daemonSetReady(ds, nodes)) {
+			return false, "the NetworkPolicy controller (kube-router) not running on every node", nil
+		}
 		if detail := w.addonsPending(ctx); detail != "" {
 			return false, detail, nil
 		}
@@ -153,9 +161,13 @@ func (w *Waiter) InstallComplete(ctx context.Context, nodes int, timeout time.Du
 	if err != nil {
 		return fmt.Errorf("the cluster did not initialize: %w", err)
 	}
-	w.Log.Infof("Install complete: %d nodes Ready, CoreDNS and kube-proxy running%s", nodes, w.addonsDone())
+	w.Log.Infof("Install complete: %d nodes Ready, CoreDNS, kube-proxy and NetworkPolicy enforcement running%s", nodes, w.addonsDone())
 	return nil
 }
+
+// networkPolicyDaemonSet is kube-router's DaemonSet in kube-system
+// (data/manifests/cluster/15-network-policy.yaml).
+const networkPolicyDaemonSet = "kube-router"
 
 // Where the add-ons run (data/manifests/cluster/13-*, 14-*).
 const (

@@ -130,6 +130,23 @@ func TestInstallComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// With the NetworkPolicy controller installed, install-complete waits
+	// until it runs on every node (without it, above, there is none to wait for).
+	router := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-router"},
+		Status:     appsv1.DaemonSetStatus{NumberReady: 1, DesiredNumberScheduled: 2},
+	}
+	client.AppsV1().DaemonSets("kube-system").Create(ctx, router, metav1.CreateOptions{})
+	err = w.InstallComplete(ctx, 2, 40*time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "NetworkPolicy controller (kube-router) not running on every node") {
+		t.Fatalf("kube-router on 1 of 2 nodes: err = %v", err)
+	}
+	router.Status.NumberReady = 2
+	client.AppsV1().DaemonSets("kube-system").Update(ctx, router, metav1.UpdateOptions{})
+	if err := w.InstallComplete(ctx, 2, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
 	// A machine that does not run ends the wait at once, naming it, even
 	// though its Node is Ready with a fresh lease.
 	states := map[string]platforms.MachineState{"m-0": platforms.MachineStopped, "w-0": platforms.MachineRunning}
