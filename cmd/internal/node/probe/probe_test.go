@@ -13,23 +13,39 @@ import (
 	"time"
 )
 
-func TestServeAndGet(t *testing.T) {
+// freeAddr returns a loopback address with a port nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// eventually calls f until it succeeds, for up to a second (a server
+// started in a goroutine is listening by then), and returns its last error.
+func eventually(f func() error) (err error) {
+	for i := 0; i < 50; i++ {
+		if err = f(); err == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return err
+}
+
+func TestServeAndGet(t *testing.T) {
+	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, addr, "hello from kiln") }()
 	var body string
-	for i := 0; i < 50; i++ {
-		if body, err = Get(context.Background(), "http://"+addr+"/"); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	err := eventually(func() (err error) {
+		body, err = Get(context.Background(), "http://"+addr+"/")
+		return err
+	})
 	if body != "hello from kiln" {
 		t.Fatalf("body = %q, err = %v", body, err)
 	}
@@ -122,23 +138,16 @@ func waitLines(t *testing.T, b *lockedBuffer, done func([]string) bool) {
 }
 
 func TestServeSizeAndDownload(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = ServeSize(ctx, addr, 3<<20+5) }()
 	var n int64
 	var d time.Duration
-	for i := 0; i < 50; i++ {
-		if n, d, err = Download(context.Background(), "http://"+addr+"/"); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	err := eventually(func() (err error) {
+		n, d, err = Download(context.Background(), "http://"+addr+"/")
+		return err
+	})
 	if err != nil || n != 3<<20+5 || d <= 0 {
 		t.Fatalf("Download = %d bytes in %s, %v; want %d bytes", n, d, err, 3<<20+5)
 	}
