@@ -1,8 +1,8 @@
 // Command conformance is the helper test/conformance/run.sh calls:
 //
 //	conformance focus MODE               print the ginkgo focus regexp of MODE
-//	conformance skip MODE                print the ginkgo skip regexp of MODE's specs that cannot run here
-//	conformance summary DIR [FOCUS [LABEL]]
+//	conformance skip (MODE)              print the ginkgo skip regexp of MODE's specs that cannot run here
+//	conformance summary DIR (FOCUS (LABEL))
 //	                                     print "LABEL: P passed, F failed, S skipped of N"
 //	                                     (LABEL default "conformance") from DIR's JUnit reports,
 //	                                     then each failed spec; exit 1 when a spec or a suite node
@@ -10,7 +10,8 @@
 //	                                     specs counted.
 //
 // MODE is full or subset (conformance specs) or netpol or netpol-subset
-// (the NetworkPolicy specs); "skip" without a MODE means full.
+// (the NetworkPolicy specs); "skip" without a MODE means full. Arguments in
+// parentheses are optional.
 package main
 
 import (
@@ -89,5 +90,5 @@ func run(args []string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("usage: conformance focus MODE | conformance skip [MODE] | conformance summary DIR [FOCUS [LABEL]] (MODE: full, subset, netpol, netpol-subset)")
+	return fmt.Errorf("usage: conformance focus MODE | conformance skip (MODE) | conformance summary DIR (FOCUS (LABEL)); MODE: full, subset, netpol, netpol-subset")
 }
