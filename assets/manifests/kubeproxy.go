@@ -11,7 +11,7 @@ var _ graph.WritableAsset = (*KubeProxy)(nil)
 const kubeProxyTemplate = "cluster/10-kube-proxy.yaml"
 
 // KubeProxy is manifests/10-kube-proxy.yaml: the kube-proxy DaemonSet
-// (iptables mode) with its configuration and RBAC.
+// (nftables mode) with its configuration and RBAC.
 type KubeProxy struct{ objects }
 
 // ID implements graph.Asset.

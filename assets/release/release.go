@@ -60,7 +60,7 @@ const (
 	KubeControllerManager Component = "kube-controller-manager"
 	// KubeScheduler is the Kubernetes scheduler.
 	KubeScheduler Component = "kube-scheduler"
-	// KubeProxy is the service proxy (iptables mode); its image also holds
+	// KubeProxy is the service proxy (nftables mode); its image also holds
 	// iptables, ip6tables and conntrack.
 	KubeProxy Component = "kube-proxy"
 	// Etcd is the etcd server; its image also holds etcdctl.
