@@ -3,7 +3,9 @@ package nodeimage
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kiln-project/kiln/assets/release"
 )
@@ -27,7 +29,9 @@ func registryComponent() component {
 // EnsureRegistry returns the registry binary of the pinned release,
 // building it into <cache>/components/registry-<hash>/bin unless it is
 // there. Building needs Go (not root); with nothing changed it only hashes
-// its inputs. Concurrent calls are serialized by a lock file in the cache.
+// its inputs. A host without Go takes a cached build of the same sources by
+// any toolchain, and gets a *PreconditionError when there is none.
+// Concurrent calls are serialized by a lock file in the cache.
 func EnsureRegistry(ctx context.Context, opts Options) (string, error) {
 	b, err := newBuilder(opts)
 	if err != nil {
@@ -38,9 +42,51 @@ func EnsureRegistry(ctx context.Context, opts Options) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	built, err := b.ensureComponent(ctx, registryComponent())
+	c := registryComponent()
+	files, err := c.sources()
+	if err != nil {
+		return "", err
+	}
+	inputs := c.key("", files)
+	if b.goErr != nil {
+		// No Go: any cached build of the same sources will do, as for the
+		// node image (Image.Inputs).
+		if bin := cachedByInputs(b.cache, c, inputs); bin != "" {
+			b.log.Debugf("registry: cached in %s (no Go toolchain: matched by its inputs %s)", filepath.Dir(bin), inputs)
+			return bin, nil
+		}
+		return "", &PreconditionError{fmt.Errorf("the registry add-on's binary (inputs %s) is not in the cache %s, and building it needs Go: %w "+
+			"(or switch the add-on off: platform.local.addons.registry: false)", inputs, b.cache, b.goErr)}
+	}
+	built, err := b.ensureComponent(ctx, c)
 	if err != nil {
 		return "", fmt.Errorf("building the registry: %w", err)
 	}
+	// Record the inputs beside the build, so that a host without Go that
+	// gets this cache finds it.
+	if err := os.WriteFile(filepath.Join(filepath.Dir(built.Bin), inputsFile), []byte(inputs+"\n"), 0o644); err != nil {
+		return "", err
+	}
 	return filepath.Join(built.Bin, registryBinary), nil
+}
+
+// inputsFile, in a component's cache entry, holds the key of its sources
+// without the Go toolchain.
+const inputsFile = "inputs"
+
+// cachedByInputs returns the binary of a complete cache entry of c whose
+// inputs file says inputs; "" when there is none.
+func cachedByInputs(cache string, c component, inputs string) string {
+	dirs, _ := filepath.Glob(filepath.Join(cache, "components", c.Name+"-*"))
+	for _, d := range dirs {
+		data, err := os.ReadFile(filepath.Join(d, inputsFile))
+		if err != nil || strings.TrimSpace(string(data)) != inputs {
+			continue
+		}
+		bc := builtComponent{component: c, Bin: filepath.Join(d, "bin")}
+		if bc.complete() {
+			return filepath.Join(bc.Bin, c.Binaries[0])
+		}
+	}
+	return ""
 }
