@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -57,19 +58,7 @@ func serve(ctx context.Context, addr string, write func(io.Writer)) error {
 // its length and how long the transfer took from the request on.
 func Download(ctx context.Context, url string) (int64, time.Duration, error) {
 	start := time.Now()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, 0, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	n, err := io.Copy(io.Discard, resp.Body)
+	n, err := fetch(ctx, http.DefaultClient, url, io.Discard, 0)
 	return n, time.Since(start), err
 }
 
@@ -79,25 +68,35 @@ func Resolve(ctx context.Context, name string) ([]string, error) {
 	return net.DefaultResolver.LookupHost(ctx, name)
 }
 
-// Get fetches url and returns the body of a 200 response.
+// Get fetches url and returns the body of a 200 response (at most 64 KiB).
 func Get(ctx context.Context, url string) (string, error) {
+	var body strings.Builder
+	if _, err := fetch(ctx, http.DefaultClient, url, &body, 1<<16); err != nil {
+		return "", err
+	}
+	return body.String(), nil
+}
+
+// fetch GETs url with client and copies the body of a 200 response to w,
+// at most limit bytes when limit is positive; it returns the bytes copied.
+func fetch(ctx context.Context, client *http.Client, url string, w io.Writer, limit int64) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return "", err
+		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		return "", err
+		return 0, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if err != nil {
-		return "", err
-	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return string(body), nil
+	var r io.Reader = resp.Body
+	if limit > 0 {
+		r = io.LimitReader(r, limit)
+	}
+	return io.Copy(w, r)
 }
 
 // Persist returns the content of the file at path when it exists (found is
@@ -160,18 +159,6 @@ func Watch(ctx context.Context, url string, interval time.Duration, w io.Writer)
 
 // getOnce fetches url with client and fails unless the answer is a 200.
 func getOnce(ctx context.Context, client *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return nil
+	_, err := fetch(ctx, client, url, io.Discard, 1<<16)
+	return err
 }
