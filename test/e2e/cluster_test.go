@@ -46,8 +46,10 @@ func TestClusterHA(t *testing.T) {
 // waits for bootstrap-complete and exits 130; running it again resumes to
 // install-complete; with metadata.json and the state file lost, destroy
 // --infra-id still removes everything. Its pod network is the KilnVXLAN
-// overlay (the HA cluster has the default KilnBridge): pods on different
-// nodes reach each other through the kiln.vxlan tunnel.
+// overlay (the HA cluster has the default KilnBridge), and after create its
+// worker is moved to a second L2 segment behind a router (splitSegments):
+// pods on different nodes reach each other through the kiln.vxlan tunnel
+// across the router.
 func TestClusterSingleMaster(t *testing.T) {
 	t.Parallel()
 	testCluster(t, 1, 1, "10.66.102.0/24", "KilnVXLAN", true)
@@ -131,6 +133,11 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 	assertConfigServerLocked(t, dir)
 	if _, err := os.Stat(filepath.Join(machine.DefaultStateRoot, infraID+"-bootstrap")); !os.IsNotExist(err) {
 		t.Errorf("the bootstrap machine still exists after install-complete: %v", err)
+	}
+	if networkType == "KilnVXLAN" && workers > 0 {
+		// Everything below runs with masters and workers on two L2
+		// segments joined by a router.
+		splitSegments(ctx, t, client, infraID, machineCIDR, masters, workers)
 	}
 	assertPodNetwork(ctx, t, client, infraID)
 	if networkType == "KilnVXLAN" {
