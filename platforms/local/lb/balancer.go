@@ -50,7 +50,10 @@ type backend struct {
 	addr    string
 	healthy atomic.Bool
 	// fails counts the health checks failed in a row.
-	fails    atomic.Int32
+	fails atomic.Int32
+	// slow says the failed checks in a row only timed out: the backend
+	// accepts connections but answers its check late.
+	slow     atomic.Bool
 	sessions sessions
 }
 
@@ -198,22 +201,35 @@ func (b *Balancer) accept(svc *service) {
 	}
 }
 
-// healthy returns the backends whose last check passed.
-func (svc *service) healthy() []*backend {
+// usable returns the backends new connections go to: those whose last
+// check passed; when none did, those marked down only because their checks
+// timed out (Envoy's "panic mode", narrowed to backends that still accept
+// connections). A control plane on a host so loaded that /readyz takes
+// longer than the check's timeout then still serves, slowly, instead of
+// every client getting EOF until the checks catch up; a backend that
+// refuses connections or answers "not ready" never gets them.
+func (svc *service) usable() []*backend {
 	all := svc.backends.Load()
-	out := make([]*backend, 0, len(*all))
+	healthy := make([]*backend, 0, len(*all))
+	var slow []*backend
 	for _, be := range *all {
-		if be.healthy.Load() {
-			out = append(out, be)
+		switch {
+		case be.healthy.Load():
+			healthy = append(healthy, be)
+		case be.slow.Load():
+			slow = append(slow, be)
 		}
 	}
-	return out
+	if len(healthy) > 0 {
+		return healthy
+	}
+	return slow
 }
 
-// dial connects to the next healthy backend round-robin, trying the others
+// dial connects to the next usable backend round-robin, trying the others
 // when it fails; it returns nil when none answers.
 func (svc *service) dial() (net.Conn, *backend) {
-	hs := svc.healthy()
+	hs := svc.usable()
 	if len(hs) == 0 {
 		return nil, nil
 	}
@@ -228,11 +244,11 @@ func (svc *service) dial() (net.Conn, *backend) {
 	return nil, nil
 }
 
-// handle proxies one client connection; with no healthy backend it closes it.
+// handle proxies one client connection; with no usable backend it closes it.
 func (b *Balancer) handle(svc *service, client net.Conn) {
 	up, be := svc.dial()
 	if up == nil {
-		b.log.Debugf("%s: no healthy backend for %s", svc.name, client.RemoteAddr())
+		b.log.Debugf("%s: no usable backend for %s", svc.name, client.RemoteAddr())
 		client.Close()
 		return
 	}

@@ -160,6 +160,7 @@ func (b *Balancer) checkLoop(ctx context.Context, svc *service, cfg Service) {
 func (b *Balancer) record(name string, be *backend, err error) {
 	if err == nil {
 		be.fails.Store(0)
+		be.slow.Store(false)
 		if !be.healthy.Swap(true) {
 			b.log.Infof("%s: backend %s is healthy", name, be.addr)
 		}
@@ -167,6 +168,8 @@ func (b *Balancer) record(name string, be *backend, err error) {
 	}
 	n := be.fails.Add(1)
 	grade := gradeOf(err)
+	// Slow only while every failure in a row was a timeout.
+	be.slow.Store(grade == slow && (n == 1 || be.slow.Load()))
 	down := grade == unreachable || n >= fallChecks
 	if !down {
 		b.log.Debugf("%s: backend %s failed %d check(s) in a row, still in use: %v", name, be.addr, n, err)
@@ -178,6 +181,8 @@ func (b *Balancer) record(name string, be *backend, err error) {
 		closed = be.sessions.closeAll()
 	}
 	switch {
+	case wasHealthy && grade == slow:
+		b.log.Infof("%s: backend %s is unhealthy after %d failed check(s) (%d sessions closed): %v; it still gets new connections while no backend is healthy", name, be.addr, n, closed, err)
 	case wasHealthy:
 		b.log.Infof("%s: backend %s is unhealthy after %d failed check(s) (%d sessions closed): %v", name, be.addr, n, closed, err)
 	case closed > 0:

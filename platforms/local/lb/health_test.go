@@ -118,3 +118,57 @@ func TestRecordFallRules(t *testing.T) {
 		server.Close()
 	}
 }
+
+// TestUsableFallsBackToSlowBackends: new connections go to the healthy
+// backends; with none, to those down only because their checks timed out,
+// never to one that refused connections or answered "not ready".
+func TestUsableFallsBackToSlowBackends(t *testing.T) {
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	b := New(log)
+	slowErr := errors.New("context deadline exceeded")
+	notReadyErr := &checkError{grade: notReady, err: errors.New("GET /readyz: 500")}
+	goneErr := &checkError{grade: unreachable, err: errors.New("connection refused")}
+	fail := func(be *backend, errs ...error) {
+		for _, err := range errs {
+			b.record("api", be, err)
+		}
+	}
+	times := func(n int, err error) []error {
+		out := make([]error, n)
+		for i := range out {
+			out[i] = err
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		// failures of backends a and b, in order; nil passes a check
+		a, b []error
+		want []string
+	}{
+		{"both healthy", []error{nil}, []error{nil}, []string{"a", "b"}},
+		{"one slow, one healthy", times(fallChecks, slowErr), []error{nil}, []string{"b"}},
+		{"one slow, one not ready", times(fallChecks, slowErr), times(fallChecks, notReadyErr), []string{"a"}},
+		{"both slow", times(staleChecks, slowErr), times(fallChecks, slowErr), []string{"a", "b"}},
+		{"slow, then not ready", append(times(2, slowErr), notReadyErr), times(1, goneErr), nil},
+		{"not ready, then slow", append([]error{notReadyErr}, times(fallChecks, slowErr)...), times(1, goneErr), nil},
+		{"slow again after passing", append(append([]error{notReadyErr}, nil), times(fallChecks, slowErr)...), times(1, goneErr), []string{"a"}},
+		{"unreachable", times(1, goneErr), times(fallChecks, notReadyErr), nil},
+	} {
+		a, bb := &backend{addr: "a"}, &backend{addr: "b"}
+		b.record("api", a, nil)
+		b.record("api", bb, nil)
+		fail(a, tc.a...)
+		fail(bb, tc.b...)
+		svc := &service{name: "api"}
+		svc.backends.Store(&[]*backend{a, bb})
+		var got []string
+		for _, be := range svc.usable() {
+			got = append(got, be.addr)
+		}
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%s: usable backends %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -118,7 +118,13 @@ func healthyCount(b *Balancer, name string) int {
 	defer b.mu.Unlock()
 	for _, svc := range b.services {
 		if svc.name == name {
-			return len(svc.healthy())
+			n := 0
+			for _, be := range *svc.backends.Load() {
+				if be.healthy.Load() {
+					n++
+				}
+			}
+			return n
 		}
 	}
 	return -1
