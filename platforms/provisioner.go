@@ -142,6 +142,16 @@ type UnitChecker interface {
 	FailedUnits(ctx context.Context, c *Cluster) ([]FailedUnit, error)
 }
 
+// EndpointChecker reports why a cluster's API endpoint serves no client,
+// so the waits on the API can name it instead of the clients' EOF.
+type EndpointChecker interface {
+	// APIEndpointProblem returns what keeps c's API endpoint from
+	// passing connections to any API server (its load balancer is not
+	// running, no backend passes its health check, with each one's last
+	// error), or "" when nothing is known to be wrong.
+	APIEndpointProblem(ctx context.Context, c *Cluster) string
+}
+
 // Scaler is an optional ability of a Provisioner: changing the machines of
 // a running cluster (kiln scale cluster). The caller orders the steps that
 // keep etcd and the API available; each method only converges the

@@ -204,6 +204,11 @@ func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress, prov 
 			return uc.FailedUnits(ctx, &c.Cluster)
 		}
 	}
+	if ec, ok := prov.(platforms.EndpointChecker); ok {
+		w.Endpoint = func(ctx context.Context) string {
+			return ec.APIEndpointProblem(ctx, &c.Cluster)
+		}
+	}
 	return API{Waits: w, Server: rc.Host, Client: client}, nil
 }
 

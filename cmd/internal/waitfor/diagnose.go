@@ -34,8 +34,8 @@ const maxLine = 200
 const logTimeout = 5 * time.Second
 
 // diagnosis finds, during one wait, the first thing that keeps the
-// cluster from coming up: a stopped machine, a failed unit, a
-// crash-looping pod of kiln's.
+// cluster from coming up: a stopped machine, an API endpoint that serves
+// no client, a failed unit, a crash-looping pod of kiln's.
 type diagnosis struct {
 	w *Waiter
 	// machines says whether to report stopped machines (InstallComplete
@@ -76,6 +76,11 @@ func (d *diagnosis) problem(ctx context.Context, now time.Time) string {
 	if d.machines {
 		if p := d.stoppedMachine(ctx); p != "" {
 			return p
+		}
+	}
+	if d.w.Endpoint != nil {
+		if p := d.w.Endpoint(ctx); p != "" {
+			return oneLine(p)
 		}
 	}
 	if p := d.failedUnit(ctx, now); p != "" {

@@ -3,6 +3,8 @@ package waitfor
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -10,7 +12,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -173,12 +177,21 @@ func TestProblemPriority(t *testing.T) {
 		return map[string]platforms.MachineState{"c-master-0": platforms.MachineRunning}, nil
 	}
 
+	endpoint := "API load balancer: no backend passes its health check: 10.0.0.10:6443: context deadline exceeded\n"
+	w.Endpoint = func(context.Context) string { return endpoint }
+
 	err := w.BootstrapComplete(context.Background(), 40*time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "last state: machine c-worker-0 is stopped; ") {
 		t.Errorf("a stopped machine does not come first: %v", err)
 	}
 
 	stopped = false
+	err = w.BootstrapComplete(context.Background(), 40*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "last state: API load balancer: no backend passes its health check: 10.0.0.10:6443: context deadline exceeded; 0 nodes registered") {
+		t.Errorf("the API endpoint's problem does not come next: %v", err)
+	}
+
+	endpoint = ""
 	err = w.BootstrapComplete(context.Background(), 40*time.Millisecond)
 	want := "last state: machine c-master-0: unit kubelet.service failed: E1123 kubelet: " + strings.Repeat("x", maxLine-len("E1123 kubelet: ")) + "...; "
 	if err == nil || !strings.Contains(err.Error(), want) {
@@ -205,5 +218,39 @@ func TestInstallStillFailsFastOnStoppedMachine(t *testing.T) {
 	var down *MachineDownError
 	if !errors.As(err, &down) {
 		t.Errorf("err = %v, want a *MachineDownError at once", err)
+	}
+}
+
+// TestAPIWaitNamesEndpointProblem: while the API answers nothing useful,
+// the API wait's state line and its timeout error name what the platform
+// says about the endpoint, before the clients' own error.
+func TestAPIWaitNamesEndpointProblem(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _, progress := diagWaiter()
+	w.Client = client
+	w.Poll = 5 * time.Millisecond
+	w.Endpoint = func(context.Context) string {
+		return "the API load balancer is not running (its log: /var/lib/kiln/lb/c/lb.log)"
+	}
+	_, err = w.API(context.Background(), srv.URL, 100*time.Millisecond)
+	want := "last state: the API load balancer is not running (its log: /var/lib/kiln/lb/c/lb.log); API not ready: "
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to contain %q", err, want)
+	}
+	if !strings.Contains(progress.all(), want[len("last state: "):]) {
+		t.Errorf("state lines %q do not name the endpoint's problem", progress.all())
+	}
+
+	w.Endpoint = func(context.Context) string { return "" }
+	_, err = w.API(context.Background(), srv.URL, 50*time.Millisecond)
+	if err == nil || strings.Contains(err.Error(), "load balancer") {
+		t.Errorf("with no endpoint problem: err = %v", err)
 	}
 }

@@ -57,6 +57,10 @@ type Waiter struct {
 	// Units, when the platform can tell, reports failed systemd units on
 	// the cluster's machines: the waits name the first one.
 	Units FailedUnits
+	// Endpoint, when the platform can tell, says why the API endpoint
+	// serves no client ("" when nothing is known to be wrong): the waits
+	// name it before any other problem.
+	Endpoint func(ctx context.Context) string
 	// since, when set, is when the machines may last have been (re)started:
 	// a lease renewed before it proves nothing about today's kubelet.
 	since time.Time
@@ -68,10 +72,12 @@ type Waiter struct {
 func (w *Waiter) RequireRenewalSince(t time.Time) { w.since = t }
 
 // API waits until the API server answers /readyz and returns its version.
+// Its state line names the first thing in the way: the API endpoint
+// serving no client, a failed unit on a machine.
 func (w *Waiter) API(ctx context.Context, server string, timeout time.Duration) (string, error) {
 	end := w.Progress.Start(fmt.Sprintf("Waiting up to %s for the Kubernetes API at %s", timeout, server))
 	var version string
-	err := w.until(ctx, timeout, func(ctx context.Context) (bool, string, error) {
+	err := w.until(ctx, timeout, w.newDiagnosis(false).wrap(func(ctx context.Context) (bool, string, error) {
 		if err := w.Client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
 			return false, "API not ready: " + shorten(err), nil
 		}
@@ -81,7 +87,7 @@ func (w *Waiter) API(ctx context.Context, server string, timeout time.Duration) 
 		}
 		version = v.GitVersion
 		return true, "", nil
-	})
+	}))
 	end(err)
 	if err != nil {
 		return "", fmt.Errorf("the Kubernetes API at %s did not answer: %w", server, err)

@@ -53,7 +53,9 @@ type backend struct {
 	fails atomic.Int32
 	// slow says the failed checks in a row only timed out: the backend
 	// accepts connections but answers its check late.
-	slow     atomic.Bool
+	slow atomic.Bool
+	// lastErr is the last failed check's error.
+	lastErr  atomic.Pointer[string]
 	sessions sessions
 }
 

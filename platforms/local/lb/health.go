@@ -167,6 +167,8 @@ func (b *Balancer) record(name string, be *backend, err error) {
 		return
 	}
 	n := be.fails.Add(1)
+	msg := err.Error()
+	be.lastErr.Store(&msg)
 	grade := gradeOf(err)
 	// Slow only while every failure in a row was a timeout.
 	be.slow.Store(grade == slow && (n == 1 || be.slow.Load()))

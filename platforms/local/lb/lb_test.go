@@ -204,6 +204,42 @@ func TestUnhealthySkipped(t *testing.T) {
 	}
 }
 
+// TestSlowOnlyBackendStillServes: an API server whose /readyz answers later
+// than the check's timeout is marked down, but while no backend is
+// healthy it still gets new connections - a loaded control plane serves
+// slowly instead of every client getting EOF - and the health status says
+// so.
+func TestSlowOnlyBackendStillServes(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" {
+			time.Sleep(minCheckTimeout + 500*time.Millisecond)
+		}
+		io.WriteString(w, "slow")
+	}))
+	t.Cleanup(srv.Close)
+	api := Service{Name: "api", Health: CheckHTTPS, HealthPath: "/readyz", IntervalMillis: 50,
+		Backends: []string{strings.TrimPrefix(srv.URL, "https://")}}
+	b := startBalancer(t, &Config{Listen: "127.0.0.1", Services: []Service{api}})
+	eventually(t, "the backend marked down as slow", func() bool {
+		st := b.Status()
+		return len(st.Services) == 1 && !st.Services[0].Backends[0].Healthy && st.Services[0].Backends[0].Slow
+	})
+	if p := b.Status().Problem("api"); !strings.Contains(p, "context deadline exceeded (still used: it accepts connections)") {
+		t.Errorf("Problem = %q", p)
+	}
+	client := srv.Client()
+	client.Transport.(*http.Transport).DisableKeepAlives = true
+	resp, err := client.Get("https://" + b.Addr("api").String() + "/")
+	if err != nil {
+		t.Fatalf("through the balancer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "slow" {
+		t.Errorf("answered %q", body)
+	}
+}
+
 func TestNoHealthyBackendClosesConnection(t *testing.T) {
 	down := nameServer(t, "down")
 	down.Close()
@@ -509,6 +545,12 @@ func TestServeReloadsChangedFile(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- Serve(ctx, ServeOptions{ConfigPath: cfgPath, PIDFile: pidPath, Log: log}) }()
 	eventually(t, "pid file", func() bool { _, err := os.Stat(pidPath); return err == nil })
+	statusPath := filepath.Join(dir, "lb-health.json")
+	eventually(t, "a health status with both backends healthy", func() bool {
+		st, err := ReadStatus(statusPath)
+		return err == nil && len(st.Services) == 1 && len(st.Services[0].Backends) == 2 &&
+			st.Services[0].Backends[0].Healthy && st.Services[0].Backends[1].Healthy && st.Problem("mcs") == ""
+	})
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	eventually(t, "both backends used", func() bool {
 		seen := map[string]bool{readName(t, addr): true, readName(t, addr): true}
@@ -537,6 +579,9 @@ func TestServeReloadsChangedFile(t *testing.T) {
 	}
 	if _, err := os.Stat(pidPath); err == nil {
 		t.Errorf("pid file left after Serve returned")
+	}
+	if _, err := os.Stat(statusPath); err == nil {
+		t.Errorf("health status left after Serve returned")
 	}
 }
 

@@ -60,7 +60,14 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	stamp := fileStamp(o.ConfigPath)
 	tick := time.NewTicker(configPoll)
 	defer tick.Stop()
+	// The health status file, beside the configuration, for the waits: a
+	// stopped balancer leaves none.
+	status := &statusWriter{path: StatusPath(o.ConfigPath)}
+	defer os.Remove(status.path)
 	for {
+		if err := status.write(b.Status()); err != nil {
+			o.Log.Debug(err)
+		}
 		reload := false
 		select {
 		case <-ctx.Done():

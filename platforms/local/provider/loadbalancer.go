@@ -60,12 +60,16 @@ type loadBalancerModel struct {
 	State       types.String `tfsdk:"state"`
 }
 
+// APIService is the name of the API's service in the load balancer's
+// configuration (and in its health status).
+const APIService = "api"
+
 // config returns the lb configuration for the model.
 func (m *loadBalancerModel) config() *lb.Config {
 	return &lb.Config{
 		Listen: m.Listen.ValueString(),
 		Services: []lb.Service{
-			{Name: "api", Port: int(m.APIPort.ValueInt64()), Backends: m.APIBackends,
+			{Name: APIService, Port: int(m.APIPort.ValueInt64()), Backends: m.APIBackends,
 				Health: lb.CheckHTTPS, HealthPath: "/readyz", CAFile: m.CAFile.ValueString()},
 			{Name: "machine-config", Port: int(m.MCSPort.ValueInt64()), Backends: m.MCSBackends, Health: lb.CheckTCP},
 		},
