@@ -1,7 +1,8 @@
 // Package platforms holds the contracts between kiln's commands and the
 // platforms' provisioning: Provisioner, the infrastructure that commands
 // create and destroy, with its optional abilities (Scaler, Restarter,
-// MachineStater, UnitChecker, ImageLoader, Gatherer), Cluster, what
+// MachineStater, UnitChecker, EndpointChecker, ImageLoader, Gatherer),
+// Cluster, what
 // provisioning needs from the assets, and the helpers both share. The
 // platforms' install-config logic is not here: it stands on the ground
 // floor, under assets/installconfig/types.
