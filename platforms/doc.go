@@ -2,8 +2,8 @@
 // platforms' provisioning: Provisioner, the infrastructure that commands
 // create and destroy, with its optional abilities (Scaler, Restarter,
 // MachineStater, UnitChecker, EndpointChecker, ImageLoader, Gatherer),
-// Cluster, what
-// provisioning needs from the assets, and the helpers both share. The
+// Cluster, what provisioning needs from the assets, and the helpers both
+// share. The
 // platforms' install-config logic is not here: it stands on the ground
 // floor, under assets/installconfig/types.
 //
