@@ -224,8 +224,9 @@ func TestSlowOnlyBackendStillServes(t *testing.T) {
 		st := b.Status()
 		return len(st.Services) == 1 && !st.Services[0].Backends[0].Healthy && st.Services[0].Backends[0].Slow
 	})
-	if p := b.Status().Problem("api"); !strings.Contains(p, "context deadline exceeded (still used: it accepts connections)") {
-		t.Errorf("Problem = %q", p)
+	want := "no backend passes its health check: " + api.Backends[0] + ": context deadline exceeded (still used: it accepts connections)"
+	if p := b.Status().Problem("api"); p != want {
+		t.Errorf("Problem = %q, want %q", p, want)
 	}
 	client := srv.Client()
 	client.Transport.(*http.Transport).DisableKeepAlives = true

@@ -122,7 +122,7 @@ func (st Status) Problem(name string) string {
 			p := be.Addr
 			switch {
 			case be.LastError != "":
-				p += ": " + be.LastError
+				p += ": " + shortError(be.LastError)
 			case be.Fails == 0:
 				p += ": not checked yet"
 			}
@@ -137,4 +137,16 @@ func (st Status) Problem(name string) string {
 		return "no backend passes its health check: " + strings.Join(parts, "; ")
 	}
 	return ""
+}
+
+// shortError drops the request from a health check's error: `Get
+// "https://10.66.0.10:6443/readyz": context deadline exceeded` is
+// `context deadline exceeded` after the backend's address.
+func shortError(e string) string {
+	if strings.HasPrefix(e, `Get "`) {
+		if i := strings.Index(e, `": `); i > 0 {
+			return e[i+3:]
+		}
+	}
+	return e
 }
