@@ -76,15 +76,20 @@ func TestCheckGrades(t *testing.T) {
 	}
 }
 
+// gradedChecks returns a quiet Balancer and a failed check of each grade:
+// one that timed out, one answered "not ready", one refused.
+func gradedChecks() (b *Balancer, slowErr, notReadyErr, goneErr error) {
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	return New(log), errors.New("context deadline exceeded"),
+		&checkError{grade: notReady, err: errors.New("GET /readyz: 500")},
+		&checkError{grade: unreachable, err: errors.New("connection refused")}
+}
+
 // record marks a backend down and closes its sessions by the grade and the
 // count of failed checks in a row (fallChecks, staleChecks).
 func TestRecordFallRules(t *testing.T) {
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	b := New(log)
-	slowErr := errors.New("context deadline exceeded")
-	notReadyErr := &checkError{grade: notReady, err: errors.New("GET /readyz: 500")}
-	goneErr := &checkError{grade: unreachable, err: errors.New("connection refused")}
+	b, slowErr, notReadyErr, goneErr := gradedChecks()
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -123,12 +128,7 @@ func TestRecordFallRules(t *testing.T) {
 // backends; with none, to those down only because their checks timed out,
 // never to one that refused connections or answered "not ready".
 func TestUsableFallsBackToSlowBackends(t *testing.T) {
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	b := New(log)
-	slowErr := errors.New("context deadline exceeded")
-	notReadyErr := &checkError{grade: notReady, err: errors.New("GET /readyz: 500")}
-	goneErr := &checkError{grade: unreachable, err: errors.New("connection refused")}
+	b, slowErr, notReadyErr, goneErr := gradedChecks()
 	fail := func(be *backend, errs ...error) {
 		for _, err := range errs {
 			b.record("api", be, err)
