@@ -84,10 +84,12 @@ host_prep() {
 # create: in a unit of its own where PID 1 is systemd - as from a login
 # session or a CI job, which ends when kiln returns and takes whatever
 # stayed in its cgroup with it. Under emulation everything is 10 to 60 times
-# slower than on a host: bootstrapping took 28 minutes of the default 30.
+# slower than on a host: bootstrapping took 28 minutes of the default 30,
+# and the API was not up within its default 20 while the host also ran the
+# conformance suite.
 create() {
   install_config vmtest "$dir"
-  local rc=0 args=(create cluster --dir "$dir" --bootstrap-timeout 60m --install-timeout 30m)
+  local rc=0 args=(create cluster --dir "$dir" --api-timeout 40m --bootstrap-timeout 60m --install-timeout 30m)
   if [ -n "$systemd" ]; then
     systemd-run --quiet --wait --pipe --collect --unit=host-test-create \
       --setenv=KILN_CACHE_DIR="$KILN_CACHE_DIR" --setenv=PATH="$PATH" --setenv=HOME=/root \
