@@ -340,7 +340,7 @@ func TestKubeletWaitsForBootstrapRBAC(t *testing.T) {
 		return ""
 	}
 	wait := "test -e " + nodelayout.KubeletKubeconfig + " || timeout 600 sh -c \"until /usr/local/bin/kubectl --kubeconfig=" +
-		nodelayout.BootstrapKubeconfig + " --request-timeout=5s auth can-i create certificatesigningrequests.certificates.k8s.io"
+		nodelayout.BootstrapKubeconfig + " --request-timeout=30s auth can-i create certificatesigningrequests.certificates.k8s.io"
 	for name, c := range map[string]types.Config{"master": served(t, boot, "master"), "worker": served(t, boot, "worker")} {
 		unit := kubelet(c)
 		pre := strings.Index(unit, wait)
