@@ -106,10 +106,9 @@ create() {
 # machine's failed units and journal, the host daemons' logs.
 diagnose() {
   for m in /var/lib/kiln/machines/*/; do
-    local name nspawn init
+    local name init
     name=$(basename "$m")
-    nspawn=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$m/machine.json")
-    init=$(pgrep -P "$nspawn" | head -1)
+    init=$(machine_init "$m")
     [ -n "$init" ] || continue
     nsenter -t "$init" -m -u -i -n -p -- sh -c 'systemctl --failed --no-pager; journalctl -n 400 --no-pager' > "$res/diag-$name.log" 2>&1
   done
@@ -148,10 +147,9 @@ nodes_ready() {
 memory_limits() {
   local want=$((2048 << 20)) bad=0
   for m in /var/lib/kiln/machines/*/; do
-    local name nspawn init got
+    local name init got
     name=$(basename "$m")
-    nspawn=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$m/machine.json")
-    init=$(pgrep -P "$nspawn" | head -1)
+    init=$(machine_init "$m")
     got=$(nsenter -t "$init" -m cat /sys/fs/cgroup/memory.max 2>/dev/null || nsenter -t "$init" -m cat /sys/fs/cgroup/memory/memory.limit_in_bytes)
     echo "$name: memory limit inside: $got (want $want); cgroup $(cut -d: -f3 /proc/$init/cgroup)"
     [ -n "$systemd" ] && echo "  unit: $(systemctl show -p MemoryMax --value "kiln-$name.service")"

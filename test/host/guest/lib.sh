@@ -51,3 +51,11 @@ run_step() {
 pass() {
   [ -f "$res/result" ] || echo PASS > "$res/result"
 }
+
+# machine_init DIR: the pid of the init of the machine whose state
+# directory is DIR (systemd-nspawn's child); nothing when it does not run.
+machine_init() {
+  local nspawn
+  nspawn=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$1/machine.json" 2>/dev/null)
+  [ -n "$nspawn" ] && pgrep -P "$nspawn" | head -1
+}
