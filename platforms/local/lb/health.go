@@ -183,10 +183,12 @@ func (b *Balancer) record(name string, be *backend, err error) {
 		closed = be.sessions.closeAll()
 	}
 	switch {
-	case wasHealthy && grade == slow:
-		b.log.Infof("%s: backend %s is unhealthy after %d failed check(s) (%d sessions closed): %v; it still gets new connections while no backend is healthy", name, be.addr, n, closed, err)
 	case wasHealthy:
-		b.log.Infof("%s: backend %s is unhealthy after %d failed check(s) (%d sessions closed): %v", name, be.addr, n, closed, err)
+		still := ""
+		if grade == slow {
+			still = "; it still gets new connections while no backend is healthy"
+		}
+		b.log.Infof("%s: backend %s is unhealthy after %d failed check(s) (%d sessions closed): %v%s", name, be.addr, n, closed, err, still)
 	case closed > 0:
 		b.log.Infof("%s: backend %s still unhealthy (%d sessions closed): %v", name, be.addr, closed, err)
 	}

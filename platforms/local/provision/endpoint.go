@@ -2,7 +2,6 @@ package provision
 
 import (
 	"context"
-	"errors"
 	"os"
 
 	"github.com/kiln-project/kiln/platforms"
@@ -25,11 +24,9 @@ func endpointProblem(proc lb.Process) string {
 	if _, err := os.Stat(proc.ConfigPath); err != nil {
 		return "" // not provisioned (or not readable): nothing is known
 	}
+	// PID fails only with lb.ErrNotRunning.
 	if _, err := proc.PID(); err != nil {
-		if errors.Is(err, lb.ErrNotRunning) {
-			return "the API load balancer is not running (its log: " + proc.LogFile + ")"
-		}
-		return ""
+		return "the API load balancer is not running (its log: " + proc.LogFile + ")"
 	}
 	// A balancer of an older kiln writes no status: nothing is known.
 	st, err := lb.ReadStatus(lb.StatusPath(proc.ConfigPath))
