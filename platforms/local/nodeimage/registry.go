@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // registryBinary is the program the registry component builds.
@@ -63,9 +64,12 @@ func EnsureRegistry(ctx context.Context, opts Options) (string, error) {
 		return "", fmt.Errorf("building the registry: %w", err)
 	}
 	// Record the inputs beside the build, so that a host without Go that
-	// gets this cache finds it.
-	if err := os.WriteFile(filepath.Join(filepath.Dir(built.Bin), inputsFile), []byte(inputs+"\n"), 0o644); err != nil {
-		return "", err
+	// gets this cache finds it (once: the entry's inputs never change).
+	path := filepath.Join(filepath.Dir(built.Bin), inputsFile)
+	if data, err := os.ReadFile(path); err != nil || strings.TrimSpace(string(data)) != inputs {
+		if err := atomicfile.Write(path, []byte(inputs+"\n"), 0o644); err != nil {
+			return "", err
+		}
 	}
 	return filepath.Join(built.Bin, registryBinary), nil
 }
