@@ -13,7 +13,9 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/local/localconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 )
 
@@ -43,21 +45,23 @@ func splitSegments(ctx context.Context, t *testing.T, client kubernetes.Interfac
 	requireMachineHost(t, "ip")
 	cidr := netip.MustParsePrefix(machineCIDR)
 	mgr := machine.NewManager(machine.Options{})
-	names := func(role string, n int) []string {
-		var out []string
-		for i := range n {
-			out = append(out, fmt.Sprintf("%s-%s-%d", infraID, role, i))
-		}
-		return out
-	}
-	masterNames, workerNames := names("master", masters), names("worker", workers)
+	shape := machines.DefaultShape(infraID, masters, workers)
+	masterNames, workerNames := shape.Masters, shape.Workers
 	veth := map[string]string{}
-	for _, name := range append(append([]string{}, masterNames...), workerNames...) {
+	for _, name := range shape.All() {
 		veth[name] = hostVeth(ctx, t, mgr, name)
 	}
 	bridge := linkMaster(t, veth[masterNames[0]])
 	r1, r2 := nthAddr(cidr, segRouter1), nthAddr(cidr, segRouter2)
-	workerAddr := func(i int) string { return nthAddr(cidr, localconfig.WorkerOffset+i).String() }
+	// Each machine's address, from kiln's own address plan.
+	plan := &types.Config{Networking: &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: machineCIDR}}}}
+	addr := func(name string) string {
+		_, a, err := localconfig.MachineAddress(plan, infraID, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.String()
+	}
 
 	t.Cleanup(func() { joinSegments(t, bridge, veth, workerNames) })
 	ns := []string{"ip", "netns", "exec", segRouter}
@@ -81,8 +85,8 @@ func splitSegments(ctx context.Context, t *testing.T, client kubernetes.Interfac
 		append(ns, "ip", "link", "set", "r1", "up"),
 		append(ns, "ip", "link", "set", "r2", "up"),
 	}
-	for i := range workerNames {
-		steps = append(steps, append(ns, "ip", "route", "add", workerAddr(i)+"/32", "dev", "r2", "src", r2.String()))
+	for _, w := range workerNames {
+		steps = append(steps, append(ns, "ip", "route", "add", addr(w)+"/32", "dev", "r2", "src", r2.String()))
 	}
 	for _, w := range workerNames {
 		steps = append(steps, []string{"ip", "link", "set", veth[w], "master", segBridge})
@@ -100,9 +104,9 @@ func splitSegments(ctx context.Context, t *testing.T, client kubernetes.Interfac
 
 	// Each side now sees the other's address behind the router's MAC.
 	mac1, mac2 := routerMAC(t, "r1"), routerMAC(t, "r2")
-	master, masterIP := masterNames[0], nthAddr(cidr, localconfig.MasterOffset).String()
-	for i, w := range workerNames {
-		workerIP := workerAddr(i)
+	master, masterIP := masterNames[0], addr(masterNames[0])
+	for _, w := range workerNames {
+		workerIP := addr(w)
 		if got := resolvedMAC(ctx, t, mgr, w, masterIP); got != mac2 {
 			t.Fatalf("%s resolves master %s to %q, want the router's %s: not on separate segments", w, masterIP, got, mac2)
 		}
@@ -207,7 +211,8 @@ func resolvedMAC(ctx context.Context, t *testing.T, mgr *machine.Manager, name, 
 	}
 }
 
-// nthAddr returns the address at offset i of block p.
+// nthAddr returns the address at offset i of block p (the router's
+// addresses, which kiln's address plan leaves free).
 func nthAddr(p netip.Prefix, i int) netip.Addr {
 	a := p.Masked().Addr()
 	for range i {
