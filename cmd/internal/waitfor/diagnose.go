@@ -41,6 +41,9 @@ type diagnosis struct {
 	// machines says whether to report stopped machines (InstallComplete
 	// fails on them itself).
 	machines bool
+	// noPods skips the crash-looping pods: the API wait has no API to
+	// list them from.
+	noPods bool
 	// unitsAt and unit are the last look at the failed units.
 	unitsAt time.Time
 	unit    string
@@ -85,6 +88,9 @@ func (d *diagnosis) problem(ctx context.Context, now time.Time) string {
 	}
 	if p := d.failedUnit(ctx, now); p != "" {
 		return p
+	}
+	if d.noPods {
+		return ""
 	}
 	return d.crashLoopingPod(ctx)
 }

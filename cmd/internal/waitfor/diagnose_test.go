@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,7 +226,11 @@ func TestInstallStillFailsFastOnStoppedMachine(t *testing.T) {
 // the API wait's state line and its timeout error name what the platform
 // says about the endpoint, before the clients' own error.
 func TestAPIWaitNamesEndpointProblem(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	var podLists atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/pods") {
+			podLists.Add(1)
+		}
 		http.Error(w, "not ready", http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
@@ -252,5 +257,10 @@ func TestAPIWaitNamesEndpointProblem(t *testing.T) {
 	_, err = w.API(context.Background(), srv.URL, 50*time.Millisecond)
 	if err == nil || strings.Contains(err.Error(), "load balancer") {
 		t.Errorf("with no endpoint problem: err = %v", err)
+	}
+	// With no API to list them from, the API wait looks for no
+	// crash-looping pods.
+	if n := podLists.Load(); n != 0 {
+		t.Errorf("the API wait listed pods %d times", n)
 	}
 }

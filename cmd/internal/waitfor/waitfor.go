@@ -77,7 +77,9 @@ func (w *Waiter) RequireRenewalSince(t time.Time) { w.since = t }
 func (w *Waiter) API(ctx context.Context, server string, timeout time.Duration) (string, error) {
 	end := w.Progress.Start(fmt.Sprintf("Waiting up to %s for the Kubernetes API at %s", timeout, server))
 	var version string
-	err := w.until(ctx, timeout, w.newDiagnosis(false).wrap(func(ctx context.Context) (bool, string, error) {
+	diag := w.newDiagnosis(false)
+	diag.noPods = true
+	err := w.until(ctx, timeout, diag.wrap(func(ctx context.Context) (bool, string, error) {
 		if err := w.Client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
 			return false, "API not ready: " + shorten(err), nil
 		}
