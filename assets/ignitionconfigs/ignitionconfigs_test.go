@@ -339,8 +339,8 @@ func TestKubeletWaitsForBootstrapRBAC(t *testing.T) {
 		t.Fatal("no kubelet.service")
 		return ""
 	}
-	wait := "test -e " + nodelayout.KubeletKubeconfig + " || timeout 600 sh -c \"until /usr/local/bin/kubectl --kubeconfig=" +
-		nodelayout.BootstrapKubeconfig + " --request-timeout=30s auth can-i create certificatesigningrequests.certificates.k8s.io"
+	wait := "test -e " + nodelayout.KubeletKubeconfig + " || " + nodelayout.KilnBinary + " node await-permission --kubeconfig=" +
+		nodelayout.BootstrapKubeconfig + " --timeout=10m create certificatesigningrequests.certificates.k8s.io"
 	for name, c := range map[string]types.Config{"master": served(t, boot, "master"), "worker": served(t, boot, "worker")} {
 		unit := kubelet(c)
 		pre := strings.Index(unit, wait)
@@ -348,7 +348,7 @@ func TestKubeletWaitsForBootstrapRBAC(t *testing.T) {
 			t.Errorf("%s: kubelet does not wait for its bootstrap RBAC before starting:\n%s", name, unit)
 		}
 	}
-	if unit := kubelet(boot); strings.Contains(unit, "auth can-i") {
+	if unit := kubelet(boot); strings.Contains(unit, "await-permission") {
 		t.Errorf("the bootstrap machine's kubelet waits for an API it runs itself:\n%s", unit)
 	}
 }

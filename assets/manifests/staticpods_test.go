@@ -24,16 +24,31 @@ platform:
   local: {}
 `
 
-// apiServerFlags returns the kube-apiserver container's command-line flags
-// of a rendered static pod as name -> value.
-func apiServerFlags(t *testing.T, data []byte) map[string]string {
+// openInstallConfig is the real engine's store on a --dir that holds
+// installConfigYAML.
+func openInstallConfig(t *testing.T) *graph.Store {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "install-config.yaml"), []byte(installConfigYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := graph.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// containerFlags returns the command-line flags of a rendered static pod's
+// single container (kube-apiserver, etcd) as name -> value.
+func containerFlags(t *testing.T, data []byte) map[string]string {
 	t.Helper()
 	var pod corev1.Pod
 	if err := yaml.UnmarshalStrict(data, &pod); err != nil {
 		t.Fatal(err)
 	}
 	if len(pod.Spec.Containers) != 1 {
-		t.Fatalf("kube-apiserver pod has %d containers", len(pod.Spec.Containers))
+		t.Fatalf("pod %s has %d containers", pod.Name, len(pod.Spec.Containers))
 	}
 	flags := map[string]string{}
 	for _, arg := range pod.Spec.Containers[0].Command[1:] {
@@ -51,14 +66,7 @@ func apiServerFlags(t *testing.T, data []byte) map[string]string {
 // The URL has the issuer's host, so a client that could fetch the discovery
 // document from the issuer can fetch the keys too.
 func TestAPIServerJWKSURICoveredByCertificate(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "install-config.yaml"), []byte(installConfigYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := graph.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openInstallConfig(t)
 	bootstrap, master, serving := &BootstrapStaticPods{}, &MasterStaticPods{}, &tls.APIServer{}
 	if err := s.Fetch(context.Background(), bootstrap, master, serving); err != nil {
 		t.Fatal(err)
@@ -72,7 +80,7 @@ func TestAPIServerJWKSURICoveredByCertificate(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: no kube-apiserver.yaml", role)
 		}
-		flags := apiServerFlags(t, data)
+		flags := containerFlags(t, data)
 		const want = "https://kubernetes.default.svc.cluster.local/openid/v1/jwks"
 		if got := flags["service-account-jwks-uri"]; got != want {
 			t.Errorf("%s: --service-account-jwks-uri = %q, want %q", role, got, want)
@@ -90,6 +98,29 @@ func TestAPIServerJWKSURICoveredByCertificate(t *testing.T) {
 		}
 		if err := cert.VerifyHostname(jwks.Hostname()); err != nil {
 			t.Errorf("%s: the serving certificate does not cover the JWKS URL: %v", role, err)
+		}
+	}
+}
+
+// TestEtcdStrictReconfigCheck: only the bootstrap member, to which bootkube
+// adds the masters' learners, runs without etcd's strict reconfiguration
+// check; the masters' members keep it (they guard every removal).
+func TestEtcdStrictReconfigCheck(t *testing.T) {
+	s := openInstallConfig(t)
+	bootstrap, master := &BootstrapStaticPods{}, &MasterStaticPods{}
+	if err := s.Fetch(context.Background(), bootstrap, master); err != nil {
+		t.Fatal(err)
+	}
+	for role, c := range map[string]struct {
+		pods *staticPods
+		want string
+	}{"bootstrap": {&bootstrap.staticPods, "false"}, "master": {&master.staticPods, ""}} {
+		data, ok := c.pods.File("etcd.yaml")
+		if !ok {
+			t.Fatalf("%s: no etcd.yaml", role)
+		}
+		if got := containerFlags(t, data)["strict-reconfig-check"]; got != c.want {
+			t.Errorf("%s: etcd --strict-reconfig-check = %q, want %q", role, got, c.want)
 		}
 	}
 }

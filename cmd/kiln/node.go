@@ -28,6 +28,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/internal/node/etcdmember"
 	"github.com/kiln-project/kiln/cmd/internal/node/mcs"
 	"github.com/kiln-project/kiln/cmd/internal/node/netd"
+	"github.com/kiln-project/kiln/cmd/internal/node/permission"
 	"github.com/kiln-project/kiln/cmd/internal/node/probe"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
@@ -43,7 +44,7 @@ func newNodeCmd(o *rootOptions) *cobra.Command {
 		Annotations: map[string]string{debugLogAnnotation: debugLogNone},
 	}
 	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o), newNodeProbeCmd(o),
-		newNodeCSRApproverCmd(o))
+		newNodeCSRApproverCmd(o), newNodeAwaitPermissionCmd(o))
 	return cmd
 }
 
@@ -252,7 +253,7 @@ func newNodeEtcdInstallCmd(o *rootOptions) *cobra.Command {
 
 func newNodeProbeCmd(o *rootOptions) *cobra.Command {
 	var serve, body, resolve, get, file string
-	var every time.Duration
+	var every, retry time.Duration
 	var size int64
 	var download bool
 	cmd := &cobra.Command{
@@ -273,43 +274,46 @@ func newNodeProbeCmd(o *rootOptions) *cobra.Command {
 				fmt.Fprintf(o.stdout, "%s %s: %s\n", verb, file, content)
 			}
 			if resolve != "" {
-				addrs, err := probe.Resolve(ctx, resolve)
+				var addrs []string
+				tries, err := probe.Retry(ctx, retry, probeRetryEvery, func() (err error) {
+					addrs, err = probe.Resolve(ctx, resolve)
+					return err
+				})
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(o.stdout, "%s has address %s\n", resolve, addrs[0])
+				fmt.Fprintf(o.stdout, "%s has address %s%s\n", resolve, addrs[0], triesNote(tries))
 			}
 			if get != "" && download {
 				// A new pod may be refused until a NetworkPolicy engine
 				// has learnt its address: retry for up to a minute, and
 				// say how long that took.
 				start := time.Now()
-				for {
-					n, d, err := probe.Download(ctx, get)
-					if err == nil {
-						fmt.Fprintf(o.stdout, "%s: %d bytes in %s: %.1f MB/s (first try after %s)\n", get, n, d.Round(time.Millisecond),
-							float64(n)/d.Seconds()/1e6, (time.Since(start) - d).Round(time.Millisecond))
-						return nil
-					}
-					if time.Since(start) > time.Minute {
-						return err
-					}
-					select {
-					case <-ctx.Done():
-						return err
-					case <-time.After(100 * time.Millisecond):
-					}
+				var n int64
+				var d time.Duration
+				if _, err := probe.Retry(ctx, time.Minute, probeRetryEvery, func() (err error) {
+					n, d, err = probe.Download(ctx, get)
+					return err
+				}); err != nil {
+					return err
 				}
+				fmt.Fprintf(o.stdout, "%s: %d bytes in %s: %.1f MB/s (first try after %s)\n", get, n, d.Round(time.Millisecond),
+					float64(n)/d.Seconds()/1e6, (time.Since(start) - d).Round(time.Millisecond))
+				return nil
 			}
 			if get != "" && every > 0 {
 				return probe.Watch(ctx, get, every, o.stdout)
 			}
 			if get != "" {
-				out, err := probe.Get(ctx, get)
+				var out string
+				tries, err := probe.Retry(ctx, retry, probeRetryEvery, func() (err error) {
+					out, err = probe.Get(ctx, get)
+					return err
+				})
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(o.stdout, "%s: %s\n", get, out)
+				fmt.Fprintf(o.stdout, "%s: %s%s\n", get, out, triesNote(tries))
 			}
 			if serve != "" && size > 0 {
 				return probe.ServeSize(ctx, serve, size)
@@ -328,6 +332,47 @@ func newNodeProbeCmd(o *rootOptions) *cobra.Command {
 	cmd.Flags().Int64Var(&size, "size", 0, "with --serve: answer with this many zero bytes instead of --body")
 	cmd.Flags().DurationVar(&every, "every", 0, "with --get: fetch the URL every interval, each on a new connection, printing \"<unix ms> ok|fail ...\" lines until stopped")
 	cmd.Flags().StringVar(&file, "file", "", "print this file's content if it exists, else write --body into it")
+	cmd.Flags().DurationVar(&retry, "retry", 0, "retry a failed --resolve or --get (once) every 100ms for up to this long (0: try once)")
+	return cmd
+}
+
+// probeRetryEvery is the pause between a probe's tries.
+const probeRetryEvery = 100 * time.Millisecond
+
+// triesNote says after how many tries a probe succeeded; "" for the first.
+func triesNote(tries int) string {
+	if tries < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (try %d)", tries)
+}
+
+func newNodeAwaitPermissionCmd(o *rootOptions) *cobra.Command {
+	var kubeconfig string
+	var timeout, every, perTry time.Duration
+	cmd := &cobra.Command{
+		Use:   "await-permission VERB RESOURCE[.GROUP]",
+		Short: "Wait until --kubeconfig's credentials may do VERB on RESOURCE (as kubectl auth can-i asks), in one process",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			attrs, err := permission.Attributes(args[0], args[1])
+			if err != nil {
+				return err
+			}
+			client, err := nodeClient(kubeconfig)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			return permission.Await(ctx, client.AuthorizationV1(), attrs, every, perTry, o.log)
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", nodelayout.BootstrapKubeconfig, "kubeconfig with the credentials to check")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "give up (exit 1) after this long")
+	cmd.Flags().DurationVar(&every, "every", time.Second, "pause between questions")
+	// On a slow host (a VM under emulation) the API answers in more than 5 s.
+	cmd.Flags().DurationVar(&perTry, "request-timeout", 30*time.Second, "longest wait for one answer")
 	return cmd
 }
 

@@ -4,6 +4,10 @@
 # bootstrap destroy, install-complete, destroy). Needs root and a built node
 # image (warm cache) for meaningful numbers. Usage:
 #   test/bench/cluster.sh [masters] [workers] [runs]
+# With DROP set (even to ""), each run does `kiln create manifests` before
+# the timed create and removes DROP's files ("15-network-policy.yaml ...")
+# from DIR/manifests, as a user replacing a component would: DROP="" against
+# DROP=FILE is the A/B of one component's cost on the same binary.
 # Prints one line per run and a summary; record results in docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,6 +23,10 @@ for run in $(seq 1 "$runs"); do
   dir=$(mktemp -d /tmp/kiln-bench.XXXXXX)
   sed -e "s/replicas: 3/replicas: $masters/" -e "s/replicas: 1/replicas: $workers/" -e "s/name: demo/name: bench$run/" \
     docs/examples/install-config-local.yaml > "$dir/install-config.yaml"
+  if [ -n "${DROP+set}" ]; then
+    "$kiln" create manifests --dir "$dir" > "$dir/manifests.out" 2>&1 || { cat "$dir/manifests.out"; exit 1; }
+    for f in ${DROP}; do rm "$dir/manifests/$f"; done
+  fi
   start=$(date +%s.%N)
   "$kiln" create cluster --dir "$dir" > "$dir/create.out" 2>&1 || { cat "$dir/create.out"; "$kiln" destroy cluster --dir "$dir"; exit 1; }
   created=$(date +%s.%N)

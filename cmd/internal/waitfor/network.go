@@ -28,6 +28,12 @@ const (
 	probeBody    = "kiln probe ok"
 )
 
+// probeRetry is how long the client pod retries each step in its process
+// before it fails and the kubelet restarts it (with a back-off of 10 s and
+// more, which the check's time used to show: 4-6 s when the first try
+// passed, 17-22 s when it did not).
+const probeRetry = 30 * time.Second
+
 // NetworkCheck proves the pod network the way a user's workload needs it: a
 // pod on a worker (a master when there is none) resolves kubernetes.default
 // through cluster DNS and fetches from a ClusterIP Service whose pod runs on
@@ -65,11 +71,13 @@ func (w *Waiter) networkCheck(ctx context.Context, p Prober, timeout time.Durati
 	}
 	url := fmt.Sprintf("http://%s.%s.svc/", probeService, installerNamespace)
 	if _, err := pods.Create(ctx, probePod(p, probeClient, client, corev1.RestartPolicyOnFailure,
-		"--resolve=kubernetes.default", "--get="+url), metav1.CreateOptions{}); err != nil {
+		"--retry="+probeRetry.String(), "--resolve=kubernetes.default", "--get="+url), metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	// The client retries (restartPolicy OnFailure) until the Service's
-	// endpoints are programmed.
+	// The client retries in its process until cluster DNS and the Service
+	// answer (its first tries can come before the server pod is ready or
+	// the Service's rules are on the client's node), and past probeRetry
+	// through restartPolicy OnFailure.
 	if err := w.until(ctx, timeout, func(ctx context.Context) (bool, string, error) {
 		pod, err := pods.Get(ctx, probeClient, metav1.GetOptions{})
 		if err != nil {

@@ -55,7 +55,7 @@ func TestNetworkCheckVerifiesTheAnswerAndCleansUp(t *testing.T) {
 		for i := 0; i < 200; i++ {
 			p, err := client.CoreV1().Pods(installerNamespace).Get(ctx, probeClient, metav1.GetOptions{})
 			if err == nil {
-				if p.Spec.NodeName != "w-0" || !strings.Contains(strings.Join(p.Spec.Containers[0].Command, " "), "--resolve=kubernetes.default") {
+				if cmd := strings.Join(p.Spec.Containers[0].Command, " "); p.Spec.NodeName != "w-0" || !strings.Contains(cmd, "--resolve=kubernetes.default") || !strings.Contains(cmd, "--retry=30s") {
 					t.Errorf("client pod = %+v", p.Spec)
 				}
 				p.Status.Phase = corev1.PodSucceeded

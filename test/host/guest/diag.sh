@@ -16,7 +16,7 @@ snapshots() {
       local init
       init=$(machine_init "$m")
       [ -n "$init" ] || continue
-      nsenter -t "$init" -m -u -i -n -p -- sh -c 'date; uptime; systemctl --failed --no-pager; systemctl list-units --no-pager --state=activating; curl -sk --max-time 20 https://127.0.0.1:6443/readyz?verbose | grep -v "ok\$"; ctr -n k8s.io tasks ls 2>&1 | head -30; ls /var/log/pods; tail -n 30 /var/log/pods/*/*/*.log | cut -c1-300; journalctl -n 60 --no-pager -u bootkube -u kubelet -u kiln-netd; journalctl -n 80 --no-pager' > "$res/snap-$i-$(basename "$m").log" 2>&1
+      nsenter -t "$init" -m -u -i -n -p -- sh -c 'date; uptime; systemctl --failed --no-pager; systemctl list-units --no-pager --state=activating; curl -sk --max-time 20 https://127.0.0.1:6443/readyz?verbose | grep -v "ok\$"; ctr -n k8s.io tasks ls 2>&1 | head -30; ls /var/log/pods/*/*/; tail -n 30 /var/log/pods/*/*/*.log | cut -c1-300; journalctl -n 60 --no-pager -u bootkube -u kubelet -u kiln-netd; journalctl -n 80 --no-pager' > "$res/snap-$i-$(basename "$m").log" 2>&1
     done
     cp "$dir/.kiln.log" "$res/kiln-$i.log" 2>/dev/null
   done

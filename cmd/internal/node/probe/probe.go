@@ -162,3 +162,25 @@ func getOnce(ctx context.Context, client *http.Client, url string) error {
 	_, err := fetch(ctx, client, url, io.Discard, 1<<16)
 	return err
 }
+
+// Retry calls try until it succeeds, ctx ends, or within has passed since
+// the first call, waiting every between calls; within 0 calls it once. It
+// returns how many calls were made and try's last error. A pod's first
+// try can fail for reasons that pass within a second (a Service's rules or
+// a NetworkPolicy engine's ipset not yet programmed for the new pod):
+// retrying in the process costs that second, where a failed container
+// costs the kubelet's restart back-off (10 s and more).
+func Retry(ctx context.Context, within, every time.Duration, try func() error) (int, error) {
+	start := time.Now()
+	for tries := 1; ; tries++ {
+		err := try()
+		if err == nil || time.Since(start) >= within {
+			return tries, err
+		}
+		select {
+		case <-ctx.Done():
+			return tries, err
+		case <-time.After(every):
+		}
+	}
+}

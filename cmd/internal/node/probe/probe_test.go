@@ -3,6 +3,8 @@ package probe
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -150,5 +152,38 @@ func TestServeSizeAndDownload(t *testing.T) {
 	})
 	if err != nil || n != 3<<20+5 || d <= 0 {
 		t.Fatalf("Download = %d bytes in %s, %v; want %d bytes", n, d, err, 3<<20+5)
+	}
+}
+
+// Retry stops at the first success, gives up after within with the last
+// error, and with within 0 calls once.
+func TestRetry(t *testing.T) {
+	ctx := context.Background()
+	calls := 0
+	tries, err := Retry(ctx, time.Minute, time.Millisecond, func() error {
+		calls++
+		if calls < 3 {
+			return fmt.Errorf("try %d", calls)
+		}
+		return nil
+	})
+	if err != nil || tries != 3 || calls != 3 {
+		t.Errorf("until success: tries %d, calls %d, err %v; want 3, 3, nil", tries, calls, err)
+	}
+	calls = 0
+	tries, err = Retry(ctx, 30*time.Millisecond, 5*time.Millisecond, func() error { calls++; return fmt.Errorf("try %d", calls) })
+	if err == nil || err.Error() != fmt.Sprintf("try %d", calls) || tries != calls || calls < 2 {
+		t.Errorf("never succeeding: tries %d, calls %d, err %v; want the last error after several tries", tries, calls, err)
+	}
+	calls = 0
+	tries, err = Retry(ctx, 0, time.Millisecond, func() error { calls++; return errors.New("no") })
+	if err == nil || tries != 1 || calls != 1 {
+		t.Errorf("within 0: tries %d, calls %d, err %v; want one failed call", tries, calls, err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	calls = 0
+	if tries, _ := Retry(cctx, time.Minute, time.Hour, func() error { calls++; return errors.New("no") }); tries != 1 {
+		t.Errorf("cancelled context: %d tries, want 1", tries)
 	}
 }
