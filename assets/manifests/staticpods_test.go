@@ -124,3 +124,33 @@ func TestEtcdStrictReconfigCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaderElectionBootstrapOnly: the bootstrap machine's controller
+// manager and scheduler, the only candidates there, hold their leases
+// through 40 s of a slow API; the masters' keep the defaults (a failed
+// master's lease passes on after 15 s).
+func TestLeaderElectionBootstrapOnly(t *testing.T) {
+	s := openInstallConfig(t)
+	bootstrap, master := &BootstrapStaticPods{}, &MasterStaticPods{}
+	if err := s.Fetch(context.Background(), bootstrap, master); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"leader-elect-lease-duration": "60s", "leader-elect-renew-deadline": "40s", "leader-elect-retry-period": "2s"}
+	for _, file := range []string{"kube-controller-manager.yaml", "kube-scheduler.yaml"} {
+		for role, pods := range map[string]*staticPods{"bootstrap": &bootstrap.staticPods, "master": &master.staticPods} {
+			data, ok := pods.File(file)
+			if !ok {
+				t.Fatalf("%s: no %s", role, file)
+			}
+			flags := containerFlags(t, data)
+			for flag, value := range want {
+				if role == "master" {
+					value = ""
+				}
+				if got := flags[flag]; got != value {
+					t.Errorf("%s %s: --%s = %q, want %q", role, file, flag, got, value)
+				}
+			}
+		}
+	}
+}
