@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 )
 
@@ -35,22 +36,18 @@ func Attributes(verb, resource string) (authorizationv1.ResourceAttributes, erro
 // is logged once.
 func Await(ctx context.Context, c authorizationclient.SelfSubjectAccessReviewsGetter, attrs authorizationv1.ResourceAttributes,
 	every, perTry time.Duration, log logrus.FieldLogger) error {
-	said := ""
-	for {
-		why := ask(ctx, c, attrs, perTry)
-		if why == "" {
-			return nil
-		}
-		if why != said {
+	why, said := "", ""
+	err := wait.PollUntilContextCancel(ctx, every, true, func(ctx context.Context) (bool, error) {
+		if why = ask(ctx, c, attrs, perTry); why != "" && why != said {
 			log.Infof("waiting until %s %s is allowed: %s", attrs.Verb, resourceName(attrs), why)
 			said = why
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s %s not allowed: %s", attrs.Verb, resourceName(attrs), why)
-		case <-time.After(every):
-		}
+		return why == "", nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s not allowed: %s", attrs.Verb, resourceName(attrs), why)
 	}
+	return nil
 }
 
 // ask returns "" when attrs are allowed, else why not.
