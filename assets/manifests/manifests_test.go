@@ -106,14 +106,7 @@ var manifestCases = []manifestCase{{
 // manifests and static pods: path to content.
 func renderAll(t *testing.T, config string) map[string][]byte {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "install-config.yaml"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := graph.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, dir := openConfig(t, config)
 	if err := s.Persist(context.Background(), graph.Target{Name: "manifests", Assets: Assets()}); err != nil {
 		t.Fatal(err)
 	}

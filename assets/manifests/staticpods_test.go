@@ -24,19 +24,19 @@ platform:
   local: {}
 `
 
-// openInstallConfig is the real engine's store on a --dir that holds
-// installConfigYAML.
-func openInstallConfig(t *testing.T) *graph.Store {
+// openConfig is the real engine's store on a new --dir (returned) that
+// holds config as its install-config.yaml.
+func openConfig(t *testing.T, config string) (*graph.Store, string) {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "install-config.yaml"), []byte(installConfigYAML), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "install-config.yaml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s, err := graph.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, dir
 }
 
 // containerFlags returns the command-line flags of a rendered static pod's
@@ -66,7 +66,7 @@ func containerFlags(t *testing.T, data []byte) map[string]string {
 // The URL has the issuer's host, so a client that could fetch the discovery
 // document from the issuer can fetch the keys too.
 func TestAPIServerJWKSURICoveredByCertificate(t *testing.T) {
-	s := openInstallConfig(t)
+	s, _ := openConfig(t, installConfigYAML)
 	bootstrap, master, serving := &BootstrapStaticPods{}, &MasterStaticPods{}, &tls.APIServer{}
 	if err := s.Fetch(context.Background(), bootstrap, master, serving); err != nil {
 		t.Fatal(err)
@@ -102,25 +102,34 @@ func TestAPIServerJWKSURICoveredByCertificate(t *testing.T) {
 	}
 }
 
+// roleFlags renders the bootstrap's and the masters' static pods and returns
+// the command-line flags of file's container for each role.
+func roleFlags(t *testing.T, file string) map[string]map[string]string {
+	t.Helper()
+	bootstrap, master := &BootstrapStaticPods{}, &MasterStaticPods{}
+	s, _ := openConfig(t, installConfigYAML)
+	if err := s.Fetch(context.Background(), bootstrap, master); err != nil {
+		t.Fatal(err)
+	}
+	flags := map[string]map[string]string{}
+	for role, pods := range map[string]*staticPods{"bootstrap": &bootstrap.staticPods, "master": &master.staticPods} {
+		data, ok := pods.File(file)
+		if !ok {
+			t.Fatalf("%s: no %s", role, file)
+		}
+		flags[role] = containerFlags(t, data)
+	}
+	return flags
+}
+
 // TestEtcdStrictReconfigCheck: only the bootstrap member, to which bootkube
 // adds the masters' learners, runs without etcd's strict reconfiguration
 // check; the masters' members keep it (they guard every removal).
 func TestEtcdStrictReconfigCheck(t *testing.T) {
-	s := openInstallConfig(t)
-	bootstrap, master := &BootstrapStaticPods{}, &MasterStaticPods{}
-	if err := s.Fetch(context.Background(), bootstrap, master); err != nil {
-		t.Fatal(err)
-	}
-	for role, c := range map[string]struct {
-		pods *staticPods
-		want string
-	}{"bootstrap": {&bootstrap.staticPods, "false"}, "master": {&master.staticPods, ""}} {
-		data, ok := c.pods.File("etcd.yaml")
-		if !ok {
-			t.Fatalf("%s: no etcd.yaml", role)
-		}
-		if got := containerFlags(t, data)["strict-reconfig-check"]; got != c.want {
-			t.Errorf("%s: etcd --strict-reconfig-check = %q, want %q", role, got, c.want)
+	flags := roleFlags(t, "etcd.yaml")
+	for role, want := range map[string]string{"bootstrap": "false", "master": ""} {
+		if got := flags[role]["strict-reconfig-check"]; got != want {
+			t.Errorf("%s: etcd --strict-reconfig-check = %q, want %q", role, got, want)
 		}
 	}
 }
@@ -130,26 +139,15 @@ func TestEtcdStrictReconfigCheck(t *testing.T) {
 // through 40 s of a slow API; the masters' keep the defaults (a failed
 // master's lease passes on after 15 s).
 func TestLeaderElectionBootstrapOnly(t *testing.T) {
-	s := openInstallConfig(t)
-	bootstrap, master := &BootstrapStaticPods{}, &MasterStaticPods{}
-	if err := s.Fetch(context.Background(), bootstrap, master); err != nil {
-		t.Fatal(err)
-	}
 	want := map[string]string{"leader-elect-lease-duration": "60s", "leader-elect-renew-deadline": "40s", "leader-elect-retry-period": "2s"}
 	for _, file := range []string{"kube-controller-manager.yaml", "kube-scheduler.yaml"} {
-		for role, pods := range map[string]*staticPods{"bootstrap": &bootstrap.staticPods, "master": &master.staticPods} {
-			data, ok := pods.File(file)
-			if !ok {
-				t.Fatalf("%s: no %s", role, file)
+		flags := roleFlags(t, file)
+		for flag, value := range want {
+			if got := flags["bootstrap"][flag]; got != value {
+				t.Errorf("bootstrap %s: --%s = %q, want %q", file, flag, got, value)
 			}
-			flags := containerFlags(t, data)
-			for flag, value := range want {
-				if role == "master" {
-					value = ""
-				}
-				if got := flags[flag]; got != value {
-					t.Errorf("%s %s: --%s = %q, want %q", role, file, flag, got, value)
-				}
+			if got, ok := flags["master"][flag]; ok {
+				t.Errorf("master %s: --%s = %q, want the default (no flag)", file, flag, got)
 			}
 		}
 	}
