@@ -74,7 +74,7 @@ e2e: deps host-prep
 	KILN_E2E=1 $(GO) test ./test/e2e/ -v -count=1 -timeout 100m
 
 # As root: the end-to-end tests. The host test is not part of it for now:
-# its 1+1 create in the VM has not completed since 2026-11-25 (four stalls
+# its 1+1 create in the VM has not completed since 2026-11-25 (six stalls
 # found and fixed since, no passing run yet; docs/benchmarks.md, "The host
 # test"): `make test-all` runs it.
 test: unit

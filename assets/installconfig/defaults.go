@@ -71,6 +71,7 @@ func SetDefaults(c *types.Config, plats []configs.Platform) {
 	if len(n.MachineNetwork) == 0 {
 		n.MachineNetwork = []types.MachineNetworkEntry{{CIDR: DefaultMachineNetwork}}
 	}
+	setIfEmpty(&c.ControlPlaneHardwareSpeed, types.HardwareSpeedStandard)
 	if c.Timeouts == nil {
 		c.Timeouts = &types.Timeouts{}
 	}

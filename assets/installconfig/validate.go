@@ -35,6 +35,9 @@ func Validate(c *types.Config, plats []configs.Platform) field.ErrorList {
 	}
 	errs = append(errs, validateNames(c)...)
 	errs = append(errs, validatePools(c)...)
+	if !slices.Contains(types.HardwareSpeeds(), c.ControlPlaneHardwareSpeed) {
+		errs = append(errs, field.NotSupported(field.NewPath("controlPlaneHardwareSpeed"), c.ControlPlaneHardwareSpeed, types.HardwareSpeeds()))
+	}
 	errs = append(errs, validateNetworking(c)...)
 	errs = append(errs, validatePlatform(c, plats)...)
 	errs = append(errs, validateNodeAccess(c)...)

@@ -139,6 +139,8 @@ func TestValidate(t *testing.T) {
 		}, []fieldErr{{forb, "controlPlane.platform.local"}}},
 		{"networkType", func(c *types.Config) { c.Networking.NetworkType = "Calico" }, []fieldErr{{ns, "networking.networkType"}}},
 		{"networkType KilnVXLAN", func(c *types.Config) { c.Networking.NetworkType = types.NetworkTypeKilnVXLAN }, nil},
+		{"controlPlaneHardwareSpeed", func(c *types.Config) { c.ControlPlaneHardwareSpeed = "Fast" }, []fieldErr{{ns, "controlPlaneHardwareSpeed"}}},
+		{"controlPlaneHardwareSpeed Slower", func(c *types.Config) { c.ControlPlaneHardwareSpeed = types.HardwareSpeedSlower }, nil},
 		{"clusterNetwork missing", func(c *types.Config) { c.Networking.ClusterNetwork = nil }, []fieldErr{{req, "networking.clusterNetwork"}}},
 		{"clusterNetwork syntax", func(c *types.Config) { c.Networking.ClusterNetwork[0].CIDR = "10.128.0.0/33" },
 			[]fieldErr{{inv, "networking.clusterNetwork[0].cidr"}}},

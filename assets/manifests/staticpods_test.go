@@ -104,10 +104,10 @@ func TestAPIServerJWKSURICoveredByCertificate(t *testing.T) {
 
 // roleFlags renders the bootstrap's and the masters' static pods and returns
 // the command-line flags of file's container for each role.
-func roleFlags(t *testing.T, file string) map[string]map[string]string {
+func roleFlags(t *testing.T, config, file string) map[string]map[string]string {
 	t.Helper()
 	bootstrap, master := &BootstrapStaticPods{}, &MasterStaticPods{}
-	s, _ := openConfig(t, installConfigYAML)
+	s, _ := openConfig(t, config)
 	if err := s.Fetch(context.Background(), bootstrap, master); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func roleFlags(t *testing.T, file string) map[string]map[string]string {
 // adds the masters' learners, runs without etcd's strict reconfiguration
 // check; the masters' members keep it (they guard every removal).
 func TestEtcdStrictReconfigCheck(t *testing.T) {
-	flags := roleFlags(t, "etcd.yaml")
+	flags := roleFlags(t, installConfigYAML, "etcd.yaml")
 	for role, want := range map[string]string{"bootstrap": "false", "master": ""} {
 		if got := flags[role]["strict-reconfig-check"]; got != want {
 			t.Errorf("%s: etcd --strict-reconfig-check = %q, want %q", role, got, want)
@@ -134,20 +134,52 @@ func TestEtcdStrictReconfigCheck(t *testing.T) {
 	}
 }
 
-// TestLeaderElectionBootstrapOnly: the bootstrap machine's controller
-// manager and scheduler, the only candidates there, hold their leases
-// through 40 s of a slow API; the masters' keep the defaults (a failed
-// master's lease passes on after 15 s).
-func TestLeaderElectionBootstrapOnly(t *testing.T) {
-	want := map[string]string{"leader-elect-lease-duration": "60s", "leader-elect-renew-deadline": "40s", "leader-elect-retry-period": "2s"}
-	for _, file := range []string{"kube-controller-manager.yaml", "kube-scheduler.yaml"} {
-		flags := roleFlags(t, file)
+// TestBootstrapOnlyFlags: the bootstrap machine's controller manager and
+// scheduler, the only candidates there, hold their leases through 40 s of a
+// slow API, and its API server waits 10 s for its etcd's health; the
+// masters' keep the defaults (a failed master's lease passes on after
+// 15 s).
+func TestBootstrapOnlyFlags(t *testing.T) {
+	leader := map[string]string{"leader-elect-lease-duration": "60s", "leader-elect-renew-deadline": "40s", "leader-elect-retry-period": "2s"}
+	for file, want := range map[string]map[string]string{
+		"kube-controller-manager.yaml": leader,
+		"kube-scheduler.yaml":          leader,
+		"kube-apiserver.yaml":          {"etcd-healthcheck-timeout": "10s", "etcd-readycheck-timeout": "10s"},
+	} {
+		flags := roleFlags(t, installConfigYAML, file)
 		for flag, value := range want {
 			if got := flags["bootstrap"][flag]; got != value {
 				t.Errorf("bootstrap %s: --%s = %q, want %q", file, flag, got, value)
 			}
 			if got, ok := flags["master"][flag]; ok {
 				t.Errorf("master %s: --%s = %q, want the default (no flag)", file, flag, got)
+			}
+		}
+	}
+}
+
+// TestSlowerControlPlane: controlPlaneHardwareSpeed Slower gives every etcd
+// member the slower timing and every API server 10 s for its etcd checks;
+// Standard (the default) leaves the masters' on the defaults.
+func TestSlowerControlPlane(t *testing.T) {
+	checks := map[string]string{"etcd-healthcheck-timeout": "10s", "etcd-readycheck-timeout": "10s"}
+	timing := map[string]string{"heartbeat-interval": "500", "election-timeout": "5000"}
+	for _, speed := range []string{"Standard", "Slower"} {
+		config := installConfigYAML + "controlPlaneHardwareSpeed: " + speed + "\n"
+		for file, want := range map[string]map[string]string{"etcd.yaml": timing, "kube-apiserver.yaml": checks} {
+			flags := roleFlags(t, config, file)
+			for _, role := range []string{"bootstrap", "master"} {
+				// The temporary API server's etcd checks are 10 s at either speed.
+				slower := speed == "Slower" || role == "bootstrap" && file == "kube-apiserver.yaml"
+				for flag, value := range want {
+					got, ok := flags[role][flag]
+					if slower && got != value {
+						t.Errorf("%s, %s %s: --%s = %q, want %q", speed, role, file, flag, got, value)
+					}
+					if !slower && ok {
+						t.Errorf("%s, %s %s: --%s = %q, want the default (no flag)", speed, role, file, flag, got)
+					}
+				}
 			}
 		}
 	}

@@ -52,6 +52,9 @@ type Values struct {
 	BootstrapAutoApproval bool
 	// FrontProxyClientCN is the CN the API server accepts request headers from.
 	FrontProxyClientCN string
+	// SlowerControlPlane is controlPlaneHardwareSpeed Slower: etcd's
+	// slower timing and the API servers' longer etcd checks.
+	SlowerControlPlane bool
 	Images             Images
 	// Addons are the optional add-ons the cluster gets.
 	Addons types.Addons
@@ -109,6 +112,7 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 		KubeletAPIGroup:       tls.KubeletAPIGroup,
 		BootstrapAutoApproval: !installconfig.AssignsMachineAddresses(c),
 		FrontProxyClientCN:    fpCert.Subject.CommonName,
+		SlowerControlPlane:    c.ControlPlaneHardwareSpeed == types.HardwareSpeedSlower,
 		Images: Images{
 			Etcd:                  release.Image(release.Etcd),
 			KubeAPIServer:         release.Image(release.KubeAPIServer),

@@ -21,6 +21,22 @@ const (
 // NetworkTypes are the accepted values of networking.networkType.
 func NetworkTypes() []string { return []string{NetworkTypeKilnBridge, NetworkTypeKilnVXLAN} }
 
+// The values of controlPlaneHardwareSpeed (OpenShift's names for the same
+// choice).
+const (
+	// HardwareSpeedStandard keeps etcd's own timing: a heartbeat every
+	// 100 ms, a new leader elected after 1 s without one.
+	HardwareSpeedStandard = "Standard"
+	// HardwareSpeedSlower is for control-plane machines that are slow or
+	// share a loaded host (an emulated VM, small boards): etcd heartbeats
+	// every 500 ms and elects after 5 s, and the API servers allow their
+	// etcd health checks 10 s instead of 2.
+	HardwareSpeedSlower = "Slower"
+)
+
+// HardwareSpeeds are the accepted values of controlPlaneHardwareSpeed.
+func HardwareSpeeds() []string { return []string{HardwareSpeedStandard, HardwareSpeedSlower} }
+
 // Config is the content of install-config.yaml.
 type Config struct {
 	// APIVersion is the schema version, kiln.dev/v1.
@@ -32,6 +48,11 @@ type Config struct {
 	BaseDomain string `json:"baseDomain"`
 	// ControlPlane is the pool of control-plane (master) machines.
 	ControlPlane *MachinePool `json:"controlPlane,omitempty"`
+	// ControlPlaneHardwareSpeed tunes etcd and the API servers' etcd checks
+	// for the control plane's machines: Standard (default) or Slower, for
+	// slow or loaded hosts, where etcd's default timing elects a new leader
+	// again and again and nothing gets written.
+	ControlPlaneHardwareSpeed string `json:"controlPlaneHardwareSpeed,omitempty"`
 	// Compute lists the pools of worker machines.
 	Compute []MachinePool `json:"compute,omitempty"`
 	// Networking is the cluster's address plan.

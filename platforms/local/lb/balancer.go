@@ -51,9 +51,9 @@ type backend struct {
 	healthy atomic.Bool
 	// fails counts the health checks failed in a row.
 	fails atomic.Int32
-	// slow says the failed checks in a row only timed out: the backend
-	// accepts connections but answers its check late.
-	slow atomic.Bool
+	// reachable says its last check reached it (it passed, timed out or
+	// answered "not ready"): it still accepts connections.
+	reachable atomic.Bool
 	// lastErr is the last failed check's error.
 	lastErr  atomic.Pointer[string]
 	sessions sessions
@@ -204,28 +204,29 @@ func (b *Balancer) accept(svc *service) {
 }
 
 // usable returns the backends new connections go to: those whose last
-// check passed; when none did, those marked down only because their checks
-// timed out (Envoy's "panic mode", narrowed to backends that still accept
-// connections). A control plane on a host so loaded that /readyz takes
-// longer than the check's timeout then still serves, slowly, instead of
-// every client getting EOF until the checks catch up; a backend that
-// refuses connections or answers "not ready" never gets them.
+// check passed; when none did, those still reachable, which timed out or
+// answered "not ready" (Envoy's "panic mode", narrowed to backends that
+// still accept connections). A control plane on a host so loaded that
+// /readyz takes longer than the check's timeout, or that its etcd check
+// fails now and then, still serves, slowly, instead of every client
+// getting EOF until the checks catch up; a backend that refuses
+// connections never gets them.
 func (svc *service) usable() []*backend {
 	all := svc.backends.Load()
 	healthy := make([]*backend, 0, len(*all))
-	var slow []*backend
+	var reachable []*backend
 	for _, be := range *all {
 		switch {
 		case be.healthy.Load():
 			healthy = append(healthy, be)
-		case be.slow.Load():
-			slow = append(slow, be)
+		case be.reachable.Load():
+			reachable = append(reachable, be)
 		}
 	}
 	if len(healthy) > 0 {
 		return healthy
 	}
-	return slow
+	return reachable
 }
 
 // dial connects to the next usable backend round-robin, trying the others

@@ -27,13 +27,20 @@ const (
 //   - a backend that refuses or drops TCP connections is gone: it is marked
 //     down and its sessions are closed at the first failed check;
 //   - one that answers "not ready" (a non-200 /readyz, such as an API server
-//     whose etcd member was removed) is marked down, and its sessions closed,
-//     after fallChecks;
+//     whose etcd member was removed) is marked down after fallChecks, and
+//     its sessions are closed then if another backend is healthy;
 //   - one that accepts connections but does not answer in time is marked
-//     down after fallChecks, and its sessions are closed only after
-//     staleChecks: a busy API server (a loaded host, a large LIST) still
-//     serves the requests and watches it has, and cutting them would fail
-//     every client at once for a few slow checks.
+//     down after fallChecks, and its sessions are closed after staleChecks
+//     if another backend is healthy: a busy API server (a loaded host, a
+//     large LIST) still serves the requests and watches it has, and
+//     cutting them would fail every client at once for a few slow checks.
+//
+// Sessions are moved off a backend only when there is somewhere better to
+// go. With no healthy backend, a backend still reachable keeps its sessions
+// and gets new ones (usable): closing them would only make every client
+// reconnect to the same backend and list its watches again, which is what
+// keeps an API server whose etcd answers late (an emulated host) failing
+// its /readyz.
 const (
 	fallChecks  = 3
 	staleChecks = 15
@@ -149,18 +156,20 @@ func (b *Balancer) checkLoop(ctx context.Context, svc *service, cfg Service) {
 				if ctx.Err() != nil {
 					return
 				}
-				b.record(cfg.Name, be, err)
+				b.record(svc, be, err)
 			})
 		}
 		wg.Wait()
 	}, cfg.interval())
 }
 
-// record applies one health check's result to be: the rules of fallChecks.
-func (b *Balancer) record(name string, be *backend, err error) {
+// record applies one health check's result to be, a backend of svc: the
+// rules of fallChecks.
+func (b *Balancer) record(svc *service, be *backend, err error) {
+	name := svc.name
 	if err == nil {
 		be.fails.Store(0)
-		be.slow.Store(false)
+		be.reachable.Store(true)
 		if !be.healthy.Swap(true) {
 			b.log.Infof("%s: backend %s is healthy", name, be.addr)
 		}
@@ -170,8 +179,7 @@ func (b *Balancer) record(name string, be *backend, err error) {
 	msg := err.Error()
 	be.lastErr.Store(&msg)
 	grade := gradeOf(err)
-	// Slow only while every failure in a row was a timeout.
-	be.slow.Store(grade == slow && (n == 1 || be.slow.Load()))
+	be.reachable.Store(grade != unreachable)
 	down := grade == unreachable || n >= fallChecks
 	if !down {
 		b.log.Debugf("%s: backend %s failed %d check(s) in a row, still in use: %v", name, be.addr, n, err)
@@ -179,17 +187,28 @@ func (b *Balancer) record(name string, be *backend, err error) {
 	}
 	wasHealthy := be.healthy.Swap(false)
 	closed := 0
-	if grade != slow || n >= staleChecks {
+	if grade == unreachable || (grade == notReady || n >= staleChecks) && svc.healthyOtherThan(be) {
 		closed = be.sessions.closeAll()
 	}
 	switch {
 	case wasHealthy:
 		still := ""
-		if grade == slow {
+		if grade != unreachable {
 			still = "; it still gets new connections while no backend is healthy"
 		}
 		b.log.Infof("%s: backend %s is unhealthy after %d failed check(s) (%d sessions closed): %v%s", name, be.addr, n, closed, err, still)
 	case closed > 0:
 		b.log.Infof("%s: backend %s still unhealthy (%d sessions closed): %v", name, be.addr, closed, err)
 	}
+}
+
+// healthyOtherThan reports whether a backend of svc other than be passed
+// its last check.
+func (svc *service) healthyOtherThan(be *backend) bool {
+	for _, o := range *svc.backends.Load() {
+		if o != be && o.healthy.Load() {
+			return true
+		}
+	}
+	return false
 }

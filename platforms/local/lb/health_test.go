@@ -86,27 +86,40 @@ func gradedChecks() (b *Balancer, slowErr, notReadyErr, goneErr error) {
 		&checkError{grade: unreachable, err: errors.New("connection refused")}
 }
 
-// record marks a backend down and closes its sessions by the grade and the
-// count of failed checks in a row (fallChecks, staleChecks).
+// record marks a backend down and closes its sessions by the grade, the
+// count of failed checks in a row (fallChecks, staleChecks) and whether
+// another backend is healthy: sessions move only when they have somewhere
+// to go, except from a backend that is gone.
 func TestRecordFallRules(t *testing.T) {
 	b, slowErr, notReadyErr, goneErr := gradedChecks()
+	never := int32(staleChecks + 1)
 	for _, tc := range []struct {
 		name string
 		err  error
+		// other: a second backend of the service is healthy.
+		other bool
 		// downAt and closeAt are the failed checks (1-based) after which the
 		// backend is marked down and its sessions are closed.
 		downAt, closeAt int32
 	}{
-		{"slow", slowErr, fallChecks, staleChecks},
-		{"not ready", notReadyErr, fallChecks, fallChecks},
-		{"unreachable", goneErr, 1, 1},
+		{"slow", slowErr, true, fallChecks, staleChecks},
+		{"not ready", notReadyErr, true, fallChecks, fallChecks},
+		{"unreachable", goneErr, true, 1, 1},
+		{"slow, no other backend", slowErr, false, fallChecks, never},
+		{"not ready, no other backend", notReadyErr, false, fallChecks, never},
+		{"unreachable, no other backend", goneErr, false, 1, 1},
 	} {
-		be := &backend{addr: "10.0.0.1:6443"}
-		b.record("api", be, nil)
+		be, other := &backend{addr: "10.0.0.1:6443"}, &backend{addr: "10.0.0.2:6443"}
+		svc := &service{name: "api"}
+		svc.backends.Store(&[]*backend{be, other})
+		b.record(svc, be, nil)
+		if tc.other {
+			b.record(svc, other, nil)
+		}
 		client, server := net.Pipe()
 		be.sessions.add(client)
 		for i := int32(1); i <= staleChecks; i++ {
-			b.record("api", be, tc.err)
+			b.record(svc, be, tc.err)
 			if down := !be.healthy.Load(); down != (i >= tc.downAt) {
 				t.Errorf("%s: after %d failed checks down=%v, want down from check %d", tc.name, i, down, tc.downAt)
 			}
@@ -115,7 +128,7 @@ func TestRecordFallRules(t *testing.T) {
 				t.Errorf("%s: after %d failed checks sessions closed=%v, want closed from check %d", tc.name, i, closed, tc.closeAt)
 			}
 		}
-		b.record("api", be, nil)
+		b.record(svc, be, nil)
 		if !be.healthy.Load() || be.fails.Load() != 0 {
 			t.Errorf("%s: a passed check left healthy=%v fails=%d", tc.name, be.healthy.Load(), be.fails.Load())
 		}
@@ -124,14 +137,37 @@ func TestRecordFallRules(t *testing.T) {
 	}
 }
 
-// TestUsableFallsBackToSlowBackends: new connections go to the healthy
-// backends; with none, to those down only because their checks timed out,
-// never to one that refused connections or answered "not ready".
-func TestUsableFallsBackToSlowBackends(t *testing.T) {
+// A down backend that kept its sessions while no other was healthy loses
+// them at its first failed check after another backend passes.
+func TestSessionsMoveOnceAnotherBackendIsHealthy(t *testing.T) {
+	b, _, notReadyErr, _ := gradedChecks()
+	be, other := &backend{addr: "a"}, &backend{addr: "b"}
+	svc := &service{name: "api"}
+	svc.backends.Store(&[]*backend{be, other})
+	client, server := net.Pipe()
+	t.Cleanup(func() { client.Close(); server.Close() })
+	be.sessions.add(client)
+	for range fallChecks + 2 {
+		b.record(svc, be, notReadyErr)
+	}
+	if len(be.sessions.conns) != 1 {
+		t.Fatalf("sessions closed with no other backend healthy")
+	}
+	b.record(svc, other, nil)
+	b.record(svc, be, notReadyErr)
+	if len(be.sessions.conns) != 0 {
+		t.Errorf("sessions kept after another backend became healthy")
+	}
+}
+
+// TestUsableFallsBackToReachableBackends: new connections go to the healthy
+// backends; with none, to those whose last check reached them (it timed
+// out or answered "not ready"), never to one that refused connections.
+func TestUsableFallsBackToReachableBackends(t *testing.T) {
 	b, slowErr, notReadyErr, goneErr := gradedChecks()
-	fail := func(be *backend, errs ...error) {
+	fail := func(svc *service, be *backend, errs ...error) {
 		for _, err := range errs {
-			b.record("api", be, err)
+			b.record(svc, be, err)
 		}
 	}
 	times := func(n int, err error) []error {
@@ -149,20 +185,21 @@ func TestUsableFallsBackToSlowBackends(t *testing.T) {
 	}{
 		{"both healthy", []error{nil}, []error{nil}, []string{"a", "b"}},
 		{"one slow, one healthy", times(fallChecks, slowErr), []error{nil}, []string{"b"}},
-		{"one slow, one not ready", times(fallChecks, slowErr), times(fallChecks, notReadyErr), []string{"a"}},
+		{"one not ready, one healthy", times(fallChecks, notReadyErr), []error{nil}, []string{"b"}},
+		{"one slow, one not ready", times(fallChecks, slowErr), times(fallChecks, notReadyErr), []string{"a", "b"}},
 		{"both slow", times(staleChecks, slowErr), times(fallChecks, slowErr), []string{"a", "b"}},
-		{"slow, then not ready", append(times(2, slowErr), notReadyErr), times(1, goneErr), nil},
-		{"not ready, then slow", append([]error{notReadyErr}, times(fallChecks, slowErr)...), times(1, goneErr), nil},
-		{"slow again after passing", append(append([]error{notReadyErr}, nil), times(fallChecks, slowErr)...), times(1, goneErr), []string{"a"}},
-		{"unreachable", times(1, goneErr), times(fallChecks, notReadyErr), nil},
+		{"slow, then not ready; one gone", append(times(2, slowErr), notReadyErr), times(1, goneErr), []string{"a"}},
+		{"not ready, then gone", append([]error{notReadyErr}, times(fallChecks, goneErr)...), times(fallChecks, slowErr), []string{"b"}},
+		{"gone, then slow", append(times(fallChecks, goneErr), slowErr), times(1, goneErr), []string{"a"}},
+		{"both gone", times(1, goneErr), times(fallChecks, goneErr), nil},
 	} {
 		a, bb := &backend{addr: "a"}, &backend{addr: "b"}
-		b.record("api", a, nil)
-		b.record("api", bb, nil)
-		fail(a, tc.a...)
-		fail(bb, tc.b...)
 		svc := &service{name: "api"}
 		svc.backends.Store(&[]*backend{a, bb})
+		b.record(svc, a, nil)
+		b.record(svc, bb, nil)
+		fail(svc, a, tc.a...)
+		fail(svc, bb, tc.b...)
 		var got []string
 		for _, be := range svc.usable() {
 			got = append(got, be.addr)

@@ -204,40 +204,53 @@ func TestUnhealthySkipped(t *testing.T) {
 	}
 }
 
-// TestSlowOnlyBackendStillServes: an API server whose /readyz answers later
-// than the check's timeout is marked down, but while no backend is
-// healthy it still gets new connections - a loaded control plane serves
-// slowly instead of every client getting EOF - and the health status says
-// so.
-func TestSlowOnlyBackendStillServes(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/readyz" {
-			time.Sleep(minCheckTimeout + 500*time.Millisecond)
-		}
-		io.WriteString(w, "slow")
-	}))
-	t.Cleanup(srv.Close)
-	api := Service{Name: "api", Health: CheckHTTPS, HealthPath: "/readyz", IntervalMillis: 50,
-		Backends: []string{strings.TrimPrefix(srv.URL, "https://")}}
-	b := startBalancer(t, &Config{Listen: "127.0.0.1", Services: []Service{api}})
-	eventually(t, "the backend marked down as slow", func() bool {
-		st := b.Status()
-		return len(st.Services) == 1 && !st.Services[0].Backends[0].Healthy && st.Services[0].Backends[0].Slow
-	})
-	want := "no backend passes its health check: " + api.Backends[0] + ": context deadline exceeded (still used: it accepts connections)"
-	if p := b.Status().Problem("api"); p != want {
-		t.Errorf("Problem = %q, want %q", p, want)
-	}
-	client := srv.Client()
-	client.Transport.(*http.Transport).DisableKeepAlives = true
-	resp, err := client.Get("https://" + b.Addr("api").String() + "/")
-	if err != nil {
-		t.Fatalf("through the balancer: %v", err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if string(body) != "slow" {
-		t.Errorf("answered %q", body)
+// TestReachableOnlyBackendStillServes: an API server whose /readyz answers
+// later than the check's timeout, or answers "not ready" (its etcd check
+// failed), is marked down, but while no backend is healthy it still gets
+// new connections - a loaded control plane serves slowly instead of every
+// client getting EOF - and the health status says so.
+func TestReachableOnlyBackendStillServes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		readyz func(w http.ResponseWriter)
+		err    string
+	}{
+		{"slow", func(http.ResponseWriter) { time.Sleep(minCheckTimeout + 500*time.Millisecond) }, "context deadline exceeded"},
+		{"not ready", func(w http.ResponseWriter) { w.WriteHeader(http.StatusInternalServerError) }, "GET /readyz: 500 Internal Server Error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/readyz" {
+					tc.readyz(w)
+					return
+				}
+				io.WriteString(w, "served")
+			}))
+			t.Cleanup(srv.Close)
+			api := Service{Name: "api", Health: CheckHTTPS, HealthPath: "/readyz", IntervalMillis: 50,
+				Backends: []string{strings.TrimPrefix(srv.URL, "https://")}}
+			b := startBalancer(t, &Config{Listen: "127.0.0.1", Services: []Service{api}})
+			eventually(t, "the backend marked down, still reachable", func() bool {
+				st := b.Status()
+				be := st.Services[0].Backends[0]
+				return len(st.Services) == 1 && !be.Healthy && be.Reachable && be.Fails >= fallChecks
+			})
+			want := "no backend passes its health check: " + api.Backends[0] + ": " + tc.err + " (still used: it accepts connections)"
+			if p := b.Status().Problem("api"); p != want {
+				t.Errorf("Problem = %q, want %q", p, want)
+			}
+			client := srv.Client()
+			client.Transport.(*http.Transport).DisableKeepAlives = true
+			resp, err := client.Get("https://" + b.Addr("api").String() + "/")
+			if err != nil {
+				t.Fatalf("through the balancer: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(body) != "served" {
+				t.Errorf("answered %q", body)
+			}
+		})
 	}
 }
 
@@ -616,6 +629,15 @@ func TestMarkedDownClosesSessions(t *testing.T) {
 	}
 	defer conn.Close()
 	time.Sleep(50 * time.Millisecond) // the proxy has dialled the backend
+	// Sessions move only when another backend is healthy (a master's API
+	// server, when the bootstrap's etcd member was removed).
+	good := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	t.Cleanup(good.Close)
+	api.Backends = append(api.Backends, strings.TrimPrefix(good.URL, "https://"))
+	if err := b.Apply(&Config{Listen: "127.0.0.1", Services: []Service{api}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "2 healthy backends", func() bool { return healthyCount(b, "api") == 2 })
 	failing.Store(true)
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := conn.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {

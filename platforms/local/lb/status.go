@@ -28,9 +28,10 @@ type ServiceStatus struct {
 type BackendStatus struct {
 	Addr    string `json:"addr"`
 	Healthy bool   `json:"healthy"`
-	// Slow says its failed checks in a row only timed out: it still gets
-	// new connections while no backend of the service is healthy.
-	Slow bool `json:"slow,omitempty"`
+	// Reachable says its last check reached it (it timed out or answered
+	// "not ready"): it still gets new connections while no backend of the
+	// service is healthy.
+	Reachable bool `json:"reachable,omitempty"`
 	// Fails counts the checks it failed in a row.
 	Fails int `json:"fails,omitempty"`
 	// LastError is its last failed check's error.
@@ -57,7 +58,7 @@ func (b *Balancer) Status() Status {
 		for _, be := range *svc.backends.Load() {
 			bs := BackendStatus{Addr: be.addr, Healthy: be.healthy.Load(), Fails: int(be.fails.Load())}
 			if !bs.Healthy {
-				bs.Slow = be.slow.Load()
+				bs.Reachable = be.reachable.Load()
 				if e := be.lastErr.Load(); e != nil {
 					bs.LastError = *e
 				}
@@ -126,7 +127,7 @@ func (st Status) Problem(name string) string {
 			case be.Fails == 0:
 				p += ": not checked yet"
 			}
-			if be.Slow {
+			if be.Reachable {
 				p += " (still used: it accepts connections)"
 			}
 			parts = append(parts, p)

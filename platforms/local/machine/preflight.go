@@ -32,6 +32,9 @@ type PreflightOptions struct {
 	// StateRoot is where machines will keep their disks; empty means
 	// DefaultStateRoot. It must not be on overlayfs.
 	StateRoot string
+	// SlowerControlPlane says install-config sets controlPlaneHardwareSpeed
+	// Slower; on a host whose CPUs are emulated Preflight warns without it.
+	SlowerControlPlane bool
 }
 
 // Report is what Preflight found.
@@ -138,6 +141,7 @@ func preflight(opts PreflightOptions, p hostProbe) (Report, error) {
 	checkKernel(problem, p)
 	checkCgroups(&r, problem, p)
 	checkMemory(&r, problem, opts, p)
+	checkEmulatedCPU(&r, opts, p)
 	checkEnv(problem, p)
 	checkInotify(&r, problem, opts.Machines, p)
 	root := opts.StateRoot
@@ -282,6 +286,27 @@ func checkMemory(r *Report, problem func(string, string, ...any), opts Preflight
 	if total > 0 && sum > total {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("the machines' memory limits add up to %d MiB, more than the host's %d MiB: "+
 			"under load the kernel may kill their processes; lower platform.local memoryMiB in install-config.yaml", sum>>20, total>>20))
+	}
+}
+
+// checkEmulatedCPU warns when the host's CPUs are emulated (qemu's TCG:
+// 10-20 times slower than the host under it) and the control plane runs on
+// etcd's standard timing: there two etcd members elected leaders without
+// end during bootstrapping (docs/benchmarks.md, "The host test").
+func checkEmulatedCPU(r *Report, opts PreflightOptions, p hostProbe) {
+	data, err := p.read("/proc/cpuinfo")
+	if err != nil || opts.SlowerControlPlane {
+		return
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		key, model, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(key) != "model name" || !strings.Contains(model, "QEMU TCG") {
+			continue
+		}
+		r.Warnings = append(r.Warnings, "this host's CPUs are emulated ("+strings.TrimSpace(model)+"), many times slower than real ones: "+
+			"with etcd's standard timing the control plane may lose its etcd leader again and again and never finish bootstrapping; "+
+			"set controlPlaneHardwareSpeed: Slower in install-config.yaml")
+		return
 	}
 }
 
