@@ -184,3 +184,29 @@ func TestSlowerControlPlane(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowerStartupAllowance: with controlPlaneHardwareSpeed Slower every
+// control-plane container may take 20 min to start (600 probes 2 s apart)
+// before its startup probe restarts it; 5 min otherwise.
+func TestSlowerStartupAllowance(t *testing.T) {
+	for speed, want := range map[string]int32{"Standard": 150, "Slower": 600} {
+		bootstrap, master := &BootstrapStaticPods{}, &MasterStaticPods{}
+		s, _ := openConfig(t, installConfigYAML+"controlPlaneHardwareSpeed: "+speed+"\n")
+		if err := s.Fetch(context.Background(), bootstrap, master); err != nil {
+			t.Fatal(err)
+		}
+		for role, pods := range map[string]*staticPods{"bootstrap": &bootstrap.staticPods, "master": &master.staticPods} {
+			for _, file := range []string{"etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml"} {
+				data, _ := pods.File(file)
+				var pod corev1.Pod
+				if err := yaml.UnmarshalStrict(data, &pod); err != nil {
+					t.Fatal(err)
+				}
+				p := pod.Spec.Containers[0].StartupProbe
+				if p == nil || p.FailureThreshold != want || p.PeriodSeconds != 2 {
+					t.Errorf("%s, %s %s: startup probe %+v, want %d failures 2 s apart", speed, role, file, p, want)
+				}
+			}
+		}
+	}
+}

@@ -29,8 +29,9 @@ const (
 	HardwareSpeedStandard = "Standard"
 	// HardwareSpeedSlower is for control-plane machines that are slow or
 	// share a loaded host (an emulated VM, small boards): etcd heartbeats
-	// every 500 ms and elects after 5 s, and the API servers allow their
-	// etcd health checks 10 s instead of 2.
+	// every 500 ms and elects after 5 s, the API servers allow their etcd
+	// health checks 10 s instead of 2, and the control plane's containers
+	// 20 min to start instead of 5.
 	HardwareSpeedSlower = "Slower"
 )
 
