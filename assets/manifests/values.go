@@ -112,7 +112,7 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 		KubeletAPIGroup:       tls.KubeletAPIGroup,
 		BootstrapAutoApproval: !installconfig.AssignsMachineAddresses(c),
 		FrontProxyClientCN:    fpCert.Subject.CommonName,
-		SlowerControlPlane:    c.ControlPlaneHardwareSpeed == types.HardwareSpeedSlower,
+		SlowerControlPlane:    c.SlowerControlPlane(),
 		Images: Images{
 			Etcd:                  release.Image(release.Etcd),
 			KubeAPIServer:         release.Image(release.KubeAPIServer),

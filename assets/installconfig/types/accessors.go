@@ -176,3 +176,8 @@ func (c *Config) Addons() Addons {
 	}
 	return Addons{Storage: on(a.Storage), Metrics: on(a.Metrics), LoadBalancer: on(a.LoadBalancer), Registry: on(a.Registry)}
 }
+
+// SlowerControlPlane reports whether controlPlaneHardwareSpeed is Slower.
+func (c *Config) SlowerControlPlane() bool {
+	return c.ControlPlaneHardwareSpeed == HardwareSpeedSlower
+}

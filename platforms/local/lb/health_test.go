@@ -48,7 +48,6 @@ func TestCheckGrades(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "https://") }
 	for _, tc := range []struct {
 		name  string
 		check checker
@@ -57,8 +56,8 @@ func TestCheckGrades(t *testing.T) {
 	}{
 		{"https to a closed port", https, goneAddr, unreachable},
 		{"tcp to a closed port", tcp, goneAddr, unreachable},
-		{"https answering 500", https, host(notReadySrv), notReady},
-		{"https not answering in time", https, host(slowSrv), slow},
+		{"https answering 500", https, hostOf(notReadySrv), notReady},
+		{"https not answering in time", https, hostOf(slowSrv), slow},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		err := tc.check(ctx, tc.addr)
@@ -71,7 +70,7 @@ func TestCheckGrades(t *testing.T) {
 			t.Errorf("%s: graded %d, want %d (%v)", tc.name, got, tc.want, err)
 		}
 	}
-	if err := https(context.Background(), host(okSrv)); err != nil {
+	if err := https(context.Background(), hostOf(okSrv)); err != nil {
 		t.Errorf("https to a ready backend: %v", err)
 	}
 }

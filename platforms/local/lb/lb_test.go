@@ -130,6 +130,15 @@ func healthyCount(b *Balancer, name string) int {
 	return -1
 }
 
+// apiService is the API's service: an HTTPS /readyz check of backends
+// (host:port addresses) every 50 ms.
+func apiService(backends ...string) Service {
+	return Service{Name: "api", Health: CheckHTTPS, HealthPath: "/readyz", IntervalMillis: 50, Backends: backends}
+}
+
+// hostOf is the host:port of an httptest server.
+func hostOf(srv *httptest.Server) string { return strings.TrimPrefix(srv.URL, "https://") }
+
 func tcpService(name string, backends ...net.Listener) Service {
 	s := Service{Name: name, Health: CheckTCP, IntervalMillis: 50}
 	for _, b := range backends {
@@ -172,8 +181,7 @@ func TestUnhealthySkipped(t *testing.T) {
 	good, bad := https("good", nil), https("bad", &failing)
 	down := nameServer(t, "down")
 	down.Close()
-	api := Service{Name: "api", Health: CheckHTTPS, HealthPath: "/readyz", IntervalMillis: 50,
-		Backends: []string{strings.TrimPrefix(good.URL, "https://"), strings.TrimPrefix(bad.URL, "https://"), down.Addr().String()}}
+	api := apiService(hostOf(good), hostOf(bad), down.Addr().String())
 	b := startBalancer(t, &Config{Listen: "127.0.0.1", Services: []Service{api}})
 	eventually(t, "1 healthy backend", func() bool { return healthyCount(b, "api") == 1 })
 	client := good.Client()
@@ -227,8 +235,7 @@ func TestReachableOnlyBackendStillServes(t *testing.T) {
 				io.WriteString(w, "served")
 			}))
 			t.Cleanup(srv.Close)
-			api := Service{Name: "api", Health: CheckHTTPS, HealthPath: "/readyz", IntervalMillis: 50,
-				Backends: []string{strings.TrimPrefix(srv.URL, "https://")}}
+			api := apiService(hostOf(srv))
 			b := startBalancer(t, &Config{Listen: "127.0.0.1", Services: []Service{api}})
 			eventually(t, "the backend marked down, still reachable", func() bool {
 				st := b.Status()
@@ -619,8 +626,7 @@ func TestMarkedDownClosesSessions(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	t.Cleanup(srv.Close)
-	api := Service{Name: "api", Health: CheckHTTPS, HealthPath: "/readyz", IntervalMillis: 50,
-		Backends: []string{strings.TrimPrefix(srv.URL, "https://")}}
+	api := apiService(hostOf(srv))
 	b := startBalancer(t, &Config{Listen: "127.0.0.1", Services: []Service{api}})
 	eventually(t, "backend healthy", func() bool { return healthyCount(b, "api") == 1 })
 	conn, err := net.Dial("tcp", b.Addr("api").String())
@@ -633,7 +639,7 @@ func TestMarkedDownClosesSessions(t *testing.T) {
 	// server, when the bootstrap's etcd member was removed).
 	good := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	t.Cleanup(good.Close)
-	api.Backends = append(api.Backends, strings.TrimPrefix(good.URL, "https://"))
+	api.Backends = append(api.Backends, hostOf(good))
 	if err := b.Apply(&Config{Listen: "127.0.0.1", Services: []Service{api}}); err != nil {
 		t.Fatal(err)
 	}

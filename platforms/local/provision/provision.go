@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
@@ -45,7 +44,7 @@ func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error
 	running, _ := machine.NewManager(machine.Options{StateRoot: p.StateRoot, Log: p.Env.Log}).List(ctx, c.InfraID+"-")
 	limits := memoryToStart(c, running)
 	rep, err := machine.Preflight(ctx, machine.PreflightOptions{Machines: len(limits), MemoryLimits: limits, StateRoot: p.StateRoot,
-		SlowerControlPlane: c.Config.ControlPlaneHardwareSpeed == types.HardwareSpeedSlower})
+		SlowerControlPlane: c.Config.SlowerControlPlane()})
 	end(err)
 	for _, w := range rep.Warnings {
 		p.Env.Log.Warn(w)
