@@ -16,10 +16,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kiln-project/kiln/ignition/nodelayout"
@@ -96,7 +98,8 @@ func TestClusterScale(t *testing.T) {
 			limit = 5 // a few seconds (one probe a second) while a master joins, leaves or has failed
 		}
 		if p.writeErrs > limit || p.serviceErrs > limit {
-			t.Errorf("%s: %d write and %d Service errors, want at most %d each: %v", p.name, p.writeErrs, p.serviceErrs, limit, p.lastErr)
+			t.Errorf("%s: %d write and %d Service errors, want at most %d each: %v\nthe errors and the echo Service's endpoints, from the phase's start:\n%s\nkiln scale printed:\n%s",
+				p.name, p.writeErrs, p.serviceErrs, limit, p.lastErr, strings.Join(p.events, "\n"), lastLines(p.out, 40))
 		}
 	}
 
@@ -194,7 +197,7 @@ func scaleIn(t *testing.T, mon *monitor, kiln string, args ...string) {
 	t.Helper()
 	start := time.Now()
 	out, err := runKiln(t, kiln, 20*time.Minute, append([]string{"scale", "cluster", "--yes"}, args...)...)
-	mon.end()
+	mon.end(out)
 	if err != nil {
 		t.Fatalf("scale cluster %s: %v\n%s", strings.Join(args, " "), err, lastLines(out, 60))
 	}
@@ -206,7 +209,8 @@ func scaleIn(t *testing.T, mon *monitor, kiln string, args ...string) {
 
 // createScaleEcho runs two echo servers on the workers, kept one at a time
 // by a PodDisruptionBudget and leaving their endpoints before they stop,
-// behind a NodePort Service.
+// behind a NodePort Service. Unlike the other echo pods they tolerate no
+// taint, as an ordinary workload.
 func createScaleEcho(ctx context.Context, t *testing.T, client kubernetes.Interface) {
 	t.Helper()
 	one := intstr.FromInt32(1)
@@ -219,6 +223,11 @@ func createScaleEcho(ctx context.Context, t *testing.T, client kubernetes.Interf
 	}
 	createEcho(ctx, t, client, func(spec *corev1.PodSpec, svc *corev1.ServiceSpec) {
 		spec.NodeSelector = map[string]string{nodelayout.RoleLabel: "worker"}
+		// Tolerating every taint tolerates a cordon's
+		// node.kubernetes.io/unschedulable too: the scheduler then put the
+		// replacement of an evicted pod back on the worker being drained,
+		// where it was still serving when its Node was deleted.
+		spec.Tolerations = nil
 		spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 3}}}
 		spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1,
 			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}}}
@@ -233,10 +242,59 @@ type phase struct {
 	start, end             time.Time
 	writeErrs, serviceErrs int
 	lastErr                error
+	// events are the first maxPhaseEvents errors and changes of the echo
+	// Service's endpoints, each with its time from start, to line up
+	// against kiln's progress lines in out.
+	events []string
+	out    string
+}
+
+// maxPhaseEvents is how many of a phase's events it keeps.
+const maxPhaseEvents = 40
+
+// note adds an event to the current phase, if one is under way.
+func (m *monitor) note(event string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n := len(m.phases); n > 0 {
+		if p := m.phases[n-1]; p.end.IsZero() && len(p.events) < maxPhaseEvents {
+			p.events = append(p.events, fmt.Sprintf("+%s %s", time.Since(p.start).Round(100*time.Millisecond), event))
+		}
+	}
+}
+
+// watchEndpoints notes every change of the EndpointSlices of the echo
+// Service: which pod addresses, on which nodes, ready or terminating.
+func (m *monitor) watchEndpoints(ctx context.Context, client kubernetes.Interface) {
+	defer m.wg.Done()
+	w, err := client.DiscoveryV1().EndpointSlices("default").Watch(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=echo"})
+	if err != nil {
+		m.note("endpoints not watched: " + err.Error())
+		return
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		es, ok := ev.Object.(*discoveryv1.EndpointSlice)
+		if !ok {
+			continue
+		}
+		var eps []string
+		for _, e := range es.Endpoints {
+			state := "not ready"
+			if c := e.Conditions; c.Ready != nil && *c.Ready {
+				state = "ready"
+			} else if c.Terminating != nil && *c.Terminating {
+				state = "terminating"
+			}
+			eps = append(eps, fmt.Sprintf("%s on %s %s", strings.Join(e.Addresses, ","), ptr.Deref(e.NodeName, "?"), state))
+		}
+		m.note(fmt.Sprintf("endpoints %s: %s", strings.ToLower(string(ev.Type)), strings.Join(eps, "; ")))
+	}
 }
 
 // monitor writes the canary ConfigMap and fetches from the Service every
-// second, counting failures in the current phase.
+// second, counting failures in the current phase, and notes the Service's
+// endpoint changes beside them.
 type monitor struct {
 	mu     sync.Mutex
 	phases []*phase
@@ -264,6 +322,9 @@ func startMonitor(ctx context.Context, t *testing.T, client kubernetes.Interface
 				if p := m.phases[len(m.phases)-1]; p.end.IsZero() && err != nil {
 					count(p, err)
 					p.lastErr = err
+					if len(p.events) < maxPhaseEvents {
+						p.events = append(p.events, fmt.Sprintf("+%s %v", time.Since(p.start).Round(100*time.Millisecond), err))
+					}
 				}
 			}
 			m.mu.Unlock()
@@ -273,7 +334,8 @@ func startMonitor(ctx context.Context, t *testing.T, client kubernetes.Interface
 			}
 		}
 	}
-	m.wg.Add(2)
+	m.wg.Add(3)
+	go m.watchEndpoints(ctx, client)
 	go tick(func(n int) error {
 		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
@@ -304,11 +366,13 @@ func (m *monitor) begin(name string) {
 	m.phases = append(m.phases, &phase{name: name, start: time.Now()})
 }
 
-func (m *monitor) end() {
+// end ends the current phase; out is what kiln printed in it.
+func (m *monitor) end(out string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if n := len(m.phases); n > 0 && m.phases[n-1].end.IsZero() {
 		m.phases[n-1].end = time.Now()
+		m.phases[n-1].out = out
 	}
 }
 
