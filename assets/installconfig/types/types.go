@@ -52,7 +52,8 @@ type Config struct {
 	// ControlPlaneHardwareSpeed tunes etcd and the API servers' etcd checks
 	// for the control plane's machines: Standard (default) or Slower, for
 	// slow or loaded hosts, where etcd's default timing elects a new leader
-	// again and again and nothing gets written.
+	// again and again and nothing gets written. Slower also holds the
+	// workers back until the bootstrap machine is gone.
 	ControlPlaneHardwareSpeed string `json:"controlPlaneHardwareSpeed,omitempty"`
 	// Compute lists the pools of worker machines.
 	Compute []MachinePool `json:"compute,omitempty"`

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/waitfor"
 	"github.com/kiln-project/kiln/platforms"
@@ -69,6 +70,8 @@ type recordingProv struct {
 	cluster *fakeCluster
 	calls   []string
 	fail    map[string]error
+	// shapes are the machines of each Provision call.
+	shapes []machines.Shape
 }
 
 func (p *recordingProv) record(name string, c *platforms.Cluster) error {
@@ -84,6 +87,7 @@ func (p *recordingProv) Preflight(_ context.Context, c *platforms.Cluster) error
 }
 
 func (p *recordingProv) Provision(ctx context.Context, c *platforms.Cluster) error {
+	p.shapes = append(p.shapes, c.Machines())
 	if err := p.record("provision", c); err != nil {
 		return err
 	}
@@ -167,7 +171,9 @@ func TestCreateRunsEveryPhaseInOrder(t *testing.T) {
 	}
 	want := []string{
 		"check the bootstrap credentials", "preflight", "provision", "wait for the API",
-		"wait for bootstrap-complete", "destroy the bootstrap machine", "wait for install-complete",
+		"wait for bootstrap-complete", "destroy the bootstrap machine",
+		"create the workers held back during bootstrap: skipped", // Standard hardware
+		"wait for install-complete",
 		"check the pod network: skipped", // the fake provisioner is no waitfor.Prober
 		"retire the install-time join token",
 	}
@@ -185,6 +191,57 @@ func TestCreateRunsEveryPhaseInOrder(t *testing.T) {
 	// kiln makes no kubeadmin password: nothing would accept it.
 	if strings.Contains(out, "kubeadmin") {
 		t.Errorf("summary names a kubeadmin credential:\n%s", out)
+	}
+}
+
+// With controlPlaneHardwareSpeed Slower the first provision creates the
+// masters only, and the workers come once the bootstrap machine is
+// destroyed; a create resumed after bootstrap-complete creates every
+// machine at once, and Standard never holds workers.
+func TestSlowerHoldsWorkersUntilBootstrapIsGone(t *testing.T) {
+	masters := []string{"demo-x7k2p-master-0"}
+	all := machines.Shape{Masters: masters, Workers: []string{"demo-x7k2p-worker-0"}}
+	for _, tc := range []struct {
+		name      string
+		speed     string
+		resumed   bool
+		calls     []string
+		shapes    []machines.Shape
+		phaseWant string
+	}{
+		{"slower", types.HardwareSpeedSlower, false,
+			[]string{"preflight", "provision", "destroy-bootstrap", "provision(bootstrap done)"},
+			[]machines.Shape{{Masters: masters}, all}, "create the workers held back during bootstrap"},
+		{"slower resumed after bootstrap-complete", types.HardwareSpeedSlower, true,
+			[]string{"preflight(bootstrap done)", "provision(bootstrap done)", "destroy-bootstrap(bootstrap done)"},
+			[]machines.Shape{all}, "create the workers held back during bootstrap: skipped"},
+		{"standard", types.HardwareSpeedStandard, false,
+			[]string{"preflight", "provision", "destroy-bootstrap"},
+			[]machines.Shape{all}, "create the workers held back during bootstrap: skipped"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, prov, api, logs := setup(t)
+			c.Config.ControlPlaneHardwareSpeed = tc.speed
+			if tc.resumed {
+				prov.cluster.bootstrapComplete(context.Background())
+			}
+			if _, err := create(c, prov, api, logs); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(prov.calls, tc.calls) {
+				t.Errorf("provisioner calls = %q, want %q", prov.calls, tc.calls)
+			}
+			if fmt.Sprint(prov.shapes) != fmt.Sprint(tc.shapes) {
+				t.Errorf("provisioned shapes = %v, want %v", prov.shapes, tc.shapes)
+			}
+			if got := phasesRun(logs.String()); !slices.Contains(got, tc.phaseWant) {
+				t.Errorf("phases = %q, want %q among them", got, tc.phaseWant)
+			}
+			// install-complete waits for every node, workers included.
+			if c.Nodes() != 2 {
+				t.Errorf("install-complete waits for %d nodes, want 2", c.Nodes())
+			}
+		})
 	}
 }
 

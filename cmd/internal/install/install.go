@@ -233,17 +233,19 @@ func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API
 			return exitcode.With(exitcode.Internal, err)
 		}
 	}
+	held := c.holdsWorkers()
 	// A failing phase exits with its kind's code (docs/exit-codes.md).
 	phases := []Phase{
 		checkCredentials{c, time.Now}, // input; skipped once bootstrap is done
 		preflight{c, prov},            // infrastructure
 		provision{c, prov},            // infrastructure; no bootstrap machine once bootstrap is done
 		waitAPI{c, api, exitcode.Bootstrap},
-		waitBootstrapComplete{c, api}, // bootstrap
-		destroyBootstrap{c, prov},     // infrastructure
-		waitInstallComplete{c, api},   // install
-		checkPodNetwork{c, api, prov}, // install; only on platforms whose nodes run kiln's probe
-		retireJoinToken{c, api},       // install
+		waitBootstrapComplete{c, api},   // bootstrap
+		destroyBootstrap{c, prov},       // infrastructure
+		provisionWorkers{c, prov, held}, // infrastructure; only when provision held the workers back
+		waitInstallComplete{c, api},     // install
+		checkPodNetwork{c, api, prov},   // install; only on platforms whose nodes run kiln's probe
+		retireJoinToken{c, api},         // install
 	}
 	if err := Run(ctx, log, phases); err != nil {
 		return err

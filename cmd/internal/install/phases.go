@@ -23,6 +23,7 @@ var (
 	_ Phase       = waitAPI{}
 	_ Phase       = waitBootstrapComplete{}
 	_ Phase       = destroyBootstrap{}
+	_ Conditional = provisionWorkers{}
 	_ Phase       = waitInstallComplete{}
 	_ Conditional = checkPodNetwork{}
 	_ Phase       = retireJoinToken{}
@@ -55,15 +56,41 @@ func (preflight) Kind() exitcode.Kind             { return exitcode.Infrastructu
 func (p preflight) Run(ctx context.Context) error { return p.prov.Preflight(ctx, &p.c.Cluster) }
 
 // provision creates the infrastructure; the bootstrap machine only while
-// bootstrap-complete is not recorded (Cluster.BootstrapDone).
+// bootstrap-complete is not recorded (Cluster.BootstrapDone), and no
+// worker while the cluster holds them back (Cluster.holdsWorkers).
 type provision struct {
 	c    *Cluster
 	prov platforms.Provisioner
 }
 
-func (provision) Title() string                   { return "provision" }
-func (provision) Kind() exitcode.Kind             { return exitcode.Infrastructure }
-func (p provision) Run(ctx context.Context) error { return p.prov.Provision(ctx, &p.c.Cluster) }
+func (provision) Title() string       { return "provision" }
+func (provision) Kind() exitcode.Kind { return exitcode.Infrastructure }
+func (p provision) Run(ctx context.Context) error {
+	if p.c.holdsWorkers() {
+		return p.prov.Provision(ctx, p.c.mastersOnly())
+	}
+	return p.prov.Provision(ctx, &p.c.Cluster)
+}
+
+// provisionWorkers creates the workers that provision held back, once the
+// bootstrap machine is gone: the same provisioning, now with every machine
+// and without the bootstrap machine. held is what Cluster.holdsWorkers
+// said when the create began.
+type provisionWorkers struct {
+	c    *Cluster
+	prov platforms.Provisioner
+	held bool
+}
+
+func (provisionWorkers) Title() string       { return "create the workers held back during bootstrap" }
+func (provisionWorkers) Kind() exitcode.Kind { return exitcode.Infrastructure }
+func (p provisionWorkers) ShouldRun(context.Context) (bool, error) {
+	return p.held, nil
+}
+func (p provisionWorkers) Run(ctx context.Context) error {
+	p.c.BootstrapDone = true // bootstrap-complete was waited for and recorded
+	return p.prov.Provision(ctx, &p.c.Cluster)
+}
 
 // waitAPI waits for the Kubernetes API to answer. Its failure is of kind:
 // a bootstrap failure while installing, an install failure for a cluster

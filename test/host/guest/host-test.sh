@@ -34,7 +34,8 @@ controlPlane:
   replicas: 1
 # Under emulation etcd's default timing (100 ms heartbeats, 1 s elections)
 # elected a new leader every few seconds once a master's member voted, and
-# the handover never came (docs/benchmarks.md, "The host test").
+# the handover never came (docs/benchmarks.md, "The host test"). Slower also
+# holds the worker back until the bootstrap machine is gone.
 controlPlaneHardwareSpeed: Slower
 compute:
 - name: worker
