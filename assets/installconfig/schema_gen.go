@@ -14,7 +14,7 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "metadata", Type: "object", Ref: "Metadata", Doc: "metadata names the cluster."},
 			{Name: "baseDomain", Type: "string", Ref: "", Doc: "baseDomain is the DNS domain the cluster's names live under: api.<metadata.name>.<baseDomain>."},
 			{Name: "controlPlane", Type: "object", Ref: "MachinePool", Doc: "controlPlane is the pool of control-plane (master) machines."},
-			{Name: "controlPlaneHardwareSpeed", Type: "string", Ref: "", Doc: "controlPlaneHardwareSpeed tunes etcd and the API servers' etcd checks for the control plane's machines: Standard (default) or Slower, for slow or loaded hosts, where etcd's default timing elects a new leader again and again and nothing gets written. Slower also holds the workers back until the bootstrap machine is gone."},
+			{Name: "controlPlaneHardwareSpeed", Type: "string", Ref: "", Doc: "controlPlaneHardwareSpeed tunes etcd and the API servers' etcd checks for the control plane's machines: Standard (default) or Slower, for slow or loaded hosts, where etcd's default timing elects a new leader again and again and nothing gets written. Slower also holds the workers back until the bootstrap machine is gone, and keeps the add-ons off the masters when there are workers."},
 			{Name: "compute", Type: "[]object", Ref: "MachinePool", Doc: "compute lists the pools of worker machines."},
 			{Name: "networking", Type: "object", Ref: "Networking", Doc: "networking is the cluster's address plan."},
 			{Name: "platform", Type: "object", Ref: "Platform", Doc: "platform selects and configures exactly one platform."},

@@ -899,3 +899,56 @@ func checkNetworkPolicyController(t *testing.T, tc manifestCase, objs map[string
 		}
 	}
 }
+
+// TestAddonsOnMasters: CoreDNS, metrics-server and the local-path
+// provisioner tolerate the masters' taint, except under Slower with
+// workers, where they wait for the workers (which join after the
+// bootstrap machine is gone); kiln's CSR approver always does, as it
+// approves those workers' certificates.
+func TestAddonsOnMasters(t *testing.T) {
+	workers := func(n int) string {
+		return fmt.Sprintf("compute:\n- name: worker\n  replicas: %d\n", n)
+	}
+	for _, tc := range []struct {
+		name, config string
+		onMasters    bool
+	}{
+		{"standard", installConfigYAML + workers(1), true},
+		{"slower with workers", installConfigYAML + workers(1) + "controlPlaneHardwareSpeed: Slower\n", false},
+		{"slower without workers", installConfigYAML + workers(0) + "controlPlaneHardwareSpeed: Slower\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := renderAll(t, tc.config)
+			want := map[string]bool{"Deployment/kube-system/coredns": tc.onMasters,
+				"Deployment/kube-system/metrics-server": tc.onMasters,
+				"Deployment/local-path-storage/local-path-provisioner": tc.onMasters,
+				"Deployment/kiln-system/kiln-csr-approver": true}
+			for file, data := range files {
+				if !strings.HasPrefix(file, ManifestsDir+"/") {
+					continue
+				}
+				for _, o := range decodeAll(t, file, data) {
+					d, ok := o.Object.(*appsv1.Deployment)
+					if !ok {
+						continue
+					}
+					k := key(t, o)
+					w, checked := want[k]
+					if !checked {
+						continue
+					}
+					delete(want, k)
+					got := slices.ContainsFunc(d.Spec.Template.Spec.Tolerations, func(tol corev1.Toleration) bool {
+						return tol.Key == "node-role.kubernetes.io/control-plane"
+					})
+					if got != w {
+						t.Errorf("%s tolerates the masters' taint: %v, want %v", k, got, w)
+					}
+				}
+			}
+			if len(want) > 0 {
+				t.Errorf("not rendered: %v", want)
+			}
+		})
+	}
+}

@@ -55,7 +55,13 @@ type Values struct {
 	// SlowerControlPlane is controlPlaneHardwareSpeed Slower: etcd's
 	// slower timing and the API servers' longer etcd checks.
 	SlowerControlPlane bool
-	Images             Images
+	// AddonsOnMasters lets CoreDNS, metrics-server and the local-path
+	// provisioner run on the masters (they tolerate the masters' taint): a
+	// cluster without workers needs them there. Under Slower with workers
+	// they wait for the workers, which join once the bootstrap machine is
+	// gone, so that the masters spend their CPU on the handover.
+	AddonsOnMasters bool
+	Images          Images
 	// Addons are the optional add-ons the cluster gets.
 	Addons types.Addons
 }
@@ -113,6 +119,7 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 		BootstrapAutoApproval: !installconfig.AssignsMachineAddresses(c),
 		FrontProxyClientCN:    fpCert.Subject.CommonName,
 		SlowerControlPlane:    c.SlowerControlPlane(),
+		AddonsOnMasters:       !c.SlowerControlPlane() || c.WorkerReplicas() == 0,
 		Images: Images{
 			Etcd:                  release.Image(release.Etcd),
 			KubeAPIServer:         release.Image(release.KubeAPIServer),

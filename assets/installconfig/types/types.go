@@ -53,7 +53,8 @@ type Config struct {
 	// for the control plane's machines: Standard (default) or Slower, for
 	// slow or loaded hosts, where etcd's default timing elects a new leader
 	// again and again and nothing gets written. Slower also holds the
-	// workers back until the bootstrap machine is gone.
+	// workers back until the bootstrap machine is gone, and keeps the
+	// add-ons off the masters when there are workers.
 	ControlPlaneHardwareSpeed string `json:"controlPlaneHardwareSpeed,omitempty"`
 	// Compute lists the pools of worker machines.
 	Compute []MachinePool `json:"compute,omitempty"`
