@@ -919,10 +919,12 @@ func TestAddonsOnMasters(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			files := renderAll(t, tc.config)
-			want := map[string]bool{"Deployment/kube-system/coredns": tc.onMasters,
-				"Deployment/kube-system/metrics-server": tc.onMasters,
+			want := map[string]bool{
+				"Deployment/kube-system/coredns":                       tc.onMasters,
+				"Deployment/kube-system/metrics-server":                tc.onMasters,
 				"Deployment/local-path-storage/local-path-provisioner": tc.onMasters,
-				"Deployment/kiln-system/kiln-csr-approver": true}
+				"Deployment/kiln-system/kiln-csr-approver":             true,
+			}
 			for file, data := range files {
 				if !strings.HasPrefix(file, ManifestsDir+"/") {
 					continue

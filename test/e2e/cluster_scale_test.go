@@ -252,14 +252,28 @@ type phase struct {
 // maxPhaseEvents is how many of a phase's events it keeps.
 const maxPhaseEvents = 40
 
+// current is the phase under way, nil between phases; m.mu is held.
+func (m *monitor) current() *phase {
+	if n := len(m.phases); n > 0 && m.phases[n-1].end.IsZero() {
+		return m.phases[n-1]
+	}
+	return nil
+}
+
+// add keeps event with its time from the phase's start, up to
+// maxPhaseEvents.
+func (p *phase) add(event string) {
+	if len(p.events) < maxPhaseEvents {
+		p.events = append(p.events, fmt.Sprintf("+%s %s", time.Since(p.start).Round(100*time.Millisecond), event))
+	}
+}
+
 // note adds an event to the current phase, if one is under way.
 func (m *monitor) note(event string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if n := len(m.phases); n > 0 {
-		if p := m.phases[n-1]; p.end.IsZero() && len(p.events) < maxPhaseEvents {
-			p.events = append(p.events, fmt.Sprintf("+%s %s", time.Since(p.start).Round(100*time.Millisecond), event))
-		}
+	if p := m.current(); p != nil {
+		p.add(event)
 	}
 }
 
@@ -318,14 +332,10 @@ func startMonitor(ctx context.Context, t *testing.T, client kubernetes.Interface
 		for n := 1; ctx.Err() == nil; n++ {
 			err := f(n)
 			m.mu.Lock()
-			if len(m.phases) > 0 {
-				if p := m.phases[len(m.phases)-1]; p.end.IsZero() && err != nil {
-					count(p, err)
-					p.lastErr = err
-					if len(p.events) < maxPhaseEvents {
-						p.events = append(p.events, fmt.Sprintf("+%s %v", time.Since(p.start).Round(100*time.Millisecond), err))
-					}
-				}
+			if p := m.current(); p != nil && err != nil {
+				count(p, err)
+				p.lastErr = err
+				p.add(err.Error())
 			}
 			m.mu.Unlock()
 			select {
@@ -370,9 +380,9 @@ func (m *monitor) begin(name string) {
 func (m *monitor) end(out string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if n := len(m.phases); n > 0 && m.phases[n-1].end.IsZero() {
-		m.phases[n-1].end = time.Now()
-		m.phases[n-1].out = out
+	if p := m.current(); p != nil {
+		p.end = time.Now()
+		p.out = out
 	}
 }
 

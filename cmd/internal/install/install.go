@@ -238,7 +238,7 @@ func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API
 	phases := []Phase{
 		checkCredentials{c, time.Now}, // input; skipped once bootstrap is done
 		preflight{c, prov},            // infrastructure
-		provision{c, prov},            // infrastructure; no bootstrap machine once bootstrap is done
+		provision{c, prov, held},      // infrastructure; no bootstrap machine once bootstrap is done
 		waitAPI{c, api, exitcode.Bootstrap},
 		waitBootstrapComplete{c, api},   // bootstrap
 		destroyBootstrap{c, prov},       // infrastructure

@@ -57,16 +57,17 @@ func (p preflight) Run(ctx context.Context) error { return p.prov.Preflight(ctx,
 
 // provision creates the infrastructure; the bootstrap machine only while
 // bootstrap-complete is not recorded (Cluster.BootstrapDone), and no
-// worker while the cluster holds them back (Cluster.holdsWorkers).
+// worker when held (what Cluster.holdsWorkers said when the create began).
 type provision struct {
 	c    *Cluster
 	prov platforms.Provisioner
+	held bool
 }
 
 func (provision) Title() string       { return "provision" }
 func (provision) Kind() exitcode.Kind { return exitcode.Infrastructure }
 func (p provision) Run(ctx context.Context) error {
-	if p.c.holdsWorkers() {
+	if p.held {
 		return p.prov.Provision(ctx, p.c.mastersOnly())
 	}
 	return p.prov.Provision(ctx, &p.c.Cluster)
