@@ -64,7 +64,7 @@ func newNodeMCSCmd(o *rootOptions) *cobra.Command {
 }
 
 func newNodeBootkubeCmd(o *rootOptions) *cobra.Command {
-	cfg := bootkube.Config{Kubectl: "/usr/local/bin/kubectl", InstallerImage: release.Image(release.Pause)}
+	cfg := bootkube.Config{Kubectl: "/usr/local/bin/kubectl", InstallerImage: release.PauseImage()}
 	cmd := &cobra.Command{
 		Use:   "bootkube",
 		Short: "Bootstrap the cluster from the bootstrap machine",
@@ -85,6 +85,7 @@ func newNodeBootkubeCmd(o *rootOptions) *cobra.Command {
 	f.IntVar(&cfg.Masters, "masters", 1, "number of masters to hand over to")
 	f.StringVar(&cfg.NodeName, "node-name", "", "this machine's node and etcd member name")
 	f.StringVar(&cfg.DoneFile, "done-file", nodelayout.BootkubeDoneFile, "written when bootstrap is complete")
+	f.BoolVar(&cfg.RetireFirst, "retire-first", false, "stop the temporary control plane and remove the bootstrap etcd member as soon as every master's member votes, before the masters' API servers are up (slower hardware)")
 	return cmd
 }
 
@@ -106,7 +107,9 @@ func awaitNodeClient(ctx context.Context, kubeconfig string, every time.Duration
 		case err == nil:
 			client = c
 			return true, nil
-		case !errors.Is(err, fs.ErrNotExist):
+		case !errors.Is(err, fs.ErrNotExist) && !clientcmd.IsEmptyConfig(err):
+			// An empty kubeconfig is one being written: the kubelet
+			// writes it in place (clientcmd.WriteToFile), not by rename.
 			return false, err
 		case !logged:
 			log.Infof("waiting for the kubelet's credentials (%v)", err)

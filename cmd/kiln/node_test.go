@@ -50,9 +50,12 @@ func TestAwaitNodeClientWaitsForTheKubeletsCredentials(t *testing.T) {
 		_, err := awaitNodeClient(context.Background(), kubeconfig, 5*time.Millisecond, quietLog())
 		done <- err
 	}()
-	// Neither file yet, then the kubeconfig without its certificate: still waiting.
+	// Neither file yet, then an empty kubeconfig (the kubelet writes it in
+	// place, so netd may read it between its create and its write), then
+	// the kubeconfig without its certificate: still waiting.
 	for _, step := range []func(){
 		func() {},
+		func() { writeTestFile(t, kubeconfig, "") },
 		func() { writeTestFile(t, kubeconfig, replaceCert(cert)) },
 	} {
 		step()
