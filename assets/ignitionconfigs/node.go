@@ -38,7 +38,10 @@ type nodeValues struct {
 	ClusterDNSDomain string
 	DNSServiceIP     string
 	MasterReplicas   int
-	NetworkType      string // networking.networkType, for kiln-netd
+	// RetireFirst makes bootkube retire the temporary control plane as soon
+	// as the masters' etcd members vote (controlPlaneHardwareSpeed Slower).
+	RetireFirst bool
+	NetworkType string // networking.networkType, for kiln-netd
 	// CSRApproverDenyFlags are the --deny-* flags of the bootstrap
 	// machine's CSR approver, the Deployment's.
 	CSRApproverDenyFlags []string
@@ -59,6 +62,7 @@ func baseConfig(role string, ic *installconfig.InstallConfig, v *manifests.Value
 		ClusterDNSDomain:     v.ClusterDNSDomain,
 		DNSServiceIP:         v.DNSServiceIP,
 		MasterReplicas:       v.MasterReplicas,
+		RetireFirst:          v.SlowerControlPlane,
 		NetworkType:          v.NetworkType,
 		CSRApproverDenyFlags: manifests.CSRApproverDenyFlags(c),
 		RegistryHosts:        registryHosts(c),

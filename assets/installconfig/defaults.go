@@ -3,6 +3,7 @@ package installconfig
 import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
+	"github.com/kiln-project/kiln/assets/release"
 )
 
 // Defaults of install-config fields, applied by SetDefaults.
@@ -72,6 +73,10 @@ func SetDefaults(c *types.Config, plats []configs.Platform) {
 		n.MachineNetwork = []types.MachineNetworkEntry{{CIDR: DefaultMachineNetwork}}
 	}
 	setIfEmpty(&c.ControlPlaneHardwareSpeed, types.HardwareSpeedStandard)
+	setIfEmpty(&c.KubernetesVersion, release.Default().Kubernetes)
+	if r, err := release.Lookup(c.KubernetesVersion); err == nil {
+		c.KubernetesVersion = r.Kubernetes // "1.35.4" -> "v1.35.4"
+	}
 	if c.Timeouts == nil {
 		c.Timeouts = &types.Timeouts{}
 	}

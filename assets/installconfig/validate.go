@@ -11,6 +11,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
+	"github.com/kiln-project/kiln/assets/release"
 )
 
 // MaxNameLength bounds metadata.name so the infra ID (<name>-<5 random>)
@@ -37,6 +38,9 @@ func Validate(c *types.Config, plats []configs.Platform) field.ErrorList {
 	errs = append(errs, validatePools(c)...)
 	if !slices.Contains(types.HardwareSpeeds(), c.ControlPlaneHardwareSpeed) {
 		errs = append(errs, field.NotSupported(field.NewPath("controlPlaneHardwareSpeed"), c.ControlPlaneHardwareSpeed, types.HardwareSpeeds()))
+	}
+	if _, err := release.Lookup(c.KubernetesVersion); err != nil {
+		errs = append(errs, field.NotSupported(field.NewPath("kubernetesVersion"), c.KubernetesVersion, release.Versions()))
 	}
 	errs = append(errs, validateNetworking(c)...)
 	errs = append(errs, validatePlatform(c, plats)...)

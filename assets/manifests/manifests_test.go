@@ -375,7 +375,7 @@ func checkObjects(t *testing.T, tc manifestCase, objs map[string]runtime.Object)
 		"clusterName": tc.clusterName, "platform": tc.platform, "networkType": "KilnBridge",
 		"clusterNetwork": tc.clusterCIDR, "hostPrefix": tc.hostPrefix, "serviceNetwork": tc.serviceCIDR,
 		"dnsServiceIP": tc.dnsIP, "controlPlaneReplicas": tc.masters,
-		"kubernetesVersion": release.KubernetesVersion,
+		"kubernetesVersion": release.Default().Kubernetes,
 	} {
 		if got := cc.Data[field]; got != want {
 			t.Errorf("cluster-config %s = %q, want %q", field, got, want)
@@ -413,8 +413,8 @@ func checkObjects(t *testing.T, tc manifestCase, objs map[string]runtime.Object)
 		t.Errorf("kube-proxy kubeconfig does not point at %s:\n%s", tc.apiInt, proxyCM.Data["kubeconfig"])
 	}
 	ds := find[*appsv1.DaemonSet](t, objs, "manifests/10-kube-proxy.yaml", "DaemonSet/kube-system/kube-proxy")
-	if img := ds.Spec.Template.Spec.Containers[0].Image; img != release.Image(release.KubeProxy) {
-		t.Errorf("kube-proxy image %s, want %s", img, release.Image(release.KubeProxy))
+	if img := ds.Spec.Template.Spec.Containers[0].Image; img != release.Default().Image(release.KubeProxy) {
+		t.Errorf("kube-proxy image %s, want %s", img, release.Default().Image(release.KubeProxy))
 	}
 
 	checkNetworkPolicyController(t, tc, objs)
@@ -427,8 +427,8 @@ func checkObjects(t *testing.T, tc manifestCase, objs map[string]runtime.Object)
 	if r := dep.Spec.Replicas; r == nil || strconv.Itoa(int(*r)) != tc.coreDNSReps {
 		t.Errorf("coredns replicas %s, want %s", fmtReplicas(r), tc.coreDNSReps)
 	}
-	if img := dep.Spec.Template.Spec.Containers[0].Image; img != release.Image(release.CoreDNS) {
-		t.Errorf("coredns image %s, want %s", img, release.Image(release.CoreDNS))
+	if img := dep.Spec.Template.Spec.Containers[0].Image; img != release.Default().Image(release.CoreDNS) {
+		t.Errorf("coredns image %s, want %s", img, release.Default().Image(release.CoreDNS))
 	}
 	corefile := find[*corev1.ConfigMap](t, objs, "manifests/11-coredns.yaml", "ConfigMap/kube-system/coredns").Data["Corefile"]
 	if !strings.Contains(corefile, "kubernetes "+ClusterDNSDomain+" ") {
@@ -440,7 +440,7 @@ func checkObjects(t *testing.T, tc manifestCase, objs map[string]runtime.Object)
 		t.Errorf("csr-approver kubeconfig does not point at %s:\n%s", tc.apiInt, approverCM.Data["kubeconfig"])
 	}
 	approver := find[*appsv1.Deployment](t, objs, "manifests/12-csr-approver.yaml", "Deployment/kiln-system/kiln-csr-approver").Spec.Template.Spec
-	if c := approver.Containers[0]; c.Image != release.Image(release.Pause) ||
+	if c := approver.Containers[0]; c.Image != release.Default().Image(release.Pause) ||
 		strings.Join(c.Command[:3], " ") != "/usr/local/bin/kiln node csr-approver" || approver.ServiceAccountName != "kiln-csr-approver" {
 		t.Errorf("csr-approver runs %s %q as %q, want kiln node csr-approver in the pause image as kiln-csr-approver",
 			c.Image, c.Command, approver.ServiceAccountName)
@@ -451,10 +451,10 @@ func checkObjects(t *testing.T, tc manifestCase, objs map[string]runtime.Object)
 func checkStaticPods(t *testing.T, tc manifestCase, role string, objs map[string]runtime.Object) {
 	t.Helper()
 	images := map[string]string{
-		"etcd":                    release.Image(release.Etcd),
-		"kube-apiserver":          release.Image(release.KubeAPIServer),
-		"kube-controller-manager": release.Image(release.KubeControllerManager),
-		"kube-scheduler":          release.Image(release.KubeScheduler),
+		"etcd":                    release.Default().Image(release.Etcd),
+		"kube-apiserver":          release.Default().Image(release.KubeAPIServer),
+		"kube-controller-manager": release.Default().Image(release.KubeControllerManager),
+		"kube-scheduler":          release.Default().Image(release.KubeScheduler),
 	}
 	pods := map[string]*corev1.Pod{}
 	for name, image := range images {
@@ -600,9 +600,9 @@ func checkAddons(t *testing.T, objs map[string]runtime.Object) {
 		sc.VolumeBindingMode == nil || *sc.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
 		t.Errorf("StorageClass standard: %+v; want the default class of rancher.io/local-path, Delete, WaitForFirstConsumer", sc)
 	}
-	lppImage := release.Image(release.LocalPathProvisioner)
+	lppImage := release.Default().Image(release.LocalPathProvisioner)
 	dep := find[*appsv1.Deployment](t, objs, lpp, "Deployment/local-path-storage/local-path-provisioner").Spec.Template.Spec
-	if c := dep.Containers[0]; c.Image != lppImage || c.ImagePullPolicy != corev1.PullNever || c.Command[0] != release.Spec(release.LocalPathProvisioner).Entrypoint() {
+	if c := dep.Containers[0]; c.Image != lppImage || c.ImagePullPolicy != corev1.PullNever || c.Command[0] != release.Default().Spec(release.LocalPathProvisioner).Entrypoint() {
 		t.Errorf("local-path-provisioner runs %s %q (pull %s)", c.Image, c.Command, c.ImagePullPolicy)
 	}
 	cm := find[*corev1.ConfigMap](t, objs, lpp, "ConfigMap/local-path-storage/local-path-config")
@@ -618,7 +618,7 @@ func checkAddons(t *testing.T, objs map[string]runtime.Object) {
 		t.Fatalf("local-path config.json: %v", err)
 	}
 	helper := release.BinDir + "/local-path-helper"
-	if !slices.Contains(release.Spec(release.LocalPathProvisioner).Binaries, "local-path-helper") {
+	if !slices.Contains(release.Default().Spec(release.LocalPathProvisioner).Binaries, "local-path-helper") {
 		t.Errorf("the local-path-provisioner image has no local-path-helper")
 	}
 	if cfg.SetupCommand != helper || cfg.TeardownCommand != helper || len(cfg.NodePathMap) != 1 ||
@@ -635,7 +635,7 @@ func checkAddons(t *testing.T, objs map[string]runtime.Object) {
 
 	msDep := find[*appsv1.Deployment](t, objs, ms, "Deployment/kube-system/metrics-server")
 	c := msDep.Spec.Template.Spec.Containers[0]
-	if c.Image != release.Image(release.MetricsServer) || c.ImagePullPolicy != corev1.PullNever {
+	if c.Image != release.Default().Image(release.MetricsServer) || c.ImagePullPolicy != corev1.PullNever {
 		t.Errorf("metrics-server image %s pull %s", c.Image, c.ImagePullPolicy)
 	}
 	wantFlags(t, "metrics-server", c.Command,
@@ -874,8 +874,8 @@ func checkNetworkPolicyController(t *testing.T, tc manifestCase, objs map[string
 	ds := find[*appsv1.DaemonSet](t, objs, f, "DaemonSet/kube-system/kube-router")
 	pod := ds.Spec.Template.Spec
 	c := pod.Containers[0]
-	if c.Image != release.Image(release.KubeRouter) {
-		t.Errorf("kube-router image %s, want %s", c.Image, release.Image(release.KubeRouter))
+	if c.Image != release.Default().Image(release.KubeRouter) {
+		t.Errorf("kube-router image %s, want %s", c.Image, release.Default().Image(release.KubeRouter))
 	}
 	for _, flag := range []string{"--run-firewall=true", "--run-router=false", "--run-service-proxy=false",
 		"--service-cluster-ip-range=" + tc.serviceCIDR, "--hostname-override=$(NODE_NAME)"} {

@@ -159,18 +159,22 @@ func TestBootstrapOnlyFlags(t *testing.T) {
 }
 
 // TestSlowerControlPlane: controlPlaneHardwareSpeed Slower gives every etcd
-// member the slower timing and every API server 10 s for its etcd checks;
+// member the slower timing, every API server 10 s for its etcd checks and
+// every controller manager and scheduler the bootstrap's leader election;
 // Standard (the default) leaves the masters' on the defaults.
 func TestSlowerControlPlane(t *testing.T) {
 	checks := map[string]string{"etcd-healthcheck-timeout": "10s", "etcd-readycheck-timeout": "10s"}
 	timing := map[string]string{"heartbeat-interval": "500", "election-timeout": "5000"}
+	leader := map[string]string{"leader-elect-lease-duration": "60s", "leader-elect-renew-deadline": "40s", "leader-elect-retry-period": "2s"}
 	for _, speed := range []string{"Standard", "Slower"} {
 		config := installConfigYAML + "controlPlaneHardwareSpeed: " + speed + "\n"
-		for file, want := range map[string]map[string]string{"etcd.yaml": timing, "kube-apiserver.yaml": checks} {
+		for file, want := range map[string]map[string]string{"etcd.yaml": timing, "kube-apiserver.yaml": checks,
+			"kube-controller-manager.yaml": leader, "kube-scheduler.yaml": leader} {
 			flags := roleFlags(t, config, file)
 			for _, role := range []string{"bootstrap", "master"} {
-				// The temporary API server's etcd checks are 10 s at either speed.
-				slower := speed == "Slower" || role == "bootstrap" && file == "kube-apiserver.yaml"
+				// The temporary control plane's etcd checks and leader
+				// election are the slower ones at either speed.
+				slower := speed == "Slower" || role == "bootstrap" && file != "etcd.yaml"
 				for flag, value := range want {
 					got, ok := flags[role][flag]
 					if slower && got != value {

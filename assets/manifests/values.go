@@ -99,6 +99,7 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 	if c.MasterReplicas()+c.WorkerReplicas() < 2 {
 		coreDNS = 1
 	}
+	rel := c.Release()
 	*v = Values{
 		ClusterName:           c.Metadata.Name,
 		ClusterDomain:         c.ClusterDomain(),
@@ -114,23 +115,23 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 		MasterReplicas:        c.MasterReplicas(),
 		WorkerReplicas:        c.WorkerReplicas(),
 		CoreDNSReplicas:       coreDNS,
-		KubernetesVersion:     release.KubernetesVersion,
+		KubernetesVersion:     rel.Kubernetes,
 		KubeletAPIGroup:       tls.KubeletAPIGroup,
 		BootstrapAutoApproval: !installconfig.AssignsMachineAddresses(c),
 		FrontProxyClientCN:    fpCert.Subject.CommonName,
 		SlowerControlPlane:    c.SlowerControlPlane(),
 		AddonsOnMasters:       !c.SlowerControlPlane() || c.WorkerReplicas() == 0,
 		Images: Images{
-			Etcd:                  release.Image(release.Etcd),
-			KubeAPIServer:         release.Image(release.KubeAPIServer),
-			KubeControllerManager: release.Image(release.KubeControllerManager),
-			KubeScheduler:         release.Image(release.KubeScheduler),
-			KubeProxy:             release.Image(release.KubeProxy),
-			CoreDNS:               release.Image(release.CoreDNS),
-			Pause:                 release.Image(release.Pause),
-			LocalPathProvisioner:  release.Image(release.LocalPathProvisioner),
-			MetricsServer:         release.Image(release.MetricsServer),
-			KubeRouter:            release.Image(release.KubeRouter),
+			Etcd:                  rel.Image(release.Etcd),
+			KubeAPIServer:         rel.Image(release.KubeAPIServer),
+			KubeControllerManager: rel.Image(release.KubeControllerManager),
+			KubeScheduler:         rel.Image(release.KubeScheduler),
+			KubeProxy:             rel.Image(release.KubeProxy),
+			CoreDNS:               rel.Image(release.CoreDNS),
+			Pause:                 rel.Image(release.Pause),
+			LocalPathProvisioner:  rel.Image(release.LocalPathProvisioner),
+			MetricsServer:         rel.Image(release.MetricsServer),
+			KubeRouter:            rel.Image(release.KubeRouter),
 		},
 		Addons: c.Addons(),
 	}

@@ -31,6 +31,11 @@ type Content struct {
 	InfraID string `json:"infraID"`
 	// PlatformName is the platform the cluster runs on.
 	PlatformName string `json:"platform"`
+	// KubernetesVersion is the Kubernetes release the cluster was created
+	// with (install-config kubernetesVersion); empty in the metadata of a
+	// cluster made before kiln pinned more than one release, which runs
+	// the then only release, the first kiln pinned (v1.36.3).
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 	// Platform is the platform section of the install-config, with defaults.
 	types.Platform `json:",inline"`
 }
@@ -59,11 +64,12 @@ func (m *Metadata) Generate(_ context.Context, p graph.Parents) error {
 		return err
 	}
 	m.Content = Content{
-		ClusterName:  ic.Config.Metadata.Name,
-		ClusterID:    cid.UUID,
-		InfraID:      cid.InfraID,
-		PlatformName: ic.Config.PlatformName(),
-		Platform:     ic.Config.Platform,
+		ClusterName:       ic.Config.Metadata.Name,
+		ClusterID:         cid.UUID,
+		InfraID:           cid.InfraID,
+		PlatformName:      ic.Config.PlatformName(),
+		KubernetesVersion: ic.Config.Release().Kubernetes,
+		Platform:          ic.Config.Platform,
 	}
 	data, err := json.MarshalIndent(m.Content, "", "  ")
 	if err != nil {

@@ -19,12 +19,12 @@ type Info struct {
 	Images     map[string]string `json:"images"`
 }
 
-// Current returns the pinned release.
-func Current() Info {
+// Info returns r as data.
+func (r Release) Info() Info {
 	info := Info{
-		Kubernetes:           KubernetesVersion,
-		Etcd:                 EtcdVersion,
-		CoreDNS:              CoreDNSVersion,
+		Kubernetes:           r.Kubernetes,
+		Etcd:                 r.Etcd,
+		CoreDNS:              r.CoreDNS,
 		Pause:                PauseVersion,
 		LocalPathProvisioner: LocalPathProvisionerVersion,
 		MetricsServer:        MetricsServerVersion,
@@ -34,7 +34,7 @@ func Current() Info {
 		Debian:               DebianSuite,
 		Images:               map[string]string{},
 	}
-	for _, s := range Images() {
+	for _, s := range r.Images() {
 		info.Images[string(s.Component)] = s.Ref()
 	}
 	return info

@@ -1,20 +1,16 @@
 package release
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
-// Pinned versions. Changing one of them changes the node image's cache key,
-// so the next `kiln build node-image` rebuilds what depends on it.
+// Pinned versions shared by every release. Changing one of them changes the
+// node images' cache keys, so the next `kiln build node-image` rebuilds
+// what depends on it. The versions that change with Kubernetes are in
+// Releases.
 const (
-	// KubernetesVersion is the k8s.io/kubernetes module version that every
-	// Kubernetes binary is built from and reports with --version.
-	KubernetesVersion = "v1.36.3"
-	// KubernetesStagingVersion is the version of the k8s.io/<staging>
-	// modules (k8s.io/api, k8s.io/client-go, ...) matching KubernetesVersion.
-	KubernetesStagingVersion = "v0.36.3"
-	// EtcdVersion is the go.etcd.io/etcd/server/v3 and etcdctl/v3 version.
-	EtcdVersion = "v3.5.35"
-	// CoreDNSVersion is the github.com/coredns/coredns module version.
-	CoreDNSVersion = "v1.15.0"
 	// PauseVersion is the version (and image tag) of kiln's pause program.
 	PauseVersion = "3.10"
 	// LocalPathProvisionerVersion is the github.com/rancher/local-path-provisioner
@@ -99,34 +95,90 @@ func (s ImageSpec) Entrypoint() string {
 	return BinDir + "/" + s.Binaries[0]
 }
 
-// images is the immutable image table; Images returns copies of it.
-var images = [...]ImageSpec{
-	{Component: Pause, Tag: PauseVersion, Binaries: []string{"pause"}},
-	{Component: Etcd, Tag: EtcdVersion, Binaries: []string{"etcd", "etcdctl"}},
-	{Component: KubeAPIServer, Tag: KubernetesVersion, Binaries: []string{"kube-apiserver"}},
-	{Component: KubeControllerManager, Tag: KubernetesVersion, Binaries: []string{"kube-controller-manager"}},
-	{Component: KubeScheduler, Tag: KubernetesVersion, Binaries: []string{"kube-scheduler"}},
-	{Component: KubeProxy, Tag: KubernetesVersion, Binaries: []string{"kube-proxy"}},
-	{Component: CoreDNS, Tag: CoreDNSVersion, Binaries: []string{"coredns"}},
-	{Component: LocalPathProvisioner, Tag: LocalPathProvisionerVersion, Binaries: []string{"local-path-provisioner", "local-path-helper"}},
-	{Component: MetricsServer, Tag: MetricsServerVersion, Binaries: []string{"metrics-server"}},
-	{Component: KubeRouter, Tag: KubeRouterVersion, Binaries: []string{"kube-router"}},
+// Release is one Kubernetes release kiln installs: the versions that change
+// with it. Everything else (pause, the add-ons, containerd, runc, Debian) is
+// shared by every release. Each release has a node image of its own in the
+// cache, keyed by all of its versions.
+type Release struct {
+	// Kubernetes is the k8s.io/kubernetes module version that every
+	// Kubernetes binary is built from and reports with --version.
+	Kubernetes string
+	// KubernetesStaging is the version of the k8s.io/<staging> modules
+	// (k8s.io/api, k8s.io/client-go, ...) matching Kubernetes.
+	KubernetesStaging string
+	// Etcd is the go.etcd.io/etcd/server/v3 and etcdctl/v3 version.
+	Etcd string
+	// CoreDNS is the github.com/coredns/coredns module version.
+	CoreDNS string
 }
 
-// Images returns every image kiln builds, in a fixed order. The result is
-// a fresh copy that the caller may modify.
-func Images() []ImageSpec {
-	out := make([]ImageSpec, len(images))
-	for i, s := range images {
-		s.Binaries = append([]string(nil), s.Binaries...)
-		out[i] = s
+// releases is the immutable release table, newest first: the first is the
+// default.
+var releases = [...]Release{
+	{Kubernetes: "v1.36.3", KubernetesStaging: "v0.36.3", Etcd: "v3.5.35", CoreDNS: "v1.15.0"},
+	{Kubernetes: "v1.35.4", KubernetesStaging: "v0.35.4", Etcd: "v3.5.35", CoreDNS: "v1.15.0"},
+}
+
+// Releases returns every release kiln installs, newest first.
+func Releases() []Release {
+	return append([]Release(nil), releases[:]...)
+}
+
+// Default returns the newest release, the one a cluster gets when its
+// install-config names none.
+func Default() Release { return releases[0] }
+
+// Versions returns the Kubernetes versions of Releases, newest first.
+func Versions() []string {
+	var vs []string
+	for _, r := range releases {
+		vs = append(vs, r.Kubernetes)
 	}
-	return out
+	return vs
 }
 
-// Spec returns the image description of c.
-func Spec(c Component) ImageSpec {
-	for _, s := range Images() {
+// Lookup returns the release of Kubernetes version v ("v1.35.4"; the "v" may
+// be left out); the error names the versions there are.
+func Lookup(v string) (Release, error) {
+	want := "v" + strings.TrimPrefix(v, "v")
+	for _, r := range releases {
+		if r.Kubernetes == want {
+			return r, nil
+		}
+	}
+	return Release{}, fmt.Errorf("kiln installs Kubernetes %s, not %q", strings.Join(Versions(), ", "), v)
+}
+
+// Minor returns the Kubernetes minor version: 36 for v1.36.3.
+func (r Release) Minor() int {
+	parts := strings.SplitN(strings.TrimPrefix(r.Kubernetes, "v"), ".", 3)
+	if len(parts) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(parts[1])
+	return n
+}
+
+// Images returns every image kiln builds for r, in a fixed order. The result
+// is a fresh slice that the caller may modify.
+func (r Release) Images() []ImageSpec {
+	return []ImageSpec{
+		{Component: Pause, Tag: PauseVersion, Binaries: []string{"pause"}},
+		{Component: Etcd, Tag: r.Etcd, Binaries: []string{"etcd", "etcdctl"}},
+		{Component: KubeAPIServer, Tag: r.Kubernetes, Binaries: []string{"kube-apiserver"}},
+		{Component: KubeControllerManager, Tag: r.Kubernetes, Binaries: []string{"kube-controller-manager"}},
+		{Component: KubeScheduler, Tag: r.Kubernetes, Binaries: []string{"kube-scheduler"}},
+		{Component: KubeProxy, Tag: r.Kubernetes, Binaries: []string{"kube-proxy"}},
+		{Component: CoreDNS, Tag: r.CoreDNS, Binaries: []string{"coredns"}},
+		{Component: LocalPathProvisioner, Tag: LocalPathProvisionerVersion, Binaries: []string{"local-path-provisioner", "local-path-helper"}},
+		{Component: MetricsServer, Tag: MetricsServerVersion, Binaries: []string{"metrics-server"}},
+		{Component: KubeRouter, Tag: KubeRouterVersion, Binaries: []string{"kube-router"}},
+	}
+}
+
+// Spec returns the image description of c in r.
+func (r Release) Spec(c Component) ImageSpec {
+	for _, s := range r.Images() {
 		if s.Component == c {
 			return s
 		}
@@ -134,8 +186,15 @@ func Spec(c Component) ImageSpec {
 	panic(fmt.Sprintf("release: unknown component %q", string(c)))
 }
 
-// Image returns the image reference of c, e.g.
-// Image(KubeAPIServer) == "kiln.local/kube-apiserver:v1.36.3".
-func Image(c Component) string {
-	return Spec(c).Ref()
+// Image returns the image reference of c in r, e.g.
+// Default().Image(KubeAPIServer) == "kiln.local/kube-apiserver:v1.36.3".
+func (r Release) Image(c Component) string {
+	return r.Spec(c).Ref()
+}
+
+// PauseImage returns the pause image's reference, the same in every
+// release: the pod sandbox image, and the image kiln's own helper pods run
+// its binary in.
+func PauseImage() string {
+	return ImageSpec{Component: Pause, Tag: PauseVersion}.Ref()
 }

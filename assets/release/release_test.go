@@ -21,18 +21,40 @@ func TestImage(t *testing.T) {
 		{MetricsServer, "kiln.local/metrics-server:v0.9.0"},
 		{KubeRouter, "kiln.local/kube-router:v2.1.0"},
 	}
+	r := Default()
 	for _, tt := range tests {
-		if got := Image(tt.c); got != tt.want {
+		if got := r.Image(tt.c); got != tt.want {
 			t.Errorf("Image(%s) = %q, want %q", tt.c, got, tt.want)
 		}
 	}
-	if len(Images()) != len(tests) {
-		t.Errorf("Images() has %d entries, the test knows %d", len(Images()), len(tests))
+	if len(r.Images()) != len(tests) {
+		t.Errorf("Images() has %d entries, the test knows %d", len(r.Images()), len(tests))
+	}
+	if PauseImage() != r.Image(Pause) {
+		t.Errorf("PauseImage() = %q, the release's is %q", PauseImage(), r.Image(Pause))
+	}
+}
+
+// An older release changes the Kubernetes images' tags and nothing that is
+// shared.
+func TestOlderReleaseImages(t *testing.T) {
+	old, err := Lookup("v1.35.4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := old.Image(KubeAPIServer); got != "kiln.local/kube-apiserver:v1.35.4" {
+		t.Errorf("v1.35.4's API server image is %q", got)
+	}
+	def := Default()
+	for _, c := range []Component{Pause, LocalPathProvisioner, MetricsServer, KubeRouter} {
+		if old.Image(c) != def.Image(c) {
+			t.Errorf("%s differs between releases: %s, %s", c, old.Image(c), def.Image(c))
+		}
 	}
 }
 
 func TestEntrypointIsNamedBinary(t *testing.T) {
-	for _, s := range Images() {
+	for _, s := range Default().Images() {
 		if want := "/usr/local/bin/" + string(s.Component); s.Entrypoint() != want {
 			t.Errorf("%s: entrypoint %s, want %s", s.Component, s.Entrypoint(), want)
 		}
@@ -40,12 +62,17 @@ func TestEntrypointIsNamedBinary(t *testing.T) {
 }
 
 func TestImagesReturnsCopies(t *testing.T) {
-	a := Images()
+	a := Default().Images()
 	a[0].Tag = "changed"
 	a[1].Binaries[0] = "changed"
-	b := Images()
+	b := Default().Images()
 	if b[0].Tag == "changed" || b[1].Binaries[0] == "changed" {
-		t.Fatal("Images() exposed the package's table")
+		t.Fatal("Images() exposed a shared table")
+	}
+	rs := Releases()
+	rs[0].Kubernetes = "changed"
+	if Default().Kubernetes == "changed" {
+		t.Fatal("Releases() exposed the package's table")
 	}
 }
 
@@ -55,19 +82,50 @@ func TestUnknownComponentPanics(t *testing.T) {
 			t.Fatal("Image of an unknown component did not panic")
 		}
 	}()
-	Image("kube-unknown")
+	Default().Image("kube-unknown")
 }
 
-func TestCurrent(t *testing.T) {
-	info := Current()
-	if info.Kubernetes != KubernetesVersion || info.Etcd != EtcdVersion || info.CoreDNS != CoreDNSVersion || info.Pause != PauseVersion ||
+func TestInfo(t *testing.T) {
+	r := Default()
+	info := r.Info()
+	if info.Kubernetes != r.Kubernetes || info.Etcd != r.Etcd || info.CoreDNS != r.CoreDNS || info.Pause != PauseVersion ||
 		info.Containerd != ContainerdVersion || info.Runc != RuncVersion {
-		t.Errorf("Current() = %+v does not match the constants", info)
+		t.Errorf("Info() = %+v does not match the release and the constants", info)
 	}
-	if info.Images["etcd"] != Image(Etcd) || len(info.Images) != len(Images()) {
-		t.Errorf("Current().Images = %v", info.Images)
+	if info.Images["etcd"] != r.Image(Etcd) || len(info.Images) != len(r.Images()) {
+		t.Errorf("Info().Images = %v", info.Images)
 	}
-	if want := "v0." + strings.TrimPrefix(KubernetesVersion, "v1."); KubernetesStagingVersion != want {
-		t.Errorf("staging version %s does not match Kubernetes %s", KubernetesStagingVersion, KubernetesVersion)
+}
+
+// Every release is well formed: staging modules match Kubernetes, versions
+// are unique and newest first, and Lookup finds each with or without "v".
+func TestReleases(t *testing.T) {
+	rs := Releases()
+	if len(rs) < 2 {
+		t.Fatalf("%d releases, want at least 2", len(rs))
+	}
+	if rs[0] != Default() {
+		t.Errorf("the default %v is not the newest %v", Default(), rs[0])
+	}
+	for i, r := range rs {
+		if want := "v0." + strings.TrimPrefix(r.Kubernetes, "v1."); r.KubernetesStaging != want {
+			t.Errorf("%s: staging version %s, want %s", r.Kubernetes, r.KubernetesStaging, want)
+		}
+		if r.Minor() == 0 {
+			t.Errorf("%s: no minor version", r.Kubernetes)
+		}
+		if i > 0 && r.Minor() >= rs[i-1].Minor() {
+			t.Errorf("%s is listed after %s: newest first, one release per minor", r.Kubernetes, rs[i-1].Kubernetes)
+		}
+		for _, v := range []string{r.Kubernetes, strings.TrimPrefix(r.Kubernetes, "v")} {
+			got, err := Lookup(v)
+			if err != nil || got != r {
+				t.Errorf("Lookup(%q) = %v, %v", v, got, err)
+			}
+		}
+	}
+	_, err := Lookup("v1.30.0")
+	if err == nil || !strings.Contains(err.Error(), "v1.36.3, v1.35.4") {
+		t.Errorf("Lookup of an unknown version: %v, want the versions listed", err)
 	}
 }

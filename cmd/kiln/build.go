@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/platforms/local/nodeimage"
 )
@@ -26,7 +27,7 @@ func newBuildCmd(o *rootOptions) *cobra.Command {
 // newBuildNodeImageCmd builds the local platform's node image, or finds it
 // in the cache.
 func newBuildNodeImageCmd(o *rootOptions) *cobra.Command {
-	var output, cacheDir string
+	var output, cacheDir, version string
 	cmd := &cobra.Command{
 		Use:   "node-image",
 		Short: "Build the local platform's node image (Debian + containerd + Kubernetes from source), cached",
@@ -34,12 +35,18 @@ func newBuildNodeImageCmd(o *rootOptions) *cobra.Command {
 			"containerd and runc from source, a Debian root file system from the host's apt mirror, and\n" +
 			"the container images.\n" +
 			"Every step is cached in the kiln cache directory ($KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln,\n" +
-			"else ~/.cache/kiln); with nothing changed the command returns in seconds. Needs root and Go.",
+			"else ~/.cache/kiln); with nothing changed the command returns in seconds. Needs root and Go.\n" +
+			"--kubernetes-version builds the image of another release kiln pins (kiln version lists them);\n" +
+			"each release's image has its own cache entry.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			rel, err := lookupRelease(version)
+			if err != nil {
+				return err
+			}
 			o.openDebugLog()
 			start := time.Now()
-			img, err := nodeimage.Ensure(cmd.Context(), nodeimage.Options{CacheDir: cacheDir, Log: o.log, Progress: o.status})
+			img, err := nodeimage.Ensure(cmd.Context(), nodeimage.Options{CacheDir: cacheDir, Log: o.log, Progress: o.status, Release: rel})
 			if err != nil {
 				return buildError(err)
 			}
@@ -62,7 +69,24 @@ func newBuildNodeImageCmd(o *rootOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "also export the root file system as a tarball (.tar.zst, .tar.gz, .tgz or .tar)")
 	cmd.Flags().StringVar(&cacheDir, "cache-dir", "", "kiln cache directory (default $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln or ~/.cache/kiln)")
+	addKubernetesVersionFlag(cmd, &version)
 	return cmd
+}
+
+// addKubernetesVersionFlag adds --kubernetes-version, the release to build.
+func addKubernetesVersionFlag(cmd *cobra.Command, version *string) {
+	cmd.Flags().StringVar(version, "kubernetes-version", release.Default().Kubernetes,
+		"the Kubernetes release to build: "+strings.Join(release.Versions(), ", "))
+}
+
+// lookupRelease is the release of --kubernetes-version; an unknown version
+// is bad input naming the ones there are.
+func lookupRelease(version string) (release.Release, error) {
+	r, err := release.Lookup(version)
+	if err != nil {
+		return r, exitcode.With(exitcode.Input, fmt.Errorf("--kubernetes-version: %w", err))
+	}
+	return r, nil
 }
 
 // buildError classifies a failed build or export: a precondition the user
@@ -79,7 +103,7 @@ func buildError(err error) error {
 // kubectl, the test images), or finds it in the cache. `make conformance`
 // runs it; it is hidden because it serves kiln's own tests.
 func newBuildConformanceCmd(o *rootOptions) *cobra.Command {
-	var cacheDir string
+	var cacheDir, version string
 	var env bool
 	cmd := &cobra.Command{
 		Use:    "conformance",
@@ -90,9 +114,13 @@ func newBuildConformanceCmd(o *rootOptions) *cobra.Command {
 			"for `kiln load image-archive`. Cached in the kiln cache directory like the node image. Needs root and Go.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			rel, err := lookupRelease(version)
+			if err != nil {
+				return err
+			}
 			o.openDebugLog()
 			start := time.Now()
-			c, err := nodeimage.EnsureConformance(cmd.Context(), nodeimage.Options{CacheDir: cacheDir, Log: o.log, Progress: o.status})
+			c, err := nodeimage.EnsureConformance(cmd.Context(), nodeimage.Options{CacheDir: cacheDir, Log: o.log, Progress: o.status, Release: rel})
 			if err != nil {
 				return buildError(err)
 			}
@@ -107,5 +135,6 @@ func newBuildConformanceCmd(o *rootOptions) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&env, "env", false, "print E2E_TEST=, KUBECTL=, GINKGO= and IMAGES= lines for a shell to read")
 	cmd.Flags().StringVar(&cacheDir, "cache-dir", "", "kiln cache directory (default $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln or ~/.cache/kiln)")
+	addKubernetesVersionFlag(cmd, &version)
 	return cmd
 }

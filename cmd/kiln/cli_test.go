@@ -47,7 +47,7 @@ func TestCLIScripts(t *testing.T) {
 		Dir: filepath.Join("..", "..", "test", "cli"),
 		Setup: func(env *testscript.Env) error {
 			env.Values[scriptStateKey{}] = &scriptState{}
-			env.Setenv("KUBERNETES_VERSION", release.KubernetesVersion)
+			env.Setenv("KUBERNETES_VERSION", release.Default().Kubernetes)
 			return nil
 		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/install"
@@ -49,7 +48,7 @@ func newCreateClusterCmd(o *rootOptions, co *createOptions) *cobra.Command {
 			if err := install.Create(ctx, s.cluster, s.prov, s.api, o.log, o.stdout); err != nil {
 				return err
 			}
-			if note := kubectl.SkewNote(ctx, exec.LookPath, release.KubernetesVersion, o.dir); note != "" {
+			if note := kubectl.SkewNote(ctx, exec.LookPath, s.cluster.Config.Release().Kubernetes, o.dir); note != "" {
 				fmt.Fprintln(o.stdout, note)
 			}
 			return nil

@@ -10,8 +10,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-project/kiln/assets/kubeconfig"
+	"github.com/kiln-project/kiln/assets/metadata"
+	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/kubectl"
+	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/nodeimage"
 )
@@ -63,7 +66,7 @@ func kubectlCommand(dir string, getenv func(string) string, environ, args []stri
 	if err != nil {
 		return kubectl.Command{}, exitcode.With(exitcode.Input, err)
 	}
-	bin, err := nodeimage.Kubectl(cache)
+	bin, err := nodeimage.Kubectl(cache, clusterRelease(dir).Kubernetes)
 	if errors.As(err, new(*nodeimage.NotCachedError)) {
 		return kubectl.Command{}, exitcode.With(exitcode.Input, err)
 	}
@@ -71,4 +74,25 @@ func kubectlCommand(dir string, getenv func(string) string, environ, args []stri
 		return kubectl.Command{}, err
 	}
 	return kubectl.New(bin, config, args, environ), nil
+}
+
+// clusterRelease is the release the cluster of dir runs, as its
+// metadata.json records it; the default release when it records none (a
+// cluster made before kiln pinned more than one) or cannot be read. It is
+// read as every file of --dir is (graph.ReadFile: no symbolic link, no
+// FIFO, bounded size).
+func clusterRelease(dir string) release.Release {
+	data, err := graph.ReadFile(dir, metadata.FileName, graph.OtherInput)
+	if err != nil {
+		return release.Default()
+	}
+	c, err := metadata.Parse(data)
+	if err != nil {
+		return release.Default()
+	}
+	r, err := release.Lookup(c.KubernetesVersion)
+	if err != nil {
+		return release.Default()
+	}
+	return r
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/kiln-project/kiln/assets/metadata"
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/platforms/local/nodeimage"
@@ -44,7 +45,7 @@ func TestKubectlCommand(t *testing.T) {
 		t.Errorf("no kubectl: %v, want an input error and a *nodeimage.NotCachedError", err)
 	}
 	entry := filepath.Join(cache, "components", "kubernetes-k")
-	write(filepath.Join(entry, "src", "go.mod"), "module m\n\nrequire k8s.io/kubernetes "+release.KubernetesVersion+"\n", 0o644)
+	write(filepath.Join(entry, "src", "go.mod"), "module m\n\nrequire k8s.io/kubernetes "+release.Default().Kubernetes+"\n", 0o644)
 	write(filepath.Join(entry, "bin", "kubectl"), "#!/bin/sh\n", 0o755)
 	c, err := kubectlCommand(dir, getenv, environ, args)
 	if err != nil {
@@ -54,5 +55,18 @@ func TestKubectlCommand(t *testing.T) {
 	if c.Path != bin || !slices.Equal(c.Argv, []string{bin, "get", "nodes"}) ||
 		!slices.Equal(c.Env, []string{"PATH=/bin", "KUBECONFIG=" + filepath.Join(dir, "auth", "kubeconfig")}) {
 		t.Errorf("kubectlCommand = %+v", c)
+	}
+
+	// A cluster whose metadata.json names the older release gets that
+	// release's kubectl, and none while only the default's is cached.
+	write(filepath.Join(dir, metadata.FileName), `{"infraID": "d-abcde", "kubernetesVersion": "v1.35.4"}`, 0o644)
+	if _, err := kubectlCommand(dir, getenv, environ, args); !errors.As(err, new(*nodeimage.NotCachedError)) {
+		t.Errorf("a v1.35.4 cluster with only %s's kubectl cached: %v, want a *nodeimage.NotCachedError", release.Default().Kubernetes, err)
+	}
+	older := filepath.Join(cache, "components", "kubernetes-older")
+	write(filepath.Join(older, "src", "go.mod"), "module m\n\nrequire k8s.io/kubernetes v1.35.4\n", 0o644)
+	write(filepath.Join(older, "bin", "kubectl"), "#!/bin/sh\n", 0o755)
+	if c, err := kubectlCommand(dir, getenv, environ, args); err != nil || c.Path != filepath.Join(older, "bin", "kubectl") {
+		t.Errorf("a v1.35.4 cluster runs %q (%v), want %s", c.Path, err, filepath.Join(older, "bin", "kubectl"))
 	}
 }

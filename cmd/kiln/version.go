@@ -28,8 +28,18 @@ type versionInfo struct {
 	// Go is the toolchain that built kiln, Platform its GOOS/GOARCH.
 	Go       string `json:"go"`
 	Platform string `json:"platform"`
-	// Release is what kiln installs.
+	// Release is what kiln installs by default: the newest release.
 	Release releaseInfo `json:"release"`
+	// Releases are every Kubernetes release an install-config may name
+	// (kubernetesVersion), newest first; each shares Release's other pins.
+	Releases []kubernetesRelease `json:"releases"`
+}
+
+// kubernetesRelease is one release's versions that change with Kubernetes.
+type kubernetesRelease struct {
+	Kubernetes string `json:"kubernetes"`
+	Etcd       string `json:"etcd"`
+	CoreDNS    string `json:"coredns"`
 }
 
 // releaseInfo names the pinned release of each component (assets/release).
@@ -54,14 +64,15 @@ type releaseInfo struct {
 // readVersion builds the report from Go's build information (ok false when
 // the binary carries none).
 func readVersion(bi *debug.BuildInfo, ok bool) versionInfo {
+	def := release.Default()
 	v := versionInfo{
 		Kiln:     "(devel)",
 		Go:       runtime.Version(),
 		Platform: runtime.GOOS + "/" + runtime.GOARCH,
 		Release: releaseInfo{
-			Kubernetes:           release.KubernetesVersion,
-			Etcd:                 release.EtcdVersion,
-			CoreDNS:              release.CoreDNSVersion,
+			Kubernetes:           def.Kubernetes,
+			Etcd:                 def.Etcd,
+			CoreDNS:              def.CoreDNS,
 			Pause:                release.PauseVersion,
 			LocalPathProvisioner: release.LocalPathProvisionerVersion,
 			MetricsServer:        release.MetricsServerVersion,
@@ -70,6 +81,9 @@ func readVersion(bi *debug.BuildInfo, ok bool) versionInfo {
 			Runc:                 release.RuncVersion,
 			Registry:             release.RegistryVersion,
 		},
+	}
+	for _, r := range release.Releases() {
+		v.Releases = append(v.Releases, kubernetesRelease{Kubernetes: r.Kubernetes, Etcd: r.Etcd, CoreDNS: r.CoreDNS})
 	}
 	if !ok || bi == nil {
 		return v
@@ -109,7 +123,7 @@ func (v versionInfo) write(w io.Writer, output string) error {
 		fmt.Fprintf(w, "commit: %s (%s%s)\n", v.Commit, v.CommitTime, modified)
 	}
 	fmt.Fprintf(w, "built with: %s %s\n", v.Go, v.Platform)
-	fmt.Fprintf(w, "release:\n")
+	fmt.Fprintf(w, "release (default):\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	r := v.Release
 	for _, row := range [][2]string{
@@ -120,16 +134,24 @@ func (v versionInfo) write(w io.Writer, output string) error {
 	} {
 		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "releases (install-config kubernetesVersion; the first is the default):\n")
+	for _, k := range v.Releases {
+		fmt.Fprintf(w, "  %s  etcd %s, coredns %s\n", k.Kubernetes, k.Etcd, k.CoreDNS)
+	}
+	return nil
 }
 
 func newVersionCmd(o *rootOptions) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print kiln's version and commit, the Go that built it, and the release it installs",
+		Short: "Print kiln's version and commit, the Go that built it, and the releases it installs",
 		Long: "Print kiln's version (the module version of a `go install`ed kiln, else (devel)), the commit it was\n" +
-			"built from, the Go toolchain, and the pinned release of every component it installs.\n" +
+			"built from, the Go toolchain, the pinned release of every component it installs by default, and\n" +
+			"every Kubernetes release an install-config may choose (kubernetesVersion).\n" +
 			"--output json prints the same as JSON.",
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {

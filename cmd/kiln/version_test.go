@@ -25,7 +25,7 @@ func TestReadVersion(t *testing.T) {
 	if v.Kiln != "v1.2.3" || v.Commit != "0123456789abcdef" || v.CommitTime != "2026-11-25T02:00:00Z" || !v.Modified || v.Go != "go1.99.1" {
 		t.Errorf("readVersion = %+v", v)
 	}
-	if v.Release.Kubernetes != release.KubernetesVersion || v.Release.Etcd != release.EtcdVersion || v.Release.CoreDNS != release.CoreDNSVersion {
+	if v.Release.Kubernetes != release.Default().Kubernetes || v.Release.Etcd != release.Default().Etcd || v.Release.CoreDNS != release.Default().CoreDNS {
 		t.Errorf("release = %+v, want the pinned versions", v.Release)
 	}
 	var out bytes.Buffer
@@ -33,8 +33,9 @@ func TestReadVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"kiln v1.2.3\n", "commit: 0123456789abcdef (2026-11-25T02:00:00Z, with uncommitted changes)\n",
-		"built with: go1.99.1 ", "kubernetes              " + release.KubernetesVersion + "\n", "metrics-server          " + release.MetricsServerVersion, "kube-router             " + release.KubeRouterVersion + "\n",
-		"registry (host)         " + release.RegistryVersion + "\n"} {
+		"built with: go1.99.1 ", "kubernetes              " + release.Default().Kubernetes + "\n", "metrics-server          " + release.MetricsServerVersion, "kube-router             " + release.KubeRouterVersion + "\n",
+		"registry (host)         " + release.RegistryVersion + "\n",
+		"releases (install-config kubernetesVersion; the first is the default):\n  v1.36.3  etcd v3.5.35, coredns v1.15.0\n  v1.35.4  etcd v3.5.35, coredns v1.15.0\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("text output lacks %q:\n%s", want, out.String())
 		}
@@ -59,7 +60,7 @@ func TestVersionCommand(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
 		t.Fatalf("--output json is not JSON: %v\n%s", err, out.String())
 	}
-	if v.Kiln == "" || v.Go == "" || v.Release.Kubernetes != release.KubernetesVersion || v.Release.Containerd != release.ContainerdVersion || v.Release.Runc != release.RuncVersion {
+	if v.Kiln == "" || v.Go == "" || v.Release.Kubernetes != release.Default().Kubernetes || v.Release.Containerd != release.ContainerdVersion || v.Release.Runc != release.RuncVersion {
 		t.Errorf("version = %+v", v)
 	}
 	out.Reset()

@@ -17,7 +17,8 @@ dir=${1:?usage: $0 CLUSTER_DIR [RUNS] [SIZE_BYTES]} runs=${2:-5} size=${3:-53687
 kiln=${KILN:-bin/kiln}
 k() { "$kiln" kubectl --dir "$dir" -- "$@"; }
 ns=kiln-bench-netpol
-infra=$(sed -n 's/.*"infraID": *"\([^"]*\)".*/\1/p' "$dir/metadata.json")
+. test/bench/lib.sh
+infra=$(infra_id "$dir")
 master=$infra-master-0 worker=$infra-worker-0
 pod() { # NAME NODE ARGS...
   local name=$1 node=$2

@@ -9,8 +9,9 @@
 # cgroup v1 (memory.stat total_rss, total_cache, total_mapped_file,
 # total_shmem) or cgroup v2 (anon, file, file_mapped, shmem).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 if [ "${1:-}" = -dir ]; then
-  infra=$(sed -n 's/.*"infraID": *"\([^"]*\)".*/\1/p' "${2:?usage: $0 -dir DIR}/metadata.json")
+  infra=$(infra_id "${2:?usage: $0 -dir DIR}")
 else
   infra=${1:?usage: $0 INFRA_ID | -dir DIR}
 fi

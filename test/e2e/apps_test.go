@@ -64,7 +64,7 @@ func probeSpec(labels map[string]string, args ...string) corev1.PodTemplateSpec 
 			Volumes: []corev1.Volume{{Name: "kiln", VolumeSource: corev1.VolumeSource{
 				HostPath: &corev1.HostPathVolumeSource{Path: "/usr/local/bin/kiln"}}}},
 			Containers: []corev1.Container{{
-				Name: "probe", Image: release.Image(release.Pause), ImagePullPolicy: corev1.PullNever,
+				Name: "probe", Image: release.Default().Image(release.Pause), ImagePullPolicy: corev1.PullNever,
 				Command:      append([]string{"/kiln", "node", "probe"}, args...),
 				VolumeMounts: []corev1.VolumeMount{{Name: "kiln", MountPath: "/kiln", ReadOnly: true}},
 			}},

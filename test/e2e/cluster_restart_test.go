@@ -252,7 +252,7 @@ func echoPodSpec(args ...string) corev1.PodSpec {
 		Volumes: []corev1.Volume{{Name: "kiln", VolumeSource: corev1.VolumeSource{
 			HostPath: &corev1.HostPathVolumeSource{Path: "/usr/local/bin/kiln"}}}},
 		Containers: []corev1.Container{{
-			Name: "probe", Image: release.Image(release.Pause), ImagePullPolicy: corev1.PullNever,
+			Name: "probe", Image: release.Default().Image(release.Pause), ImagePullPolicy: corev1.PullNever,
 			Command:      append([]string{"/kiln", "node", "probe"}, args...),
 			VolumeMounts: []corev1.VolumeMount{{Name: "kiln", MountPath: "/kiln", ReadOnly: true}},
 		}},

@@ -57,13 +57,7 @@ func TestClusterScale(t *testing.T) {
 	kiln := buildStaticKiln(t)
 	dir := t.TempDir()
 	writeInstallConfig(t, dir, "e2escale", 1, 1, "10.66.103.0/24", "")
-	out, err := runKiln(t, kiln, 45*time.Minute, "create", "cluster", "--dir", dir)
-	infraID := readInfraID(t, dir)
-	t.Cleanup(func() { assertDestroyed(t, kiln, dir, infraID, false) })
-	if err != nil {
-		gather(t, kiln, dir)
-		t.Fatalf("create cluster: %v\n%s", err, lastLines(out, 60))
-	}
+	_, infraID := createCluster(t, kiln, dir)
 	client := adminClient(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()

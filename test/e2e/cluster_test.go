@@ -442,7 +442,7 @@ func assertPodNetwork(ctx context.Context, t *testing.T, client kubernetes.Inter
 				RestartPolicy: restart,
 				Volumes:       []corev1.Volume{kilnVol},
 				Containers: []corev1.Container{{
-					Name: name, Image: release.Image(release.Pause), ImagePullPolicy: corev1.PullNever,
+					Name: name, Image: release.Default().Image(release.Pause), ImagePullPolicy: corev1.PullNever,
 					Command: append([]string{"/kiln", "node", "probe"}, args...), VolumeMounts: []corev1.VolumeMount{mount},
 				}},
 			},

@@ -109,7 +109,7 @@ func TestNodeImageBoot(t *testing.T) {
 			t.Errorf("%s is %q (%v)", unit, out, err)
 		}
 	}
-	pause := release.Image(release.Pause)
+	pause := release.Default().Image(release.Pause)
 	waitFor(t, ctx, 4*time.Minute, "pause image imported into containerd (ctr -n k8s.io images ls)", func() (bool, string) {
 		out, err := exec("ctr", "-n", "k8s.io", "images", "ls", "-q")
 		return err == nil && strings.Contains(out, pause), out
@@ -265,7 +265,7 @@ authorization:
 `
 
 func etcdPod(ip string) string {
-	spec := release.Spec(release.Etcd)
+	spec := release.Default().Spec(release.Etcd)
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
@@ -301,7 +301,7 @@ spec:
 }
 
 func apiserverPod(ip string) string {
-	spec := release.Spec(release.KubeAPIServer)
+	spec := release.Default().Spec(release.KubeAPIServer)
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:

@@ -54,7 +54,7 @@ func TestNodeImageBuild(t *testing.T) {
 	t.Logf("node image %s at %s", img.Hash, img.RootFS)
 
 	t.Run("versions", func(t *testing.T) {
-		k8s := "Kubernetes " + release.KubernetesVersion
+		k8s := "Kubernetes " + release.Default().Kubernetes
 		tests := []struct {
 			argv []string
 			want string
@@ -64,10 +64,10 @@ func TestNodeImageBuild(t *testing.T) {
 			{[]string{"/usr/local/bin/kube-scheduler", "--version"}, k8s},
 			{[]string{"/usr/local/bin/kube-proxy", "--version"}, k8s},
 			{[]string{"/usr/local/bin/kubelet", "--version"}, k8s},
-			{[]string{"/usr/local/bin/kubectl", "version", "--client"}, "Client Version: " + release.KubernetesVersion},
-			{[]string{"/usr/local/bin/etcd", "--version"}, "etcd Version: " + strings.TrimPrefix(release.EtcdVersion, "v")},
-			{[]string{"/usr/local/bin/etcdctl", "version"}, "etcdctl version: " + strings.TrimPrefix(release.EtcdVersion, "v")},
-			{[]string{"/usr/local/bin/coredns", "-version"}, "CoreDNS-" + strings.TrimPrefix(release.CoreDNSVersion, "v")},
+			{[]string{"/usr/local/bin/kubectl", "version", "--client"}, "Client Version: " + release.Default().Kubernetes},
+			{[]string{"/usr/local/bin/etcd", "--version"}, "etcd Version: " + strings.TrimPrefix(release.Default().Etcd, "v")},
+			{[]string{"/usr/local/bin/etcdctl", "version"}, "etcdctl version: " + strings.TrimPrefix(release.Default().Etcd, "v")},
+			{[]string{"/usr/local/bin/coredns", "-version"}, "CoreDNS-" + strings.TrimPrefix(release.Default().CoreDNS, "v")},
 			{[]string{"/usr/local/bin/pause", "-v"}, "pause " + release.PauseVersion},
 			// Built from source into /usr/local/bin, found on the node's PATH.
 			{[]string{"containerd", "--version"}, "containerd github.com/containerd/containerd/v2 " + strings.TrimPrefix(release.ContainerdVersion, "v")},
@@ -89,10 +89,13 @@ func TestNodeImageBuild(t *testing.T) {
 	t.Run("containerd config", func(t *testing.T) {
 		out := chrootRun(t, img.RootFS, "containerd", "--config", "/etc/containerd/config.toml", "config", "dump")
 		for _, want := range []string{
-			"sandbox = '" + release.Image(release.Pause) + "'",
+			"sandbox = '" + release.Default().Image(release.Pause) + "'",
 			"snapshotter = 'overlayfs'",
 			"config_path = '/etc/containerd/certs.d'",
 			"restrict_oom_score_adj = true",
+			// The runtime's CPU sampler (the images plugin's snapshot
+			// stats, an int, are another key of the same name).
+			"stats_collect_period = '10s'",
 			"SystemdCgroup = true",
 			"bin_dirs = ['/usr/lib/cni']",
 			"conf_dir = '/etc/cni/net.d'",
@@ -106,7 +109,7 @@ func TestNodeImageBuild(t *testing.T) {
 	t.Run("images", func(t *testing.T) {
 		var index map[string]struct{ File, Ref string }
 		readJSON(t, filepath.Join(img.RootFS, nodeimage.ImagesDir, "index.json"), &index)
-		for _, spec := range release.Images() {
+		for _, spec := range release.Default().Images() {
 			entry, ok := index[string(spec.Component)]
 			if !ok || entry.Ref != spec.Ref() {
 				t.Errorf("index.json: %s = %+v, want ref %s", spec.Component, entry, spec.Ref())
@@ -157,7 +160,7 @@ func TestNodeImageBuild(t *testing.T) {
 	t.Run("release and units", func(t *testing.T) {
 		var info release.Info
 		readJSON(t, filepath.Join(img.RootFS, "etc/kiln/release.json"), &info)
-		if info.Kubernetes != release.KubernetesVersion || info.Images["etcd"] != release.Image(release.Etcd) ||
+		if info.Kubernetes != release.Default().Kubernetes || info.Images["etcd"] != release.Default().Image(release.Etcd) ||
 			info.Containerd != release.ContainerdVersion || info.Runc != release.RuncVersion {
 			t.Errorf("release.json = %+v", info)
 		}

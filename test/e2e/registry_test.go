@@ -45,7 +45,7 @@ func assertRegistry(t *testing.T, client kubernetes.Interface, infraID string) {
 	pushed := name + "/kiln-e2e/pause:" + tag
 	archive := filepath.Join(t.TempDir(), "pause.tar")
 	for _, args := range [][]string{
-		{"copy", "--src-tls-verify=false", "docker://" + name + "/" + release.Image(release.Pause), "docker-archive:" + archive + ":" + pushed},
+		{"copy", "--src-tls-verify=false", "docker://" + name + "/" + release.Default().Image(release.Pause), "docker-archive:" + archive + ":" + pushed},
 		{"copy", "--dest-tls-verify=false", "docker-archive:" + archive, "docker://" + pushed},
 	} {
 		out, err := exec.CommandContext(ctx, skopeo, args...).CombinedOutput()
@@ -53,7 +53,7 @@ func assertRegistry(t *testing.T, client kubernetes.Interface, infraID string) {
 			t.Fatalf("skopeo %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	for pod, image := range map[string]string{"registry-pushed": pushed, "registry-mirrored": release.Image(release.Pause)} {
+	for pod, image := range map[string]string{"registry-pushed": pushed, "registry-mirrored": release.Default().Image(release.Pause)} {
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: "default"},
 			Spec: corev1.PodSpec{
@@ -97,7 +97,7 @@ func assertRegistryKeeps(t *testing.T, infraID string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo, tag, _ := strings.Cut(release.Image(release.Pause), ":")
+	repo, tag, _ := strings.Cut(release.Default().Image(release.Pause), ":")
 	u := "http://" + registry.PushAddr(addr) + "/v2/" + repo + "/manifests/" + tag
 	req, err := http.NewRequest(http.MethodHead, u, nil)
 	if err != nil {

@@ -6,6 +6,8 @@
 # with the kernel and initrd beside it for qemu's direct kernel boot.
 #
 #   test/host/build-vm.sh            prints the base's directory
+#   test/host/build-vm.sh --cached   the same when the base is built, else
+#                                    prints nothing and exits 3
 #
 # The base lives in <cache>/vm/base-<key>/ (<cache> is $KILN_CACHE_DIR, else
 # $XDG_CACHE_HOME/kiln, else ~/.cache/kiln): rootfs/, vmlinuz, initrd.img and
@@ -39,6 +41,7 @@ if [ -f "$dir/vm.json" ]; then
   echo "$dir"
   exit 0
 fi
+[ "${1:-}" != --cached ] || exit 3
 [ "$(id -u)" = 0 ] || { echo "build-vm: needs root (debootstrap, chroot)" >&2; exit 2; }
 command -v debootstrap >/dev/null || { echo "build-vm: debootstrap missing: apt-get install debootstrap" >&2; exit 2; }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/none"
+	"github.com/kiln-project/kiln/assets/release"
 )
 
 // dnsServiceIndex is the offset of the cluster DNS Service IP in the service
@@ -180,4 +181,14 @@ func (c *Config) Addons() Addons {
 // SlowerControlPlane reports whether controlPlaneHardwareSpeed is Slower.
 func (c *Config) SlowerControlPlane() bool {
 	return c.ControlPlaneHardwareSpeed == HardwareSpeedSlower
+}
+
+// Release returns the release kubernetesVersion names; the default release
+// when it names none or one kiln does not pin (Validate rejects that).
+func (c *Config) Release() release.Release {
+	r, err := release.Lookup(c.KubernetesVersion)
+	if err != nil {
+		return release.Default()
+	}
+	return r
 }

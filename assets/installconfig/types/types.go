@@ -47,14 +47,21 @@ type Config struct {
 	// BaseDomain is the DNS domain the cluster's names live under:
 	// api.<metadata.name>.<baseDomain>.
 	BaseDomain string `json:"baseDomain"`
+	// KubernetesVersion is the Kubernetes release the cluster runs, one of
+	// those kiln pins (`kiln version` lists them, each with its etcd and
+	// CoreDNS); default the newest. The local platform builds or reuses the
+	// node image of that release.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 	// ControlPlane is the pool of control-plane (master) machines.
 	ControlPlane *MachinePool `json:"controlPlane,omitempty"`
 	// ControlPlaneHardwareSpeed tunes etcd and the API servers' etcd checks
 	// for the control plane's machines: Standard (default) or Slower, for
 	// slow or loaded hosts, where etcd's default timing elects a new leader
 	// again and again and nothing gets written. Slower also holds the
-	// workers back until the bootstrap machine is gone, and keeps the
-	// add-ons off the masters when there are workers.
+	// workers back until the bootstrap machine is gone, keeps the add-ons
+	// off the masters when there are workers, retires the bootstrap
+	// machine's control plane and etcd member as soon as the masters' members
+	// vote, and gives the masters' controllers 60 s leader leases.
 	ControlPlaneHardwareSpeed string `json:"controlPlaneHardwareSpeed,omitempty"`
 	// Compute lists the pools of worker machines.
 	Compute []MachinePool `json:"compute,omitempty"`

@@ -50,13 +50,13 @@ func (b *builder) plan() (*plan, error) {
 	}
 	// An empty toolchain version leaves the Go toolchain out of every
 	// component's key, so inputs names what the image is built from.
-	inputs, err := imageKey("", files)
+	inputs, err := imageKey(b.pinned(), "", files)
 	if err != nil {
 		return nil, err
 	}
 	p := &plan{inputs: inputs, files: files}
 	if b.goErr == nil {
-		if p.key, err = imageKey(b.goVersion, files); err != nil {
+		if p.key, err = imageKey(b.pinned(), b.goVersion, files); err != nil {
 			return nil, err
 		}
 		p.dir = filepath.Join(b.cache, "images", "node-"+p.key)
@@ -66,11 +66,11 @@ func (b *builder) plan() (*plan, error) {
 
 // imageKey hashes every input of the image: the base tree's key, each
 // component's key, the baked files with their modes, the unit lists, the
-// proxy tools, the pre-import scripts and the release.
-func imageKey(goVersion string, files []bakedFile) (string, error) {
+// proxy tools, the pre-import scripts and the release rel.
+func imageKey(rel release.Release, goVersion string, files []bakedFile) (string, error) {
 	h := newHasher("node-image/v1")
 	h.add("base", debootstrapKey())
-	for _, c := range components() {
+	for _, c := range components(rel) {
 		src, err := c.sources()
 		if err != nil {
 			return "", err
@@ -84,11 +84,11 @@ func imageKey(goVersion string, files []bakedFile) (string, error) {
 	h.add("mask", strings.Join(maskUnits[:], " "))
 	h.add("proxy-tools", strings.Join(proxyTools[:], " "))
 	h.add("preimport", preimportOuter+preimportInner)
-	rel, err := json.Marshal(release.Current())
+	info, err := json.Marshal(rel.Info())
 	if err != nil {
 		return "", err
 	}
-	h.add("release", string(rel))
+	h.add("release", string(info))
 	return h.sum(), nil
 }
 
@@ -133,7 +133,7 @@ func (b *builder) assemble(ctx context.Context, p *plan, base string, bins map[s
 	if err := installBaked(rootfs, p.files); err != nil {
 		return nil, err
 	}
-	rel, err := json.MarshalIndent(release.Current(), "", "  ")
+	rel, err := json.MarshalIndent(b.pinned().Info(), "", "  ")
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (b *builder) assemble(ctx context.Context, p *plan, base string, bins map[s
 		return nil, err
 	}
 	mirror, _ := os.ReadFile(filepath.Join(filepath.Dir(base), mirrorFile))
-	img := &Image{Hash: p.key, Inputs: p.inputs, Release: release.Current(), Packages: Packages(), Mirror: strings.TrimSpace(string(mirror))}
+	img := &Image{Hash: p.key, Inputs: p.inputs, Release: b.pinned().Info(), Packages: Packages(), Mirror: strings.TrimSpace(string(mirror))}
 	meta, err := json.MarshalIndent(img, "", "  ")
 	if err != nil {
 		return nil, err

@@ -30,7 +30,7 @@ type bakedData struct {
 // bakedFiles returns the files of data/nodeimage/rootfs, rendered.
 func bakedFiles() ([]bakedFile, error) {
 	data := bakedData{
-		SandboxImage: release.Image(release.Pause),
+		SandboxImage: release.PauseImage(),
 		CtrImport:    ctrImportCmd("").String(),
 		CtrList:      ctrListCmd().String(),
 	}

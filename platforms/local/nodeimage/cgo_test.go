@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kiln-project/kiln/assets/release"
 )
 
 // fakeHost is a build host with the given programs on PATH, on which
@@ -26,7 +28,7 @@ func fakeHost(programs, libs []string) hostProbe {
 
 func TestCgoPrecondition(t *testing.T) {
 	var runc component
-	for _, c := range components() {
+	for _, c := range components(release.Default()) {
 		if c.Name == "runc" {
 			runc = c
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/kiln-project/kiln/assets/release"
 )
 
 func TestCommandArgv(t *testing.T) {
@@ -69,7 +71,7 @@ func TestCommandArgv(t *testing.T) {
 
 func TestGoBuildCmd(t *testing.T) {
 	byName := map[string]component{}
-	for _, c := range components() {
+	for _, c := range components(release.Default()) {
 		byName[c.Name] = c
 	}
 	tests := []struct {
@@ -228,7 +230,7 @@ func TestStaticCgo(t *testing.T) {
 // build, in the same directory and environment, so that it downloads what
 // the build reads.
 func TestPrefetchCmd(t *testing.T) {
-	for _, c := range components() {
+	for _, c := range components(release.Default()) {
 		build := goBuildCmd("/go", "/cache", c, "/src", "/out")
 		got := prefetchCmd("/go", "/cache", c, "/src")
 		want := append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, c.Packages...)

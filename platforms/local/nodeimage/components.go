@@ -74,9 +74,8 @@ var containerdLDFlags = []string{
 }
 
 // kubernetesLDFlags returns the -X flags that set the version strings of
-// everything built from k8s.io/kubernetes at the pinned release.
-func kubernetesLDFlags() []string {
-	v := release.KubernetesVersion
+// everything built from k8s.io/kubernetes at version v.
+func kubernetesLDFlags(v string) []string {
 	major, minor, _ := strings.Cut(strings.TrimPrefix(v, "v"), ".")
 	minor, _, _ = strings.Cut(minor, ".")
 	var ld []string
@@ -92,10 +91,10 @@ func kubernetesLDFlags() []string {
 	return ld
 }
 
-// components returns every module kiln builds, from the pinned release.
-func components() []component {
-	v := release.KubernetesVersion
-	k8sLD := kubernetesLDFlags()
+// components returns every module kiln builds for the node image of rel.
+func components(rel release.Release) []component {
+	v := rel.Kubernetes
+	k8sLD := kubernetesLDFlags(v)
 	k8sBins := []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubelet", "kubectl"}
 	var k8sPkgs []string
 	for _, b := range k8sBins {
@@ -103,18 +102,18 @@ func components() []component {
 	}
 	return []component{
 		{
-			Name: "kubernetes", Version: v, StagingVersion: release.KubernetesStagingVersion,
+			Name: "kubernetes", Version: v, StagingVersion: rel.KubernetesStaging,
 			Packages: k8sPkgs, Binaries: k8sBins, LDFlags: k8sLD,
 		},
 		{
-			Name: "etcd", Version: release.EtcdVersion,
+			Name: "etcd", Version: rel.Etcd,
 			Packages: []string{".", "go.etcd.io/etcd/etcdctl/v3"}, Binaries: []string{"etcd", "etcdctl"},
-			LDFlags: []string{"-X go.etcd.io/etcd/api/v3/version.GitSHA=" + release.EtcdVersion},
+			LDFlags: []string{"-X go.etcd.io/etcd/api/v3/version.GitSHA=" + rel.Etcd},
 		},
 		{
-			Name: "coredns", Version: release.CoreDNSVersion,
+			Name: "coredns", Version: rel.CoreDNS,
 			Packages: []string{"."}, Binaries: []string{"coredns"},
-			LDFlags: []string{"-X github.com/coredns/coredns/coremain.GitCommit=" + release.CoreDNSVersion},
+			LDFlags: []string{"-X github.com/coredns/coredns/coremain.GitCommit=" + rel.CoreDNS},
 		},
 		{
 			Name: "pause", Version: release.PauseVersion,

@@ -81,7 +81,7 @@ func TestComponentSources(t *testing.T) {
 		},
 	}
 	comps := map[string]component{}
-	for _, c := range append(components(), registryComponent()) {
+	for _, c := range append(components(release.Default()), registryComponent()) {
 		comps[c.Name] = c
 	}
 	if len(comps) != len(tests) {
@@ -129,7 +129,7 @@ func TestKubernetesReplacesEveryStagingModule(t *testing.T) {
 	}
 	mod := string(files["go.mod"])
 	for _, m := range staging {
-		line := "k8s.io/" + m + " => k8s.io/" + m + " " + release.KubernetesStagingVersion
+		line := "k8s.io/" + m + " => k8s.io/" + m + " " + release.Default().KubernetesStaging
 		if !strings.Contains(mod, line) {
 			t.Errorf("go.mod lacks %q", line)
 		}
@@ -140,7 +140,7 @@ func TestKubernetesReplacesEveryStagingModule(t *testing.T) {
 }
 
 func TestComponentKey(t *testing.T) {
-	c := components()[0]
+	c := components(release.Default())[0]
 	files := map[string][]byte{"go.mod": []byte("module a\n"), "go.sum": []byte("x h1:y\n")}
 	base := c.key("go1.26.8", files)
 	if again := c.key("go1.26.8", map[string][]byte{"go.sum": []byte("x h1:y\n"), "go.mod": []byte("module a\n")}); again != base {
@@ -189,7 +189,7 @@ func TestComponentKey(t *testing.T) {
 // component gives it a new cache entry (its go.mod requires the version),
 // and the same version the same entry.
 func TestComponentKeyFollowsVersion(t *testing.T) {
-	for _, c := range components() {
+	for _, c := range components(release.Default()) {
 		if c.Name != "containerd" && c.Name != "runc" {
 			continue
 		}

@@ -49,10 +49,10 @@ const e2ePackage = "k8s.io/kubernetes/test/e2e"
 // programs of the test images, with the Kubernetes version flags, so that
 // the packages they share with the node image's build come from the Go
 // build cache.
-func e2eComponent() component {
+func e2eComponent(rel release.Release) component {
 	return component{
 		Name: "e2e", FS: dataconformance.FS,
-		Version: release.KubernetesVersion, StagingVersion: release.KubernetesStagingVersion,
+		Version: rel.Kubernetes, StagingVersion: rel.KubernetesStaging,
 		Packages: []string{
 			"k8s.io/kubernetes/cmd/kubectl",
 			"k8s.io/kubernetes/test/images/agnhost",
@@ -61,7 +61,7 @@ func e2eComponent() component {
 			"github.com/onsi/ginkgo/v2/ginkgo",
 		},
 		Binaries: []string{"kubectl", "agnhost", "nonewprivs", "sample-apiserver", "ginkgo"},
-		LDFlags:  kubernetesLDFlags(),
+		LDFlags:  kubernetesLDFlags(rel.Kubernetes),
 	}
 }
 
@@ -87,7 +87,7 @@ func e2eKey(goVersion string, c component, files map[string][]byte) string {
 	return h.sum()
 }
 
-// EnsureConformance returns the conformance suite of the pinned release,
+// EnsureConformance returns the conformance suite of opts.Release,
 // building whatever is not in the cache: e2e.test and kubectl from the Go
 // module proxy, a Debian tree for the test images that need one, and the
 // images archive. With nothing changed it only hashes its inputs. Building
@@ -113,14 +113,14 @@ func EnsureConformance(ctx context.Context, opts Options) (*Conformance, error) 
 }
 
 func (b *builder) ensureConformance(ctx context.Context) (*Conformance, error) {
-	c := e2eComponent()
+	c := e2eComponent(b.pinned())
 	files, err := c.sources()
 	if err != nil {
 		return nil, err
 	}
 	binKey := e2eKey(b.goVersion, c, files)
 	deps := map[string]component{}
-	for _, dc := range components() {
+	for _, dc := range components(b.pinned()) {
 		if dc.Name == "etcd" || dc.Name == "pause" {
 			deps[dc.Name] = dc
 		}
@@ -129,7 +129,7 @@ func (b *builder) ensureConformance(ctx context.Context) (*Conformance, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(b.cache, "conformance", release.KubernetesVersion+"-"+key)
+	dir := filepath.Join(b.cache, "conformance", b.pinned().Kubernetes+"-"+key)
 	if got, err := loadConformance(dir); err == nil {
 		b.log.Debugf("conformance suite: cached in %s", dir)
 		return got, nil
@@ -166,7 +166,7 @@ func (b *builder) ensureConformance(ctx context.Context) (*Conformance, error) {
 	}
 	src := conformanceSources{
 		rootfs: rootfs, bins: bins, busybox: busybox,
-		module: filepath.Join(b.cache, "go", "mod", "k8s.io", "kubernetes@"+release.KubernetesVersion),
+		module: filepath.Join(b.cache, "go", "mod", "k8s.io", "kubernetes@"+b.pinned().Kubernetes),
 	}
 	end := b.progress.Start("Writing the conformance test images")
 	refs, err := b.writeConformanceImages(ctx, filepath.Join(tmp, "images.tar"), src)
@@ -183,7 +183,7 @@ func (b *builder) ensureConformance(ctx context.Context) (*Conformance, error) {
 	meta := Conformance{
 		E2ETest: filepath.Join(dir, "bin", "e2e.test"), Kubectl: filepath.Join(dir, "bin", "kubectl"),
 		Ginkgo: filepath.Join(dir, "bin", "ginkgo"),
-		Images: filepath.Join(dir, "images.tar"), Refs: refs, Version: release.KubernetesVersion,
+		Images: filepath.Join(dir, "images.tar"), Refs: refs, Version: b.pinned().Kubernetes,
 	}
 	data, err := json.MarshalIndent(meta, "", "  ")
 	if err != nil {

@@ -7,10 +7,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kiln-project/kiln/assets/release"
 )
 
 func TestE2EComponentSources(t *testing.T) {
-	c := e2eComponent()
+	c := e2eComponent(release.Default())
 	files, err := c.sources()
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +36,7 @@ func TestE2EComponentSources(t *testing.T) {
 	}
 	// The node image's kubernetes component must not see the conformance
 	// module: its sources, and so the node image key, stay as they were.
-	for _, k := range components() {
+	for _, k := range components(release.Default()) {
 		if k.Name == "kubernetes" {
 			kf, err := k.sources()
 			if err != nil {
@@ -48,7 +50,7 @@ func TestE2EComponentSources(t *testing.T) {
 }
 
 func TestE2ETestCmd(t *testing.T) {
-	c := e2eComponent()
+	c := e2eComponent(release.Default())
 	cmd := e2eTestCmd("/usr/local/go/bin/go", "/cache", c, "/src", "/out")
 	build := goBuildCmd("/usr/local/go/bin/go", "/cache", c, "/src", "/out")
 	if cmd.Path != build.Path || cmd.Dir != "/src" || !reflect.DeepEqual(cmd.Env, build.Env) {
@@ -74,13 +76,13 @@ func TestE2ETestCmd(t *testing.T) {
 }
 
 func TestConformanceKey(t *testing.T) {
-	c := e2eComponent()
+	c := e2eComponent(release.Default())
 	files, err := c.sources()
 	if err != nil {
 		t.Fatal(err)
 	}
 	deps := map[string]component{}
-	for _, dc := range components() {
+	for _, dc := range components(release.Default()) {
 		deps[dc.Name] = dc
 	}
 	k1 := e2eKey("go1.26.8", c, files)

@@ -34,25 +34,7 @@ func TestEnsureWithoutGo(t *testing.T) {
 		t.Fatalf("empty cache without Go: %v, want a *PreconditionError", err)
 	}
 	image := func(hash, inputs string, age time.Duration) string {
-		dir := filepath.Join(cache, "images", "node-"+hash)
-		if err := os.MkdirAll(filepath.Join(dir, "rootfs/usr/bin"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "rootfs/usr/bin/systemctl"), nil, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		meta, err := json.Marshal(Image{Hash: hash, Inputs: inputs, Release: release.Current()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, metadataFile), meta, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		when := time.Now().Add(-age)
-		if err := os.Chtimes(filepath.Join(dir, metadataFile), when, when); err != nil {
-			t.Fatal(err)
-		}
-		return dir
+		return fakeImage(t, cache, hash, inputs, release.Default(), age)
 	}
 	image("other", "other-inputs", 0)
 	image("old", "", 0) // built before images recorded their inputs
@@ -85,4 +67,76 @@ func TestInputsKeyLeavesGoOut(t *testing.T) {
 	if keys[0] == keys[1] || inputs[0] != inputs[1] || inputs[0] == keys[0] {
 		t.Errorf("keys %v, inputs %v: want two keys and one inputs key apart from them", keys, inputs)
 	}
+}
+
+// TestReleasesHaveTheirOwnImages: each release's image has a key of its
+// own, and Cached finds only the release asked for, building nothing.
+func TestReleasesHaveTheirOwnImages(t *testing.T) {
+	cache := t.TempDir()
+	older, err := release.Lookup("v1.35.4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]release.Release{}
+	for _, r := range release.Releases() {
+		b := &builder{cache: cache, goVersion: "go1.26.8", rel: r}
+		p, err := b.plan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev, dup := keys[p.key]; dup {
+			t.Fatalf("%s and %s share the image key %s", prev.Kubernetes, r.Kubernetes, p.key)
+		}
+		keys[p.key] = r
+	}
+	def := &builder{cache: cache, goVersion: "go1.26.8"}
+	p, err := def.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys[p.key] != release.Default() {
+		t.Errorf("a builder without a release has key %s, not the default release's", p.key)
+	}
+	goBin := filepath.Join(t.TempDir(), "go") // no toolchain: matched by inputs
+	if img, err := Cached(Options{CacheDir: cache, Go: goBin, Release: older}); img != nil || err != nil {
+		t.Fatalf("empty cache: Cached = %v, %v", img, err)
+	}
+	ob := &builder{cache: cache, rel: older}
+	op, err := ob.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := fakeImage(t, cache, "older", op.inputs, older, 0)
+	img, err := Cached(Options{CacheDir: cache, Go: goBin, Release: older})
+	if err != nil || img == nil || img.Dir != dir || img.Release.Kubernetes != "v1.35.4" {
+		t.Fatalf("Cached(v1.35.4) = %+v, %v, want %s", img, err, dir)
+	}
+	if img, err := Cached(Options{CacheDir: cache, Go: goBin}); img != nil || err != nil {
+		t.Errorf("Cached(default) found %v, %v: only v1.35.4's image is cached", img, err)
+	}
+}
+
+// fakeImage writes a complete-looking image of rel into cache's images
+// directory, its metadata age old, and returns its directory.
+func fakeImage(t *testing.T, cache, hash, inputs string, rel release.Release, age time.Duration) string {
+	t.Helper()
+	dir := filepath.Join(cache, "images", "node-"+hash)
+	if err := os.MkdirAll(filepath.Join(dir, "rootfs/usr/bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rootfs/usr/bin/systemctl"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := json.Marshal(Image{Hash: hash, Inputs: inputs, Release: rel.Info()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, metadataFile), meta, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	when := time.Now().Add(-age)
+	if err := os.Chtimes(filepath.Join(dir, metadataFile), when, when); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

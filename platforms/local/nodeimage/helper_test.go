@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kiln-project/kiln/assets/release"
 )
 
 // TestLocalPathHelper builds the local-path-helper of the
@@ -81,7 +83,7 @@ func TestLocalPathHelper(t *testing.T) {
 // componentFiles returns the rendered module of the component named name.
 func componentFiles(t *testing.T, name string) map[string][]byte {
 	t.Helper()
-	for _, c := range components() {
+	for _, c := range components(release.Default()) {
 		if c.Name == name {
 			files, err := c.sources()
 			if err != nil {

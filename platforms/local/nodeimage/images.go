@@ -186,7 +186,7 @@ func (b *builder) writeImages(ctx context.Context, dir, rootfs string, bins map[
 	}
 	index := map[string]indexEntry{}
 	var list strings.Builder
-	for _, spec := range release.Images() {
+	for _, spec := range b.pinned().Images() {
 		entries, err := b.imageEntries(ctx, spec, bins, rootfs)
 		if err != nil {
 			return err

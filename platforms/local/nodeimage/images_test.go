@@ -11,7 +11,7 @@ import (
 // the tools they run; kube-router's also ipset, which it runs for every
 // policy sync.
 func TestImageTools(t *testing.T) {
-	for _, spec := range release.Images() {
+	for _, spec := range release.Default().Images() {
 		tools := imageTools(spec.Component)
 		switch spec.Component {
 		case release.KubeProxy:

@@ -28,14 +28,14 @@ func (e *NotCachedError) Error() string {
 		"(which builds the cluster's components from source; needs Go, see docs/node-image.md)", e.Program, e.Dir)
 }
 
-// Kubectl returns the kubectl of the pinned Kubernetes release in the
+// Kubectl returns the kubectl of Kubernetes version (e.g. "v1.36.3") in the
 // cache at cacheDir: bin/kubectl of a kubernetes component entry whose
 // module requires that release, else the kubectl in a cached node image of
 // that release (a host that got the image without building it has no
 // component entries). The entry's key also hashes the Go toolchain that
 // built it; any toolchain's build will do, the newest if there are several.
 // No such binary is a *NotCachedError.
-func Kubectl(cacheDir string) (string, error) {
+func Kubectl(cacheDir, version string) (string, error) {
 	entries, err := filepath.Glob(filepath.Join(cacheDir, "components", "kubernetes-*"))
 	if err != nil {
 		return "", err
@@ -47,7 +47,7 @@ func Kubectl(cacheDir string) (string, error) {
 	for _, dir := range entries {
 		bin := filepath.Join(dir, "bin", "kubectl")
 		st, err := os.Stat(bin)
-		if err != nil || !st.Mode().IsRegular() || !requiresKubernetes(filepath.Join(dir, "src", "go.mod"), release.KubernetesVersion) {
+		if err != nil || !st.Mode().IsRegular() || !requiresKubernetes(filepath.Join(dir, "src", "go.mod"), version) {
 			continue
 		}
 		if found == "" || st.ModTime().After(newest) {
@@ -55,21 +55,21 @@ func Kubectl(cacheDir string) (string, error) {
 		}
 	}
 	if found == "" {
-		found = imageKubectl(filepath.Join(cacheDir, "images"))
+		found = imageKubectl(filepath.Join(cacheDir, "images"), version)
 	}
 	if found == "" {
-		return "", &NotCachedError{Program: "kubectl " + release.KubernetesVersion, Dir: cacheDir}
+		return "", &NotCachedError{Program: "kubectl " + version, Dir: cacheDir}
 	}
 	return found, nil
 }
 
-// imageKubectl returns the kubectl of the newest complete node image of the
-// pinned Kubernetes release under dir; "" when there is none.
-func imageKubectl(dir string) string {
+// imageKubectl returns the kubectl of the newest complete node image of
+// Kubernetes version under dir; "" when there is none.
+func imageKubectl(dir, version string) string {
 	bin := func(img *Image) string { return filepath.Join(img.RootFS, release.BinDir, "kubectl") }
 	img := newestImage(dir, func(img *Image) bool {
 		st, err := os.Stat(bin(img))
-		return img.Release.Kubernetes == release.KubernetesVersion && err == nil && st.Mode().IsRegular()
+		return img.Release.Kubernetes == version && err == nil && st.Mode().IsRegular()
 	})
 	if img == nil {
 		return ""

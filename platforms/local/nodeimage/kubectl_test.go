@@ -16,7 +16,7 @@ import (
 // of several; none is a *NotCachedError.
 func TestKubectl(t *testing.T) {
 	cache := t.TempDir()
-	if _, err := Kubectl(cache); !errors.As(err, new(*NotCachedError)) {
+	if _, err := Kubectl(cache, release.Default().Kubernetes); !errors.As(err, new(*NotCachedError)) {
 		t.Fatalf("empty cache: %v, want a *NotCachedError", err)
 	}
 	entry := func(name, gomod string, kubectl bool, age time.Duration) string {
@@ -43,19 +43,19 @@ func TestKubectl(t *testing.T) {
 		}
 		return bin
 	}
-	v := release.KubernetesVersion
+	v := release.Default().Kubernetes
 	entry("kubernetes-other", "module m\n\nrequire k8s.io/kubernetes v1.30.0\n", true, 0)
 	entry("kubernetes-nobin", "module m\n\nrequire k8s.io/kubernetes "+v+"\n", false, 0)
 	entry("etcd-x", "module m\n\nrequire k8s.io/kubernetes "+v+"\n", true, 0)
-	if _, err := Kubectl(cache); !errors.As(err, new(*NotCachedError)) {
+	if _, err := Kubectl(cache, release.Default().Kubernetes); !errors.As(err, new(*NotCachedError)) {
 		t.Fatalf("no entry of the release: %v, want a *NotCachedError", err)
 	}
 	older := entry("kubernetes-older", "module m\n\nrequire (\n\tk8s.io/kubernetes "+v+"\n)\n", true, time.Hour)
-	if got, err := Kubectl(cache); err != nil || got != older {
+	if got, err := Kubectl(cache, release.Default().Kubernetes); err != nil || got != older {
 		t.Errorf("Kubectl = %q, %v; want %q (a require block)", got, err, older)
 	}
 	newer := entry("kubernetes-newer", "module m\n\nrequire k8s.io/kubernetes "+v+"\n", true, time.Minute)
-	if got, err := Kubectl(cache); err != nil || got != newer {
+	if got, err := Kubectl(cache, release.Default().Kubernetes); err != nil || got != newer {
 		t.Errorf("Kubectl = %q, %v; want the newest %q", got, err, newer)
 	}
 }
@@ -75,7 +75,7 @@ func TestKubectlFromNodeImage(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		rel := release.Current()
+		rel := release.Default().Info()
 		rel.Kubernetes = kubernetes
 		meta, err := json.Marshal(Image{Hash: name, Release: rel})
 		if err != nil {
@@ -87,11 +87,11 @@ func TestKubectlFromNodeImage(t *testing.T) {
 		return filepath.Join(root, release.BinDir, "kubectl")
 	}
 	image("node-other", "v1.30.0")
-	if _, err := Kubectl(cache); !errors.As(err, new(*NotCachedError)) {
+	if _, err := Kubectl(cache, release.Default().Kubernetes); !errors.As(err, new(*NotCachedError)) {
 		t.Fatalf("image of another release: %v, want a *NotCachedError", err)
 	}
-	want := image("node-this", release.KubernetesVersion)
-	if got, err := Kubectl(cache); err != nil || got != want {
+	want := image("node-this", release.Default().Kubernetes)
+	if got, err := Kubectl(cache, release.Default().Kubernetes); err != nil || got != want {
 		t.Errorf("Kubectl = %q, %v; want the image's %q", got, err, want)
 	}
 }

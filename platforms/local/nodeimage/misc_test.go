@@ -116,11 +116,12 @@ func TestContainerdConfig(t *testing.T) {
 	for _, w := range []string{
 		"version = 3\n",
 		"[plugins.'io.containerd.cri.v1.images'.pinned_images]\n",
-		"sandbox = '" + release.Image(release.Pause) + "'\n",
+		"sandbox = '" + release.Default().Image(release.Pause) + "'\n",
 		"[plugins.'io.containerd.cri.v1.images'.registry]\n",
 		"config_path = '/etc/containerd/certs.d'\n",
 		"snapshotter = 'overlayfs'\n",
 		"restrict_oom_score_adj = true\n",
+		"stats_collect_period = '10s'\n",
 		"SystemdCgroup = true\n",
 		"bin_dirs = ['/usr/lib/cni']\n",
 	} {
@@ -175,13 +176,13 @@ func TestImageKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, err := imageKey("go1.26.8", files)
+	base, err := imageKey(release.Default(), "go1.26.8", files)
 	if err != nil {
 		t.Fatal(err)
 	}
 	edit := func(f func(fs []bakedFile) []bakedFile) string {
 		c := append([]bakedFile(nil), files...)
-		key, err := imageKey("go1.26.8", f(c))
+		key, err := imageKey(release.Default(), "go1.26.8", f(c))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,6 +29,10 @@ type Options struct {
 	// Go is the go command that builds the components; empty finds it
 	// (go on PATH, else /usr/local/go/bin/go).
 	Go string
+	// Release is the release whose image (or conformance suite) to build;
+	// the zero value means release.Default(). Images of different releases
+	// live side by side in the cache.
+	Release release.Release
 }
 
 // Image is a built node image in the cache.
@@ -73,7 +77,7 @@ func (e *PreconditionError) Error() string { return e.Err.Error() }
 // Unwrap returns the wrapped error.
 func (e *PreconditionError) Unwrap() error { return e.Err }
 
-// Ensure returns the node image of the pinned release, building whatever is
+// Ensure returns the node image of opts.Release, building whatever is
 // not in the cache yet. With nothing changed it only hashes its inputs and
 // returns. Concurrent calls (also from other processes) are serialized by
 // a lock file in the cache directory.
@@ -96,18 +100,16 @@ func Ensure(ctx context.Context, opts Options) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b.goErr != nil {
-		img := newestImage(filepath.Join(b.cache, "images"), func(img *Image) bool { return img.Inputs == plan.inputs })
-		if img == nil {
-			return nil, &PreconditionError{fmt.Errorf("node image (inputs %s) is not in the cache %s, and building it needs Go: %w", plan.inputs, b.cache, b.goErr)}
-		}
+	img, err := b.cached(plan)
+	switch {
+	case img != nil && b.goErr != nil:
 		b.log.Debugf("node image %s: cached in %s (no Go toolchain: matched by its inputs %s)", img.Hash, img.Dir, img.Inputs)
 		return img, nil
-	}
-	img, err := load(plan.dir)
-	if err == nil {
+	case img != nil:
 		b.log.Debugf("node image %s: cached in %s", img.Hash, img.Dir)
 		return img, nil
+	case b.goErr != nil:
+		return nil, &PreconditionError{fmt.Errorf("node image (inputs %s) is not in the cache %s, and building it needs Go: %w", plan.inputs, b.cache, b.goErr)}
 	}
 	if os.Geteuid() != 0 {
 		return nil, &PreconditionError{ErrNotRoot}
@@ -123,6 +125,32 @@ func Ensure(ctx context.Context, opts Options) (*Image, error) {
 		return nil, fmt.Errorf("building the node image: %w", err)
 	}
 	return img, nil
+}
+
+// Cached returns the node image of opts.Release when the cache holds it
+// complete, and nil (no error) when it does not; it builds nothing.
+func Cached(opts Options) (*Image, error) {
+	b, err := newBuilder(opts)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := b.plan()
+	if err != nil {
+		return nil, err
+	}
+	img, _ := b.cached(plan)
+	return img, nil
+}
+
+// cached returns p's complete image in the cache: the one of its key, or,
+// without a Go toolchain, the newest built from the same inputs by any
+// toolchain. When there is none the image is nil and, with a toolchain, the
+// error says why p.dir holds no complete image.
+func (b *builder) cached(p *plan) (*Image, error) {
+	if b.goErr != nil {
+		return newestImage(filepath.Join(b.cache, "images"), func(img *Image) bool { return img.Inputs == p.inputs }), nil
+	}
+	return load(p.dir)
 }
 
 // newestImage returns the newest complete image under dir (by the time
@@ -178,10 +206,12 @@ type builder struct {
 	// host is how a cgo component's C tools and libraries are looked for
 	// (realHost outside tests).
 	host hostProbe
+	// rel is the release being built (see pinned); zero means the default.
+	rel release.Release
 }
 
 func newBuilder(opts Options) (*builder, error) {
-	b := &builder{cache: opts.CacheDir, hostRoot: "/", log: opts.Log, progress: opts.Progress, host: realHost()}
+	b := &builder{cache: opts.CacheDir, hostRoot: "/", log: opts.Log, progress: opts.Progress, host: realHost(), rel: opts.Release}
 	if b.log == nil {
 		l := logrus.New()
 		l.SetOutput(nopWriter{})
@@ -203,6 +233,14 @@ func newBuilder(opts Options) (*builder, error) {
 	b.run = runner{log: b.log}
 	b.goBin, b.goVersion, b.goErr = goToolchain(opts.Go)
 	return b, nil
+}
+
+// pinned is the release being built: opts.Release, else the default.
+func (b *builder) pinned() release.Release {
+	if b.rel == (release.Release{}) {
+		return release.Default()
+	}
+	return b.rel
 }
 
 // goToolchain returns the Go toolchain that builds the components (bin,

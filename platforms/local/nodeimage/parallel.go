@@ -33,7 +33,7 @@ type parts struct {
 func (b *builder) buildParts(ctx context.Context) (*parts, error) {
 	out := &parts{Bins: map[string]string{}}
 	var jobs []componentJob
-	for _, c := range components() {
+	for _, c := range components(b.pinned()) {
 		job, err := b.stageComponent(c)
 		if err != nil {
 			return nil, err

@@ -23,7 +23,7 @@ func TestRegistryComponent(t *testing.T) {
 	if !slices.Equal(cmd.Args, want) {
 		t.Errorf("go build argv = %q, want %q", cmd.Args, want)
 	}
-	for _, ic := range components() {
+	for _, ic := range components(release.Default()) {
 		if ic.Name == c.Name {
 			t.Errorf("the node image's components include %s", c.Name)
 		}

@@ -14,7 +14,7 @@ func (p *Provisioner) ProbeContainer(name string, args ...string) (corev1.Contai
 	file := corev1.HostPathFile
 	return corev1.Container{
 			Name:            name,
-			Image:           release.Image(release.Pause),
+			Image:           release.PauseImage(),
 			ImagePullPolicy: corev1.PullNever,
 			Command:         append([]string{"/kiln/kiln", "node", "probe"}, args...),
 			VolumeMounts:    []corev1.VolumeMount{{Name: "kiln", MountPath: "/kiln/kiln", ReadOnly: true}},

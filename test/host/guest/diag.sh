@@ -8,16 +8,13 @@
 . /mnt/host/env
 dir=/root/cluster
 snapshots() {
-  local i=0 m
+  local i=0 name init
   while sleep 90; do
     i=$((i+1))
     { date; uptime; ps -eo pid,pcpu,etime,args --sort=-pcpu | head -30 | cut -c1-300; tail -n 30 /var/lib/kiln/lb/*/*.log; } > "$res/top-$i.log" 2>&1
-    for m in /var/lib/kiln/machines/*/; do
-      local init
-      init=$(machine_init "$m")
-      [ -n "$init" ] || continue
-      nsenter -t "$init" -m -u -i -n -p -- sh -c 'date; uptime; systemctl --failed --no-pager; systemctl list-units --no-pager --state=activating; curl -sk --max-time 20 https://127.0.0.1:6443/readyz?verbose | grep -v "ok\$"; ctr -n k8s.io tasks ls 2>&1 | head -30; ls /var/log/pods/*/*/; tail -n 30 /var/log/pods/*/*/*.log | cut -c1-300; journalctl -n 60 --no-pager -u bootkube -u kubelet -u kiln-netd; journalctl -n 80 --no-pager' > "$res/snap-$i-$(basename "$m").log" 2>&1
-    done
+    while read -r name init; do
+      nsenter -t "$init" -m -u -i -n -p -- sh -c 'date; uptime; systemctl --failed --no-pager; systemctl list-units --no-pager --state=activating; curl -sk --max-time 20 https://127.0.0.1:6443/readyz?verbose | grep -v "ok\$"; ctr -n k8s.io tasks ls 2>&1 | head -30; ls /var/log/pods/*/*/; tail -n 30 /var/log/pods/*/*/*.log | cut -c1-300; journalctl -n 60 --no-pager -u bootkube -u kubelet -u kiln-netd; journalctl -n 80 --no-pager' < /dev/null > "$res/snap-$i-$name.log" 2>&1
+    done < <(running_machines)
     cp "$dir/.kiln.log" "$res/kiln-$i.log" 2>/dev/null
   done
 }
@@ -30,5 +27,5 @@ snapshots &
 install_config vmtest "$dir"
 run_step create systemd-run --quiet --wait --pipe --collect --unit=host-test-create \
   --setenv=KILN_CACHE_DIR="$KILN_CACHE_DIR" --setenv=PATH="$PATH" --setenv=HOME=/root \
-  kiln create cluster --dir "$dir" --api-timeout 40m --bootstrap-timeout 25m --install-timeout 10m || { diagnose; cp "$dir/.kiln.log" "$res/"; }
+  kiln create cluster --dir "$dir" --api-timeout 40m --bootstrap-timeout 25m --install-timeout 10m || cp "$dir/.kiln.log" "$res/"
 pass

@@ -16,8 +16,8 @@ install -m 0755 "$share"/bin/* /usr/local/bin/
 log() { echo "host-test: $*" | tee -a "$res/steps"; }
 
 # step NAME COMMAND...: runs the command with its output in results/NAME.log
-# (and on the console); a failure records "FAIL at NAME" and ends the script,
-# which powers the VM off.
+# (and on the console); a failure records "FAIL at NAME", runs diagnose if
+# the script defines it, and ends the script, which powers the VM off.
 step() {
   run_step "$@" || exit 1
 }
@@ -27,6 +27,17 @@ step() {
 # depend on it.
 check() {
   run_step "$@" || true
+}
+
+# sample_load: every 60 s until killed, the VM's busiest processes over 5 s
+# (top's second frame) into results/load-N.log, so that a slow or failed
+# step can be read against what the VM was doing.
+sample_load() {
+  local i=0
+  while sleep 55; do
+    i=$((i+1))
+    top -b -n 2 -d 5 -w 200 -c | awk '/^top -/ { n++ } n == 2 && ++k <= 30' > "$res/load-$i.log" 2>&1
+  done
 }
 
 run_step() {
@@ -42,6 +53,8 @@ run_step() {
   if [ $rc -ne 0 ]; then
     log "FAIL $name (exit $rc after ${secs} s): $(tail -3 "$res/$name.log" | tr '\n' ' ')"
     [ -f "$res/result" ] || echo "FAIL at $name" > "$res/result"
+    # The script's diagnose (host-test.sh), when it has one.
+    declare -F diagnose > /dev/null && diagnose
     return 1
   fi
   log "ok $name (${secs} s)"
@@ -58,4 +71,13 @@ machine_init() {
   local nspawn
   nspawn=$(sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$1/machine.json" 2>/dev/null)
   [ -n "$nspawn" ] && pgrep -P "$nspawn" | head -1
+}
+
+# running_machines: "NAME INIT_PID" for each machine that runs.
+running_machines() {
+  local m init
+  for m in /var/lib/kiln/machines/*/; do
+    init=$(machine_init "$m")
+    [ -z "$init" ] || echo "$(basename "$m") $init"
+  done
 }

@@ -44,6 +44,11 @@ type Config struct {
 	StaticPodDir  string // the kubelet's static pods
 	RetiredPodDir string // where retired static pods go
 	APIAddress    string // the local API server, host:port
+	// RetireFirst stops the temporary control plane and removes the
+	// bootstrap etcd member as soon as every master's member votes, before
+	// the masters' API servers are up (controlPlaneHardwareSpeed Slower;
+	// retireFirst in retire.go).
+	RetireFirst bool
 }
 
 // DefaultPoll is how often bootkube checks again while it waits. Each
@@ -79,6 +84,11 @@ func Run(ctx context.Context, cfg Config) error {
 		log.Info("etcd already grown onto the masters; resuming the handover")
 	}
 	g := &grower{cfg: cfg}
+	if cfg.RetireFirst {
+		if err := poll(ctx, cfg.Poll, log, func() error { return g.retireFirst(ctx, masters) }); err != nil {
+			return err
+		}
+	}
 	if err := poll(ctx, cfg.Poll, log, func() error { return g.handOver(ctx, restCfg, masters) }); err != nil {
 		return err
 	}

@@ -45,6 +45,25 @@ type grower struct {
 	closeFn  func() error
 	ca       *kilntls.CertKey
 	manifest string
+	// dialEtcd connects to etcd for the handover; dialing with bootkube's
+	// client certificate when nil (tests set it).
+	dialEtcd func(endpoints []string) (etcdClient, error)
+}
+
+// etcdClient is what the handover asks of etcd: membership, status and
+// leadership. *clientv3.Client has it.
+type etcdClient interface {
+	etcdmembers.Client
+	MoveLeader(ctx context.Context, transfereeID uint64) (*clientv3.MoveLeaderResponse, error)
+	Close() error
+}
+
+// dialHandover connects to etcd at endpoints for the handover.
+func (g *grower) dialHandover(endpoints []string) (etcdClient, error) {
+	if g.dialEtcd != nil {
+		return g.dialEtcd(endpoints)
+	}
+	return dial(g.cfg, endpoints)
 }
 
 func newGrower(cfg Config, client kubernetes.Interface) (*grower, error) {
@@ -134,10 +153,10 @@ func (g *grower) joining(ctx context.Context, m master, p etcdmembers.Progress) 
 
 // handOver waits for every master's API server, stops the bootstrap API
 // server, removes the bootstrap member and records bootstrap-complete
-// through a master's API server.
+// through a master's API server. After retireFirst the stop and the removal
+// find nothing left to do.
 func (g *grower) handOver(ctx context.Context, restCfg *rest.Config, masters []master) error {
 	var clients []kubernetes.Interface
-	var endpoints []string
 	for _, m := range masters {
 		c, err := kubernetes.NewForConfig(directConfig(restCfg, m.IP))
 		if err != nil {
@@ -147,30 +166,13 @@ func (g *grower) handOver(ctx context.Context, restCfg *rest.Config, masters []m
 			return errNotYet(fmt.Sprintf("API server on %s not ready: %v", m.Name, err))
 		}
 		clients = append(clients, c)
-		endpoints = append(endpoints, etcdmembers.ClientURL(m.IP))
 	}
 	g.cfg.Log.Infof("API servers on all %d masters ready", len(masters))
 	if err := g.stopAPI(ctx, clients[0]); err != nil {
 		return err
 	}
-	mc, err := dial(g.cfg, endpoints)
-	if err != nil {
+	if err := g.removeBootstrapMember(ctx, masters); err != nil {
 		return err
-	}
-	defer mc.Close()
-	resp, err := mc.MemberList(ctx)
-	if err != nil {
-		return err
-	}
-	if boot := etcdmembers.ByName(resp.Members, g.cfg.NodeName); boot != nil {
-		g.handLeadership(ctx, resp.Members, boot.ID)
-		removed, err := etcdmembers.Remove(ctx, mc, g.cfg.NodeName, false)
-		if err != nil {
-			return err
-		}
-		if removed {
-			g.cfg.Log.Info("bootstrap etcd member removed")
-		}
 	}
 	var last error
 	for _, c := range clients {
@@ -180,6 +182,38 @@ func (g *grower) handOver(ctx context.Context, restCfg *rest.Config, masters []m
 		}
 	}
 	return fmt.Errorf("record bootstrap-complete: %w", last)
+}
+
+// removeBootstrapMember hands etcd's leadership to a master and removes the
+// bootstrap member, through the masters' members; a member already removed
+// is left alone.
+func (g *grower) removeBootstrapMember(ctx context.Context, masters []master) error {
+	var endpoints []string
+	for _, m := range masters {
+		endpoints = append(endpoints, etcdmembers.ClientURL(m.IP))
+	}
+	mc, err := g.dialHandover(endpoints)
+	if err != nil {
+		return err
+	}
+	defer mc.Close()
+	resp, err := mc.MemberList(ctx)
+	if err != nil {
+		return err
+	}
+	boot := etcdmembers.ByName(resp.Members, g.cfg.NodeName)
+	if boot == nil {
+		return nil
+	}
+	g.handLeadership(ctx, resp.Members, boot.ID)
+	removed, err := etcdmembers.Remove(ctx, mc, g.cfg.NodeName, false)
+	if err != nil {
+		return err
+	}
+	if removed {
+		g.cfg.Log.Info("bootstrap etcd member removed")
+	}
+	return nil
 }
 
 // localEtcd is the bootstrap member's own client URL.
@@ -201,7 +235,7 @@ func (g *grower) handLeadership(ctx context.Context, members []*etcdserverpb.Mem
 	}
 	ctx, cancel := context.WithTimeout(ctx, leaderMoveTimeout)
 	defer cancel()
-	local, err := dial(g.cfg, []string{localEtcd})
+	local, err := g.dialHandover([]string{localEtcd})
 	if err == nil {
 		var moved bool
 		moved, err = etcdmembers.MoveLeader(ctx, local, localEtcd, to.ID)

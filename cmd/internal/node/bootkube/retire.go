@@ -150,11 +150,21 @@ func releaseLeases(ctx context.Context, c kubernetes.Interface, node string, log
 	}
 }
 
-// stopAPI retires the API server, controller manager and scheduler and
-// waits for the API server's port to close; then it releases their leader
-// leases through a master's API server (c). A port still open at the
-// timeout is logged and the handover goes on: the masters serve anyway.
+// stopAPI stops the bootstrap control plane (stopControlPlane) and then
+// releases the controllers' leader leases through a master's API server (c).
 func (g *grower) stopAPI(ctx context.Context, c kubernetes.Interface) error {
+	if err := g.stopControlPlane(ctx); err != nil {
+		return err
+	}
+	releaseLeases(ctx, c, g.cfg.NodeName, g.cfg.Log)
+	return nil
+}
+
+// stopControlPlane retires the API server, controller manager and
+// scheduler and waits for the API server's port to close. A port still
+// open at the timeout is logged and the handover goes on: the masters serve
+// anyway.
+func (g *grower) stopControlPlane(ctx context.Context) error {
 	r := newRetirer(g.cfg)
 	moved, err := r.retire(retireBeforeRemoval())
 	if err != nil {
@@ -174,7 +184,30 @@ func (g *grower) stopAPI(ctx context.Context, c kubernetes.Interface) error {
 	if len(moved) > 0 {
 		g.cfg.Log.Infof("bootstrap API server stopped after %s", time.Since(start).Round(100*time.Millisecond))
 	}
-	releaseLeases(ctx, c, g.cfg.NodeName, g.cfg.Log)
+	return nil
+}
+
+// retireFirst is the handover's first half on slower hardware
+// (Config.RetireFirst): as soon as every master's etcd member votes, the
+// bootstrap machine stops its control plane, hands etcd's leadership to a
+// master, removes its own member and stops it, before any master's API
+// server is up. The masters then start their control planes alone: on two
+// emulated CPUs (the VM host test) a master's API server starting beside
+// the bootstrap machine's control plane and a two-member etcd missed its
+// post-start hooks' fixed timeouts again and again, and the handover never
+// came. The price: no API server answers from here until a master's is
+// ready (minutes there), and the bootstrap machine's etcd data is no
+// longer a fallback. handOver then waits for the masters' API servers and
+// records bootstrap-complete.
+func (g *grower) retireFirst(ctx context.Context, masters []master) error {
+	if err := g.stopControlPlane(ctx); err != nil {
+		return err
+	}
+	if err := g.removeBootstrapMember(ctx, masters); err != nil {
+		return err
+	}
+	g.stopEtcd()
+	g.cfg.Log.Infof("bootstrap control plane and etcd member retired early (slower hardware); waiting for the API servers of %d masters", len(masters))
 	return nil
 }
 

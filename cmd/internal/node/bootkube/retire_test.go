@@ -16,17 +16,30 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
-func TestRetireMovesStaticPodsOnceAndKeepsTheRest(t *testing.T) {
+// bootstrapPods are the bootstrap machine's control-plane static pods.
+func bootstrapPods() []string {
+	return []string{"etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml"}
+}
+
+// staticPodDirs makes a kubelet static pod directory holding bootstrapPods
+// (each file's content is its name) and names a retired directory beside it.
+func staticPodDirs(t *testing.T) (pods, retired string) {
+	t.Helper()
 	dir := t.TempDir()
-	pods, retired := filepath.Join(dir, "manifests"), filepath.Join(dir, "retired")
+	pods, retired = filepath.Join(dir, "manifests"), filepath.Join(dir, "retired")
 	if err := os.Mkdir(pods, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []string{"etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml"} {
+	for _, n := range bootstrapPods() {
 		if err := os.WriteFile(filepath.Join(pods, n), []byte(n), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return pods, retired
+}
+
+func TestRetireMovesStaticPodsOnceAndKeepsTheRest(t *testing.T) {
+	pods, retired := staticPodDirs(t)
 	r := newRetirer(Config{StaticPodDir: pods, RetiredPodDir: retired})
 	moved, err := r.retire(retireBeforeRemoval())
 	if err != nil {
