@@ -2,11 +2,13 @@ package platforms
 
 import (
 	"context"
+	"io/fs"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
+	"github.com/kiln-project/kiln/assets/release"
 )
 
 // Cluster is what provisioning needs from the assets.
@@ -78,6 +80,29 @@ type ImageLoader interface {
 	// file on the host running kiln) into the container runtime of the
 	// named nodes of infraID, or of every node when nodes is empty.
 	LoadImageArchive(ctx context.Context, infraID, path string, nodes []string) error
+}
+
+// Upgrader is an optional ability of a Provisioner: changing, one piece
+// at a time, the Kubernetes release a node runs (kiln upgrade cluster).
+// Releases are named by their Kubernetes version ("v1.36.3", one of
+// release.Versions); nodes by their machine's name. Every method is
+// idempotent.
+type Upgrader interface {
+	// PrepareRelease makes what the nodes of release version run ready
+	// on the host (the local platform builds or reuses its node image),
+	// before the first node changes.
+	PrepareRelease(ctx context.Context, version string) error
+	// LoadRelease imports the container images of components of release
+	// version into node's container runtime.
+	LoadRelease(ctx context.Context, infraID, node, version string, components []release.Component) error
+	// InstallKubelet puts the kubelet of release version on node and
+	// restarts it.
+	InstallKubelet(ctx context.Context, infraID, node, version string) error
+	// ReadNodeFile returns the file at path on node, following no link.
+	ReadNodeFile(ctx context.Context, infraID, node, path string) ([]byte, error)
+	// WriteNodeFile replaces the file at path on node with data,
+	// atomically, following no link.
+	WriteNodeFile(ctx context.Context, infraID, node, path string, data []byte, mode fs.FileMode) error
 }
 
 // Gatherer collects diagnostics from a cluster's machines.

@@ -150,7 +150,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		newNodeCmd(o),
 		newDestroyCmd(o), newWaitForCmd(o), newGatherCmd(o), newLoadCmd(o),
 		newCertsCmd(o),
-		newStopCmd(o), newStartCmd(o), newScaleCmd(o),
+		newStopCmd(o), newStartCmd(o), newScaleCmd(o), newUpgradeCmd(o),
 		newKubectlCmd(o),
 	)
 	root.InitDefaultHelpCmd()

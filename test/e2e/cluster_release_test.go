@@ -13,7 +13,6 @@ import (
 
 	"github.com/kiln-project/kiln/assets/metadata"
 	"github.com/kiln-project/kiln/assets/release"
-	"github.com/kiln-project/kiln/platforms/local/nodeimage"
 )
 
 // olderRelease is the release TestClusterOlderRelease installs.
@@ -35,21 +34,7 @@ func TestClusterOlderRelease(t *testing.T) {
 	if os.Getenv("KILN_E2E_CLUSTER") == "0" {
 		t.Skip("KILN_E2E_CLUSTER=0")
 	}
-	rel, err := release.Lookup(olderRelease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if os.Getenv("KILN_E2E_RELEASES") != "1" {
-		img, err := nodeimage.Cached(nodeimage.Options{Release: rel})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if img == nil {
-			t.Skipf("SKIP: TestClusterOlderRelease (a %s cluster): its node image is not cached on this machine; "+
-				"build it once with `kiln build node-image --kubernetes-version %s` (its Kubernetes build took 28 min here beside a VM run, less on an idle machine) or run make test-all, "+
-				"and make test runs this test from then on", olderRelease, olderRelease)
-		}
-	}
+	rel := requireCachedRelease(t, "TestClusterOlderRelease (a v1.35.4 cluster)", olderRelease)
 	kiln := buildStaticKiln(t)
 	dir := t.TempDir()
 	writeInstallConfig(t, dir, "e2erel", 1, 0, "10.66.104.0/24", "")

@@ -323,9 +323,22 @@ func runKiln(t *testing.T, kiln string, timeout time.Duration, args ...string) (
 // shows marker and checks it exits with the interrupted code, 130.
 func interruptCreate(t *testing.T, kiln, dir, marker string) {
 	t.Helper()
+	// 5 s after the marker: well inside the wait.
+	out, err := signalAt(t, kiln, marker, 5*time.Second, os.Interrupt, "create", "cluster", "--dir", dir)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("interrupted create cluster: %v, want exit code 130\n%s", err, lastLines(out, 20))
+	}
+	t.Logf("create cluster interrupted with SIGINT while waiting: exit 130")
+}
+
+// signalAt runs kiln with args, sends it sig after once its output shows
+// marker, and returns all it printed and how it ended.
+func signalAt(t *testing.T, kiln, marker string, after time.Duration, sig os.Signal, args ...string) (string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, kiln, "create", "cluster", "--dir", dir)
+	cmd := exec.CommandContext(ctx, kiln, args...)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -341,20 +354,24 @@ func interruptCreate(t *testing.T, kiln, dir, marker string) {
 		n, err := pr.Read(buf)
 		out.Write(buf[:n])
 		if err != nil {
-			t.Fatalf("create cluster ended before %q:\n%s", marker, lastLines(out.String(), 40))
+			t.Fatalf("kiln %s ended before %q:\n%s", strings.Join(args[:2], " "), marker, lastLines(out.String(), 40))
 		}
 	}
-	time.Sleep(5 * time.Second) // well inside the wait
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	time.Sleep(after)
+	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
-	go func() { _, _ = io.Copy(&out, pr) }()
+	// The rest of the output, unless a process kiln left behind holds the
+	// pipe open.
+	rest := make(chan []byte, 1)
+	go func() { b, _ := io.ReadAll(pr); rest <- b }()
 	err = cmd.Wait()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
-		t.Fatalf("interrupted create cluster: %v, want exit code 130\n%s", err, lastLines(out.String(), 20))
+	select {
+	case b := <-rest:
+		out.Write(b)
+	case <-time.After(5 * time.Second):
 	}
-	t.Logf("create cluster interrupted with SIGINT while waiting: exit 130")
+	return out.String(), err
 }
 
 func readInfraID(t *testing.T, dir string) string {

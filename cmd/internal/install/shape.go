@@ -37,29 +37,44 @@ type ShapeRecord struct {
 
 // LoadShape reads dir's shape record; found is false when there is none.
 func LoadShape(dir string) (rec ShapeRecord, found bool, err error) {
-	data, err := graph.ReadFile(dir, ShapeFile, graph.OtherInput)
-	if errors.Is(err, fs.ErrNotExist) {
-		return rec, false, nil
-	}
-	if err != nil {
-		return rec, false, err
-	}
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return rec, false, fmt.Errorf("%s: %w", ShapeFile, err)
-	}
-	return rec, true, nil
+	found, err = LoadRecord(dir, ShapeFile, &rec)
+	return rec, found, err
 }
 
 // SaveShape writes dir's shape record atomically, following no symbolic
 // link in dir.
 func SaveShape(dir string, rec ShapeRecord) error {
-	data, err := json.MarshalIndent(rec, "", "  ")
+	return SaveRecord(dir, ShapeFile, rec)
+}
+
+// LoadRecord reads the JSON record file (slash-separated, relative to dir:
+// one of kiln's own records in .kiln/) into v, following no symbolic link
+// in dir; found is false when there is none.
+func LoadRecord(dir, file string, v any) (found bool, err error) {
+	data, err := graph.ReadFile(dir, file, graph.OtherInput)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return false, fmt.Errorf("%s: %w", file, err)
+	}
+	return true, nil
+}
+
+// SaveRecord writes v as the JSON record file of dir: 0600 (a record may
+// hold a secret), atomically, following no symbolic link in dir, its
+// directory created 0700.
+func SaveRecord(dir, file string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
 	w := &atomicfile.Writer{Root: dir}
-	if err := w.MkdirAll(filepath.Join(dir, filepath.FromSlash(path.Dir(ShapeFile))), 0o700); err != nil {
+	if err := w.MkdirAll(filepath.Join(dir, filepath.FromSlash(path.Dir(file))), 0o700); err != nil {
 		return err
 	}
-	return w.Write(filepath.Join(dir, filepath.FromSlash(ShapeFile)), append(data, '\n'), 0o600)
+	return w.Write(filepath.Join(dir, filepath.FromSlash(file)), append(data, '\n'), 0o600)
 }

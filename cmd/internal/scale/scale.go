@@ -87,7 +87,7 @@ func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, 
 			strings.TrimPrefix(ForceOverrides, "--force: "))
 	}
 	if !o.Yes {
-		if err := confirm(in, out); err != nil {
+		if err := Confirm(in, out); err != nil {
 			return exitcode.With(exitcode.Input, err)
 		}
 	}
@@ -95,11 +95,12 @@ func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, 
 }
 
 // ErrNotConfirmed is returned when the user does not answer yes.
-var ErrNotConfirmed = errors.New("scale cancelled: the answer was not yes")
+var ErrNotConfirmed = errors.New("cancelled: the answer was not yes")
 
-// confirm asks for "yes" on in; a reader that is not a terminal must be
+// Confirm asks for "yes" on in before a plan is applied (kiln scale
+// cluster, kiln upgrade cluster); a reader that is not a terminal must be
 // answered with --yes.
-func confirm(in io.Reader, out io.Writer) error {
+func Confirm(in io.Reader, out io.Writer) error {
 	if f, ok := in.(*os.File); ok {
 		if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
 			return errors.New("standard input is not a terminal: pass --yes to apply the plan")

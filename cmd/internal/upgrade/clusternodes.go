@@ -1,0 +1,244 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// staticPodsDir is where a master's kubelet finds its static pods; they
+// are 0644, as Ignition writes them.
+const staticPodsDir = nodelayout.StaticPodDir
+
+// ClusterNodes is Nodes on a running cluster: the platform's Upgrader
+// changes what a node runs, the API and etcd say whether it is healthy.
+type ClusterNodes struct {
+	// Cluster is the cluster as loaded from --dir.
+	Cluster  *platforms.Cluster
+	Upgrader platforms.Upgrader
+	// Backends sets the API load balancer's masters.
+	Backends platforms.Scaler
+	Kube     kubernetes.Interface
+	// Etcd is a client of every member, for CaughtUp.
+	Etcd etcdmembers.Client
+	// Drainer cordons and drains a node within --drain-timeout.
+	Drainer func(ctx context.Context, node string) error
+}
+
+var _ Nodes = (*ClusterNodes)(nil)
+
+// releaseOf is the pinned release whose c runs v.
+func releaseOf(c Component, v Version) (release.Release, error) {
+	for _, r := range release.Releases() {
+		if targets(r)[c] == v {
+			return r, nil
+		}
+	}
+	return release.Release{}, fmt.Errorf("no release kiln pins runs %s %s", c, display(c, v))
+}
+
+// Apply makes c on node: a master's component gets its new image and its
+// static pod manifest names it; a kubelet gets every image of its release
+// (the add-ons' too, for the step after the kubelets) and its new binary;
+// an add-on's workload names its new image.
+func (n *ClusterNodes) Apply(ctx context.Context, node string, c Change) error {
+	r, err := releaseOf(c.Component, c.To)
+	if err != nil {
+		return err
+	}
+	infra := n.Cluster.InfraID
+	switch c.Component {
+	case Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler:
+		if err := n.Upgrader.LoadRelease(ctx, infra, node, r.Kubernetes, []release.Component{release.Component(c.Component)}); err != nil {
+			return err
+		}
+		file := path.Join(staticPodsDir, string(c.Component)+".yaml")
+		old, err := n.Upgrader.ReadNodeFile(ctx, infra, node, file)
+		if err != nil {
+			return err
+		}
+		manifest, err := retag(old, c.Component, r.Image(release.Component(c.Component)))
+		if err != nil {
+			return fmt.Errorf("%s on %s: %w", file, node, err)
+		}
+		if string(manifest) == string(old) {
+			return nil
+		}
+		return n.Upgrader.WriteNodeFile(ctx, infra, node, file, manifest, 0o644)
+	case Kubelet:
+		var all []release.Component
+		for _, s := range r.Images() {
+			all = append(all, s.Component)
+		}
+		if err := n.Upgrader.LoadRelease(ctx, infra, node, r.Kubernetes, all); err != nil {
+			return err
+		}
+		return n.Upgrader.InstallKubelet(ctx, infra, node, r.Kubernetes)
+	case KubeProxy, CoreDNS:
+		return n.setAddonImage(ctx, c.Component, r.Image(release.Component(c.Component)))
+	}
+	return fmt.Errorf("kiln cannot change %s", c.Component)
+}
+
+// Rollback applies c backwards.
+func (n *ClusterNodes) Rollback(ctx context.Context, node string, c Change) error {
+	return n.Apply(ctx, node, Change{Component: c.Component, From: c.To, To: c.From})
+}
+
+// imageRE matches the image of a component in a manifest.
+func imageRE(c Component) *regexp.Regexp {
+	return regexp.MustCompile(`(` + regexp.QuoteMeta(release.Registry+"/"+string(c)) + `):[A-Za-z0-9_.+-]+`)
+}
+
+// retag points every image of c in manifest at ref.
+func retag(manifest []byte, c Component, ref string) ([]byte, error) {
+	re := imageRE(c)
+	if !re.Match(manifest) {
+		return nil, fmt.Errorf("no image %s/%s in it", release.Registry, c)
+	}
+	return re.ReplaceAllLiteral(manifest, []byte(ref)), nil
+}
+
+// Check reports whether c runs c.To on node and is healthy.
+func (n *ClusterNodes) Check(ctx context.Context, node string, c Change) error {
+	r, err := releaseOf(c.Component, c.To)
+	if err != nil {
+		return err
+	}
+	switch c.Component {
+	case Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler:
+		pod, err := n.Kube.CoreV1().Pods(Namespace).Get(ctx, string(c.Component)+"-"+node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		want := r.Image(release.Component(c.Component))
+		if got := containerImage(pod.Spec.Containers, string(c.Component)); got != want {
+			return fmt.Errorf("pod %s runs %s, not %s yet", pod.Name, got, want)
+		}
+		if why := podNotReady(*pod); why != "" {
+			return fmt.Errorf("pod %s: %s", pod.Name, why)
+		}
+		if c.Component == Etcd {
+			if ok, why := etcdmembers.CaughtUp(ctx, n.Etcd, node); !ok {
+				return fmt.Errorf("etcd member %s: %s", node, why)
+			}
+		}
+		return nil
+	case Kubelet:
+		nd, err := n.Kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got := parseOrZero(nd.Status.NodeInfo.KubeletVersion); got != c.To {
+			return fmt.Errorf("node %s reports kubelet %s", node, nd.Status.NodeInfo.KubeletVersion)
+		}
+		if why := notReady(nd.Status.Conditions, string(corev1.NodeReady)); why != "" {
+			return fmt.Errorf("node %s: %s", node, why)
+		}
+		return nil
+	case KubeProxy:
+		ds, err := n.Kube.AppsV1().DaemonSets(Namespace).Get(ctx, kubeProxyDaemonSet, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		st := ds.Status
+		if got, want := containerImage(ds.Spec.Template.Spec.Containers, kubeProxyDaemonSet), r.Image(release.KubeProxy); got != want {
+			return fmt.Errorf("DaemonSet kube-proxy names %s, not %s", got, want)
+		}
+		if st.ObservedGeneration < ds.Generation || st.UpdatedNumberScheduled != st.DesiredNumberScheduled || st.NumberAvailable != st.DesiredNumberScheduled {
+			return fmt.Errorf("DaemonSet kube-proxy: %d of %d pods updated, %d available", st.UpdatedNumberScheduled, st.DesiredNumberScheduled, st.NumberAvailable)
+		}
+		return nil
+	case CoreDNS:
+		d, err := n.Kube.AppsV1().Deployments(Namespace).Get(ctx, coreDNSDeployment, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		st := d.Status
+		if got, want := containerImage(d.Spec.Template.Spec.Containers, coreDNSDeployment), r.Image(release.CoreDNS); got != want {
+			return fmt.Errorf("Deployment coredns names %s, not %s", got, want)
+		}
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		if st.ObservedGeneration < d.Generation || st.UpdatedReplicas != want || st.AvailableReplicas != want || st.Replicas != want {
+			return fmt.Errorf("Deployment coredns: %d of %d replicas updated, %d available", st.UpdatedReplicas, want, st.AvailableReplicas)
+		}
+		return nil
+	}
+	return fmt.Errorf("kiln cannot check %s", c.Component)
+}
+
+// containerImage is the image of the container called name, else of the
+// first container.
+func containerImage(cs []corev1.Container, name string) string {
+	if i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == name }); i >= 0 {
+		return cs[i].Image
+	}
+	if len(cs) > 0 {
+		return cs[0].Image
+	}
+	return ""
+}
+
+// setAddonImage points the kube-proxy DaemonSet's or the CoreDNS
+// Deployment's container at ref.
+func (n *ClusterNodes) setAddonImage(ctx context.Context, c Component, ref string) error {
+	patch := []byte(fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":%q,"image":%q}]}}}}`, string(c), ref))
+	var err error
+	if c == KubeProxy {
+		_, err = n.Kube.AppsV1().DaemonSets(Namespace).Patch(ctx, kubeProxyDaemonSet, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	} else {
+		_, err = n.Kube.AppsV1().Deployments(Namespace).Patch(ctx, coreDNSDeployment, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("setting the image of %s: %w", c, err)
+	}
+	return nil
+}
+
+// Drain cordons and drains node.
+func (n *ClusterNodes) Drain(ctx context.Context, node string) error { return n.Drainer(ctx, node) }
+
+// Uncordon makes node schedulable again.
+func (n *ClusterNodes) Uncordon(ctx context.Context, node string) error {
+	_, err := n.Kube.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(`{"spec":{"unschedulable":null}}`), metav1.PatchOptions{})
+	return err
+}
+
+// APIBackend takes master out of the API load balancer or puts it back;
+// it never leaves the load balancer without a master.
+func (n *ClusterNodes) APIBackend(ctx context.Context, master string, serve bool) error {
+	cur, err := n.Backends.APIBackends(ctx, n.Cluster)
+	if err != nil {
+		return err
+	}
+	want := slices.DeleteFunc(slices.Clone(cur), func(m string) bool { return m == master })
+	if serve {
+		want = append(want, master)
+	}
+	slices.Sort(want)
+	sorted := slices.Sorted(slices.Values(cur))
+	if slices.Equal(want, sorted) {
+		return nil
+	}
+	if len(want) == 0 {
+		// A single master's API server restarts behind the load
+		// balancer: there is no other to send its clients to.
+		return nil
+	}
+	return n.Backends.SetAPIBackends(ctx, n.Cluster, want)
+}

@@ -1,0 +1,224 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// fakeUpgrader keeps the nodes' files and records every call.
+type fakeUpgrader struct {
+	files map[string]string // node:path -> content
+	calls []string
+}
+
+func (f *fakeUpgrader) PrepareRelease(_ context.Context, v string) error {
+	f.calls = append(f.calls, "prepare "+v)
+	return nil
+}
+
+func (f *fakeUpgrader) LoadRelease(_ context.Context, _, node, v string, cs []release.Component) error {
+	f.calls = append(f.calls, fmt.Sprintf("load %s %s %v", node, v, cs))
+	return nil
+}
+
+func (f *fakeUpgrader) InstallKubelet(_ context.Context, _, node, v string) error {
+	f.calls = append(f.calls, "kubelet "+node+" "+v)
+	return nil
+}
+
+func (f *fakeUpgrader) ReadNodeFile(_ context.Context, _, node, path string) ([]byte, error) {
+	d, ok := f.files[node+":"+path]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return []byte(d), nil
+}
+
+func (f *fakeUpgrader) WriteNodeFile(_ context.Context, _, node, path string, data []byte, mode fs.FileMode) error {
+	f.calls = append(f.calls, fmt.Sprintf("write %s %s %o", node, path, mode))
+	f.files[node+":"+path] = string(data)
+	return nil
+}
+
+// fakeBackends is the API load balancer's masters.
+type fakeBackends struct{ masters []string }
+
+func (f *fakeBackends) ApplyMachines(context.Context, *platforms.Cluster) error { return nil }
+func (f *fakeBackends) SetAPIBackends(_ context.Context, _ *platforms.Cluster, m []string) error {
+	f.masters = slices.Clone(m)
+	return nil
+}
+func (f *fakeBackends) APIBackends(context.Context, *platforms.Cluster) ([]string, error) {
+	return slices.Clone(f.masters), nil
+}
+
+// caughtUp is an etcd whose every member leads itself: CaughtUp says yes.
+type caughtUp struct{ members []*etcdserverpb.Member }
+
+func (c caughtUp) MemberList(context.Context, ...clientv3.OpOption) (*clientv3.MemberListResponse, error) {
+	return &clientv3.MemberListResponse{Members: c.members}, nil
+}
+func (caughtUp) MemberAddAsLearner(context.Context, []string) (*clientv3.MemberAddResponse, error) {
+	return nil, fmt.Errorf("not here")
+}
+func (caughtUp) MemberPromote(context.Context, uint64) (*clientv3.MemberPromoteResponse, error) {
+	return nil, fmt.Errorf("not here")
+}
+func (caughtUp) MemberRemove(context.Context, uint64) (*clientv3.MemberRemoveResponse, error) {
+	return nil, fmt.Errorf("not here")
+}
+func (c caughtUp) Status(_ context.Context, ep string) (*clientv3.StatusResponse, error) {
+	for _, m := range c.members {
+		if m.ClientURLs[0] == ep {
+			return &clientv3.StatusResponse{Leader: m.ID, Version: "3.5.35"}, nil
+		}
+	}
+	return nil, fmt.Errorf("no member at %s", ep)
+}
+
+const apiManifest = `apiVersion: v1
+kind: Pod
+spec:
+  containers:
+  - name: kube-apiserver
+    image: kiln.local/kube-apiserver:v1.35.4
+    command: [kube-apiserver, --etcd-servers=https://127.0.0.1:2379]
+`
+
+func newClusterNodes(l *live) (*ClusterNodes, *fakeUpgrader, *fakeBackends) {
+	up := &fakeUpgrader{files: map[string]string{"master-0:/etc/kubernetes/manifests/kube-apiserver.yaml": apiManifest}}
+	lb := &fakeBackends{masters: []string{"master-0", "master-1", "master-2"}}
+	var members []*etcdserverpb.Member
+	for _, h := range l.etcd {
+		members = append(members, h.Member)
+	}
+	n := &ClusterNodes{Cluster: &platforms.Cluster{InfraID: "demo"}, Upgrader: up, Backends: lb, Kube: l.client(),
+		Etcd: caughtUp{members}, Drainer: func(context.Context, string) error { return nil }}
+	return n, up, lb
+}
+
+var older = release.Releases()[1]
+
+func TestClusterNodesApply(t *testing.T) {
+	l := newLive([]string{"master-0", "master-1", "master-2"}, []string{"worker-0"}, older.Kubernetes, "3.5.35")
+	n, up, _ := newClusterNodes(l)
+	ctx := context.Background()
+	to := v(release.Default().Kubernetes)
+	api := Change{Component: KubeAPIServer, From: v(older.Kubernetes), To: to}
+	if err := n.Apply(ctx, "master-0", api); err != nil {
+		t.Fatal(err)
+	}
+	got := up.files["master-0:/etc/kubernetes/manifests/kube-apiserver.yaml"]
+	if want := strings.Replace(apiManifest, older.Kubernetes, release.Default().Kubernetes, 1); got != want {
+		t.Errorf("manifest:\n%s\nwant:\n%s", got, want)
+	}
+	wantCalls := []string{
+		"load master-0 " + release.Default().Kubernetes + " [kube-apiserver]",
+		"write master-0 /etc/kubernetes/manifests/kube-apiserver.yaml 644",
+	}
+	if !slices.Equal(up.calls, wantCalls) {
+		t.Errorf("calls %q, want %q", up.calls, wantCalls)
+	}
+	// Applied again: nothing to write.
+	up.calls = nil
+	if err := n.Apply(ctx, "master-0", api); err != nil || slices.ContainsFunc(up.calls, func(c string) bool { return strings.HasPrefix(c, "write") }) {
+		t.Errorf("a second apply wrote again: %q, %v", up.calls, err)
+	}
+	// Rolled back: the old tag again.
+	if err := n.Rollback(ctx, "master-0", api); err != nil || up.files["master-0:/etc/kubernetes/manifests/kube-apiserver.yaml"] != apiManifest {
+		t.Errorf("rollback: %v\n%s", err, up.files["master-0:/etc/kubernetes/manifests/kube-apiserver.yaml"])
+	}
+	// A manifest without the component's image is not guessed at.
+	if err := n.Apply(ctx, "master-1", api); err == nil {
+		t.Error("applied to a master without the manifest")
+	}
+
+	up.calls = nil
+	if err := n.Apply(ctx, "worker-0", Change{Component: Kubelet, From: v(older.Kubernetes), To: to}); err != nil {
+		t.Fatal(err)
+	}
+	if len(up.calls) != 2 || !strings.HasPrefix(up.calls[0], "load worker-0 "+release.Default().Kubernetes+" [pause etcd kube-apiserver") ||
+		!strings.Contains(up.calls[0], "kube-proxy coredns") || up.calls[1] != "kubelet worker-0 "+release.Default().Kubernetes {
+		t.Errorf("kubelet: calls %q", up.calls)
+	}
+
+	if err := n.Apply(ctx, "", Change{Component: KubeProxy, From: v(older.Kubernetes), To: to}); err != nil {
+		t.Fatal(err)
+	}
+	ds, _ := n.Kube.AppsV1().DaemonSets(Namespace).Get(ctx, "kube-proxy", metav1.GetOptions{})
+	if img := ds.Spec.Template.Spec.Containers[0].Image; img != release.Default().Image(release.KubeProxy) {
+		t.Errorf("kube-proxy image %s", img)
+	}
+	if err := n.Apply(ctx, "master-0", Change{Component: KubeAPIServer, To: v("v1.20.0")}); err == nil || !strings.Contains(err.Error(), "no release kiln pins runs kube-apiserver v1.20.0") {
+		t.Errorf("an unpinned version: %v", err)
+	}
+}
+
+func TestClusterNodesCheck(t *testing.T) {
+	l := newLive([]string{"master-0"}, []string{"worker-0"}, older.Kubernetes, "3.5.35")
+	ctx := context.Background()
+	to := v(release.Default().Kubernetes)
+	n, _, _ := newClusterNodes(l)
+	api := Change{Component: KubeAPIServer, From: v(older.Kubernetes), To: to}
+	if err := n.Check(ctx, "master-0", api); err == nil || !strings.Contains(err.Error(), "not kiln.local/kube-apiserver:"+release.Default().Kubernetes+" yet") {
+		t.Errorf("old pod: %v", err)
+	}
+	if err := n.Check(ctx, "master-0", Change{Component: KubeAPIServer, To: v(older.Kubernetes)}); err != nil {
+		t.Errorf("the running version: %v", err)
+	}
+	edit(l, "kube-apiserver-master-0", func(p *corev1.Pod) {
+		p.Spec.Containers[0].Image = release.Default().Image(release.KubeAPIServer)
+		p.Status.Conditions[0].Status = corev1.ConditionFalse
+	})
+	n, _, _ = newClusterNodes(l)
+	if err := n.Check(ctx, "master-0", api); err == nil || !strings.Contains(err.Error(), "not Ready") {
+		t.Errorf("new pod not Ready: %v", err)
+	}
+	if err := n.Check(ctx, "master-0", Change{Component: Etcd, To: v("3.5.35")}); err != nil {
+		t.Errorf("etcd caught up: %v", err)
+	}
+	kubelet := Change{Component: Kubelet, From: v(older.Kubernetes), To: to}
+	if err := n.Check(ctx, "worker-0", kubelet); err == nil || !strings.Contains(err.Error(), "reports kubelet "+older.Kubernetes) {
+		t.Errorf("old kubelet: %v", err)
+	}
+	edit(l, "worker-0", func(nd *corev1.Node) { nd.Status.NodeInfo.KubeletVersion = release.Default().Kubernetes })
+	edit(l, "kube-proxy", func(ds *appsv1.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].Image = release.Default().Image(release.KubeProxy)
+		ds.Status = appsv1.DaemonSetStatus{DesiredNumberScheduled: 2, UpdatedNumberScheduled: 1, NumberAvailable: 2}
+	})
+	n, _, _ = newClusterNodes(l)
+	if err := n.Check(ctx, "worker-0", kubelet); err != nil {
+		t.Errorf("new kubelet, Ready: %v", err)
+	}
+	if err := n.Check(ctx, "", Change{Component: KubeProxy, To: to}); err == nil || !strings.Contains(err.Error(), "1 of 2 pods updated") {
+		t.Errorf("a rollout under way: %v", err)
+	}
+}
+
+func TestClusterNodesAPIBackend(t *testing.T) {
+	n, _, lb := newClusterNodes(newLive([]string{"master-0", "master-1", "master-2"}, nil, older.Kubernetes, "3.5.35"))
+	ctx := context.Background()
+	if err := n.APIBackend(ctx, "master-1", false); err != nil || !slices.Equal(lb.masters, []string{"master-0", "master-2"}) {
+		t.Errorf("out: %v, %v", lb.masters, err)
+	}
+	if err := n.APIBackend(ctx, "master-1", true); err != nil || !slices.Equal(lb.masters, []string{"master-0", "master-1", "master-2"}) {
+		t.Errorf("back: %v, %v", lb.masters, err)
+	}
+	lb.masters = []string{"master-0"}
+	if err := n.APIBackend(ctx, "master-0", false); err != nil || !slices.Equal(lb.masters, []string{"master-0"}) {
+		t.Errorf("a single master stays: %v, %v", lb.masters, err)
+	}
+}

@@ -1,0 +1,63 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestHealthyOnAHealthyCluster(t *testing.T) {
+	l := newLive([]string{"master-0", "master-1", "master-2"}, []string{"worker-0"}, "v1.35.4", "3.5.35")
+	if err := Healthy(context.Background(), l.client(), l.etcd); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHealthyNamesEveryProblem(t *testing.T) {
+	l := newLive([]string{"master-0", "master-1", "master-2"}, []string{"worker-0"}, "v1.35.4", "3.5.35")
+	edit(l, "worker-0", func(n *corev1.Node) {
+		n.Status.Conditions[0] = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown,
+			Reason: "NodeStatusUnknown", Message: "Kubelet stopped posting node status."}
+	})
+	edit(l, "kube-apiserver-master-1", func(p *corev1.Pod) {
+		p.Status.Conditions[0].Status = corev1.ConditionFalse
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "kube-apiserver", RestartCount: 4,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
+	})
+	l.objects = removeObject(l.objects, "kube-scheduler-master-2")
+	l.etcd[0].Status, l.etcd[0].Err = nil, errDown
+	l.etcd[1].Status.Errors = []string{"memberID:101 alarm:NOSPACE"}
+	l.etcd[2].Member.IsLearner = true
+
+	err := Healthy(context.Background(), l.client(), l.etcd)
+	var u *UnhealthyError
+	if !errors.As(err, &u) {
+		t.Fatalf("want an *UnhealthyError, got %v", err)
+	}
+	want := []string{
+		"node worker-0: not Ready (NodeStatusUnknown: Kubelet stopped posting node status.)",
+		"kube-system/kube-apiserver-master-1: not Ready (Running); kube-apiserver: CrashLoopBackOff, 4 restarts",
+		"master-2: no kube-scheduler pod",
+		"etcd member master-0: no answer (context deadline exceeded)",
+		"etcd member master-1: memberID:101 alarm:NOSPACE",
+		"etcd member master-2: a learner (its join has not finished)",
+	}
+	if len(u.Problems) != len(want) {
+		t.Errorf("want %d problems, got %q", len(want), u.Problems)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("missing %q in:\n%v", w, err)
+		}
+	}
+}
+
+func TestHealthyWithoutEtcdMembers(t *testing.T) {
+	l := newLive([]string{"master-0"}, nil, "v1.35.4", "3.5.35")
+	if err := Healthy(context.Background(), l.client(), nil); err == nil || !strings.Contains(err.Error(), "etcd: no member listed") {
+		t.Errorf("want the missing members named, got %v", err)
+	}
+}

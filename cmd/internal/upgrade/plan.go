@@ -1,0 +1,262 @@
+package upgrade
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/kiln-project/kiln/assets/release"
+)
+
+// Change is one component of a step going from one version to another.
+type Change struct {
+	Component Component
+	// From is the version running, zero when not known.
+	From Version
+	To   Version
+}
+
+// Step is one step of a plan: the changes it makes on its nodes, in order.
+type Step struct {
+	// Nodes are the nodes the step changes: one master, a batch of
+	// workers, or none for the cluster's add-ons.
+	Nodes []string
+	// Changes are made in this order on each node.
+	Changes []Change
+	// Drain is true when the nodes are cordoned and drained first and
+	// uncordoned once they are Ready again: their kubelet restarts.
+	Drain bool
+}
+
+// Where names the step's nodes, "add-ons" for the cluster's.
+func (s Step) Where() string {
+	if len(s.Nodes) == 0 {
+		return "add-ons"
+	}
+	return strings.Join(s.Nodes, ", ")
+}
+
+// Plan is an ordered list of steps that moves a cluster to a release.
+type Plan struct {
+	// From is the oldest Kubernetes version the cluster's API servers
+	// run; Partly is true when some component runs another one already
+	// (an upgrade begun before).
+	From   Version
+	Partly bool
+	// To is the release the cluster moves to.
+	To    release.Release
+	Steps []Step
+}
+
+// Empty reports whether the plan changes nothing.
+func (p *Plan) Empty() bool { return len(p.Steps) == 0 }
+
+// Options are the choices of a plan.
+type Options struct {
+	// WorkerBatch is how many workers a step drains and changes at once;
+	// one when zero.
+	WorkerBatch int
+}
+
+// RefusedError is why a plan is refused: every reason at once.
+type RefusedError struct {
+	To      string
+	Reasons []string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("refusing to upgrade to %s:\n  - %s", e.To, strings.Join(e.Reasons, "\n  - "))
+}
+
+// targets are the versions of to, by component.
+func targets(to release.Release) map[Component]Version {
+	k := mustVersion(to.Kubernetes)
+	return map[Component]Version{
+		Etcd: mustVersion(to.Etcd), KubeAPIServer: k, KubeControllerManager: k, KubeScheduler: k,
+		Kubelet: k, KubeProxy: k, CoreDNS: mustVersion(to.CoreDNS),
+	}
+}
+
+// MakePlan plans the move of a cluster in state s to release to. It refuses
+// (a *RefusedError, every reason at once) a downgrade of any component, a
+// skipped minor of Kubernetes or etcd, a cluster that breaks the
+// version-skew policy already, and a plan that would break it after any
+// single change.
+func MakePlan(s State, to release.Release, o Options) (*Plan, error) {
+	want := targets(to)
+	refused := &RefusedError{To: to.Kubernetes}
+	refused.Reasons = append(refused.Reasons, direction(s, want)...)
+	if v := Violations(s); len(v) > 0 {
+		refused.Reasons = append(refused.Reasons, "the cluster breaks the version-skew policy already: "+strings.Join(v, "; "))
+	}
+	if len(refused.Reasons) > 0 {
+		return nil, refused
+	}
+	p := &Plan{To: to, Steps: steps(s, want, o)}
+	p.From, p.Partly = from(s)
+	sim := s.clone()
+	for i, st := range p.Steps {
+		for _, c := range st.Changes {
+			for _, n := range st.Nodes {
+				sim.node(n).Versions[c.Component] = c.To
+			}
+			if len(st.Nodes) == 0 {
+				sim.Addons[c.Component] = c.To
+			}
+			if v := Violations(sim); len(v) > 0 {
+				refused.Reasons = append(refused.Reasons, fmt.Sprintf("step %d (%s: %s to %s) would break the version-skew policy: %s",
+					i+1, st.Where(), c.Component, display(c.Component, c.To), strings.Join(v, "; ")))
+				return nil, refused
+			}
+		}
+	}
+	return p, nil
+}
+
+// direction refuses each component that the target would move backwards or
+// more than one minor forwards.
+func direction(s State, want map[Component]Version) []string {
+	var out []string
+	check := func(where string, c Component, v Version) {
+		w := want[c]
+		switch {
+		case v.IsZero():
+		case v.Compare(w) > 0:
+			out = append(out, fmt.Sprintf("%s: %s runs %s, newer than %s: kiln does not downgrade", where, c, display(c, v), display(c, w)))
+		case c != CoreDNS && w.minors(v) > 1:
+			out = append(out, fmt.Sprintf("%s: %s runs %s, more than one minor older than %s: upgrade through each minor in turn",
+				where, c, display(c, v), display(c, w)))
+		}
+	}
+	for _, n := range s.Nodes {
+		for _, c := range append(slices.Clone(masterComponents), Kubelet) {
+			check(n.Name, c, n.Versions[c])
+		}
+	}
+	for _, c := range []Component{KubeProxy, CoreDNS} {
+		check("add-ons", c, s.Addons[c])
+	}
+	return out
+}
+
+// steps lists what changes, in the order the skew policy needs: every etcd
+// member, one master at a time; each master's API server, then its
+// controller manager and scheduler (they talk to their own API server
+// only); the masters' kubelets, once no API server is older than they
+// would be; the workers, in batches; then kube-proxy and CoreDNS.
+func steps(s State, want map[Component]Version, o Options) []Step {
+	var out []Step
+	changes := func(vs map[Component]Version, cs ...Component) []Change {
+		var ch []Change
+		for _, c := range cs {
+			if vs[c] != want[c] {
+				ch = append(ch, Change{Component: c, From: vs[c], To: want[c]})
+			}
+		}
+		return ch
+	}
+	masters, workers := s.masters(), s.workers()
+	for _, m := range masters {
+		if ch := changes(m.Versions, Etcd); len(ch) > 0 {
+			out = append(out, Step{Nodes: []string{m.Name}, Changes: ch})
+		}
+	}
+	for _, m := range masters {
+		if ch := changes(m.Versions, KubeAPIServer, KubeControllerManager, KubeScheduler); len(ch) > 0 {
+			out = append(out, Step{Nodes: []string{m.Name}, Changes: ch})
+		}
+	}
+	for _, m := range masters {
+		if ch := changes(m.Versions, Kubelet); len(ch) > 0 {
+			out = append(out, Step{Nodes: []string{m.Name}, Changes: ch, Drain: true})
+		}
+	}
+	batch := max(o.WorkerBatch, 1)
+	var pending []Node
+	flush := func() {
+		if len(pending) == 0 {
+			return
+		}
+		st := Step{Drain: true}
+		for _, w := range pending {
+			st.Nodes = append(st.Nodes, w.Name)
+		}
+		// A batch's workers may run different versions (an upgrade
+		// begun before): the step shows its first one's.
+		st.Changes = changes(pending[0].Versions, Kubelet)
+		out = append(out, st)
+		pending = nil
+	}
+	for _, w := range workers {
+		if len(changes(w.Versions, Kubelet)) == 0 {
+			continue
+		}
+		if pending = append(pending, w); len(pending) == batch {
+			flush()
+		}
+	}
+	flush()
+	if ch := changes(s.Addons, KubeProxy, CoreDNS); len(ch) > 0 {
+		out = append(out, Step{Changes: ch})
+	}
+	return out
+}
+
+// from is the oldest API server version of s, and whether any Kubernetes
+// component runs another version.
+func from(s State) (Version, bool) {
+	oldest, _ := extremes(s, KubeAPIServer)
+	partly := false
+	for _, n := range s.Nodes {
+		for c, v := range n.Versions {
+			if c != Etcd && !v.IsZero() && v != oldest.v {
+				partly = true
+			}
+		}
+	}
+	return oldest.v, partly
+}
+
+// display is a version as its component writes it: etcd without the "v".
+func display(c Component, v Version) string {
+	if c == Etcd {
+		return etcdString(v)
+	}
+	return v.String()
+}
+
+// Print writes the plan, one line per change, numbered by step, then a
+// summary.
+func (p *Plan) Print(w io.Writer) {
+	if p.Empty() {
+		fmt.Fprintf(w, "Nothing to upgrade: the cluster runs %s.\n", p.To.Kubernetes)
+		return
+	}
+	partly := ""
+	if p.Partly {
+		partly = " (partly upgraded already)"
+	}
+	fmt.Fprintf(w, "kiln will upgrade the cluster from %s%s to %s, in this order:\n", p.From, partly, p.To.Kubernetes)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	nodes := map[string]bool{}
+	for i, st := range p.Steps {
+		where := st.Where()
+		if st.Drain {
+			where += " (drained)"
+		}
+		for j, c := range st.Changes {
+			num := fmt.Sprintf("%3d", i+1)
+			if j > 0 {
+				num, where = "", ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s → %s\n", num, where, c.Component, display(c.Component, c.From), display(c.Component, c.To))
+		}
+		for _, n := range st.Nodes {
+			nodes[n] = true
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "Plan: %d steps on %d nodes.\n", len(p.Steps), len(nodes))
+}

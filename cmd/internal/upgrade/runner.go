@@ -1,0 +1,313 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Nodes is what a platform does to upgrade the components of a node. Each
+// method is idempotent: a re-run after an interrupt calls it again.
+type Nodes interface {
+	// Apply makes change c on node: the component's new payload and
+	// manifest, and the restart that runs them. Node "" is the cluster,
+	// for the add-ons (KubeProxy, CoreDNS), in every method.
+	Apply(ctx context.Context, node string, c Change) error
+	// Check reports whether c's component runs c.To on node and is
+	// healthy (an etcd member caught up, a pod Ready, a Node Ready): nil
+	// when it does, else what is wrong.
+	Check(ctx context.Context, node string, c Change) error
+	// Rollback puts c.From back on node, as Apply would.
+	Rollback(ctx context.Context, node string, c Change) error
+	// Drain cordons node and evicts its pods; Uncordon undoes the cordon.
+	Drain(ctx context.Context, node string) error
+	Uncordon(ctx context.Context, node string) error
+	// APIBackend takes master's API server out of the load balancer
+	// (serve false) before it restarts, and puts it back (serve true).
+	APIBackend(ctx context.Context, master string, serve bool) error
+}
+
+// DefaultStepTimeout bounds each change's health gate.
+const DefaultStepTimeout = 10 * time.Minute
+
+// Runner carries out a plan on one cluster, recording each step in the
+// journal of Dir before it begins.
+type Runner struct {
+	// Dir is the cluster's --dir, where the journal is kept.
+	Dir   string
+	Nodes Nodes
+	// StepTimeout bounds each change's health gate; DefaultStepTimeout
+	// when zero.
+	StepTimeout time.Duration
+	// RollbackTimeout bounds the gate of each change rolled back: the old
+	// version must come back however short StepTimeout was;
+	// DefaultStepTimeout when zero.
+	RollbackTimeout time.Duration
+	// Poll is how often a gate checks; a second when zero.
+	Poll time.Duration
+	// Out gets a line per step, with its time, and the summary.
+	Out io.Writer
+	// Now is the clock of the progress lines.
+	Now func() time.Time
+}
+
+// StepError is a step whose change failed its health gate and was rolled
+// back on its node: it names the node, the component and the last error
+// the gate saw.
+type StepError struct {
+	Node   string
+	Change Change
+	Err    error
+	// RollbackErr is why the rollback failed too, nil when it worked.
+	RollbackErr error
+}
+
+func (e *StepError) Error() string {
+	where := e.Node
+	if where == "" {
+		where = "add-ons"
+	}
+	msg := fmt.Sprintf("%s: %s %s failed: %v", where, e.Change.Component, display(e.Change.Component, e.Change.To), e.Err)
+	if e.RollbackErr != nil {
+		return msg + fmt.Sprintf("; rolling it back to %s failed too: %v", display(e.Change.Component, e.Change.From), e.RollbackErr)
+	}
+	return msg + fmt.Sprintf("; rolled back to %s on %s, and the upgrade stopped", display(e.Change.Component, e.Change.From), where)
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// Run finishes the step j records as begun (or its rollback), then carries
+// out p's steps in order, saving j before each. j.To must be p's target;
+// the caller took the etcd snapshot (j.Snapshot) before the first call.
+func (r *Runner) Run(ctx context.Context, p *Plan, j Journal) error {
+	start := r.now()
+	var resumed *Step
+	if j.Begun != nil {
+		if err := r.resume(ctx, j); err != nil {
+			return err
+		}
+		resumed = &j.Begun.Step
+		j.Begun = nil
+		if err := SaveJournal(r.Dir, j); err != nil {
+			return err
+		}
+	}
+	nodes := map[string]bool{}
+	for i, st := range p.Steps {
+		if resumed != nil && covers(*resumed, st) {
+			// The plan was made before the resume finished this step.
+			continue
+		}
+		t := r.now()
+		fmt.Fprintf(r.Out, "[%d/%d] %s: %s\n", i+1, len(p.Steps), st.Where(), describe(st.Changes))
+		j.Begun = &Begun{Step: st}
+		if err := SaveJournal(r.Dir, j); err != nil {
+			return err
+		}
+		if err := r.step(ctx, st, &j); err != nil {
+			return err
+		}
+		j.Begun = nil
+		if err := SaveJournal(r.Dir, j); err != nil {
+			return err
+		}
+		for _, n := range st.Nodes {
+			nodes[n] = true
+		}
+		fmt.Fprintf(r.Out, "[%d/%d] %s: done (%s)\n", i+1, len(p.Steps), st.Where(), r.since(t))
+	}
+	if err := RemoveJournal(r.Dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(r.Out, "Upgrade complete: %s on %d nodes (%s)\n", p.To.Kubernetes, len(nodes), r.since(start))
+	return nil
+}
+
+// resume finishes j's begun step: its rollback when one began, else the
+// step itself, every change applied again and gated.
+func (r *Runner) resume(ctx context.Context, j Journal) error {
+	st := j.Begun.Step
+	fmt.Fprintf(r.Out, "Resuming %s: %s\n", st.Where(), describe(st.Changes))
+	if j.Begun.Failed != "" {
+		for _, n := range targetsOf(st) {
+			if err := r.rollback(ctx, n, st.Changes); err != nil {
+				return fmt.Errorf("%s: rolling back after %s: %w", n, j.Begun.Failed, err)
+			}
+		}
+		if err := r.release(ctx, st); err != nil {
+			return err
+		}
+		return fmt.Errorf("the upgrade stopped before: %s (rolled back)", j.Begun.Failed)
+	}
+	return r.step(ctx, st, &j)
+}
+
+// step makes st's changes on each of its nodes, each gated; a change that
+// fails its gate is rolled back on its node with the step's earlier ones.
+func (r *Runner) step(ctx context.Context, st Step, j *Journal) error {
+	if st.Drain {
+		for _, n := range st.Nodes {
+			if err := r.Nodes.Drain(ctx, n); err != nil {
+				return fmt.Errorf("draining %s: %w", n, err)
+			}
+		}
+	}
+	for _, n := range targetsOf(st) {
+		for i, c := range st.Changes {
+			err := r.change(ctx, n, c)
+			if err == nil {
+				continue
+			}
+			serr := &StepError{Node: n, Change: c, Err: err}
+			j.Begun.Failed = fmt.Sprintf("%s: %s %s: %v", n, c.Component, display(c.Component, c.To), err)
+			if jerr := SaveJournal(r.Dir, *j); jerr != nil {
+				return errors.Join(serr, jerr)
+			}
+			serr.RollbackErr = r.rollback(ctx, n, st.Changes[:i+1])
+			if serr.RollbackErr == nil {
+				if err := r.release(ctx, st); err != nil {
+					serr.RollbackErr = err
+				} else {
+					j.Begun = nil
+					if err := SaveJournal(r.Dir, *j); err != nil {
+						return errors.Join(serr, err)
+					}
+				}
+			}
+			return serr
+		}
+	}
+	return r.release(ctx, st)
+}
+
+// change applies c on node and waits for its gate; an API server leaves
+// the load balancer before and comes back once Ready.
+func (r *Runner) change(ctx context.Context, node string, c Change) error {
+	api := c.Component == KubeAPIServer
+	if api {
+		if err := r.Nodes.APIBackend(ctx, node, false); err != nil {
+			return fmt.Errorf("taking its API server out of the load balancer: %w", err)
+		}
+	}
+	if err := r.Nodes.Apply(ctx, node, c); err != nil {
+		return err
+	}
+	if err := r.gate(ctx, node, c); err != nil {
+		return err
+	}
+	if api {
+		return r.Nodes.APIBackend(ctx, node, true)
+	}
+	return nil
+}
+
+// rollback undoes changes on node, the last first, each gated at its old
+// version.
+func (r *Runner) rollback(ctx context.Context, node string, changes []Change) error {
+	for _, c := range slices.Backward(changes) {
+		back := Change{Component: c.Component, From: c.To, To: c.From}
+		if err := r.Nodes.Rollback(ctx, node, c); err != nil {
+			return err
+		}
+		if err := r.gateWithin(ctx, node, back, r.RollbackTimeout); err != nil {
+			return err
+		}
+		if c.Component == KubeAPIServer {
+			if err := r.Nodes.APIBackend(ctx, node, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// targetsOf is what st's changes are made on: each of its nodes, or the
+// cluster ("") for the add-ons.
+func targetsOf(st Step) []string {
+	if len(st.Nodes) == 0 {
+		return []string{""}
+	}
+	return st.Nodes
+}
+
+// release uncordons a drained step's nodes.
+func (r *Runner) release(ctx context.Context, st Step) error {
+	if !st.Drain {
+		return nil
+	}
+	for _, n := range st.Nodes {
+		if err := r.Nodes.Uncordon(ctx, n); err != nil {
+			return fmt.Errorf("uncordoning %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// gate polls Check until c is healthy on node or StepTimeout passes; the
+// error then is the last one Check returned.
+func (r *Runner) gate(ctx context.Context, node string, c Change) error {
+	return r.gateWithin(ctx, node, c, r.StepTimeout)
+}
+
+// gateWithin is gate with its timeout; DefaultStepTimeout when zero.
+func (r *Runner) gateWithin(ctx context.Context, node string, c Change, timeout time.Duration) error {
+	if timeout == 0 {
+		timeout = DefaultStepTimeout
+	}
+	poll := r.Poll
+	if poll == 0 {
+		poll = time.Second
+	}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
+		last = r.Nodes.Check(ctx, node, c)
+		return last == nil, nil
+	})
+	if err == nil {
+		return nil
+	}
+	if last != nil && ctx.Err() == nil {
+		return fmt.Errorf("not healthy at %s after %s: %w", display(c.Component, c.To), timeout, last)
+	}
+	return err
+}
+
+func (r *Runner) now() time.Time {
+	if r.Now == nil {
+		return time.Now()
+	}
+	return r.Now()
+}
+
+func (r *Runner) since(t time.Time) time.Duration { return r.now().Sub(t).Round(time.Second) }
+
+// covers reports whether done, a finished step, made every change of st:
+// the same nodes, each of st's components brought to the same version.
+func covers(done, st Step) bool {
+	if !slices.Equal(done.Nodes, st.Nodes) {
+		return false
+	}
+	for _, c := range st.Changes {
+		if !slices.ContainsFunc(done.Changes, func(d Change) bool { return d.Component == c.Component && d.To == c.To }) {
+			return false
+		}
+	}
+	return true
+}
+
+// describe lists a step's changes: "etcd 3.5.35 → 3.6.16".
+func describe(cs []Change) string {
+	s := ""
+	for i, c := range cs {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s %s → %s", c.Component, display(c.Component, c.From), display(c.Component, c.To))
+	}
+	return s
+}

@@ -1,0 +1,333 @@
+package upgrade
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// killed is what fakeNodes panics with to stop a run where a kill -9 would.
+type killed struct{}
+
+// fakeNodes is a cluster whose components change when asked: it records
+// every call, keeps the load balancer's backends and the cordons, and
+// checks that no two API servers are ever out of the load balancer.
+type fakeNodes struct {
+	t     *testing.T
+	state State
+	calls []string
+	out   map[string]bool // masters out of the load balancer
+	// broken: a (node, component) whose new version never turns healthy.
+	broken map[string]Component
+	// killAt panics with killed at this call (counted from 1); 0 never.
+	killAt, n int
+	// slow is how many checks after each Apply or Rollback say the
+	// component is still starting.
+	slow, starting int
+}
+
+func newFakeNodes(t *testing.T, s State) *fakeNodes {
+	return &fakeNodes{t: t, state: s.clone(), out: map[string]bool{}, broken: map[string]Component{}}
+}
+
+func (f *fakeNodes) call(format string, args ...any) {
+	f.n++
+	if f.killAt > 0 && f.n == f.killAt {
+		panic(killed{})
+	}
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
+
+func (f *fakeNodes) versions(node string) map[Component]Version {
+	if node == "" {
+		return f.state.Addons
+	}
+	return f.state.node(node).Versions
+}
+
+func (f *fakeNodes) Apply(_ context.Context, node string, c Change) error {
+	f.call("apply %s %s %s", node, c.Component, display(c.Component, c.To))
+	f.versions(node)[c.Component] = c.To
+	f.starting = f.slow
+	return nil
+}
+
+func (f *fakeNodes) Check(_ context.Context, node string, c Change) error {
+	f.call("check %s %s %s", node, c.Component, display(c.Component, c.To))
+	if f.versions(node)[c.Component] != c.To {
+		return fmt.Errorf("runs %s", display(c.Component, f.versions(node)[c.Component]))
+	}
+	if f.starting > 0 {
+		f.starting--
+		return errors.New("starting")
+	}
+	if b, ok := f.broken[node]; ok && b == c.Component && c.To == targets(to136)[c.Component] {
+		return errors.New("CrashLoopBackOff: unknown flag --broken")
+	}
+	return nil
+}
+
+func (f *fakeNodes) Rollback(_ context.Context, node string, c Change) error {
+	f.call("rollback %s %s %s", node, c.Component, display(c.Component, c.From))
+	f.versions(node)[c.Component] = c.From
+	f.starting = f.slow
+	return nil
+}
+
+func (f *fakeNodes) Drain(_ context.Context, node string) error {
+	f.call("drain %s", node)
+	return nil
+}
+
+func (f *fakeNodes) Uncordon(_ context.Context, node string) error {
+	f.call("uncordon %s", node)
+	return nil
+}
+
+func (f *fakeNodes) APIBackend(_ context.Context, master string, serve bool) error {
+	f.call("backend %s %v", master, serve)
+	if serve {
+		delete(f.out, master)
+		return nil
+	}
+	f.out[master] = true
+	if len(f.out) > 1 {
+		f.t.Errorf("two API servers out of the load balancer at once: %v", f.out)
+	}
+	return nil
+}
+
+func newRunner(dir string, f *fakeNodes, out *bytes.Buffer) *Runner {
+	tick := time.Unix(0, 0)
+	return &Runner{Dir: dir, Nodes: f, StepTimeout: 20 * time.Millisecond, Poll: time.Millisecond, Out: out,
+		Now: func() time.Time { tick = tick.Add(time.Second); return tick }}
+}
+
+func mustPlan(t *testing.T, s State) *Plan {
+	t.Helper()
+	p, err := MakePlan(s, to136, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRunCallsInOrder(t *testing.T) {
+	s := cluster(1, 1, "v1.35.4", "3.5.35")
+	f := newFakeNodes(t, s)
+	var out bytes.Buffer
+	dir := t.TempDir()
+	if err := newRunner(dir, f, &out).Run(context.Background(), mustPlan(t, s), Journal{To: to136.Kubernetes}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"apply master-0 etcd 3.6.16", "check master-0 etcd 3.6.16",
+		"backend master-0 false", "apply master-0 kube-apiserver v1.36.3", "check master-0 kube-apiserver v1.36.3", "backend master-0 true",
+		"apply master-0 kube-controller-manager v1.36.3", "check master-0 kube-controller-manager v1.36.3",
+		"apply master-0 kube-scheduler v1.36.3", "check master-0 kube-scheduler v1.36.3",
+		"drain master-0", "apply master-0 kubelet v1.36.3", "check master-0 kubelet v1.36.3", "uncordon master-0",
+		"drain worker-0", "apply worker-0 kubelet v1.36.3", "check worker-0 kubelet v1.36.3", "uncordon worker-0",
+		"apply  kube-proxy v1.36.3", "check  kube-proxy v1.36.3",
+	}
+	if !slices.Equal(f.calls, want) {
+		t.Errorf("calls:\n got %q\nwant %q", f.calls, want)
+	}
+	if !strings.Contains(out.String(), "Upgrade complete: v1.36.3 on 2 nodes (") {
+		t.Errorf("no summary line:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "[1/5] master-0: etcd 3.5.35 → 3.6.16\n[1/5] master-0: done (1s)") {
+		t.Errorf("no progress lines with their time:\n%s", out.String())
+	}
+	if _, found, _ := LoadJournal(dir); found {
+		t.Error("the journal outlived a complete upgrade")
+	}
+}
+
+func TestRunRollsBackAFailedChange(t *testing.T) {
+	s := cluster(3, 1, "v1.35.4", "3.5.35")
+	f := newFakeNodes(t, s)
+	f.broken["master-2"] = KubeAPIServer
+	var out bytes.Buffer
+	dir := t.TempDir()
+	err := newRunner(dir, f, &out).Run(context.Background(), mustPlan(t, s), Journal{To: to136.Kubernetes})
+	var serr *StepError
+	if !errors.As(err, &serr) {
+		t.Fatalf("want a *StepError, got %v", err)
+	}
+	for _, w := range []string{"master-2: kube-apiserver v1.36.3 failed", "CrashLoopBackOff: unknown flag --broken", "rolled back to v1.35.4 on master-2"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q: %v", w, err)
+		}
+	}
+	i := slices.Index(f.calls, "rollback master-2 kube-apiserver v1.35.4")
+	if i < 0 || !slices.Equal(f.calls[i:], []string{"rollback master-2 kube-apiserver v1.35.4", "check master-2 kube-apiserver v1.35.4", "backend master-2 true"}) {
+		t.Errorf("want the API server rolled back, checked and put back last: %q", f.calls)
+	}
+	if slices.ContainsFunc(f.calls, func(c string) bool { return strings.Contains(c, "master-1 kube-apiserver") }) {
+		t.Errorf("the upgrade went on after a failed step: %q", f.calls)
+	}
+	if got := f.state.node("master-2").Versions[KubeAPIServer]; got != v("v1.35.4") {
+		t.Errorf("master-2's API server runs %s after the rollback", got)
+	}
+	j, found, err := LoadJournal(dir)
+	if err != nil || !found || j.Begun != nil {
+		t.Errorf("after a rollback the journal is kept with no step begun: %+v, %v, %v", j, found, err)
+	}
+	// A re-run plans from what runs: master-0's control plane stays
+	// upgraded, master-2's API server is tried again.
+	f.broken = map[string]Component{}
+	f.calls = nil
+	st, _ := Inventoried(f)
+	if err := newRunner(dir, f, &out).Run(context.Background(), mustPlan(t, st), j); err != nil {
+		t.Fatal(err)
+	}
+	if f.calls[1] != "apply master-2 kube-apiserver v1.36.3" {
+		t.Errorf("a re-run must start with master-2's API server: %q", f.calls)
+	}
+}
+
+// TestRunRollbackWaitsLongerThanAStep: a step timeout too short for the
+// new version to start fails the change, and the rollback, gated by its
+// own timeout, still waits for the old version to start again.
+func TestRunRollbackWaitsLongerThanAStep(t *testing.T) {
+	s := cluster(1, 0, "v1.35.4", "3.6.16")
+	f := newFakeNodes(t, s)
+	f.slow = 200 // polls 1 ms apart: longer than the step's 20 ms
+	var out bytes.Buffer
+	err := newRunner(t.TempDir(), f, &out).Run(context.Background(), mustPlan(t, s), Journal{To: to136.Kubernetes})
+	var serr *StepError
+	if !errors.As(err, &serr) || serr.RollbackErr != nil || !strings.Contains(err.Error(), "not healthy at v1.36.3 after 20ms: starting") {
+		t.Fatalf("want the change failed and rolled back, got %v", err)
+	}
+	if got := f.state.node("master-0").Versions[KubeAPIServer]; got != v("v1.35.4") || len(f.out) != 0 {
+		t.Errorf("API server at %s, out of the load balancer: %v", got, f.out)
+	}
+}
+
+// Inventoried is the state a fake cluster runs, as Inventory would read it.
+func Inventoried(f *fakeNodes) (State, error) { return f.state.clone(), nil }
+
+// TestRunResumesFromEveryKillPoint kills the run at each call in turn (as a
+// kill -9 would stop it there), then runs again from the journal and a
+// plan made from what the cluster runs: the cluster ends at the target,
+// every node uncordoned and every API server in the load balancer, never
+// two of them out at once.
+func TestRunResumesFromEveryKillPoint(t *testing.T) {
+	s := cluster(3, 2, "v1.35.4", "3.5.35")
+	total := func() int {
+		f := newFakeNodes(t, s)
+		if err := newRunner(t.TempDir(), f, &bytes.Buffer{}).Run(context.Background(), mustPlan(t, s), Journal{To: to136.Kubernetes}); err != nil {
+			t.Fatal(err)
+		}
+		return f.n
+	}()
+	for k := 1; k <= total; k++ {
+		dir := t.TempDir()
+		f := newFakeNodes(t, s)
+		f.killAt = k
+		func() {
+			defer func() {
+				if r := recover(); r != nil && r != (killed{}) {
+					panic(r)
+				}
+			}()
+			_ = newRunner(dir, f, &bytes.Buffer{}).Run(context.Background(), mustPlan(t, s), Journal{To: to136.Kubernetes})
+			t.Fatalf("kill at call %d: the run was not killed", k)
+		}()
+		f.killAt = 0
+		j, found, err := LoadJournal(dir)
+		if err != nil || !found {
+			t.Fatalf("kill at call %d: journal %v, %v", k, found, err)
+		}
+		cur, _ := Inventoried(f)
+		p, err := MakePlan(cur, to136, Options{})
+		if err != nil {
+			t.Fatalf("kill at call %d: the re-run's plan: %v", k, err)
+		}
+		if err := newRunner(dir, f, &bytes.Buffer{}).Run(context.Background(), p, j); err != nil {
+			t.Fatalf("kill at call %d: the re-run: %v", k, err)
+		}
+		end, _ := Inventoried(f)
+		if rest, err := MakePlan(end, to136, Options{}); err != nil || !rest.Empty() {
+			t.Errorf("kill at call %d: left to do after the re-run: %v %v", k, rest, err)
+		}
+		if len(f.out) > 0 {
+			t.Errorf("kill at call %d: API servers left out of the load balancer: %v", k, f.out)
+		}
+		if drained := cordoned(f.calls); len(drained) > 0 {
+			t.Errorf("kill at call %d: nodes left cordoned: %v", k, drained)
+		}
+	}
+}
+
+// cordoned lists the nodes whose last drain has no uncordon after it.
+func cordoned(calls []string) []string {
+	state := map[string]bool{}
+	for _, c := range calls {
+		if n, ok := strings.CutPrefix(c, "drain "); ok {
+			state[n] = true
+		}
+		if n, ok := strings.CutPrefix(c, "uncordon "); ok {
+			delete(state, n)
+		}
+	}
+	var out []string
+	for n := range state {
+		out = append(out, n)
+	}
+	return out
+}
+
+func TestRunFinishesAnInterruptedRollback(t *testing.T) {
+	s := cluster(1, 0, "v1.35.4", "3.5.35")
+	f := newFakeNodes(t, s)
+	f.state.node("master-0").Versions[Etcd] = v("3.6.16")
+	f.state.node("master-0").Versions[KubeAPIServer] = v("v1.36.3")
+	f.out["master-0"] = true
+	dir := t.TempDir()
+	st := Step{Nodes: []string{"master-0"}, Changes: []Change{
+		{Component: KubeAPIServer, From: v("v1.35.4"), To: v("v1.36.3")},
+		{Component: KubeControllerManager, From: v("v1.35.4"), To: v("v1.36.3")},
+		{Component: KubeScheduler, From: v("v1.35.4"), To: v("v1.36.3")},
+	}}
+	j := Journal{To: "v1.36.3", Begun: &Begun{Step: st, Failed: "master-0: kube-apiserver v1.36.3: CrashLoopBackOff"}}
+	if err := SaveJournal(dir, j); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := Inventoried(f)
+	err := newRunner(dir, f, &bytes.Buffer{}).Run(context.Background(), mustPlan(t, cur), j)
+	if err == nil || !strings.Contains(err.Error(), "the upgrade stopped before: master-0: kube-apiserver v1.36.3: CrashLoopBackOff (rolled back)") {
+		t.Fatalf("want the recorded failure reported, got %v", err)
+	}
+	if got := f.state.node("master-0").Versions[KubeAPIServer]; got != v("v1.35.4") || len(f.out) != 0 {
+		t.Errorf("the API server runs %s, out of the load balancer: %v", got, f.out)
+	}
+	if slices.ContainsFunc(f.calls, func(c string) bool { return strings.HasPrefix(c, "apply") }) {
+		t.Errorf("a rollback's resume must not apply anything: %q", f.calls)
+	}
+}
+
+func TestJournalIsPrivateAndFollowsNoLink(t *testing.T) {
+	dir := t.TempDir()
+	if err := SaveJournal(dir, Journal{To: "v1.36.3"}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dir, JournalFile))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("journal: %v, %v", st, err)
+	}
+	evil, elsewhere := t.TempDir(), t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(evil, ".kiln")); err != nil {
+		t.Fatal(err)
+	}
+	if err := SaveJournal(evil, Journal{To: "v1.36.3"}); err == nil {
+		t.Error("wrote the journal through a link")
+	}
+}

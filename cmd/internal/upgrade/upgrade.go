@@ -1,0 +1,190 @@
+package upgrade
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kiln-project/kiln/assets/release"
+	kilntls "github.com/kiln-project/kiln/assets/tls"
+	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
+	"github.com/kiln-project/kiln/cmd/internal/exitcode"
+	"github.com/kiln-project/kiln/cmd/internal/handover"
+	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/cmd/internal/scale"
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// Flags are the flags of kiln upgrade cluster.
+type Flags struct {
+	// To is the Kubernetes version to move to; "" is the newest pinned.
+	To string
+	// PlanOnly prints the plan and changes nothing.
+	PlanOnly bool
+	// Yes skips the confirmation.
+	Yes bool
+	// WorkerBatch is how many workers change at once.
+	WorkerBatch int
+	// DrainTimeout bounds each node's drain; StepTimeout each change's
+	// health gate.
+	DrainTimeout, StepTimeout time.Duration
+}
+
+// Upgrade is kiln upgrade cluster: check that c is healthy, plan its move
+// to the release f.To names, print the plan and the removed APIs its
+// clients still use, ask (unless f.Yes), prepare the release's payload,
+// snapshot etcd into --dir, then carry the plan out step by step, each
+// recorded in the journal first; an interrupted upgrade resumes where it
+// stopped when run again.
+func Upgrade(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, f Flags, log logrus.FieldLogger,
+	in io.Reader, out io.Writer) error {
+	up, ok := prov.(platforms.Upgrader)
+	backends, ok2 := prov.(platforms.Scaler)
+	if !ok || !ok2 {
+		return exitcode.With(exitcode.Input, fmt.Errorf("platform %s cannot upgrade its nodes", c.Config.PlatformName()))
+	}
+	to := release.Default()
+	if f.To != "" {
+		var err error
+		if to, err = release.Lookup(f.To); err != nil {
+			return exitcode.With(exitcode.Input, fmt.Errorf("--to: %w", err))
+		}
+	}
+	j, found, err := LoadJournal(c.Dir)
+	if err != nil {
+		return exitcode.With(exitcode.Input, err)
+	}
+	if found && j.To != to.Kubernetes {
+		return exitcode.With(exitcode.Input, fmt.Errorf("an upgrade to %s is under way (%s): finish it first with kiln upgrade cluster --to %s", j.To, JournalFile, j.To))
+	}
+	resuming := found && j.Begun != nil
+
+	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return exitcode.With(exitcode.Input, err)
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return exitcode.With(exitcode.Input, err)
+	}
+	etcd, err := dialEtcd(ctx, c.Dir, kube)
+	if err != nil {
+		return exitcode.With(exitcode.Install, err)
+	}
+	defer etcd.Close()
+	list, err := etcd.MemberList(ctx)
+	if err != nil {
+		return exitcode.With(exitcode.Install, fmt.Errorf("etcd member list: %w", err))
+	}
+	health := etcdmembers.Check(ctx, etcd, list.Members)
+	if err := Healthy(ctx, kube, health); err != nil {
+		var u *UnhealthyError
+		if !resuming || !errors.As(err, &u) {
+			return exitcode.With(exitcode.Install, err)
+		}
+		fmt.Fprintf(out, "Resuming the step under way, although %v\n", err)
+	}
+	st, err := Inventory(ctx, kube, health)
+	if err != nil {
+		return exitcode.With(exitcode.Install, err)
+	}
+	plan, err := MakePlan(st, to, Options{WorkerBatch: f.WorkerBatch})
+	if err != nil {
+		return exitcode.With(exitcode.Input, err)
+	}
+	plan.Print(out)
+	warnRemovedAPIs(ctx, kube, mustVersion(to.Kubernetes), log, out)
+	if f.PlanOnly || (plan.Empty() && !resuming) {
+		if !f.PlanOnly && found {
+			return RemoveJournal(c.Dir)
+		}
+		return nil
+	}
+	if !f.Yes {
+		if err := scale.Confirm(in, out); err != nil {
+			return exitcode.With(exitcode.Input, err)
+		}
+	}
+	if err := up.PrepareRelease(ctx, to.Kubernetes); err != nil {
+		return exitcode.With(exitcode.Infrastructure, err)
+	}
+	j.To = to.Kubernetes
+	if j.Snapshot == "" {
+		path, size, err := Snapshot(ctx, etcd, c.Dir, plan.From.String(), time.Now())
+		if err != nil {
+			return exitcode.With(exitcode.Install, err)
+		}
+		fmt.Fprintf(out, "etcd snapshot before the first change: %s (%.1f MiB, 0600); docs/upgrade.md shows how to restore it\n", path, float64(size)/(1<<20))
+		j.Snapshot = path
+		if err := SaveJournal(c.Dir, j); err != nil {
+			return exitcode.With(exitcode.Install, err)
+		}
+	}
+	drainer := &scale.Drainer{Client: kube, Timeout: f.DrainTimeout, Log: log}
+	r := &Runner{Dir: c.Dir, StepTimeout: f.StepTimeout, Out: out, Nodes: &ClusterNodes{
+		Cluster: &c.Cluster, Upgrader: up, Backends: backends, Kube: kube, Etcd: etcd, Drainer: drainer.Drain}}
+	return exitcode.With(exitcode.Install, r.Run(ctx, plan, j))
+}
+
+// dialEtcd connects to the members on every master, with the API server's
+// etcd client certificate from dir's state.
+func dialEtcd(ctx context.Context, dir string, kube kubernetes.Interface) (*clientv3.Client, error) {
+	store, err := graph.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	ca, client := &kilntls.EtcdCA{}, &kilntls.APIServerEtcdClient{}
+	for _, a := range []graph.Asset{ca, client} {
+		if found, err := store.FromState(a); err != nil || !found {
+			return nil, fmt.Errorf("%s is not in the state of %s: %v", a.Name(), dir, err)
+		}
+	}
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: handover.ControlPlaneLabel})
+	if err != nil {
+		return nil, fmt.Errorf("listing the masters: %w", err)
+	}
+	var endpoints []string
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				endpoints = append(endpoints, etcdmembers.ClientURL(a.Address))
+			}
+		}
+	}
+	if len(endpoints) == 0 {
+		return nil, errors.New("no master has an address to reach etcd on")
+	}
+	slices.Sort(endpoints)
+	return etcdmembers.DialPEM(endpoints, ca.Cert, client.Cert, client.Key)
+}
+
+// warnRemovedAPIs prints the API versions the cluster's clients asked for
+// that target removes; it only warns, as kiln cannot tell a client that
+// is gone from one that will break.
+func warnRemovedAPIs(ctx context.Context, kube kubernetes.Interface, target Version, log logrus.FieldLogger, out io.Writer) {
+	metrics, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		log.Warnf("cannot read the API server's metrics for removed APIs in use: %v", err)
+		return
+	}
+	removed, err := RemovedAPIs(bytes.NewReader(metrics), target)
+	if err != nil {
+		log.Warnf("%v", err)
+		return
+	}
+	for _, r := range removed {
+		fmt.Fprintf(out, "Warning: clients of this cluster asked for %s: they fail once the cluster runs %s\n", r, target)
+	}
+}

@@ -1,0 +1,126 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/local/machine"
+	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+)
+
+var _ platforms.Upgrader = (*Provisioner)(nil)
+
+// kubeletUnit is the node's kubelet service.
+const kubeletUnit = "kubelet.service"
+
+// nodeImage returns the node image of release version: built (or reused)
+// when build is true, else only from the cache.
+func (p *Provisioner) nodeImage(ctx context.Context, version string, build bool) (*nodeimage.Image, error) {
+	r, err := release.Lookup(version)
+	if err != nil {
+		return nil, err
+	}
+	opts := nodeimage.Options{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress, Release: r}
+	if build {
+		return nodeimage.Ensure(ctx, opts)
+	}
+	img, err := nodeimage.Cached(opts)
+	if err != nil {
+		return nil, err
+	}
+	if img == nil {
+		return nil, fmt.Errorf("the node image of Kubernetes %s is not in the cache: kiln build node-image --kubernetes-version %s", version, version)
+	}
+	return img, nil
+}
+
+// PrepareRelease builds or reuses the node image of release version: the
+// payload every node's upgrade takes its images and kubelet from.
+func (p *Provisioner) PrepareRelease(ctx context.Context, version string) error {
+	_, err := p.nodeImage(ctx, version, true)
+	return err
+}
+
+// LoadRelease imports the images of components of release version, from
+// its node image's archives, into node's containerd.
+func (p *Provisioner) LoadRelease(ctx context.Context, infraID, node, version string, components []release.Component) error {
+	if !isNode(infraID, node) {
+		return fmt.Errorf("%s is not a node of cluster %s", node, infraID)
+	}
+	img, err := p.nodeImage(ctx, version, false)
+	if err != nil {
+		return err
+	}
+	mgr := p.manager()
+	for _, c := range components {
+		archive := filepath.Join(img.RootFS, filepath.FromSlash(nodeimage.ImagesDir), string(c)+".tar")
+		if err := mgr.ImportImageArchive(ctx, node, archive); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InstallKubelet copies the kubelet of release version's node image over
+// node's (into its copy-on-write layer, so it stays across restarts of the
+// machine) and restarts the kubelet.
+func (p *Provisioner) InstallKubelet(ctx context.Context, infraID, node, version string) error {
+	if !isNode(infraID, node) {
+		return fmt.Errorf("%s is not a node of cluster %s", node, infraID)
+	}
+	img, err := p.nodeImage(ctx, version, false)
+	if err != nil {
+		return err
+	}
+	bin := path.Join(release.BinDir, "kubelet")
+	src, err := os.Open(filepath.Join(img.RootFS, filepath.FromSlash(bin)))
+	if err != nil {
+		return fmt.Errorf("the kubelet of %s: %w", version, err)
+	}
+	defer src.Close()
+	mgr := p.manager()
+	if err := mgr.WriteFile(ctx, node, bin, 0o755, func(w io.Writer) error {
+		_, err := io.Copy(w, src)
+		return err
+	}); err != nil {
+		return err
+	}
+	if _, err := mgr.Exec(ctx, node, restartKubeletArgv()...); err != nil {
+		return fmt.Errorf("restarting the kubelet of %s: %w", node, err)
+	}
+	return nil
+}
+
+// restartKubeletArgv restarts the node's kubelet, inside the machine.
+func restartKubeletArgv() []string { return []string{"systemctl", "restart", kubeletUnit} }
+
+// ReadNodeFile reads path on node.
+func (p *Provisioner) ReadNodeFile(ctx context.Context, infraID, node, path string) ([]byte, error) {
+	if !isNode(infraID, node) {
+		return nil, fmt.Errorf("%s is not a node of cluster %s", node, infraID)
+	}
+	return p.manager().ReadFile(ctx, node, path)
+}
+
+// WriteNodeFile replaces path on node with data.
+func (p *Provisioner) WriteNodeFile(ctx context.Context, infraID, node, path string, data []byte, mode fs.FileMode) error {
+	if !isNode(infraID, node) {
+		return fmt.Errorf("%s is not a node of cluster %s", node, infraID)
+	}
+	return p.manager().WriteFile(ctx, node, path, mode, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// manager is the machine manager of the provisioner's state root.
+func (p *Provisioner) manager() *machine.Manager {
+	return machine.NewManager(machine.Options{StateRoot: p.StateRoot, Log: p.Env.Log})
+}

@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+)
+
+// TestClusterUpgrade creates 3 masters + 2 workers at the older release,
+// runs two echo pods behind a NodePort Service (a PodDisruptionBudget keeps
+// one) probed every second and writes a ConfigMap every second, then:
+//
+//   - `kiln upgrade cluster --plan` prints the plan and changes nothing;
+//   - an upgrade whose step timeout (1 s) no API server can meet fails its
+//     first change, which is rolled back on that master and reported;
+//   - the upgrade, killed (SIGKILL) 3 s into its first kubelet step, and
+//     run again, completes: every node's kubelet, every control-plane pod
+//     and kube-proxy run the default release, the API server reports it,
+//     etcd keeps its 3 members and the journal is gone;
+//   - a last plan has nothing to do.
+//
+// Like TestClusterOlderRelease it needs the older release's node image:
+// make test runs it once that is cached and says SKIP before.
+func TestClusterUpgrade(t *testing.T) {
+	requireMachineHost(t)
+	if os.Getenv("KILN_E2E_CLUSTER") == "0" {
+		t.Skip("KILN_E2E_CLUSTER=0")
+	}
+	from := requireCachedRelease(t, "TestClusterUpgrade (v1.35.4 → v1.36.3)", olderRelease)
+	to := release.Default()
+	kiln := buildStaticKiln(t)
+	dir := t.TempDir()
+	writeInstallConfig(t, dir, "e2eupg", 3, 2, "10.66.105.0/24", "")
+	appendInstallConfig(t, dir, "kubernetesVersion: "+from.Kubernetes+"\n")
+	_, infraID := createCluster(t, kiln, dir)
+	client := adminClient(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+
+	createScaleEcho(ctx, t, client)
+	mon := startMonitor(ctx, t, client, fmt.Sprintf("http://10.66.105.11:%d/", scaleNodePort))
+	defer mon.stop()
+
+	out, err := runKiln(t, kiln, 5*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--plan")
+	if err != nil || !strings.Contains(out, "kiln will upgrade the cluster from "+from.Kubernetes+" to "+to.Kubernetes) {
+		t.Fatalf("upgrade --plan: %v\n%s", err, out)
+	}
+	t.Logf("the plan:\n%s", out)
+	assertKubelets(ctx, t, client, from.Kubernetes)
+
+	// An injected failure: no API server restarts within 1 s.
+	mon.begin("a change that fails its gate, rolled back")
+	out, err = runKiln(t, kiln, 20*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--yes", "--step-timeout", "1s")
+	mon.end(out)
+	rolled := regexp.MustCompile(`(\S+-master-\d): kube-apiserver ` + regexp.QuoteMeta(to.Kubernetes) + ` failed: .*rolled back to ` +
+		regexp.QuoteMeta(from.Kubernetes) + ` on (\S+-master-\d), and the upgrade stopped`).FindStringSubmatch(out)
+	if err == nil || rolled == nil || rolled[1] != rolled[2] {
+		t.Fatalf("want the first API server change rolled back and reported: %v\n%s", err, lastLines(out, 30))
+	}
+	t.Logf("MEASURE injected failure: %s", lastLines(out, 3))
+	pod, err := client.CoreV1().Pods("kube-system").Get(ctx, "kube-apiserver-"+rolled[1], metav1.GetOptions{})
+	if err != nil || pod.Spec.Containers[0].Image != from.Image(release.KubeAPIServer) {
+		t.Errorf("after the rollback %s's API server pod is %v (%v), want %s", rolled[1], pod, err, from.Image(release.KubeAPIServer))
+	}
+	snaps, _ := filepath.Glob(filepath.Join(dir, "upgrade", "etcd-"+from.Kubernetes+"-*.db"))
+	if len(snaps) != 1 {
+		t.Fatalf("etcd snapshots in %s/upgrade: %q, want one", dir, snaps)
+	}
+	if st, err := os.Stat(snaps[0]); err != nil || st.Mode().Perm() != 0o600 || st.Size() < 1<<20 {
+		t.Errorf("snapshot %s: %v, %v; want 0600 and at least 1 MiB", snaps[0], st, err)
+	}
+
+	// The upgrade, killed in its first kubelet step, then run again.
+	mon.begin("upgrade, killed during a kubelet step")
+	start := time.Now()
+	// 3 s into the step: its drain, image imports or kubelet restart.
+	killed, _ := signalAt(t, kiln, ": kubelet "+from.Kubernetes+" → ", 3*time.Second, syscall.SIGKILL,
+		"upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--yes")
+	mon.end(killed)
+	mon.begin("upgrade, resumed")
+	out, err = runKiln(t, kiln, 30*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--yes")
+	mon.end(out)
+	if err != nil || !strings.Contains(out, "Upgrade complete: "+to.Kubernetes) {
+		t.Fatalf("the resumed upgrade: %v\n%s", err, lastLines(out, 40))
+	}
+	t.Logf("MEASURE upgrade 3+2 %s → %s: %s including the kill and the resume\n%s", from.Kubernetes, to.Kubernetes,
+		time.Since(start).Round(time.Second), out)
+	mon.stop()
+	for _, p := range mon.phases {
+		t.Logf("MEASURE %s: %d write errors, %d Service errors over %s (last: %v)", p.name, p.writeErrs, p.serviceErrs, p.end.Sub(p.start).Round(time.Second), p.lastErr)
+		// A write or a probe may meet an API server or a kube-proxy the
+		// moment it restarts; a few seconds of it at most.
+		if p.writeErrs > 5 || p.serviceErrs > 5 {
+			t.Errorf("%s: %d write and %d Service errors, want at most 5 each\n%s", p.name, p.writeErrs, p.serviceErrs, strings.Join(p.events, "\n"))
+		}
+	}
+
+	assertKubelets(ctx, t, client, to.Kubernetes)
+	pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "tier=control-plane"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		c := release.Component(p.Labels["component"])
+		if want := to.Image(c); p.Spec.Containers[0].Image != want {
+			t.Errorf("%s runs %s, want %s", p.Name, p.Spec.Containers[0].Image, want)
+		}
+	}
+	if sv, err := client.Discovery().ServerVersion(); err != nil || sv.GitVersion != to.Kubernetes {
+		t.Errorf("API server version %v (%v), want %s", sv, err, to.Kubernetes)
+	}
+	ds, err := client.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
+	if err != nil || ds.Spec.Template.Spec.Containers[0].Image != to.Image(release.KubeProxy) {
+		t.Errorf("kube-proxy: %v", err)
+	}
+	assertEtcdMembers(t, infraID, 3)
+	if _, err := os.Stat(filepath.Join(dir, ".kiln", "upgrade.json")); !os.IsNotExist(err) {
+		t.Errorf("the journal outlived the upgrade: %v", err)
+	}
+	out, err = runKiln(t, kiln, 5*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--plan")
+	if err != nil || !strings.Contains(out, "Nothing to upgrade") {
+		t.Errorf("a last plan: %v\n%s", err, out)
+	}
+}
+
+// requireCachedRelease returns the release of version, skipping the test
+// with a SKIP line naming it when that release's node image is not cached
+// (unless KILN_E2E_RELEASES=1: make test-all builds it).
+func requireCachedRelease(t *testing.T, test, version string) release.Release {
+	t.Helper()
+	rel, err := release.Lookup(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("KILN_E2E_RELEASES") == "1" {
+		return rel
+	}
+	img, err := nodeimage.Cached(nodeimage.Options{Release: rel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img == nil {
+		t.Skipf("SKIP: %s: the node image of %s is not cached on this machine; "+
+			"build it once with `kiln build node-image --kubernetes-version %s` (its Kubernetes build took 28 min here beside a VM run, less on an idle machine) or run make test-all, "+
+			"and make test runs this test from then on", test, version, version)
+	}
+	return rel
+}
+
+// assertKubelets checks that every node's kubelet reports version and
+// that the node is Ready.
+func assertKubelets(ctx context.Context, t *testing.T, client kubernetes.Interface, version string) {
+	t.Helper()
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if got := n.Status.NodeInfo.KubeletVersion; got != version || !nodeReady(&n) {
+			t.Errorf("node %s: kubelet %s, Ready %v; want %s, Ready", n.Name, got, nodeReady(&n), version)
+		}
+	}
+}
