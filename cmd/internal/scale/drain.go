@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
 )
@@ -61,9 +63,44 @@ func (d *Drainer) Drain(ctx context.Context, node string) error {
 		return fmt.Errorf("cordon %s: %w", node, err)
 	}
 	if err := drain.RunNodeDrain(h, node); err != nil {
-		return fmt.Errorf("drain %s within %s (--force deletes unmanaged pods and ignores PodDisruptionBudgets): %w", node, timeout, err)
+		err = fmt.Errorf("drain %s within %s (--force deletes unmanaged pods and ignores PodDisruptionBudgets): %w", node, timeout, err)
+		if held := heldByBudgets(context.WithoutCancel(ctx), d.Client, node); held != "" {
+			err = fmt.Errorf("%w; %s", err, held)
+		}
+		return err
 	}
 	return nil
+}
+
+// heldByBudgets names the pods left on node that a PodDisruptionBudget
+// keeps from eviction, with the budget: what blocks a drain that timed
+// out. Empty when none does (or the API cannot tell).
+func heldByBudgets(ctx context.Context, client kubernetes.Interface, node string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return ""
+	}
+	pdbs, err := client.PolicyV1().PodDisruptionBudgets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return ""
+	}
+	var held []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != node {
+			continue // a client that ignored the field selector
+		}
+		for _, b := range pdbs.Items {
+			sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+			if err != nil || b.Namespace != p.Namespace || sel.Empty() || !sel.Matches(labels.Set(p.Labels)) || b.Status.DisruptionsAllowed > 0 {
+				continue
+			}
+			held = append(held, fmt.Sprintf("pod %s/%s is held by PodDisruptionBudget %s (%d of %d pods healthy, %d needed, 0 disruptions allowed)",
+				p.Namespace, p.Name, b.Name, b.Status.CurrentHealthy, b.Status.ExpectedPods, b.Status.DesiredHealthy))
+		}
+	}
+	return strings.Join(held, "; ")
 }
 
 // logWriter sends what the drain helper prints to the debug log.
