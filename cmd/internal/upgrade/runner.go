@@ -86,8 +86,17 @@ func (e *StepError) Unwrap() error { return e.Err }
 // the caller took the etcd snapshot (j.Snapshot) before the first call.
 func (r *Runner) Run(ctx context.Context, p *Plan, j Journal) error {
 	start := r.now()
+	nodes := map[string]bool{}
+	for _, st := range p.Steps {
+		for _, n := range st.Nodes {
+			nodes[n] = true
+		}
+	}
 	var resumed *Step
 	if j.Begun != nil {
+		for _, n := range j.Begun.Step.Nodes {
+			nodes[n] = true
+		}
 		if err := r.resume(ctx, j); err != nil {
 			return err
 		}
@@ -97,7 +106,6 @@ func (r *Runner) Run(ctx context.Context, p *Plan, j Journal) error {
 			return err
 		}
 	}
-	nodes := map[string]bool{}
 	for i, st := range p.Steps {
 		if resumed != nil && covers(*resumed, st) {
 			// The plan was made before the resume finished this step.
@@ -116,9 +124,6 @@ func (r *Runner) Run(ctx context.Context, p *Plan, j Journal) error {
 		if err := SaveJournal(r.Dir, j); err != nil {
 			return err
 		}
-		for _, n := range st.Nodes {
-			nodes[n] = true
-		}
 		fmt.Fprintf(r.Out, "[%d/%d] %s: done (%s)\n", i+1, len(p.Steps), st.Where(), r.since(t))
 	}
 	if err := RemoveJournal(r.Dir); err != nil {
@@ -128,8 +133,9 @@ func (r *Runner) Run(ctx context.Context, p *Plan, j Journal) error {
 	return nil
 }
 
-// resume finishes j's begun step: its rollback when one began, else the
-// step itself, every change applied again and gated.
+// resume finishes j's begun step: its rollback when one began (then the
+// step is no longer under way, and the failure is reported again), else
+// the step itself, every change applied again and gated.
 func (r *Runner) resume(ctx context.Context, j Journal) error {
 	st := j.Begun.Step
 	fmt.Fprintf(r.Out, "Resuming %s: %s\n", st.Where(), describe(st.Changes))
@@ -142,7 +148,12 @@ func (r *Runner) resume(ctx context.Context, j Journal) error {
 		if err := r.release(ctx, st); err != nil {
 			return err
 		}
-		return fmt.Errorf("the upgrade stopped before: %s (rolled back)", j.Begun.Failed)
+		failed := j.Begun.Failed
+		j.Begun = nil
+		if err := SaveJournal(r.Dir, j); err != nil {
+			return err
+		}
+		return fmt.Errorf("the upgrade stopped before: %s (rolled back)", failed)
 	}
 	return r.step(ctx, st, &j)
 }

@@ -218,51 +218,60 @@ func Inventoried(f *fakeNodes) (State, error) { return f.state.clone(), nil }
 // kill -9 would stop it there), then runs again from the journal and a
 // plan made from what the cluster runs: the cluster ends at the target,
 // every node uncordoned and every API server in the load balancer, never
-// two of them out at once.
+// two of them out at once. The second case kills a run whose change fails
+// and is rolled back, at each of its calls too; the re-runs (the failure
+// fixed) finish the rollback, report it, then complete.
 func TestRunResumesFromEveryKillPoint(t *testing.T) {
-	s := cluster(3, 2, "v1.35.4", "3.5.35")
-	total := func() int {
-		f := newFakeNodes(t, s)
-		if err := newRunner(t.TempDir(), f, &bytes.Buffer{}).Run(context.Background(), mustPlan(t, s), Journal{To: to136.Kubernetes}); err != nil {
-			t.Fatal(err)
-		}
-		return f.n
-	}()
-	for k := 1; k <= total; k++ {
-		dir := t.TempDir()
-		f := newFakeNodes(t, s)
-		f.killAt = k
-		func() {
-			defer func() {
-				if r := recover(); r != nil && r != (killed{}) {
-					panic(r)
-				}
-			}()
-			_ = newRunner(dir, f, &bytes.Buffer{}).Run(context.Background(), mustPlan(t, s), Journal{To: to136.Kubernetes})
-			t.Fatalf("kill at call %d: the run was not killed", k)
+	for _, broken := range []map[string]Component{nil, {"master-2": KubeAPIServer}} {
+		s := cluster(3, 2, "v1.35.4", "3.5.35")
+		total := func() int {
+			f := newFakeNodes(t, s)
+			f.broken = broken
+			_ = newRunner(t.TempDir(), f, &bytes.Buffer{}).Run(context.Background(), mustPlan(t, s), Journal{To: to136.Kubernetes})
+			return f.n
 		}()
-		f.killAt = 0
-		j, found, err := LoadJournal(dir)
-		if err != nil || !found {
-			t.Fatalf("kill at call %d: journal %v, %v", k, found, err)
-		}
-		cur, _ := Inventoried(f)
-		p, err := MakePlan(cur, to136, Options{})
-		if err != nil {
-			t.Fatalf("kill at call %d: the re-run's plan: %v", k, err)
-		}
-		if err := newRunner(dir, f, &bytes.Buffer{}).Run(context.Background(), p, j); err != nil {
-			t.Fatalf("kill at call %d: the re-run: %v", k, err)
-		}
-		end, _ := Inventoried(f)
-		if rest, err := MakePlan(end, to136, Options{}); err != nil || !rest.Empty() {
-			t.Errorf("kill at call %d: left to do after the re-run: %v %v", k, rest, err)
-		}
-		if len(f.out) > 0 {
-			t.Errorf("kill at call %d: API servers left out of the load balancer: %v", k, f.out)
-		}
-		if drained := cordoned(f.calls); len(drained) > 0 {
-			t.Errorf("kill at call %d: nodes left cordoned: %v", k, drained)
+		for k := 1; k <= total; k++ {
+			dir := t.TempDir()
+			f := newFakeNodes(t, s)
+			f.broken, f.killAt = broken, k
+			func() {
+				defer func() {
+					if r := recover(); r != nil && r != (killed{}) {
+						panic(r)
+					}
+				}()
+				_ = newRunner(dir, f, &bytes.Buffer{}).Run(context.Background(), mustPlan(t, s), Journal{To: to136.Kubernetes})
+				t.Fatalf("broken %v, kill at call %d: the run was not killed", broken, k)
+			}()
+			f.killAt, f.broken = 0, nil
+			var err error
+			for range 2 {
+				j, found, jerr := LoadJournal(dir)
+				if jerr != nil || !found {
+					t.Fatalf("broken %v, kill at call %d: journal %v, %v", broken, k, found, jerr)
+				}
+				cur, _ := Inventoried(f)
+				p, perr := MakePlan(cur, to136, Options{})
+				if perr != nil {
+					t.Fatalf("broken %v, kill at call %d: the re-run's plan: %v", broken, k, perr)
+				}
+				if err = newRunner(dir, f, &bytes.Buffer{}).Run(context.Background(), p, j); err == nil {
+					break
+				}
+			}
+			if err != nil {
+				t.Fatalf("broken %v, kill at call %d: the re-runs: %v", broken, k, err)
+			}
+			end, _ := Inventoried(f)
+			if rest, err := MakePlan(end, to136, Options{}); err != nil || !rest.Empty() {
+				t.Errorf("broken %v, kill at call %d: left to do after the re-run: %v %v", broken, k, rest, err)
+			}
+			if len(f.out) > 0 {
+				t.Errorf("broken %v, kill at call %d: API servers left out of the load balancer: %v", broken, k, f.out)
+			}
+			if drained := cordoned(f.calls); len(drained) > 0 {
+				t.Errorf("broken %v, kill at call %d: nodes left cordoned: %v", broken, k, drained)
+			}
 		}
 	}
 }
@@ -311,6 +320,15 @@ func TestRunFinishesAnInterruptedRollback(t *testing.T) {
 	}
 	if slices.ContainsFunc(f.calls, func(c string) bool { return strings.HasPrefix(c, "apply") }) {
 		t.Errorf("a rollback's resume must not apply anything: %q", f.calls)
+	}
+	// The rollback is over: the next run plans and goes on.
+	if j, _, err := LoadJournal(dir); err != nil || j.Begun != nil {
+		t.Errorf("after the rollback's resume the journal still has a step under way: %+v, %v", j.Begun, err)
+	}
+	cur, _ = Inventoried(f)
+	j, _, _ = LoadJournal(dir)
+	if err := newRunner(dir, f, &bytes.Buffer{}).Run(context.Background(), mustPlan(t, cur), j); err != nil {
+		t.Errorf("the run after: %v", err)
 	}
 }
 
