@@ -35,6 +35,9 @@ type Nodes interface {
 // DefaultStepTimeout bounds each change's health gate.
 const DefaultStepTimeout = 10 * time.Minute
 
+// waitReport is how often a gate that waits says what it waits for.
+const waitReport = 30 * time.Second
+
 // Runner carries out a plan on one cluster, recording each step in the
 // journal of Dir before it begins.
 type Runner struct {
@@ -275,8 +278,14 @@ func (r *Runner) gateWithin(ctx context.Context, node string, c Change, timeout 
 		poll = time.Second
 	}
 	var last error
+	began, told := r.now(), r.now()
 	err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
 		last = r.Nodes.Check(ctx, node, c)
+		if last != nil && r.now().Sub(told) >= waitReport {
+			// A long wait names what it waits for.
+			told = r.now()
+			fmt.Fprintf(r.Out, "      waiting %s for %s %s: %v\n", r.since(began), c.Component, display(c.Component, c.To), last)
+		}
 		return last == nil, nil
 	})
 	if err == nil {
