@@ -177,6 +177,12 @@ func (r *Runner) step(ctx context.Context, st Step, j *Journal) error {
 			if err == nil {
 				continue
 			}
+			if ctx.Err() != nil {
+				// Interrupted (Ctrl-C), not failed: the step stays
+				// under way, for the next run to finish, as after a
+				// kill.
+				return err
+			}
 			serr := &StepError{Node: n, Change: c, Err: err}
 			j.Begun.Failed = fmt.Sprintf("%s: %s %s: %v", n, c.Component, display(c.Component, c.To), err)
 			if jerr := SaveJournal(r.Dir, *j); jerr != nil {

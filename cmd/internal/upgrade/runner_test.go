@@ -199,6 +199,35 @@ func TestRunRollsBackAFailedChange(t *testing.T) {
 	}
 }
 
+// TestRunInterruptedIsNotFailed: a run whose context ends (Ctrl-C) in a
+// gate leaves the step under way, rolls nothing back, and the next run
+// finishes it.
+func TestRunInterruptedIsNotFailed(t *testing.T) {
+	s := cluster(1, 0, "v1.35.4", "3.6.16")
+	f := newFakeNodes(t, s)
+	f.slow = 1 << 30
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	r := newRunner(dir, f, &bytes.Buffer{})
+	r.StepTimeout = time.Minute
+	if err := r.Run(ctx, mustPlan(t, s), Journal{To: to136.Kubernetes}); err == nil {
+		t.Fatal("an interrupted run succeeded")
+	}
+	if slices.ContainsFunc(f.calls, func(c string) bool { return strings.HasPrefix(c, "rollback") }) {
+		t.Errorf("an interrupt rolled back: %q", f.calls)
+	}
+	j, _, err := LoadJournal(dir)
+	if err != nil || j.Begun == nil || j.Begun.Failed != "" {
+		t.Fatalf("want the step under way, not failed: %+v, %v", j.Begun, err)
+	}
+	f.slow, f.starting = 0, 0
+	cur, _ := Inventoried(f)
+	if err := newRunner(dir, f, &bytes.Buffer{}).Run(context.Background(), mustPlan(t, cur), j); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRunGateSaysWhatItWaitsFor: a gate that waits longer than
 // waitReport prints the last error it saw.
 func TestRunGateSaysWhatItWaitsFor(t *testing.T) {
