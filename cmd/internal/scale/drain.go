@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
 )
@@ -55,12 +56,8 @@ func (d *Drainer) Drain(ctx context.Context, node string) error {
 			}
 		},
 	}
-	n, err := d.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
+	if err := d.cordon(ctx, h, node); err != nil {
 		return err
-	}
-	if err := drain.RunCordonOrUncordon(h, n, true); err != nil {
-		return fmt.Errorf("cordon %s: %w", node, err)
 	}
 	if err := drain.RunNodeDrain(h, node); err != nil {
 		err = fmt.Errorf("drain %s within %s (--force deletes unmanaged pods and ignores PodDisruptionBudgets): %w", node, timeout, err)
@@ -70,6 +67,31 @@ func (d *Drainer) Drain(ctx context.Context, node string) error {
 		return err
 	}
 	return nil
+}
+
+// cordonRetry is how long a cordon retries while the API does not answer:
+// an API server that restarts (a single master's, during an upgrade) is
+// back within it.
+const cordonRetry = 2 * time.Minute
+
+// cordon marks node unschedulable, retrying every 2 s for up to
+// cordonRetry while the API fails; the error is the last one.
+func (d *Drainer) cordon(ctx context.Context, h *drain.Helper, node string) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, cordonRetry, true, func(ctx context.Context) (bool, error) {
+		n, err := d.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err == nil {
+			err = drain.RunCordonOrUncordon(h, n, true)
+		}
+		if last = err; err != nil {
+			d.Log.Debugf("cordon %s: %v", node, err)
+		}
+		return err == nil, nil
+	})
+	if err != nil && last != nil {
+		return fmt.Errorf("cordon %s: %w", node, last)
+	}
+	return err
 }
 
 // heldByBudgets names the pods left on node that a PodDisruptionBudget

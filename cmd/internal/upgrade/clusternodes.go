@@ -2,18 +2,23 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
 	"slices"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
+	"github.com/kiln-project/kiln/cmd/internal/handover"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -147,6 +152,17 @@ func (n *ClusterNodes) Check(ctx context.Context, node string, c Change) error {
 		if why := notReady(nd.Status.Conditions, string(corev1.NodeReady)); why != "" {
 			return fmt.Errorf("node %s: %s", node, why)
 		}
+		if _, master := nd.Labels[handover.ControlPlaneLabel]; master {
+			// A new kubelet may restart the static pods: the next step
+			// starts with this master's control plane Ready again.
+			pods, err := n.Kube.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: controlPlaneSelector})
+			if err != nil {
+				return err
+			}
+			if problems := controlPlaneProblems(node, pods.Items); len(problems) > 0 {
+				return errors.New(strings.Join(problems, "; "))
+			}
+		}
 		return nil
 	case KubeProxy:
 		ds, err := n.Kube.AppsV1().DaemonSets(Namespace).Get(ctx, kubeProxyDaemonSet, metav1.GetOptions{})
@@ -213,11 +229,24 @@ func (n *ClusterNodes) setAddonImage(ctx context.Context, c Component, ref strin
 // Drain cordons and drains node.
 func (n *ClusterNodes) Drain(ctx context.Context, node string) error { return n.Drainer(ctx, node) }
 
-// Uncordon makes node schedulable again.
+// Uncordon makes node schedulable again, retrying for up to apiRetry
+// while the API does not answer.
 func (n *ClusterNodes) Uncordon(ctx context.Context, node string) error {
-	_, err := n.Kube.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(`{"spec":{"unschedulable":null}}`), metav1.PatchOptions{})
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, apiRetry, true, func(ctx context.Context) (bool, error) {
+		_, last = n.Kube.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(`{"spec":{"unschedulable":null}}`), metav1.PatchOptions{})
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return last
+	}
 	return err
 }
+
+// apiRetry is how long a single call of the upgrade retries while the
+// API does not answer: an API server that restarts (a single master's) is
+// back within it.
+const apiRetry = 2 * time.Minute
 
 // APIBackend takes master out of the API load balancer or puts it back;
 // it never leaves the load balancer without a master.

@@ -206,6 +206,13 @@ func TestClusterNodesCheck(t *testing.T) {
 	if err := n.Check(ctx, "", Change{Component: KubeProxy, To: to}); err == nil || !strings.Contains(err.Error(), "1 of 2 pods updated") {
 		t.Errorf("a rollout under way: %v", err)
 	}
+	// A master's new kubelet passes only once its control plane is Ready
+	// again (a new kubelet may restart the static pods).
+	edit(l, "master-0", func(nd *corev1.Node) { nd.Status.NodeInfo.KubeletVersion = release.Default().Kubernetes })
+	n, _, _ = newClusterNodes(l)
+	if err := n.Check(ctx, "master-0", kubelet); err == nil || !strings.Contains(err.Error(), "kube-system/kube-apiserver-master-0: not Ready") {
+		t.Errorf("a master's kubelet with its API server not Ready: %v", err)
+	}
 }
 
 func TestClusterNodesAPIBackend(t *testing.T) {

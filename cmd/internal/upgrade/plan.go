@@ -48,6 +48,8 @@ type Plan struct {
 	// To is the release the cluster moves to.
 	To    release.Release
 	Steps []Step
+	// Nodes is how many nodes the cluster has.
+	Nodes int
 }
 
 // Empty reports whether the plan changes nothing.
@@ -94,7 +96,7 @@ func MakePlan(s State, to release.Release, o Options) (*Plan, error) {
 	if len(refused.Reasons) > 0 {
 		return nil, refused
 	}
-	p := &Plan{To: to, Steps: steps(s, want, o)}
+	p := &Plan{To: to, Steps: steps(s, want, o), Nodes: len(s.Nodes)}
 	p.From, p.Partly = from(s)
 	sim := s.clone()
 	for i, st := range p.Steps {
@@ -204,19 +206,34 @@ func steps(s State, want map[Component]Version, o Options) []Step {
 	return out
 }
 
-// from is the oldest API server version of s, and whether any Kubernetes
-// component runs another version.
+// from is the oldest Kubernetes version a component of s runs (the
+// release the cluster is upgraded from), and whether another component
+// runs another version (an upgrade begun before).
 func from(s State) (Version, bool) {
-	oldest, _ := extremes(s, KubeAPIServer)
-	partly := false
+	var all []Version
 	for _, n := range s.Nodes {
 		for c, v := range n.Versions {
-			if c != Etcd && !v.IsZero() && v != oldest.v {
-				partly = true
+			if c != Etcd && !v.IsZero() {
+				all = append(all, v)
 			}
 		}
 	}
-	return oldest.v, partly
+	if v := s.Addons[KubeProxy]; !v.IsZero() {
+		all = append(all, v)
+	}
+	if len(all) == 0 {
+		return Version{}, false
+	}
+	oldest := slices.MinFunc(all, Version.Compare)
+	return oldest, slices.ContainsFunc(all, func(v Version) bool { return v != oldest })
+}
+
+// plural is n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // display is a version as its component writes it: etcd without the "v".
@@ -258,5 +275,5 @@ func (p *Plan) Print(w io.Writer) {
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "Plan: %d steps on %d nodes.\n", len(p.Steps), len(nodes))
+	fmt.Fprintf(w, "Plan: %s on %s.\n", plural(len(p.Steps), "step"), plural(len(nodes), "node"))
 }

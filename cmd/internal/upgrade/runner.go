@@ -85,21 +85,13 @@ func (e *StepError) Error() string {
 func (e *StepError) Unwrap() error { return e.Err }
 
 // Run finishes the step j records as begun (or its rollback), then carries
-// out p's steps in order, saving j before each. j.To must be p's target;
+// out p's steps in order, saving j before each; the end line counts the
+// cluster's nodes (p.Nodes). j.To must be p's target;
 // the caller took the etcd snapshot (j.Snapshot) before the first call.
 func (r *Runner) Run(ctx context.Context, p *Plan, j Journal) error {
 	start := r.now()
-	nodes := map[string]bool{}
-	for _, st := range p.Steps {
-		for _, n := range st.Nodes {
-			nodes[n] = true
-		}
-	}
 	var resumed *Step
 	if j.Begun != nil {
-		for _, n := range j.Begun.Step.Nodes {
-			nodes[n] = true
-		}
 		if err := r.resume(ctx, j); err != nil {
 			return err
 		}
@@ -132,7 +124,7 @@ func (r *Runner) Run(ctx context.Context, p *Plan, j Journal) error {
 	if err := RemoveJournal(r.Dir); err != nil {
 		return err
 	}
-	fmt.Fprintf(r.Out, "Upgrade complete: %s on %d nodes (%s)\n", p.To.Kubernetes, len(nodes), r.since(start))
+	fmt.Fprintf(r.Out, "Upgrade complete: %s on %s (%s)\n", p.To.Kubernetes, plural(p.Nodes, "node"), r.since(start))
 	return nil
 }
 

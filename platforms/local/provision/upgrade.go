@@ -11,7 +11,6 @@ import (
 
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local/machine"
 	"github.com/kiln-project/kiln/platforms/local/nodeimage"
 )
 
@@ -58,7 +57,7 @@ func (p *Provisioner) LoadRelease(ctx context.Context, infraID, node, version st
 	if err != nil {
 		return err
 	}
-	mgr := p.manager()
+	mgr := p.machines()
 	for _, c := range components {
 		archive := filepath.Join(img.RootFS, filepath.FromSlash(nodeimage.ImagesDir), string(c)+".tar")
 		if err := mgr.ImportImageArchive(ctx, node, archive); err != nil {
@@ -85,7 +84,7 @@ func (p *Provisioner) InstallKubelet(ctx context.Context, infraID, node, version
 		return fmt.Errorf("the kubelet of %s: %w", version, err)
 	}
 	defer src.Close()
-	mgr := p.manager()
+	mgr := p.machines()
 	if err := mgr.WriteFile(ctx, node, bin, 0o755, func(w io.Writer) error {
 		_, err := io.Copy(w, src)
 		return err
@@ -106,7 +105,7 @@ func (p *Provisioner) ReadNodeFile(ctx context.Context, infraID, node, path stri
 	if !isNode(infraID, node) {
 		return nil, fmt.Errorf("%s is not a node of cluster %s", node, infraID)
 	}
-	return p.manager().ReadFile(ctx, node, path)
+	return p.machines().ReadFile(ctx, node, path)
 }
 
 // WriteNodeFile replaces path on node with data.
@@ -114,13 +113,8 @@ func (p *Provisioner) WriteNodeFile(ctx context.Context, infraID, node, path str
 	if !isNode(infraID, node) {
 		return fmt.Errorf("%s is not a node of cluster %s", node, infraID)
 	}
-	return p.manager().WriteFile(ctx, node, path, mode, func(w io.Writer) error {
+	return p.machines().WriteFile(ctx, node, path, mode, func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
 	})
-}
-
-// manager is the machine manager of the provisioner's state root.
-func (p *Provisioner) manager() *machine.Manager {
-	return machine.NewManager(machine.Options{StateRoot: p.StateRoot, Log: p.Env.Log})
 }
