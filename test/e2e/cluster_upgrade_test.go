@@ -64,8 +64,8 @@ func TestClusterUpgrade(t *testing.T) {
 	mon.begin("a change that fails its gate, rolled back")
 	out, err = runKiln(t, kiln, 20*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--yes", "--step-timeout", "1s")
 	mon.end(out)
-	rolled := regexp.MustCompile(`(\S+-master-\d): kube-apiserver ` + regexp.QuoteMeta(to.Kubernetes) + ` failed: .*rolled back to ` +
-		regexp.QuoteMeta(from.Kubernetes) + ` on (\S+-master-\d), and the upgrade stopped`).FindStringSubmatch(out)
+	rolled := regexp.MustCompile(`([a-z0-9-]+-master-\d): kube-apiserver ` + regexp.QuoteMeta(to.Kubernetes) + ` failed: .*rolled back to ` +
+		regexp.QuoteMeta(from.Kubernetes) + ` on ([a-z0-9-]+-master-\d), and the upgrade stopped`).FindStringSubmatch(out)
 	if err == nil || rolled == nil || rolled[1] != rolled[2] {
 		t.Fatalf("want the first API server change rolled back and reported: %v\n%s", err, lastLines(out, 30))
 	}

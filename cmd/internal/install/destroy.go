@@ -70,11 +70,20 @@ func Destroy(ctx context.Context, dir string, t Target, prov platforms.Provision
 	return cleanDir(dir, log)
 }
 
+// What kiln upgrade cluster writes into --dir: its journal, and the etcd
+// snapshots it takes (each holds every Secret of the cluster, so a destroy
+// removes them with the cluster).
+const (
+	UpgradeJournalFile = ".kiln/upgrade.json"
+	UpgradeSnapshotDir = "upgrade"
+)
+
 // generated returns the paths kiln writes into --dir, removed after a destroy.
 func generated() []string {
 	return []string{
 		graph.StateFileName, metadata.FileName, "bootstrap.ign", "master.ign", "worker.ign",
 		"auth", "manifests", "static-pods", ".kiln/terraform", bootstrapRecord, ShapeFile,
+		UpgradeJournalFile, UpgradeSnapshotDir,
 	}
 }
 

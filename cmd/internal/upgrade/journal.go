@@ -11,7 +11,7 @@ import (
 
 // JournalFile is where an upgrade records, in --dir, what it has begun,
 // before it changes anything: a re-run after an interrupt reads it first.
-const JournalFile = ".kiln/upgrade.json"
+const JournalFile = install.UpgradeJournalFile
 
 // Journal is the content of JournalFile.
 type Journal struct {

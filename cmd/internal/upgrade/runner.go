@@ -278,7 +278,13 @@ func (r *Runner) gateWithin(ctx context.Context, node string, c Change, timeout 
 	var last error
 	began, told := r.now(), r.now()
 	err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
-		last = r.Nodes.Check(ctx, node, c)
+		err := r.Nodes.Check(ctx, node, c)
+		if err != nil && ctx.Err() != nil && last != nil {
+			// Cut short by the gate's own end: the check before says
+			// more than "context deadline exceeded".
+			return false, nil
+		}
+		last = err
 		if last != nil && r.now().Sub(told) >= waitReport {
 			// A long wait names what it waits for.
 			told = r.now()

@@ -13,12 +13,13 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/kiln-project/kiln/cmd/internal/install"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // SnapshotDir is the directory of --dir that holds the etcd snapshots an
-// upgrade takes before its first change.
-const SnapshotDir = "upgrade"
+// upgrade takes before its first change; kiln destroy cluster removes it.
+const SnapshotDir = install.UpgradeSnapshotDir
 
 // Snapshotter is the part of an etcd client that takes a snapshot;
 // *clientv3.Client has it.
