@@ -87,7 +87,8 @@ test: unit
 	else $(NOT_ROOT); fi
 
 # make test with the host test whether or not its VM is built, and the
-# cluster of the older Kubernetes release whether or not its node image is
+# tests of the older Kubernetes release (a cluster of it, an upgrade from
+# it) whether or not its node image is
 # built (KILN_E2E_RELEASES=1; as root).
 test-all: unit
 	@if [ "$(UID)" = 0 ]; then KILN_E2E_RELEASES=1 $(MAKE) --no-print-directory deps validate-ignition e2e host-test; \
