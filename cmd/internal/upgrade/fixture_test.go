@@ -1,7 +1,9 @@
 package upgrade
 
 import (
+	"context"
 	"errors"
+	"testing"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -95,4 +97,14 @@ func removeObject(objs []runtime.Object, name string) []runtime.Object {
 		}
 	}
 	return out
+}
+
+// observe is Observe of l's API, with etcd's answer etcd.
+func observe(t *testing.T, l *live, etcd []etcdmembers.Health) Observed {
+	t.Helper()
+	o, err := Observe(context.Background(), l.client(), etcd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }

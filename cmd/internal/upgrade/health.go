@@ -24,33 +24,47 @@ func (e *UnhealthyError) Error() string {
 	return "the cluster is not healthy, so kiln changes nothing:\n  - " + strings.Join(e.Problems, "\n  - ")
 }
 
-// Healthy returns nil when every node is Ready, every etcd member is a
-// voting member that answered without an alarm or error, and each master
-// runs a Ready pod of each of its control-plane components; else an
-// *UnhealthyError naming every problem. etcd is etcdmembers.Check's answer
-// for every member.
-func Healthy(ctx context.Context, kube kubernetes.Interface, etcd []etcdmembers.Health) error {
+// Observed is what Healthy and Inventory read of a cluster, asked for once.
+type Observed struct {
+	Nodes []corev1.Node
+	// ControlPlane are the masters' static pods (tier=control-plane).
+	ControlPlane []corev1.Pod
+	// Etcd is etcdmembers.Check's answer for every member.
+	Etcd []etcdmembers.Health
+}
+
+// Observe lists the cluster's nodes and control-plane pods; etcd is
+// etcdmembers.Check's answer for every member.
+func Observe(ctx context.Context, kube kubernetes.Interface, etcd []etcdmembers.Health) (Observed, error) {
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("listing nodes: %w", err)
+		return Observed{}, fmt.Errorf("listing nodes: %w", err)
 	}
 	pods, err := kube.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: controlPlaneSelector})
 	if err != nil {
-		return fmt.Errorf("listing the control-plane pods: %w", err)
+		return Observed{}, fmt.Errorf("listing the control-plane pods: %w", err)
 	}
+	return Observed{Nodes: nodes.Items, ControlPlane: pods.Items, Etcd: etcd}, nil
+}
+
+// Healthy returns nil when every node of o is Ready, every etcd member is a
+// voting member that answered without an alarm or error, and each master
+// runs a Ready pod of each of its control-plane components; else an
+// *UnhealthyError naming every problem.
+func Healthy(o Observed) error {
 	var problems []string
-	for _, n := range nodes.Items {
+	for _, n := range o.Nodes {
 		if why := notReady(n.Status.Conditions, string(corev1.NodeReady)); why != "" {
 			problems = append(problems, fmt.Sprintf("node %s: %s", n.Name, why))
 		}
 		if _, master := n.Labels[handover.ControlPlaneLabel]; master {
-			problems = append(problems, controlPlaneProblems(n.Name, pods.Items)...)
+			problems = append(problems, controlPlaneProblems(n.Name, o.ControlPlane)...)
 		}
 	}
-	if len(etcd) == 0 {
+	if len(o.Etcd) == 0 {
 		problems = append(problems, "etcd: no member listed")
 	}
-	for _, h := range etcd {
+	for _, h := range o.Etcd {
 		name := h.Member.Name
 		switch {
 		case h.Member.IsLearner:

@@ -1,7 +1,6 @@
 package upgrade
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -11,7 +10,7 @@ import (
 
 func TestHealthyOnAHealthyCluster(t *testing.T) {
 	l := newLive([]string{"master-0", "master-1", "master-2"}, []string{"worker-0"}, "v1.35.4", "3.5.35")
-	if err := Healthy(context.Background(), l.client(), l.etcd); err != nil {
+	if err := Healthy(observe(t, l, l.etcd)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -32,7 +31,7 @@ func TestHealthyNamesEveryProblem(t *testing.T) {
 	l.etcd[1].Status.Errors = []string{"memberID:101 alarm:NOSPACE"}
 	l.etcd[2].Member.IsLearner = true
 
-	err := Healthy(context.Background(), l.client(), l.etcd)
+	err := Healthy(observe(t, l, l.etcd))
 	var u *UnhealthyError
 	if !errors.As(err, &u) {
 		t.Fatalf("want an *UnhealthyError, got %v", err)
@@ -57,7 +56,7 @@ func TestHealthyNamesEveryProblem(t *testing.T) {
 
 func TestHealthyWithoutEtcdMembers(t *testing.T) {
 	l := newLive([]string{"master-0"}, nil, "v1.35.4", "3.5.35")
-	if err := Healthy(context.Background(), l.client(), nil); err == nil || !strings.Contains(err.Error(), "etcd: no member listed") {
+	if err := Healthy(observe(t, l, nil)); err == nil || !strings.Contains(err.Error(), "etcd: no member listed") {
 		t.Errorf("want the missing members named, got %v", err)
 	}
 }

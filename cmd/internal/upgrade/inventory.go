@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/internal/handover"
 )
 
@@ -30,26 +29,18 @@ const (
 
 // Inventory reads the versions the cluster runs: each node's kubelet (as
 // its status reports it), each master's control-plane components (the tag
-// of their static pods' images; an etcd member's own answer, as
-// etcdmembers.Check asked for it, overrides its image's), kube-proxy and
-// CoreDNS (their workloads' images), and which member leads etcd. A version it cannot read stays
-// unknown (zero), for Healthy to name what is missing.
-func Inventory(ctx context.Context, kube kubernetes.Interface, etcd []etcdmembers.Health) (State, error) {
+// of their static pods' images; an etcd member's own answer overrides its
+// image's), and which member leads etcd, all from o; then kube-proxy and
+// CoreDNS (their workloads' images) from the API. A version it cannot read
+// stays unknown (zero), for Healthy to name what is missing.
+func Inventory(ctx context.Context, kube kubernetes.Interface, o Observed) (State, error) {
 	s := State{Addons: map[Component]Version{}}
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return s, fmt.Errorf("listing nodes: %w", err)
-	}
-	for _, n := range nodes.Items {
+	for _, n := range o.Nodes {
 		_, master := n.Labels[handover.ControlPlaneLabel]
 		vs := map[Component]Version{Kubelet: parseOrZero(n.Status.NodeInfo.KubeletVersion)}
 		s.Nodes = append(s.Nodes, Node{Name: n.Name, Master: master, Versions: vs})
 	}
-	pods, err := kube.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: controlPlaneSelector})
-	if err != nil {
-		return s, fmt.Errorf("listing the control-plane pods: %w", err)
-	}
-	for _, p := range pods.Items {
+	for _, p := range o.ControlPlane {
 		c := Component(p.Labels[componentLabel])
 		n := s.node(p.Spec.NodeName)
 		if n == nil || !slices.Contains(masterComponents, c) {
@@ -57,14 +48,14 @@ func Inventory(ctx context.Context, kube kubernetes.Interface, etcd []etcdmember
 		}
 		n.Versions[c] = imageVersion(p.Spec.Containers, string(c))
 	}
-	for _, h := range etcd {
+	for _, h := range o.Etcd {
 		if h.Status == nil {
 			continue
 		}
 		if n := s.node(h.Member.Name); n != nil {
 			n.Versions[Etcd] = parseOrZero(h.Status.Version)
 		}
-		for _, m := range etcd {
+		for _, m := range o.Etcd {
 			if m.Member.ID == h.Status.Leader && h.Status.Leader != 0 {
 				s.EtcdLeader = m.Member.Name
 			}
@@ -85,18 +76,10 @@ func Inventory(ctx context.Context, kube kubernetes.Interface, etcd []etcdmember
 
 // imageVersion is the version in the tag of the image of the container
 // named name (else of the first container): "kiln.local/etcd:v3.5.35"
-// gives 3.5.35. Zero when there is no such container or its tag is not a
+// gives 3.5.35. Zero when there is no container or its tag is not a
 // version.
 func imageVersion(cs []corev1.Container, name string) Version {
-	if len(cs) == 0 {
-		return Version{}
-	}
-	img := cs[0].Image
-	for _, c := range cs {
-		if c.Name == name {
-			img = c.Image
-		}
-	}
+	img := containerImage(cs, name)
 	i := strings.LastIndex(img, ":")
 	if i < 0 || strings.Contains(img[i:], "/") {
 		return Version{}

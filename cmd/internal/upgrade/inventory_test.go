@@ -20,7 +20,7 @@ func TestInventory(t *testing.T) {
 	// A worker whose kubelet reports a suffixed version.
 	edit(l, "worker-1", func(n *corev1.Node) { n.Status.NodeInfo.KubeletVersion = "v1.35.4+kiln" })
 
-	got, err := Inventory(context.Background(), l.client(), l.etcd)
+	got, err := Inventory(context.Background(), l.client(), observe(t, l, l.etcd))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestInventory(t *testing.T) {
 func TestInventoryLeavesWhatItCannotReadUnknown(t *testing.T) {
 	l := newLive([]string{"master-0"}, nil, "v1.35.4", "3.5.35")
 	edit(l, "kube-scheduler-master-0", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "registry.example:5000/sched:latest" })
-	got, err := Inventory(context.Background(), l.client(), l.etcd)
+	got, err := Inventory(context.Background(), l.client(), observe(t, l, l.etcd))
 	if err != nil {
 		t.Fatal(err)
 	}

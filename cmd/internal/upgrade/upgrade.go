@@ -88,15 +88,18 @@ func Upgrade(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	if err != nil {
 		return exitcode.With(exitcode.Install, fmt.Errorf("etcd member list: %w", err))
 	}
-	health := etcdmembers.Check(ctx, etcd, list.Members)
-	if err := Healthy(ctx, kube, health); err != nil {
+	seen, err := Observe(ctx, kube, etcdmembers.Check(ctx, etcd, list.Members))
+	if err != nil {
+		return exitcode.With(exitcode.Install, err)
+	}
+	if err := Healthy(seen); err != nil {
 		var u *UnhealthyError
 		if !resuming || !errors.As(err, &u) {
 			return exitcode.With(exitcode.Install, err)
 		}
 		fmt.Fprintf(out, "Resuming the step under way, although %v\n", err)
 	}
-	st, err := Inventory(ctx, kube, health)
+	st, err := Inventory(ctx, kube, seen)
 	if err != nil {
 		return exitcode.With(exitcode.Install, err)
 	}
