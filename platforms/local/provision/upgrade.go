@@ -40,6 +40,16 @@ func (p *Provisioner) nodeImage(ctx context.Context, version string, build bool)
 	return img, nil
 }
 
+// nodeOf is an error unless node is a node (master or worker) of infraID:
+// what an upgrade changes is never another cluster's machine, nor the
+// bootstrap machine.
+func nodeOf(infraID, node string) error {
+	if !isNode(infraID, node) {
+		return fmt.Errorf("%s is not a node of cluster %s", node, infraID)
+	}
+	return nil
+}
+
 // PrepareRelease builds or reuses the node image of release version: the
 // payload every node's upgrade takes its images and kubelet from.
 func (p *Provisioner) PrepareRelease(ctx context.Context, version string) error {
@@ -50,8 +60,8 @@ func (p *Provisioner) PrepareRelease(ctx context.Context, version string) error 
 // LoadRelease imports the images of components of release version, from
 // its node image's archives, into node's containerd.
 func (p *Provisioner) LoadRelease(ctx context.Context, infraID, node, version string, components []release.Component) error {
-	if !isNode(infraID, node) {
-		return fmt.Errorf("%s is not a node of cluster %s", node, infraID)
+	if err := nodeOf(infraID, node); err != nil {
+		return err
 	}
 	img, err := p.nodeImage(ctx, version, false)
 	if err != nil {
@@ -71,8 +81,8 @@ func (p *Provisioner) LoadRelease(ctx context.Context, infraID, node, version st
 // node's (into its copy-on-write layer, so it stays across restarts of the
 // machine) and restarts the kubelet.
 func (p *Provisioner) InstallKubelet(ctx context.Context, infraID, node, version string) error {
-	if !isNode(infraID, node) {
-		return fmt.Errorf("%s is not a node of cluster %s", node, infraID)
+	if err := nodeOf(infraID, node); err != nil {
+		return err
 	}
 	img, err := p.nodeImage(ctx, version, false)
 	if err != nil {
@@ -102,16 +112,16 @@ func restartKubeletArgv() []string { return []string{"systemctl", "restart", kub
 
 // ReadNodeFile reads path on node.
 func (p *Provisioner) ReadNodeFile(ctx context.Context, infraID, node, path string) ([]byte, error) {
-	if !isNode(infraID, node) {
-		return nil, fmt.Errorf("%s is not a node of cluster %s", node, infraID)
+	if err := nodeOf(infraID, node); err != nil {
+		return nil, err
 	}
 	return p.machines().ReadFile(ctx, node, path)
 }
 
 // WriteNodeFile replaces path on node with data.
 func (p *Provisioner) WriteNodeFile(ctx context.Context, infraID, node, path string, data []byte, mode fs.FileMode) error {
-	if !isNode(infraID, node) {
-		return fmt.Errorf("%s is not a node of cluster %s", node, infraID)
+	if err := nodeOf(infraID, node); err != nil {
+		return err
 	}
 	return p.machines().WriteFile(ctx, node, path, mode, func(w io.Writer) error {
 		_, err := w.Write(data)
