@@ -176,7 +176,17 @@ func (r *Runner) removeMember(ctx context.Context, etcd Etcd, name string) error
 // dialEtcd connects to the etcd members on the masters other than skip
 // (a master being removed or replaced may be dead).
 func (r *Runner) dialEtcd(ctx context.Context, skip string) (Etcd, error) {
-	nodes, err := r.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: nodelayout.RoleLabel + "=master"})
+	endpoints, err := EtcdEndpoints(ctx, r.Kube, skip)
+	if err != nil {
+		return nil, err
+	}
+	return r.Etcd(endpoints)
+}
+
+// EtcdEndpoints returns the etcd client URLs of the masters other than
+// skip ("" skips none), sorted, from their Nodes' internal addresses.
+func EtcdEndpoints(ctx context.Context, kube kubernetes.Interface, skip string) ([]string, error) {
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: nodelayout.RoleLabel + "=master"})
 	if err != nil {
 		return nil, fmt.Errorf("list the masters: %w", err)
 	}
@@ -187,11 +197,15 @@ func (r *Runner) dialEtcd(ctx context.Context, skip string) (Etcd, error) {
 			endpoints = append(endpoints, etcdmembers.ClientURL(ip))
 		}
 	}
-	if len(endpoints) == 0 {
+	switch {
+	case len(endpoints) > 0:
+	case skip == "":
+		return nil, errors.New("no master has an address to reach etcd on")
+	default:
 		return nil, errors.New("no master other than " + skip + " has an address to reach etcd on")
 	}
 	slices.Sort(endpoints)
-	return r.Etcd(endpoints)
+	return endpoints, nil
 }
 
 // labelControlPlane gives the master the control-plane role label, as

@@ -6,13 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -20,7 +17,6 @@ import (
 	kilntls "github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/internal/exitcode"
-	"github.com/kiln-project/kiln/cmd/internal/handover"
 	"github.com/kiln-project/kiln/cmd/internal/install"
 	"github.com/kiln-project/kiln/cmd/internal/scale"
 	"github.com/kiln-project/kiln/graph"
@@ -154,22 +150,10 @@ func dialEtcd(ctx context.Context, dir string, kube kubernetes.Interface) (*clie
 			return nil, fmt.Errorf("%s is not in the state of %s: %v", a.Name(), dir, err)
 		}
 	}
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: handover.ControlPlaneLabel})
+	endpoints, err := scale.EtcdEndpoints(ctx, kube, "")
 	if err != nil {
-		return nil, fmt.Errorf("listing the masters: %w", err)
+		return nil, err
 	}
-	var endpoints []string
-	for _, n := range nodes.Items {
-		for _, a := range n.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP {
-				endpoints = append(endpoints, etcdmembers.ClientURL(a.Address))
-			}
-		}
-	}
-	if len(endpoints) == 0 {
-		return nil, errors.New("no master has an address to reach etcd on")
-	}
-	slices.Sort(endpoints)
 	return etcdmembers.DialPEM(endpoints, ca.Cert, client.Cert, client.Key)
 }
 
