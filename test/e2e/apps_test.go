@@ -45,7 +45,9 @@ func TestApps(t *testing.T) {
 // minikube: a PVC of the default StorageClass keeps a file across pods,
 // `kubectl top` shows every node, a LoadBalancer Service answers the
 // host at its external address until it is deleted, and an image pushed
-// to the cluster's registry from the host runs with imagePullPolicy Always. The pods run the kiln
+// to the cluster's registry from the host runs with imagePullPolicy Always,
+// and a NodePort Service answers on every node after every kube-proxy
+// restarted. The pods run the kiln
 // binary bound into every machine, in the pause image.
 func assertApps(t *testing.T, dir, infraID string) {
 	client := adminClient(t, dir)
@@ -53,6 +55,7 @@ func assertApps(t *testing.T, dir, infraID string) {
 	t.Run("metrics", func(t *testing.T) { assertMetrics(t, client, dir, infraID) })
 	t.Run("loadbalancer", func(t *testing.T) { assertLoadBalancer(t, client, infraID) })
 	t.Run("registry", func(t *testing.T) { assertRegistry(t, client, infraID) })
+	t.Run("kube-proxy restart", func(t *testing.T) { assertKubeProxyRestart(t, client) })
 }
 
 // probeSpec is a pod running `kiln node probe args...`.

@@ -140,6 +140,19 @@ func TestNodeImageBuild(t *testing.T) {
 				if err != nil || !strings.Contains(string(out), "--comment kiln") {
 					t.Errorf("iptables in the kube-proxy image: %v\n%s", err, out)
 				}
+				// kube-proxy's nftables mode reads its maps back with nft
+				// --json and keeps an element only if its key reads as it
+				// wrote it: tcp, which nft names from the image's
+				// /etc/protocols (else 6, and every Service element of a
+				// restarted kube-proxy was deleted as stale).
+				nft := exec.Command("unshare", "-n", "sh", "-c",
+					"chroot \"$0\" /usr/sbin/nft 'add table ip kiln; add chain ip kiln c; "+
+						"add map ip kiln m { type inet_proto . inet_service : verdict; }; add element ip kiln m { tcp . 31080 : goto c }' && "+
+						"chroot \"$0\" /usr/sbin/nft --json list map ip kiln m", layer)
+				out, err = nft.CombinedOutput()
+				if err != nil || !strings.Contains(string(out), `{"concat": ["tcp", 31080]}`) {
+					t.Errorf("nft in the kube-proxy image lists a map element other than as kube-proxy wrote it (tcp . 31080): %v\n%s", err, out)
+				}
 			}
 			if spec.Component == release.KubeRouter {
 				// kube-router's policy chains match ipsets: both tools and

@@ -66,7 +66,8 @@ func (b *builder) plan() (*plan, error) {
 
 // imageKey hashes every input of the image: the base tree's key, each
 // component's key, the baked files with their modes, the unit lists, the
-// proxy tools, the pre-import scripts and the release rel.
+// tools and netbase files of the images, the pre-import scripts and the
+// release rel.
 func imageKey(rel release.Release, goVersion string, files []bakedFile) (string, error) {
 	h := newHasher("node-image/v1")
 	h.add("base", debootstrapKey())
@@ -83,6 +84,8 @@ func imageKey(rel release.Release, goVersion string, files []bakedFile) (string,
 	h.add("enable", strings.Join(enableUnits[:], " "))
 	h.add("mask", strings.Join(maskUnits[:], " "))
 	h.add("proxy-tools", strings.Join(proxyTools[:], " "))
+	h.add("firewall-tools", strings.Join(firewallTools[:], " "))
+	h.add("netbase", strings.Join(netbaseFiles[:], " "))
 	h.add("preimport", preimportOuter+preimportInner)
 	info, err := json.Marshal(rel.Info())
 	if err != nil {

@@ -46,6 +46,15 @@ func imageTools(c release.Component) []string {
 	return nil
 }
 
+// netbaseFiles are the Debian tree's protocol and service name tables,
+// copied into every image with tools. The tools name protocols through
+// them: without /etc/protocols, nft --json lists an inet_proto key as 6,
+// not tcp, and kube-proxy's nftables mode, which reads its maps back when
+// it starts, took each listed element for a stale one and deleted it, so a
+// restarted kube-proxy left its node without any Service rule until its
+// hourly full resync.
+var netbaseFiles = [...]string{"/etc/protocols", "/etc/services"}
+
 // toolDirs are searched, in order, for the tools of imageTools.
 var toolDirs = [...]string{"/usr/sbin", "/usr/bin", "/sbin", "/bin"}
 
@@ -81,8 +90,8 @@ func (b *builder) imageEntries(ctx context.Context, spec release.ImageSpec, bins
 
 // toolEntries returns layer entries for programs of the Debian tree at
 // rootfs: each program, the iptables extensions it loads at run time, the
-// shared libraries they link (found with ldd inside the tree), and the
-// symlinks that lead to them. usr-merged top-level links (/lib -> usr/lib)
+// shared libraries they link (found with ldd inside the tree), the symlinks
+// that lead to them, and netbaseFiles. usr-merged top-level links (/lib -> usr/lib)
 // are copied as they are.
 func (b *builder) toolEntries(ctx context.Context, rootfs string, tools []string) ([]layerEntry, error) {
 	t := &tree{root: rootfs, seen: map[string]bool{}}
@@ -102,6 +111,11 @@ func (b *builder) toolEntries(ctx context.Context, rootfs string, tools []string
 			return nil, err
 		}
 		files = append(files, real)
+	}
+	for _, f := range netbaseFiles {
+		if _, err := t.add(f); err != nil {
+			return nil, err
+		}
 	}
 	// iptables loads its match and target extensions with dlopen, so ldd
 	// cannot see them: take the whole extension directory.
