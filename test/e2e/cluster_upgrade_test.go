@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -124,6 +125,16 @@ func TestClusterUpgrade(t *testing.T) {
 	ds, err := client.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
 	if err != nil || ds.Spec.Template.Spec.Containers[0].Image != to.Image(release.KubeProxy) {
 		t.Errorf("kube-proxy: %v", err)
+	}
+	// Every kube-proxy restarted in the rollout: each node's NodePort
+	// answers new connections (the monitor probes master-0's only).
+	get := nodePortGetter(strconv.Itoa(scaleNodePort), "echo")
+	for node, ip := range nodeAddresses(ctx, t, client) {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if err := waitNodePort(wctx, get, ip); err != nil {
+			t.Errorf("after the upgrade the echo Service's NodePort on %s (%s) does not answer: %v", node, ip, err)
+		}
+		cancel()
 	}
 	assertEtcdMembers(t, infraID, 3)
 	if _, err := os.Stat(filepath.Join(dir, ".kiln", "upgrade.json")); !os.IsNotExist(err) {

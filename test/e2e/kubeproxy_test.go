@@ -57,43 +57,11 @@ func assertKubeProxyRestart(t *testing.T, client kubernetes.Interface) {
 	}
 	defer client.CoreV1().Services(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
 	port := strconv.Itoa(int(svc.Spec.Ports[0].NodePort))
-	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ips := map[string]string{}
-	for _, n := range nodes.Items {
-		for _, a := range n.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP {
-				ips[n.Name] = a.Address
-			}
-		}
-	}
-	// A new connection for every probe: one kept alive rides its
-	// conntrack entry and answers after the rules that let it in are gone.
-	httpc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	get := func(ip string) error {
-		resp, err := httpc.Get("http://" + net.JoinHostPort(ip, port) + "/")
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		got, err := io.ReadAll(resp.Body)
-		if err == nil && string(got) != body {
-			err = fmt.Errorf("answered %q", got)
-		}
-		return err
-	}
+	ips := nodeAddresses(ctx, t, client)
+	get := nodePortGetter(port, body)
 	for node, ip := range ips {
-		for {
-			err := get(ip)
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("the NodePort Service on %s (%s:%s) before kube-proxy restarted: %v", node, ip, port, err)
-			}
-			time.Sleep(time.Second)
+		if err := waitNodePort(ctx, get, ip); err != nil {
+			t.Fatalf("the NodePort Service on %s (%s:%s) before kube-proxy restarted: %v", node, ip, port, err)
 		}
 	}
 
@@ -152,6 +120,55 @@ const (
 	restartWatch       = 45 * time.Second
 	maxRestartFailures = 2
 )
+
+// nodeAddresses maps each Node's name to its InternalIP.
+func nodeAddresses(ctx context.Context, t *testing.T, client kubernetes.Interface) map[string]string {
+	t.Helper()
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ips := map[string]string{}
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				ips[n.Name] = a.Address
+			}
+		}
+	}
+	return ips
+}
+
+// nodePortGetter returns a probe of a NodePort Service on port that
+// expects body. Each probe opens a new connection: one kept alive rides
+// its conntrack entry and answers after the rules that let it in are gone.
+func nodePortGetter(port, body string) func(ip string) error {
+	httpc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	return func(ip string) error {
+		resp, err := httpc.Get("http://" + net.JoinHostPort(ip, port) + "/")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		got, err := io.ReadAll(resp.Body)
+		if err == nil && string(got) != body {
+			err = fmt.Errorf("answered %q", got)
+		}
+		return err
+	}
+}
+
+// waitNodePort probes ip with get every second until it answers or ctx
+// ends; the error is the last probe's.
+func waitNodePort(ctx context.Context, get func(ip string) error, ip string) error {
+	for {
+		err := get(ip)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
+}
 
 // kubeProxySynced is when the kube-proxy on the node at ip last synced
 // its IPv4 rules, from its healthz.
