@@ -3,9 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/platforms/local/machine"
 	"github.com/kiln-project/kiln/platforms/local/nodeimage"
 )
 
@@ -61,20 +64,34 @@ func TestClusterUpgrade(t *testing.T) {
 	t.Logf("the plan:\n%s", out)
 	assertKubelets(ctx, t, client, from.Kubernetes)
 
-	// An injected failure: no API server restarts within 1 s.
+	// An injected failure, as an upgrade meets one: the first master's API
+	// server manifest gets a flag its release accepts and the target
+	// refuses (a feature gate locked on in v1.36). kiln must roll that
+	// master back, stop, and say why.
+	first := regexp.MustCompile(`(?m)^\s+1\s+([a-z0-9-]+-master-\d)\s+kube-apiserver`).FindStringSubmatch(out)
+	if first == nil {
+		t.Fatalf("no API server first in the plan:\n%s", out)
+	}
+	mgr := machine.NewManager(machine.Options{})
+	setAPIServerFlag(ctx, t, mgr, client, first[1], brokenFlag)
 	mon.begin("a change that fails its gate, rolled back")
-	out, err = runKiln(t, kiln, 20*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--yes", "--step-timeout", "1s")
+	out, err = runKiln(t, kiln, 20*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--yes", "--step-timeout", "2m")
 	mon.end(out)
 	rolled := regexp.MustCompile(`([a-z0-9-]+-master-\d): kube-apiserver ` + regexp.QuoteMeta(to.Kubernetes) + ` failed: .*rolled back to ` +
 		regexp.QuoteMeta(from.Kubernetes) + ` on ([a-z0-9-]+-master-\d), and the upgrade stopped`).FindStringSubmatch(out)
-	if err == nil || rolled == nil || rolled[1] != rolled[2] {
-		t.Fatalf("want the first API server change rolled back and reported: %v\n%s", err, lastLines(out, 30))
+	if err == nil || rolled == nil || rolled[1] != first[1] || rolled[2] != first[1] {
+		t.Fatalf("want %s's API server change rolled back and reported: %v\n%s", first[1], err, lastLines(out, 30))
+	}
+	if !strings.Contains(out, brokenFlagError) {
+		t.Errorf("the failure does not say why (%q):\n%s", brokenFlagError, lastLines(out, 10))
 	}
 	t.Logf("MEASURE injected failure: %s", lastLines(out, 3))
 	pod, err := client.CoreV1().Pods("kube-system").Get(ctx, "kube-apiserver-"+rolled[1], metav1.GetOptions{})
 	if err != nil || pod.Spec.Containers[0].Image != from.Image(release.KubeAPIServer) {
 		t.Errorf("after the rollback %s's API server pod is %v (%v), want %s", rolled[1], pod, err, from.Image(release.KubeAPIServer))
 	}
+	// The user fixes the manifest; the upgrade then goes through.
+	setAPIServerFlag(ctx, t, mgr, client, first[1], "")
 	snaps, _ := filepath.Glob(filepath.Join(dir, "upgrade", "etcd-"+from.Kubernetes+"-*.db"))
 	if len(snaps) != 1 {
 		t.Fatalf("etcd snapshots in %s/upgrade: %q, want one", dir, snaps)
@@ -143,6 +160,59 @@ func TestClusterUpgrade(t *testing.T) {
 	out, err = runKiln(t, kiln, 5*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--plan")
 	if err != nil || !strings.Contains(out, "Nothing to upgrade") {
 		t.Errorf("a last plan: %v\n%s", err, out)
+	}
+}
+
+// brokenFlag is accepted by v1.35's API server (the gate is beta there)
+// and refused by v1.36's, where the gate is GA and locked on; the API
+// server's last log line then ends with brokenFlagError.
+const (
+	brokenFlag      = "--feature-gates=ExternalServiceAccountTokenSigner=false"
+	brokenFlagError = "cannot set feature gate ExternalServiceAccountTokenSigner to false, feature is locked to true"
+)
+
+// setAPIServerFlag edits master's API server manifest, as its admin
+// would: flag after --allow-privileged, or brokenFlag removed when flag is
+// "". It returns once the API server pod runs the new command and is
+// Ready.
+func setAPIServerFlag(ctx context.Context, t *testing.T, mgr *machine.Manager, client kubernetes.Interface, master, flag string) {
+	t.Helper()
+	const file = "/etc/kubernetes/manifests/kube-apiserver.yaml"
+	old, err := mgr.ReadFile(ctx, master, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(string(old), "\n") {
+		if strings.Contains(line, brokenFlag) {
+			continue
+		}
+		b.WriteString(line)
+		if flag != "" && strings.TrimSpace(line) == "- --allow-privileged=true" {
+			b.WriteString(strings.Replace(line, "--allow-privileged=true", flag, 1))
+		}
+	}
+	if flag != "" && !strings.Contains(b.String(), flag) {
+		t.Fatalf("%s on %s has no --allow-privileged=true line to add %s after", file, master, flag)
+	}
+	err = mgr.WriteFile(ctx, master, file, 0o644, func(w io.Writer) error {
+		_, err := io.WriteString(w, b.String())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	for {
+		pod, err := client.CoreV1().Pods("kube-system").Get(wctx, "kube-apiserver-"+master, metav1.GetOptions{})
+		if err == nil && slices.Contains(pod.Spec.Containers[0].Command, brokenFlag) == (flag != "") && podReady(pod) {
+			return
+		}
+		if wctx.Err() != nil {
+			t.Fatalf("%s's API server did not come back Ready with %q: %v", master, flag, err)
+		}
+		time.Sleep(2 * time.Second)
 	}
 }
 

@@ -127,6 +127,25 @@ func podNotReady(p corev1.Pod) string {
 		if w := cs.State.Waiting; w != nil {
 			why += fmt.Sprintf("; %s: %s, %d restarts", cs.Name, w.Reason, cs.RestartCount)
 		}
+		if t := cs.LastTerminationState.Terminated; t != nil && cs.State.Running == nil {
+			why += fmt.Sprintf("; %s last exited %d: %s", cs.Name, t.ExitCode, lastLine(t.Message))
+		}
 	}
 	return why
+}
+
+// maxMessage is how much of a container's termination message an error
+// quotes.
+const maxMessage = 300
+
+// lastLine is the last non-empty line of a termination message (the end
+// of the container's log, under FallbackToLogsOnError), at most
+// maxMessage bytes of it.
+func lastLine(msg string) string {
+	lines := strings.Split(strings.TrimSpace(msg), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if len(l) > maxMessage {
+		l = "…" + strings.ToValidUTF8(l[len(l)-maxMessage:], "")
+	}
+	return l
 }
