@@ -259,26 +259,8 @@ func assertLoadBalancer(t *testing.T, client kubernetes.Interface, infraID strin
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ns, name := "default", "probe-lb"
-	labels := map[string]string{"app": name}
 	body := "hello from behind a LoadBalancer"
-	one := int32(1)
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: probeSpec(labels, "--serve=:8080", "--body="+body)},
-	}
-	if _, err := client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer client.AppsV1().Deployments(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: labels,
-			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
-	}
-	if _, err := client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createProbeService(ctx, t, client, name, body, corev1.ServiceTypeLoadBalancer)
 	var ip string
 	for ip == "" {
 		s, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
@@ -341,6 +323,36 @@ func assertLoadBalancer(t *testing.T, client kubernetes.Interface, infraID strin
 		}
 		time.Sleep(2 * time.Second)
 	}
+}
+
+// createProbeService runs a pod answering body on :8080 (a Deployment of
+// one) behind a Service name of type typ in default, both deleted when t
+// ends, and returns the Service as created.
+func createProbeService(ctx context.Context, t *testing.T, client kubernetes.Interface, name, body string, typ corev1.ServiceType) *corev1.Service {
+	t.Helper()
+	ns := "default"
+	labels := map[string]string{"app": name}
+	one := int32(1)
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: probeSpec(labels, "--serve=:8080", "--body="+body)},
+	}
+	if _, err := client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.AppsV1().Deployments(ns).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.ServiceSpec{Type: typ, Selector: labels,
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	svc, err := client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.CoreV1().Services(ns).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	return svc
 }
 
 func httpGet(url string) (string, error) {

@@ -12,10 +12,8 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -33,29 +31,8 @@ const kubeProxyHealthzPort = 10256
 func assertKubeProxyRestart(t *testing.T, client kubernetes.Interface) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	ns, name := "default", "probe-kube-proxy"
-	labels := map[string]string{"app": name}
 	body := "hello through a restarted kube-proxy"
-	one := int32(1)
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: probeSpec(labels, "--serve=:8080", "--body="+body)},
-	}
-	if _, err := client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer client.AppsV1().Deployments(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: labels,
-			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
-	}
-	svc, err := client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.CoreV1().Services(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+	svc := createProbeService(ctx, t, client, "probe-kube-proxy", body, corev1.ServiceTypeNodePort)
 	port := strconv.Itoa(int(svc.Spec.Ports[0].NodePort))
 	ips := nodeAddresses(ctx, t, client)
 	get := nodePortGetter(port, body)

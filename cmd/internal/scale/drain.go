@@ -27,6 +27,10 @@ type Drainer struct {
 	// PodDisruptionBudgets (pods are deleted instead of evicted).
 	Force bool
 	Log   logrus.FieldLogger
+
+	// run drains a cordoned node; drain.RunNodeDrain when nil (tests
+	// replace it).
+	run func(h *drain.Helper, node string) error
 }
 
 // ForceOverrides says what --force overrides in a drain.
@@ -59,14 +63,73 @@ func (d *Drainer) Drain(ctx context.Context, node string) error {
 	if err := d.cordon(ctx, h, node); err != nil {
 		return err
 	}
-	if err := drain.RunNodeDrain(h, node); err != nil {
+	run := d.run
+	if run == nil {
+		run = drain.RunNodeDrain
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		h.Timeout = time.Until(deadline)
+		err := run(h, node)
+		if err == nil {
+			return nil
+		}
+		// kubectl's drain gives up at the first failed call; an API
+		// server that restarts (a master's, during an upgrade) or a
+		// connection the load balancer cut is worth another pass: the
+		// drain lists what is left and evicts it.
+		if transientAPIError(err) && ctx.Err() == nil && time.Until(deadline) > drainRetryDelay {
+			d.Log.Warnf("draining %s: %v; trying again", node, err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(drainRetryDelay):
+			}
+			continue
+		}
 		err = fmt.Errorf("drain %s within %s (--force deletes unmanaged pods and ignores PodDisruptionBudgets): %w", node, timeout, err)
-		if held := heldByBudgets(context.WithoutCancel(ctx), d.Client, node); held != "" {
-			err = fmt.Errorf("%w; %s", err, held)
+		if strings.Contains(err.Error(), drainTimedOut) {
+			if held := heldByBudgets(context.WithoutCancel(ctx), d.Client, node); held != "" {
+				err = fmt.Errorf("%w; %s", err, held)
+			}
 		}
 		return err
 	}
-	return nil
+}
+
+// drainTimedOut is in the error of a drain that ran out of time, where
+// a PodDisruptionBudget is the usual cause.
+const drainTimedOut = "global timeout reached"
+
+// drainRetryDelay is the pause before a drain that met a transient API
+// error tries again.
+const drainRetryDelay = 2 * time.Second
+
+// transientMarkers are in the errors of API calls that failed on their
+// way (a connection cut or refused, an API server restarting or without
+// its etcd for a moment), not on what they asked. kubectl's drain reports
+// them with %v, so only their text is left.
+var transientMarkers = [...]string{
+	"unexpected EOF", "connection refused", "connection reset by peer", "broken pipe",
+	"http2: client connection lost", "http2: server sent GOAWAY", "TLS handshake timeout", "i/o timeout",
+	"Client.Timeout exceeded", "the server is currently unable to handle the request",
+	"the server was unable to return a response in the time allotted",
+	"etcdserver: leader changed", "etcdserver: request timed out",
+}
+
+// transientAPIError reports whether a drain's error is only a transient
+// failure of the API: not a timeout, not a refusal (an unmanaged pod, a
+// forbidden call).
+func transientAPIError(err error) bool {
+	msg := err.Error()
+	if strings.Contains(msg, drainTimedOut) {
+		return false
+	}
+	for _, m := range transientMarkers {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // cordonRetry is how long a cordon retries while the API does not answer:

@@ -2,13 +2,19 @@ package scale
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/kubectl/pkg/drain"
 )
 
 func TestHeldByBudgetsNamesThePodAndTheBudget(t *testing.T) {
@@ -36,5 +42,52 @@ func TestHeldByBudgetsNamesThePodAndTheBudget(t *testing.T) {
 	}
 	if got := heldByBudgets(context.Background(), client, "worker-2"); got != "" {
 		t.Errorf("a node without pods: %q", got)
+	}
+}
+
+func TestDrainRetriesATransientAPIErrorOnly(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-0"}}
+	tests := []struct {
+		name      string
+		errs      []error // what each pass returns, then nil
+		wantCalls int
+		wantErr   string
+	}{
+		{"a connection cut mid-eviction, then done",
+			[]error{errors.New(`error when evicting pods/"echo-1" -n "default": Post "https://10.0.0.1:6443/api/v1/namespaces/default/pods/echo-1/eviction": unexpected EOF`)},
+			2, ""},
+		{"an API server restarting twice, then done",
+			[]error{errors.New(`Get "https://10.0.0.1:6443/api/v1/pods": dial tcp 10.0.0.1:6443: connect: connection refused`),
+				errors.New(`the server is currently unable to handle the request`)},
+			3, ""},
+		{"a pod no controller manages: no retry",
+			[]error{errors.New(`cannot delete Pods that declare no controller (use --force to override): default/lone`)},
+			1, "cannot delete Pods that declare no controller"},
+		{"the drain's own timeout: no retry",
+			[]error{errors.New(`error when evicting pods/"echo-1" -n "default": global timeout reached: 5m0s`)},
+			1, "global timeout reached"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			d := &Drainer{Client: fake.NewClientset(node), Timeout: time.Minute, Log: logrus.New(),
+				run: func(h *drain.Helper, name string) error {
+					calls++
+					if h.Timeout <= 0 || h.Timeout > time.Minute {
+						t.Errorf("pass %d: the drain's timeout is %s, want what is left of 1m", calls, h.Timeout)
+					}
+					if calls <= len(tt.errs) {
+						return tt.errs[calls-1]
+					}
+					return nil
+				}}
+			err := d.Drain(context.Background(), "worker-0")
+			if calls != tt.wantCalls {
+				t.Errorf("%d passes, want %d", calls, tt.wantCalls)
+			}
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
 	}
 }
