@@ -300,16 +300,26 @@ type componentJob struct {
 // src is the rendered module's directory in the scratch directory.
 func (j componentJob) src() string { return filepath.Join(j.Tmp, "src") }
 
-// stageComponent returns c's job: the cache entry when complete, else a
-// fresh scratch directory with the module's sources written into it.
-func (b *builder) stageComponent(c component) (componentJob, error) {
+// componentEntry returns c's cache entry (complete or not) and the
+// sources its key hashes.
+func (b *builder) componentEntry(c component) (componentJob, map[string][]byte, error) {
 	files, err := c.sources()
 	if err != nil {
-		return componentJob{}, err
+		return componentJob{}, nil, err
 	}
 	key := c.key(b.goVersion, files)
 	dir := filepath.Join(b.cache, "components", c.Name+"-"+key)
-	job := componentJob{builtComponent: builtComponent{component: c, Key: key, Bin: filepath.Join(dir, "bin")}, Dir: dir}
+	return componentJob{builtComponent: builtComponent{component: c, Key: key, Bin: filepath.Join(dir, "bin")}, Dir: dir}, files, nil
+}
+
+// stageComponent returns c's job: the cache entry when complete, else a
+// fresh scratch directory with the module's sources written into it.
+func (b *builder) stageComponent(c component) (componentJob, error) {
+	job, files, err := b.componentEntry(c)
+	if err != nil {
+		return job, err
+	}
+	dir := job.Dir
 	if job.complete() {
 		b.log.Debugf("component %s %s: cached in %s", c.Name, c.Version, dir)
 		return job, nil

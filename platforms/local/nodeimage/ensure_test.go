@@ -140,3 +140,50 @@ func fakeImage(t *testing.T, cache, hash, inputs string, rel release.Release, ag
 	}
 	return dir
 }
+
+// TestPartsCached: a release's parts are cached only once the base tree
+// and every one of its component builds are.
+func TestPartsCached(t *testing.T) {
+	older, err := release.Lookup("v1.35.4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{CacheDir: t.TempDir(), Go: filepath.Join(t.TempDir(), "go"), Release: older}
+	touch := func(p string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := newBuilder(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comps := components(b.pinned())
+	for i, c := range comps {
+		if ok, err := PartsCached(opts); ok || err != nil {
+			t.Fatalf("%d of %d components cached, no base tree: PartsCached = %v, %v", i, len(comps), ok, err)
+		}
+		job, _, err := b.componentEntry(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range c.Binaries {
+			touch(filepath.Join(job.Bin, n))
+		}
+	}
+	if ok, err := PartsCached(opts); ok || err != nil {
+		t.Fatalf("every component, no base tree: PartsCached = %v, %v", ok, err)
+	}
+	base, _ := b.baseEntry()
+	touch(filepath.Join(base.rootfs(), "usr/bin/systemctl"))
+	if ok, err := PartsCached(opts); !ok || err != nil {
+		t.Fatalf("everything cached: PartsCached = %v, %v", ok, err)
+	}
+	if ok, err := PartsCached(Options{CacheDir: opts.CacheDir, Go: opts.Go}); ok || err != nil {
+		t.Errorf("the default release's components are not cached: PartsCached = %v, %v", ok, err)
+	}
+}

@@ -84,8 +84,8 @@ func (j baseJob) title() string {
 // stageBase returns the base tree's job: the cache entry when complete,
 // else the mirror to bootstrap it from, read from the host's apt sources.
 func (b *builder) stageBase() (baseJob, error) {
-	job := baseJob{Dir: filepath.Join(b.cache, "debootstrap", debootstrapKey())}
-	if exists(filepath.Join(job.rootfs(), "usr/bin/systemctl")) {
+	job, complete := b.baseEntry()
+	if complete {
 		b.log.Debugf("debootstrap: cached in %s", job.Dir)
 		return job, nil
 	}
@@ -98,6 +98,13 @@ func (b *builder) stageBase() (baseJob, error) {
 	}
 	job.Mirror = mirror
 	return job, nil
+}
+
+// baseEntry returns the base tree's cache entry and whether it is
+// complete.
+func (b *builder) baseEntry() (baseJob, bool) {
+	job := baseJob{Dir: filepath.Join(b.cache, "debootstrap", debootstrapKey())}
+	return job, exists(filepath.Join(job.rootfs(), "usr/bin/systemctl"))
 }
 
 // debootstrap runs debootstrap into a scratch directory and publishes it as
