@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -40,6 +41,8 @@ type ClusterNodes struct {
 	Etcd etcdmembers.Client
 	// Drainer cordons and drains a node within --drain-timeout.
 	Drainer func(ctx context.Context, node string) error
+	// Now is the clock leader leases are read against; time.Now when nil.
+	Now func() time.Time
 }
 
 var _ Nodes = (*ClusterNodes)(nil)
@@ -162,6 +165,13 @@ func (n *ClusterNodes) Check(ctx context.Context, node string, c Change) error {
 			if problems := controlPlaneProblems(node, pods.Items); len(problems) > 0 {
 				return errors.New(strings.Join(problems, "; "))
 			}
+			// A controller manager or scheduler the new kubelet
+			// restarted may have been the leader: the next step drains
+			// a node, and without a controller manager leading no
+			// endpoint follows an evicted pod.
+			if err := n.leadersActive(ctx); err != nil {
+				return err
+			}
 		}
 		return nil
 	case KubeProxy:
@@ -196,6 +206,45 @@ func (n *ClusterNodes) Check(ctx context.Context, node string, c Change) error {
 		return nil
 	}
 	return fmt.Errorf("kiln cannot check %s", c.Component)
+}
+
+// leaderLeases are the leader election leases of the controller manager
+// and the scheduler, in kube-system.
+var leaderLeases = [...]string{string(KubeControllerManager), string(KubeScheduler)}
+
+// leaderRenewal is how recently an active leader has renewed its lease:
+// kiln's control plane renews every 2 s (--leader-elect-retry-period), and
+// a dead leader's lease stays held until it expires (60 s).
+const leaderRenewal = 10 * time.Second
+
+// leadersActive returns an error naming a leader lease that no live
+// leader renewed within leaderRenewal. A lease that does not exist (no
+// leader election) passes.
+func (n *ClusterNodes) leadersActive(ctx context.Context) error {
+	now := time.Now
+	if n.Now != nil {
+		now = n.Now
+	}
+	for _, name := range leaderLeases {
+		l, err := n.Kube.CoordinationV1().Leases(Namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		holder := ""
+		if l.Spec.HolderIdentity != nil {
+			holder = *l.Spec.HolderIdentity
+		}
+		if l.Spec.RenewTime == nil || holder == "" {
+			return fmt.Errorf("no %s leads yet (lease %s/%s has no holder)", name, Namespace, name)
+		}
+		if age := now().Sub(l.Spec.RenewTime.Time); age > leaderRenewal {
+			return fmt.Errorf("no %s leads: lease %s/%s was last renewed %s ago by %s", name, Namespace, name, age.Round(time.Second), holder)
+		}
+	}
+	return nil
 }
 
 // containerImage is the image of the container called name, else of the

@@ -7,12 +7,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/platforms"
@@ -227,5 +230,36 @@ func TestClusterNodesAPIBackend(t *testing.T) {
 	lb.masters = []string{"master-0"}
 	if err := n.APIBackend(ctx, "master-0", false); err != nil || !slices.Equal(lb.masters, []string{"master-0"}) {
 		t.Errorf("a single master stays: %v, %v", lb.masters, err)
+	}
+}
+
+// TestClusterNodesCheckWaitsForLeaders: a master's new kubelet may have
+// restarted the leading controller manager; its gate passes only once
+// each leader lease is renewed again (the next step drains a node).
+func TestClusterNodesCheckWaitsForLeaders(t *testing.T) {
+	l := newLive([]string{"master-0"}, nil, release.Default().Kubernetes, "3.5.35")
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	lease := func(name string, renewed time.Duration) *coordinationv1.Lease {
+		holder := "master-0_1234"
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &metav1.MicroTime{Time: now.Add(-renewed)}}}
+	}
+	kubelet := Change{Component: Kubelet, From: v(older.Kubernetes), To: v(release.Default().Kubernetes)}
+	check := func(objects ...runtime.Object) error {
+		live := *l
+		live.objects = append(slices.Clone(l.objects), objects...)
+		n, _, _ := newClusterNodes(&live)
+		n.Now = func() time.Time { return now }
+		return n.Check(context.Background(), "master-0", kubelet)
+	}
+	if err := check(); err != nil {
+		t.Errorf("no leases (no leader election): %v", err)
+	}
+	if err := check(lease("kube-controller-manager", 2*time.Second), lease("kube-scheduler", time.Second)); err != nil {
+		t.Errorf("both leaders renewed: %v", err)
+	}
+	err := check(lease("kube-controller-manager", 25*time.Second), lease("kube-scheduler", time.Second))
+	if err == nil || !strings.Contains(err.Error(), "no kube-controller-manager leads: lease kube-system/kube-controller-manager was last renewed 25s ago by master-0_1234") {
+		t.Errorf("a dead leader's lease: %v", err)
 	}
 }
