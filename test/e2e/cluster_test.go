@@ -409,16 +409,6 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// podReady reports whether p's Ready condition is true.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // assertEtcdMembers checks with etcdctl on master-0 that etcd has exactly the
 // masters as voting members: the bootstrap member is gone.
 func assertEtcdMembers(t *testing.T, infraID string, masters int) {

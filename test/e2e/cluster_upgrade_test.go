@@ -16,6 +16,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/platforms/local/machine"
@@ -73,7 +74,7 @@ func TestClusterUpgrade(t *testing.T) {
 		t.Fatalf("no API server first in the plan:\n%s", out)
 	}
 	mgr := machine.NewManager(machine.Options{})
-	setAPIServerFlag(ctx, t, mgr, client, first[1], brokenFlag)
+	setBrokenFlag(ctx, t, mgr, client, first[1], true)
 	mon.begin("a change that fails its gate, rolled back")
 	out, err = runKiln(t, kiln, 20*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--yes", "--step-timeout", "2m")
 	mon.end(out)
@@ -91,7 +92,7 @@ func TestClusterUpgrade(t *testing.T) {
 		t.Errorf("after the rollback %s's API server pod is %v (%v), want %s", rolled[1], pod, err, from.Image(release.KubeAPIServer))
 	}
 	// The user fixes the manifest; the upgrade then goes through.
-	setAPIServerFlag(ctx, t, mgr, client, first[1], "")
+	setBrokenFlag(ctx, t, mgr, client, first[1], false)
 	snaps, _ := filepath.Glob(filepath.Join(dir, "upgrade", "etcd-"+from.Kubernetes+"-*.db"))
 	if len(snaps) != 1 {
 		t.Fatalf("etcd snapshots in %s/upgrade: %q, want one", dir, snaps)
@@ -171,11 +172,10 @@ const (
 	brokenFlagError = "cannot set feature gate ExternalServiceAccountTokenSigner to false, feature is locked to true"
 )
 
-// setAPIServerFlag edits master's API server manifest, as its admin
-// would: flag after --allow-privileged, or brokenFlag removed when flag is
-// "". It returns once the API server pod runs the new command and is
-// Ready.
-func setAPIServerFlag(ctx context.Context, t *testing.T, mgr *machine.Manager, client kubernetes.Interface, master, flag string) {
+// setBrokenFlag edits master's API server manifest, as its admin would:
+// brokenFlag added after --allow-privileged when on, removed when not. It
+// returns once the API server pod runs the new command and is Ready.
+func setBrokenFlag(ctx context.Context, t *testing.T, mgr *machine.Manager, client kubernetes.Interface, master string, on bool) {
 	t.Helper()
 	const file = "/etc/kubernetes/manifests/kube-apiserver.yaml"
 	old, err := mgr.ReadFile(ctx, master, file)
@@ -188,12 +188,12 @@ func setAPIServerFlag(ctx context.Context, t *testing.T, mgr *machine.Manager, c
 			continue
 		}
 		b.WriteString(line)
-		if flag != "" && strings.TrimSpace(line) == "- --allow-privileged=true" {
-			b.WriteString(strings.Replace(line, "--allow-privileged=true", flag, 1))
+		if on && strings.TrimSpace(line) == "- --allow-privileged=true" {
+			b.WriteString(strings.Replace(line, "--allow-privileged=true", brokenFlag, 1))
 		}
 	}
-	if flag != "" && !strings.Contains(b.String(), flag) {
-		t.Fatalf("%s on %s has no --allow-privileged=true line to add %s after", file, master, flag)
+	if on && !strings.Contains(b.String(), brokenFlag) {
+		t.Fatalf("%s on %s has no --allow-privileged=true line to add %s after", file, master, brokenFlag)
 	}
 	err = mgr.WriteFile(ctx, master, file, 0o644, func(w io.Writer) error {
 		_, err := io.WriteString(w, b.String())
@@ -206,11 +206,11 @@ func setAPIServerFlag(ctx context.Context, t *testing.T, mgr *machine.Manager, c
 	defer cancel()
 	for {
 		pod, err := client.CoreV1().Pods("kube-system").Get(wctx, "kube-apiserver-"+master, metav1.GetOptions{})
-		if err == nil && slices.Contains(pod.Spec.Containers[0].Command, brokenFlag) == (flag != "") && podReady(pod) {
+		if err == nil && slices.Contains(pod.Spec.Containers[0].Command, brokenFlag) == on && podutils.IsPodReady(pod) {
 			return
 		}
 		if wctx.Err() != nil {
-			t.Fatalf("%s's API server did not come back Ready with %q: %v", master, flag, err)
+			t.Fatalf("%s's API server did not come back Ready (%s present: %v): %v", master, brokenFlag, on, err)
 		}
 		time.Sleep(2 * time.Second)
 	}
