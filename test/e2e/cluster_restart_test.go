@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -272,6 +273,13 @@ func createEcho(ctx context.Context, t *testing.T, client kubernetes.Interface, 
 	two := int32(2)
 	labels := map[string]string{"app": "echo"}
 	spec := echoPodSpec("--serve=:8080", "--body=echo")
+	// A CPU request, as a Service that must answer through maintenance has:
+	// a pod without one is BestEffort, its CPU weight (cpu.shares) 2 where
+	// the node's other pods and daemons weigh hundreds or more, and on a
+	// node being drained, busy stopping its other pods, it did not answer a
+	// probe within 2 s (an e2e run of TestClusterScale; the host's 2 cores
+	// were saturated).
+	spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
 		Spec: corev1.ServiceSpec{Selector: labels,
