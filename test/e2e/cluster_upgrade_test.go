@@ -36,7 +36,8 @@ import (
 //     run again, completes: every node's kubelet, every control-plane pod
 //     and kube-proxy run the default release, the API server reports it,
 //     etcd keeps its 3 members and the journal is gone;
-//   - a last plan has nothing to do.
+//   - a last plan has nothing to do;
+//   - the upstream conformance subset of the new release passes.
 //
 // Like TestClusterOlderRelease it needs the older release's node image:
 // make test runs it once that is cached and says SKIP before.
@@ -159,6 +160,9 @@ func TestClusterUpgrade(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Nothing to upgrade") {
 		t.Errorf("a last plan: %v\n%s", err, out)
 	}
+	// The upgraded cluster is a cluster of the new release: the upstream
+	// conformance subset of that release passes on it, as on a new one.
+	runConformanceSubset(t, kiln, dir)
 }
 
 // brokenFlag is accepted by v1.35's API server (the gate is beta there)
