@@ -235,8 +235,8 @@ type phase struct {
 	// errs are the first maxPhaseErrs errors, with their times.
 	errs []string
 	// events are the first maxPhaseEvents errors, slow answers and
-	// changes of the echo Service's endpoints, each with its time from start, to line up
-	// against kiln's progress lines in out.
+	// changes of the echo Service's endpoints, each with its time from
+	// start, to line up against kiln's progress lines in out.
 	events []string
 	out    string
 }
