@@ -276,12 +276,14 @@ func (m *monitor) current() *phase {
 	return nil
 }
 
-// add keeps event with its time from the phase's start, up to
-// maxPhaseEvents.
-func (p *phase) add(event string) {
+// add keeps event, which happened at at, with its time from the phase's
+// start, up to maxPhaseEvents; it returns the line kept.
+func (p *phase) add(at time.Time, event string) string {
+	line := fmt.Sprintf("+%s %s", at.Sub(p.start).Round(100*time.Millisecond), event)
 	if len(p.events) < maxPhaseEvents {
-		p.events = append(p.events, fmt.Sprintf("+%s %s", time.Since(p.start).Round(100*time.Millisecond), event))
+		p.events = append(p.events, line)
 	}
+	return line
 }
 
 // note adds an event to the current phase, if one is under way.
@@ -289,7 +291,7 @@ func (m *monitor) note(event string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p := m.current(); p != nil {
-		p.add(event)
+		p.add(time.Now(), event)
 	}
 }
 
@@ -353,17 +355,15 @@ func startMonitor(ctx context.Context, t *testing.T, client kubernetes.Interface
 			if p := m.current(); p != nil {
 				s := stats(p)
 				s.slowest = max(s.slowest, took)
-				if err == nil && took > slowAnswer {
-					p.add(fmt.Sprintf("%s took %s", what, took.Round(time.Millisecond)))
-				}
 				if err != nil {
 					s.errs++
 					p.lastErr = err
-					event := fmt.Sprintf("%s: %v", what, err)
-					p.add(event)
+					line := p.add(start, fmt.Sprintf("%s: %v", what, err))
 					if len(p.errs) < maxPhaseErrs {
-						p.errs = append(p.errs, fmt.Sprintf("+%s %s", start.Sub(p.start).Round(100*time.Millisecond), event))
+						p.errs = append(p.errs, line)
 					}
+				} else if took > slowAnswer {
+					p.add(start, fmt.Sprintf("%s took %s", what, took.Round(time.Millisecond)))
 				}
 			}
 			m.mu.Unlock()
