@@ -59,7 +59,8 @@ const (
 	// KubeProxy is the service proxy (nftables mode); its image also holds
 	// iptables, ip6tables and conntrack.
 	KubeProxy Component = "kube-proxy"
-	// Etcd is the etcd server; its image also holds etcdctl.
+	// Etcd is the etcd server; its image also holds etcdctl and etcdutl
+	// (etcd 3.6's `snapshot restore` is in etcdutl only).
 	Etcd Component = "etcd"
 	// CoreDNS is the cluster DNS server.
 	CoreDNS Component = "coredns"
@@ -85,7 +86,7 @@ type ImageSpec struct {
 	Binaries  []string
 }
 
-// Ref returns the image reference, e.g. "kiln.local/etcd:v3.5.35".
+// Ref returns the image reference, e.g. "kiln.local/etcd:v3.6.16".
 func (s ImageSpec) Ref() string {
 	return fmt.Sprintf("%s/%s:%s", Registry, s.Component, s.Tag)
 }
@@ -106,7 +107,8 @@ type Release struct {
 	// KubernetesStaging is the version of the k8s.io/<staging> modules
 	// (k8s.io/api, k8s.io/client-go, ...) matching Kubernetes.
 	KubernetesStaging string
-	// Etcd is the go.etcd.io/etcd/server/v3 and etcdctl/v3 version.
+	// Etcd is the go.etcd.io/etcd/server/v3, etcdctl/v3 and etcdutl/v3
+	// version. kubeadm pairs Kubernetes 1.34 and later with etcd 3.6.
 	Etcd string
 	// CoreDNS is the github.com/coredns/coredns module version.
 	CoreDNS string
@@ -115,7 +117,7 @@ type Release struct {
 // releases is the immutable release table, newest first: the first is the
 // default.
 var releases = [...]Release{
-	{Kubernetes: "v1.36.3", KubernetesStaging: "v0.36.3", Etcd: "v3.5.35", CoreDNS: "v1.15.0"},
+	{Kubernetes: "v1.36.3", KubernetesStaging: "v0.36.3", Etcd: "v3.6.16", CoreDNS: "v1.15.0"},
 	{Kubernetes: "v1.35.4", KubernetesStaging: "v0.35.4", Etcd: "v3.5.35", CoreDNS: "v1.15.0"},
 }
 
@@ -164,7 +166,7 @@ func (r Release) Minor() int {
 func (r Release) Images() []ImageSpec {
 	return []ImageSpec{
 		{Component: Pause, Tag: PauseVersion, Binaries: []string{"pause"}},
-		{Component: Etcd, Tag: r.Etcd, Binaries: []string{"etcd", "etcdctl"}},
+		{Component: Etcd, Tag: r.Etcd, Binaries: []string{"etcd", "etcdctl", "etcdutl"}},
 		{Component: KubeAPIServer, Tag: r.Kubernetes, Binaries: []string{"kube-apiserver"}},
 		{Component: KubeControllerManager, Tag: r.Kubernetes, Binaries: []string{"kube-controller-manager"}},
 		{Component: KubeScheduler, Tag: r.Kubernetes, Binaries: []string{"kube-scheduler"}},

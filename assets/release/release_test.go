@@ -14,7 +14,7 @@ func TestImage(t *testing.T) {
 		{KubeControllerManager, "kiln.local/kube-controller-manager:v1.36.3"},
 		{KubeScheduler, "kiln.local/kube-scheduler:v1.36.3"},
 		{KubeProxy, "kiln.local/kube-proxy:v1.36.3"},
-		{Etcd, "kiln.local/etcd:v3.5.35"},
+		{Etcd, "kiln.local/etcd:v3.6.16"},
 		{CoreDNS, "kiln.local/coredns:v1.15.0"},
 		{Pause, "kiln.local/pause:3.10"},
 		{LocalPathProvisioner, "kiln.local/local-path-provisioner:v0.0.30"},

@@ -1,6 +1,6 @@
 // Package components holds the wrapper Go modules kiln builds the cluster's
 // components from: kubernetes (kube-apiserver, kube-controller-manager,
-// kube-scheduler, kube-proxy, kubelet, kubectl), etcd (etcd, etcdctl),
+// kube-scheduler, kube-proxy, kubelet, kubectl), etcd (etcd, etcdctl, etcdutl),
 // coredns (with only the plugins of kiln's Corefile), pause,
 // local-path-provisioner (with kiln's local-path-helper), metrics-server,
 // kube-router (whose network policy controller enforces NetworkPolicies),

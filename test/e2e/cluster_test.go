@@ -409,15 +409,27 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
+// The files of a master's etcd client: the etcd CA and the API server's
+// etcd client certificate and key.
+const (
+	etcdCAFile     = "/etc/kubernetes/pki/etcd/ca.crt"
+	etcdClientCert = "/etc/kubernetes/pki/apiserver-etcd-client.crt"
+	etcdClientKey  = "/etc/kubernetes/pki/apiserver-etcd-client.key"
+)
+
+// etcdctl is the command line of etcdctl args on a master, against its own
+// member with the API server's client certificate.
+func etcdctl(args ...string) []string {
+	return append([]string{"etcdctl", "--endpoints=https://127.0.0.1:2379", "--cacert=" + etcdCAFile,
+		"--cert=" + etcdClientCert, "--key=" + etcdClientKey}, args...)
+}
+
 // assertEtcdMembers checks with etcdctl on master-0 that etcd has exactly the
 // masters as voting members: the bootstrap member is gone.
 func assertEtcdMembers(t *testing.T, infraID string, masters int) {
 	t.Helper()
 	mgr := machine.NewManager(machine.Options{})
-	out, err := mgr.Exec(context.Background(), infraID+"-master-0", "etcdctl",
-		"--endpoints=https://127.0.0.1:2379", "--cacert=/etc/kubernetes/pki/etcd/ca.crt",
-		"--cert=/etc/kubernetes/pki/apiserver-etcd-client.crt", "--key=/etc/kubernetes/pki/apiserver-etcd-client.key",
-		"member", "list", "-w", "json")
+	out, err := mgr.Exec(context.Background(), infraID+"-master-0", etcdctl("member", "list", "-w", "json")...)
 	if err != nil {
 		t.Fatalf("etcdctl member list: %v\n%s", err, out)
 	}

@@ -2,8 +2,13 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,13 +34,15 @@ import (
 //
 //   - `kiln upgrade cluster --plan` prints the plan and changes nothing;
 //   - with a flag the older API server accepts and the newer refuses added
-//     to the first master's manifest, the upgrade fails its first change,
-//     rolls it back on that master and reports the API server's own error;
-//     with the flag removed the upgrade goes on;
+//     to the first master's manifest, the upgrade takes etcd from 3.5 to
+//     3.6 member by member, then fails its first API server change, rolls
+//     it back on that master and reports the API server's own error; with
+//     the flag removed the upgrade goes on;
 //   - the upgrade, killed (SIGKILL) 3 s into its first kubelet step, and
 //     run again, completes: every node's kubelet, every control-plane pod
 //     and kube-proxy run the default release, the API server reports it,
-//     etcd keeps its 3 members and the journal is gone;
+//     etcd keeps its 3 members, each runs the new etcd and etcd's cluster
+//     version is its minor, and the journal is gone;
 //   - a last plan has nothing to do;
 //   - the upstream conformance subset of the new release passes.
 //
@@ -70,11 +77,16 @@ func TestClusterUpgrade(t *testing.T) {
 
 	// An injected failure, as an upgrade meets one: the first master's API
 	// server manifest gets a flag its release accepts and the target
-	// refuses (a feature gate locked on in v1.36). kiln must roll that
-	// master back, stop, and say why.
-	first := regexp.MustCompile(`(?m)^\s+1\s+([a-z0-9-]+-master-\d)\s+kube-apiserver`).FindStringSubmatch(out)
+	// refuses (a feature gate locked on in v1.36). kiln must upgrade etcd
+	// (the plan's first steps, one member at a time), then roll that
+	// master's API server back, stop, and say why.
+	first := regexp.MustCompile(`(?m)^\s+\d+\s+([a-z0-9-]+-master-\d)\s+kube-apiserver`).FindStringSubmatch(out)
 	if first == nil {
-		t.Fatalf("no API server first in the plan:\n%s", out)
+		t.Fatalf("no API server step in the plan:\n%s", out)
+	}
+	etcdStep := regexp.MustCompile(`etcd\s+` + regexp.QuoteMeta(strings.TrimPrefix(from.Etcd, "v")+" → "+strings.TrimPrefix(to.Etcd, "v")))
+	if from.Etcd != to.Etcd && !etcdStep.MatchString(out) {
+		t.Errorf("the plan has no etcd step from %s to %s:\n%s", from.Etcd, to.Etcd, out)
 	}
 	mgr := machine.NewManager(machine.Options{})
 	setBrokenFlag(ctx, t, mgr, client, first[1], true)
@@ -153,6 +165,7 @@ func TestClusterUpgrade(t *testing.T) {
 		cancel()
 	}
 	assertEtcdMembers(t, infraID, 3)
+	assertEtcdRuns(ctx, t, infraID, nodeAddresses(ctx, t, client)[infraID+"-master-0"], to)
 	if _, err := os.Stat(filepath.Join(dir, ".kiln", "upgrade.json")); !os.IsNotExist(err) {
 		t.Errorf("the journal outlived the upgrade: %v", err)
 	}
@@ -261,4 +274,67 @@ func assertKubelets(ctx context.Context, t *testing.T, client kubernetes.Interfa
 			t.Errorf("node %s: kubelet %s, Ready %v; want %s, Ready", n.Name, got, nodeReady(&n), version)
 		}
 	}
+}
+
+// assertEtcdRuns checks that every etcd member runs r's etcd (etcdctl
+// endpoint status on master-0) and that etcd's cluster version is r's
+// minor: the leader raises it once every member runs that minor, and the
+// members then migrate their storage to it, so the 3.5 → 3.6 hop is
+// complete. The cluster version is read as kiln reads it, from master-0's
+// /version on its client URL, from the host with the API server's etcd
+// client certificate.
+func assertEtcdRuns(ctx context.Context, t *testing.T, infraID, masterIP string, r release.Release) {
+	t.Helper()
+	mgr := machine.NewManager(machine.Options{})
+	master := infraID + "-master-0"
+	out, err := mgr.Exec(ctx, master, etcdctl("endpoint", "status", "--cluster", "-w", "json")...)
+	if err != nil {
+		t.Fatalf("etcdctl endpoint status: %v\n%s", err, out)
+	}
+	var members []struct {
+		Endpoint string
+		Status   struct {
+			Version string `json:"version"`
+		}
+	}
+	if err := json.Unmarshal(out, &members); err != nil || len(members) == 0 {
+		t.Fatalf("etcdctl endpoint status: %v\n%s", err, out)
+	}
+	want := strings.TrimPrefix(r.Etcd, "v")
+	for _, m := range members {
+		if m.Status.Version != want {
+			t.Errorf("etcd member %s runs %s, want %s", m.Endpoint, m.Status.Version, want)
+		}
+	}
+	pem := map[string][]byte{}
+	for _, f := range []string{etcdCAFile, etcdClientCert, etcdClientKey} {
+		if pem[f], err = mgr.ReadFile(ctx, master, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool := x509.NewCertPool()
+	pair, err := tls.X509KeyPair(pem[etcdClientCert], pem[etcdClientKey])
+	if err != nil || !pool.AppendCertsFromPEM(pem[etcdCAFile]) {
+		t.Fatalf("%s's etcd client certificate: %v", master, err)
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}}}
+	resp, err := hc.Get("https://" + net.JoinHostPort(masterIP, "2379") + "/version")
+	if err != nil {
+		t.Fatalf("etcd /version on %s: %v", master, err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Server  string `json:"etcdserver"`
+		Cluster string `json:"etcdcluster"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatalf("etcd /version on %s: %v", master, err)
+	}
+	major, minor, _ := strings.Cut(want, ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	if wantCluster := major + "." + minor + ".0"; v.Cluster != wantCluster {
+		t.Errorf("etcd's cluster version is %q (server %s), want %s", v.Cluster, v.Server, wantCluster)
+	}
+	t.Logf("MEASURE etcd after the upgrade: %d members at %s, cluster version %s", len(members), want, v.Cluster)
 }

@@ -67,6 +67,7 @@ func TestNodeImageBuild(t *testing.T) {
 			{[]string{"/usr/local/bin/kubectl", "version", "--client"}, "Client Version: " + release.Default().Kubernetes},
 			{[]string{"/usr/local/bin/etcd", "--version"}, "etcd Version: " + strings.TrimPrefix(release.Default().Etcd, "v")},
 			{[]string{"/usr/local/bin/etcdctl", "version"}, "etcdctl version: " + strings.TrimPrefix(release.Default().Etcd, "v")},
+			{[]string{"/usr/local/bin/etcdutl", "version"}, "etcdutl version: " + strings.TrimPrefix(release.Default().Etcd, "v")},
 			{[]string{"/usr/local/bin/coredns", "-version"}, "CoreDNS-" + strings.TrimPrefix(release.Default().CoreDNS, "v")},
 			{[]string{"/usr/local/bin/pause", "-v"}, "pause " + release.PauseVersion},
 			// Built from source into /usr/local/bin, found on the node's PATH.

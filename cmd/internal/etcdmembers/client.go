@@ -45,6 +45,22 @@ func Dial(endpoints []string, caFile, certFile, keyFile string) (*clientv3.Clien
 
 // DialPEM is Dial with the CA, certificate and key given as PEM.
 func DialPEM(endpoints []string, ca, cert, key []byte) (*clientv3.Client, error) {
+	tc, err := TLSConfig(ca, cert, key)
+	if err != nil {
+		return nil, err
+	}
+	return clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: dialTimeout,
+		TLS:         tc,
+		// The etcd client's own logging stays out of kiln's output.
+		Logger: zap.NewNop(),
+	})
+}
+
+// TLSConfig is the client side of etcd's mutual TLS: the client
+// certificate and key, and the etcd CA as the only root, all PEM.
+func TLSConfig(ca, cert, key []byte) (*tls.Config, error) {
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) {
 		return nil, errors.New("etcd CA: no certificate")
@@ -53,11 +69,5 @@ func DialPEM(endpoints []string, ca, cert, key []byte) (*clientv3.Client, error)
 	if err != nil {
 		return nil, err
 	}
-	return clientv3.New(clientv3.Config{
-		Endpoints:   endpoints,
-		DialTimeout: dialTimeout,
-		TLS:         &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
-		// The etcd client's own logging stays out of kiln's output.
-		Logger: zap.NewNop(),
-	})
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }

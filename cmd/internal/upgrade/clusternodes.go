@@ -39,6 +39,10 @@ type ClusterNodes struct {
 	Kube     kubernetes.Interface
 	// Etcd is a client of every member, for CaughtUp.
 	Etcd etcdmembers.Client
+	// EtcdClusterVersion asks the members for etcd's cluster version
+	// ("3.6.0", etcdmembers.ClusterVersion), before a member is put back
+	// a minor.
+	EtcdClusterVersion func(ctx context.Context) (string, error)
 	// Drainer cordons and drains a node within --drain-timeout.
 	Drainer func(ctx context.Context, node string) error
 	// Now is the clock leader leases are read against; time.Now when nil.
@@ -100,9 +104,38 @@ func (n *ClusterNodes) Apply(ctx context.Context, node string, c Change) error {
 	return fmt.Errorf("kiln cannot change %s", c.Component)
 }
 
-// Rollback applies c backwards.
+// Rollback applies c backwards; an etcd member is not put back a minor
+// once etcd's cluster version has reached c.To (etcdCanGoBack).
 func (n *ClusterNodes) Rollback(ctx context.Context, node string, c Change) error {
+	if c.Component == Etcd && c.To.minors(c.From) > 0 {
+		if err := n.etcdCanGoBack(ctx, c); err != nil {
+			return err
+		}
+	}
 	return n.Apply(ctx, node, Change{Component: c.Component, From: c.To, To: c.From})
+}
+
+// etcdCanGoBack is an *IrreversibleError once etcd's cluster version has
+// reached c.To's minor. The leader raises it when every member runs that
+// minor; each member then migrates its storage to it, and a member of the
+// minor before refuses to start ("cluster cannot be downgraded"). Only
+// etcd's downgrade API, member by member, or the snapshot go back from
+// there. Before that (the last member has not run c.To long enough for
+// the leader to see it) the old binary rejoins as it left.
+func (n *ClusterNodes) etcdCanGoBack(ctx context.Context, c Change) error {
+	s, err := n.EtcdClusterVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("etcd's cluster version, which decides whether etcd %s can come back: %w", display(Etcd, c.From), err)
+	}
+	cv, err := ParseVersion(s)
+	if err != nil {
+		return fmt.Errorf("etcd's cluster version: %w", err)
+	}
+	if cv.minors(c.From) <= 0 {
+		return nil
+	}
+	return &IrreversibleError{Why: fmt.Sprintf("etcd's cluster version is %s: every member has run etcd %d.%d, and an etcd %s member cannot rejoin the cluster (docs/upgrade.md, \"etcd 3.5 to 3.6\")",
+		etcdString(cv), cv.Major, cv.Minor, display(Etcd, c.From))}
 }
 
 // imageRE matches the image of a component in a manifest.

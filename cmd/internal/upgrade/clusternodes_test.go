@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -261,5 +262,48 @@ func TestClusterNodesCheckWaitsForLeaders(t *testing.T) {
 	err := check(lease("kube-controller-manager", 25*time.Second), lease("kube-scheduler", time.Second))
 	if err == nil || !strings.Contains(err.Error(), "no kube-controller-manager leads: lease kube-system/kube-controller-manager was last renewed 25s ago by master-0_1234") {
 		t.Errorf("a dead leader's lease: %v", err)
+	}
+}
+
+// TestClusterNodesEtcdRollback: an etcd member goes back a minor only
+// while etcd's cluster version is still the old minor.
+func TestClusterNodesEtcdRollback(t *testing.T) {
+	const etcdManifest = "spec:\n  containers:\n  - name: etcd\n    image: kiln.local/etcd:v3.6.16\n"
+	file := "master-0:/etc/kubernetes/manifests/etcd.yaml"
+	etcd := Change{Component: Etcd, From: v("3.5.35"), To: v("3.6.16")}
+	for _, tt := range []struct {
+		name, cluster string
+		askErr        error
+		wantErr       string // "" when rolled back
+		irreversible  bool
+	}{
+		{name: "mixed cluster", cluster: "3.5.0"},
+		{name: "every member ran 3.6", cluster: "3.6.0", irreversible: true,
+			wantErr: "etcd's cluster version is 3.6.0: every member has run etcd 3.6, and an etcd 3.5.35 member cannot rejoin the cluster"},
+		{name: "no member answers", askErr: fmt.Errorf("connection refused"),
+			wantErr: "etcd's cluster version, which decides whether etcd 3.5.35 can come back: connection refused"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n, up, _ := newClusterNodes(newLive([]string{"master-0"}, nil, release.Default().Kubernetes, "3.6.16"))
+			up.files[file] = etcdManifest
+			n.EtcdClusterVersion = func(context.Context) (string, error) { return tt.cluster, tt.askErr }
+			err := n.Rollback(context.Background(), "master-0", etcd)
+			var irr *IrreversibleError
+			if errors.As(err, &irr) != tt.irreversible {
+				t.Errorf("irreversible: %v, want %v (%v)", !tt.irreversible, tt.irreversible, err)
+			}
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tt.wantErr == "":
+				if want := strings.Replace(etcdManifest, "v3.6.16", "v3.5.35", 1); up.files[file] != want {
+					t.Errorf("manifest after the rollback:\n%s", up.files[file])
+				}
+			case err == nil || !strings.Contains(err.Error(), tt.wantErr):
+				t.Errorf("got %v, want %q", err, tt.wantErr)
+			case up.files[file] != etcdManifest:
+				t.Errorf("a refused rollback changed the manifest:\n%s", up.files[file])
+			}
+		})
 	}
 }

@@ -255,7 +255,13 @@ func (p *Plan) Print(w io.Writer) {
 	if p.Partly {
 		partly = " (partly upgraded already)"
 	}
-	fmt.Fprintf(w, "kiln will upgrade the cluster from %s%s to %s, in this order:\n", p.From, partly, p.To.Kubernetes)
+	if p.From == mustVersion(p.To.Kubernetes) {
+		// Kubernetes stays: a component kiln now pins newer with it
+		// (etcd 3.6 with v1.36.3) is what changes.
+		fmt.Fprintf(w, "kiln will bring the cluster's components to those of %s%s, in this order:\n", p.To.Kubernetes, partly)
+	} else {
+		fmt.Fprintf(w, "kiln will upgrade the cluster from %s%s to %s, in this order:\n", p.From, partly, p.To.Kubernetes)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	nodes := map[string]bool{}
 	for i, st := range p.Steps {

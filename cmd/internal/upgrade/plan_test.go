@@ -69,6 +69,9 @@ func TestPlanMinorUpgradePrints(t *testing.T) {
 		{"minor-3+2.txt", cluster(3, 2, "v1.35.4", "3.5.35"), to136, Options{}},
 		{"minor-3+3-batch2.txt", cluster(3, 3, "v1.35.4", "3.5.35"), to136, Options{WorkerBatch: 2}},
 		{"patch-1+1.txt", cluster(1, 1, "v1.36.3", "3.6.16"), release.Release{Kubernetes: "v1.36.4", Etcd: "v3.6.16", CoreDNS: "v1.15.0"}, Options{}},
+		// A cluster kiln made before v1.36.3 was paired with etcd 3.6:
+		// only etcd changes, one member at a time.
+		{"etcd-only-3+1.txt", cluster(3, 1, "v1.36.3", "3.5.35"), release.Default(), Options{}},
 		// The release table's own pair: the older release to the default.
 		{"table-1+1.txt", cluster(1, 1, release.Releases()[1].Kubernetes, release.Releases()[1].Etcd), release.Default(), Options{}},
 	} {

@@ -76,6 +76,11 @@ func (e *StepError) Error() string {
 		where = "add-ons"
 	}
 	msg := fmt.Sprintf("%s: %s %s failed: %v", where, e.Change.Component, display(e.Change.Component, e.Change.To), e.Err)
+	var irr *IrreversibleError
+	if errors.As(e.RollbackErr, &irr) {
+		return msg + fmt.Sprintf("; it cannot be rolled back: %v. It stays at %s, and the upgrade stopped: once what fails is fixed, the same kiln upgrade cluster waits for it again and goes on",
+			irr, display(e.Change.Component, e.Change.To))
+	}
 	if e.RollbackErr != nil {
 		return msg + fmt.Sprintf("; rolling it back to %s failed too: %v", display(e.Change.Component, e.Change.From), e.RollbackErr)
 	}
@@ -83,6 +88,16 @@ func (e *StepError) Error() string {
 }
 
 func (e *StepError) Unwrap() error { return e.Err }
+
+// IrreversibleError is a rollback that cannot be made: the change stays on
+// its node, its step stays under way, and the next run gates it again
+// instead of rolling it back.
+type IrreversibleError struct {
+	// Why says what makes the change one-way.
+	Why string
+}
+
+func (e *IrreversibleError) Error() string { return e.Why }
 
 // Run finishes the step j records as begun (or its rollback), then carries
 // out p's steps in order, saving j before each; the end line counts the
@@ -136,7 +151,19 @@ func (r *Runner) resume(ctx context.Context, j Journal) error {
 	fmt.Fprintf(r.Out, "Resuming %s: %s\n", st.Where(), describe(st.Changes))
 	if j.Begun.Failed != "" {
 		for _, n := range targetsOf(st) {
-			if err := r.rollback(ctx, n, st.Changes); err != nil {
+			err := r.rollback(ctx, n, st.Changes)
+			var irr *IrreversibleError
+			if errors.As(err, &irr) {
+				// Killed before the run that failed found this out:
+				// the step is finished instead.
+				fmt.Fprintf(r.Out, "%s cannot be rolled back (%v): waiting for it again\n", n, irr)
+				j.Begun.Failed = ""
+				if err := SaveJournal(r.Dir, j); err != nil {
+					return err
+				}
+				return r.step(ctx, st, &j)
+			}
+			if err != nil {
 				return fmt.Errorf("%s: rolling back after %s: %w", n, j.Begun.Failed, err)
 			}
 		}
@@ -181,6 +208,16 @@ func (r *Runner) step(ctx context.Context, st Step, j *Journal) error {
 				return errors.Join(serr, jerr)
 			}
 			serr.RollbackErr = r.rollback(ctx, n, st.Changes[:i+1])
+			var irr *IrreversibleError
+			if errors.As(serr.RollbackErr, &irr) {
+				// The step stays under way, not failed: the next run
+				// applies and gates it again.
+				j.Begun.Failed = ""
+				if err := SaveJournal(r.Dir, *j); err != nil {
+					return errors.Join(serr, err)
+				}
+				return serr
+			}
 			if serr.RollbackErr == nil {
 				if err := r.release(ctx, st); err != nil {
 					serr.RollbackErr = err

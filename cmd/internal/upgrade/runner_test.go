@@ -27,6 +27,9 @@ type fakeNodes struct {
 	out   map[string]bool // masters out of the load balancer
 	// broken: a (node, component) whose new version never turns healthy.
 	broken map[string]Component
+	// oneWay: a (node, component) whose rollback is an
+	// *IrreversibleError.
+	oneWay map[string]Component
 	// killAt panics with killed at this call that changes something
 	// (counted from 1); 0 never.
 	killAt, n int
@@ -36,7 +39,7 @@ type fakeNodes struct {
 }
 
 func newFakeNodes(t *testing.T, s State) *fakeNodes {
-	return &fakeNodes{t: t, state: s.clone(), out: map[string]bool{}, broken: map[string]Component{}}
+	return &fakeNodes{t: t, state: s.clone(), out: map[string]bool{}, broken: map[string]Component{}, oneWay: map[string]Component{}}
 }
 
 // call records a call; every one but a check (read-only, and as many as
@@ -82,6 +85,9 @@ func (f *fakeNodes) Check(_ context.Context, node string, c Change) error {
 
 func (f *fakeNodes) Rollback(_ context.Context, node string, c Change) error {
 	f.call("rollback %s %s %s", node, c.Component, display(c.Component, c.From))
+	if w, ok := f.oneWay[node]; ok && w == c.Component {
+		return &IrreversibleError{Why: "one way"}
+	}
 	f.versions(node)[c.Component] = c.From
 	f.starting = f.slow
 	return nil
@@ -400,5 +406,69 @@ func TestJournalIsPrivateAndFollowsNoLink(t *testing.T) {
 	}
 	if err := SaveJournal(evil, Journal{To: "v1.36.3"}); err == nil {
 		t.Error("wrote the journal through a link")
+	}
+}
+
+// TestRunKeepsAnIrreversibleChange: a change whose rollback cannot be made
+// (the last etcd member's minor, once etcd's cluster version has moved)
+// stays; the step stays under way, not failed, and the next run gates it
+// again and goes on instead of rolling it back.
+func TestRunKeepsAnIrreversibleChange(t *testing.T) {
+	s := cluster(3, 1, "v1.35.4", "3.5.35")
+	f := newFakeNodes(t, s)
+	f.broken["master-2"] = Etcd
+	f.oneWay["master-2"] = Etcd
+	var out bytes.Buffer
+	dir := t.TempDir()
+	err := newRunner(dir, f, &out).Run(context.Background(), mustPlan(t, s), Journal{To: to136.Kubernetes})
+	var serr *StepError
+	if !errors.As(err, &serr) {
+		t.Fatalf("want a *StepError, got %v", err)
+	}
+	for _, w := range []string{"master-2: etcd 3.6.16 failed", "it cannot be rolled back: one way. It stays at 3.6.16"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q: %v", w, err)
+		}
+	}
+	if got := f.state.node("master-2").Versions[Etcd]; got != v("3.6.16") {
+		t.Errorf("master-2's etcd runs %s", got)
+	}
+	j, found, err := LoadJournal(dir)
+	if err != nil || !found || j.Begun == nil || j.Begun.Failed != "" || j.Begun.Step.Nodes[0] != "master-2" {
+		t.Fatalf("want master-2's etcd step under way, not failed: %+v, %v, %v", j.Begun, found, err)
+	}
+	// Fixed, the re-run finishes the step, with no rollback, and goes on.
+	f.broken = map[string]Component{}
+	f.calls = nil
+	cur, _ := Inventoried(f)
+	if err := newRunner(dir, f, &out).Run(context.Background(), mustPlan(t, cur), j); err != nil {
+		t.Fatal(err)
+	}
+	if f.calls[0] != "apply master-2 etcd 3.6.16" || slices.ContainsFunc(f.calls, func(c string) bool { return strings.HasPrefix(c, "rollback") }) {
+		t.Errorf("the re-run must finish master-2's etcd first, and roll nothing back: %q", f.calls)
+	}
+
+	// Killed after the failure was recorded, before the rollback found out:
+	// the resume finishes the step instead.
+	f = newFakeNodes(t, s)
+	for _, m := range []string{"master-0", "master-1", "master-2"} {
+		f.state.node(m).Versions[Etcd] = v("3.6.16")
+	}
+	f.oneWay["master-2"] = Etcd
+	st := Step{Nodes: []string{"master-2"}, Changes: []Change{{Component: Etcd, From: v("3.5.35"), To: v("3.6.16")}}}
+	j = Journal{To: "v1.36.3", Begun: &Begun{Step: st, Failed: "master-2: etcd 3.6.16: not caught up"}}
+	if err := SaveJournal(dir, j); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	cur, _ = Inventoried(f)
+	if err := newRunner(dir, f, &out).Run(context.Background(), mustPlan(t, cur), j); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "master-2 cannot be rolled back (one way): waiting for it again") {
+		t.Errorf("output:\n%s", out.String())
+	}
+	if f.state.node("master-2").Versions[Etcd] != v("3.6.16") || f.state.node("worker-0").Versions[Kubelet] != v("v1.36.3") {
+		t.Errorf("want the upgrade finished: %+v", f.state)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -75,7 +76,7 @@ func Upgrade(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	if err != nil {
 		return exitcode.With(exitcode.Input, err)
 	}
-	etcd, err := dialEtcd(ctx, c.Dir, kube)
+	etcd, clusterVersion, err := dialEtcd(ctx, c.Dir, kube)
 	if err != nil {
 		return exitcode.With(exitcode.Install, err)
 	}
@@ -133,28 +134,39 @@ func Upgrade(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	}
 	drainer := &scale.Drainer{Client: kube, Timeout: f.DrainTimeout, Log: log}
 	r := &Runner{Dir: c.Dir, StepTimeout: f.StepTimeout, Out: out, Nodes: &ClusterNodes{
-		Cluster: &c.Cluster, Upgrader: up, Backends: backends, Kube: kube, Etcd: etcd, Drainer: drainer.Drain}}
+		Cluster: &c.Cluster, Upgrader: up, Backends: backends, Kube: kube, Etcd: etcd,
+		EtcdClusterVersion: clusterVersion, Drainer: drainer.Drain}}
 	return exitcode.With(exitcode.Install, r.Run(ctx, plan, j))
 }
 
 // dialEtcd connects to the members on every master, with the API server's
-// etcd client certificate from dir's state.
-func dialEtcd(ctx context.Context, dir string, kube kubernetes.Interface) (*clientv3.Client, error) {
+// etcd client certificate from dir's state; clusterVersion asks them for
+// etcd's cluster version with the same certificate.
+func dialEtcd(ctx context.Context, dir string, kube kubernetes.Interface) (c *clientv3.Client, clusterVersion func(context.Context) (string, error), err error) {
 	store, err := graph.Open(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ca, client := &kilntls.EtcdCA{}, &kilntls.APIServerEtcdClient{}
 	for _, a := range []graph.Asset{ca, client} {
 		if found, err := store.FromState(a); err != nil || !found {
-			return nil, fmt.Errorf("%s is not in the state of %s: %v", a.Name(), dir, err)
+			return nil, nil, fmt.Errorf("%s is not in the state of %s: %v", a.Name(), dir, err)
 		}
 	}
 	endpoints, err := scale.EtcdEndpoints(ctx, kube, "")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return etcdmembers.DialPEM(endpoints, ca.Cert, client.Cert, client.Key)
+	tc, err := etcdmembers.TLSConfig(ca.Cert, client.Cert, client.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
+	clusterVersion = func(ctx context.Context) (string, error) {
+		return etcdmembers.ClusterVersion(ctx, hc, endpoints)
+	}
+	c, err = etcdmembers.DialPEM(endpoints, ca.Cert, client.Cert, client.Key)
+	return c, clusterVersion, err
 }
 
 // warnRemovedAPIs prints the API versions the cluster's clients asked for

@@ -101,8 +101,8 @@ func TestGoBuildCmd(t *testing.T) {
 		},
 		{
 			component: "etcd",
-			wantLD:    []string{"-X go.etcd.io/etcd/api/v3/version.GitSHA=v3.5.35"},
-			wantPkgs:  []string{".", "go.etcd.io/etcd/etcdctl/v3"},
+			wantLD:    []string{"-X go.etcd.io/etcd/api/v3/version.GitSHA=v3.6.16"},
+			wantPkgs:  []string{".", "go.etcd.io/etcd/etcdctl/v3", "go.etcd.io/etcd/etcdutl/v3"},
 		},
 		{
 			component: "coredns",

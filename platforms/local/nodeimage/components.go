@@ -107,7 +107,7 @@ func components(rel release.Release) []component {
 		},
 		{
 			Name: "etcd", Version: rel.Etcd,
-			Packages: []string{".", "go.etcd.io/etcd/etcdctl/v3"}, Binaries: []string{"etcd", "etcdctl"},
+			Packages: []string{".", "go.etcd.io/etcd/etcdctl/v3", "go.etcd.io/etcd/etcdutl/v3"}, Binaries: []string{"etcd", "etcdctl", "etcdutl"},
 			LDFlags: []string{"-X go.etcd.io/etcd/api/v3/version.GitSHA=" + rel.Etcd},
 		},
 		{

@@ -30,8 +30,8 @@ func TestComponentSources(t *testing.T) {
 		},
 		{
 			name:     "etcd",
-			wantMod:  []string{"go.etcd.io/etcd/server/v3 v3.5.35", "go.etcd.io/etcd/etcdctl/v3 v3.5.35"},
-			wantSum:  []string{"go.etcd.io/etcd/server/v3 v3.5.35 h1:", "go.etcd.io/etcd/etcdctl/v3 v3.5.35 h1:"},
+			wantMod:  []string{"go.etcd.io/etcd/server/v3 v3.6.16", "go.etcd.io/etcd/etcdctl/v3 v3.6.16", "go.etcd.io/etcd/etcdutl/v3 v3.6.16"},
+			wantSum:  []string{"go.etcd.io/etcd/server/v3 v3.6.16 h1:", "go.etcd.io/etcd/etcdctl/v3 v3.6.16 h1:", "go.etcd.io/etcd/etcdutl/v3 v3.6.16 h1:"},
 			wantMain: true,
 		},
 		{
