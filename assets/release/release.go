@@ -78,6 +78,13 @@ const (
 	KubeRouter Component = "kube-router"
 )
 
+// LeaderLeases returns the names of the leader election leases (namespace
+// kube-system) of the components that elect a leader: the controller
+// manager and the scheduler.
+func LeaderLeases() []string {
+	return []string{string(KubeControllerManager), string(KubeScheduler)}
+}
+
 // ImageSpec describes one image: its component, tag and the binaries built
 // by kiln that it contains (all under BinDir; the first is the entrypoint).
 type ImageSpec struct {

@@ -241,10 +241,6 @@ func (n *ClusterNodes) Check(ctx context.Context, node string, c Change) error {
 	return fmt.Errorf("kiln cannot check %s", c.Component)
 }
 
-// leaderLeases are the leader election leases of the controller manager
-// and the scheduler, in kube-system.
-var leaderLeases = [...]string{string(KubeControllerManager), string(KubeScheduler)}
-
 // leaderRenewal is how recently an active leader has renewed its lease:
 // kiln's control plane renews every 2 s (--leader-elect-retry-period), and
 // a dead leader's lease stays held until it expires (60 s).
@@ -258,7 +254,7 @@ func (n *ClusterNodes) leadersActive(ctx context.Context) error {
 	if n.Now != nil {
 		now = n.Now
 	}
-	for _, name := range leaderLeases {
+	for _, name := range release.LeaderLeases() {
 		l, err := n.Kube.CoordinationV1().Leases(Namespace).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue

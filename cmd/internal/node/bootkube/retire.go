@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
@@ -114,10 +115,6 @@ func (r retirer) waitClosed(ctx context.Context) bool {
 	return err == nil
 }
 
-// controllerLeases are the leader leases of the bootstrap machine's
-// controllers (kube-system).
-func controllerLeases() []string { return []string{"kube-controller-manager", "kube-scheduler"} }
-
 // releaseLeases deletes the leader leases the stopped bootstrap controllers
 // hold, so the masters' controllers take over at their next try (2 s)
 // instead of after the lease runs out (15 s): meanwhile no controller
@@ -126,7 +123,7 @@ func controllerLeases() []string { return []string{"kube-controller-manager", "k
 // "<hostname>_<uuid>") is deleted, and only at the version read. The
 // controllers cannot renew: their API server is stopped.
 func releaseLeases(ctx context.Context, c kubernetes.Interface, node string, log logrus.FieldLogger) {
-	for _, name := range controllerLeases() {
+	for _, name := range release.LeaderLeases() {
 		l, err := c.CoordinationV1().Leases(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			if !apierrors.IsNotFound(err) {
