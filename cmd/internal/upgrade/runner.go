@@ -303,7 +303,16 @@ func (r *Runner) gate(ctx context.Context, node string, c Change) error {
 	return r.gateWithin(ctx, node, c, r.StepTimeout)
 }
 
-// gateWithin is gate with its timeout; DefaultStepTimeout when zero.
+// checkTimeout bounds one check of a gate.
+const checkTimeout = 30 * time.Second
+
+// gateWithin is gate with its timeout; DefaultStepTimeout when zero. The
+// timeout is the gate's, not its checks': a check never runs against the
+// gate's deadline, which would make its last error one of the deadline
+// ("client rate limiter Wait returned an error: rate: Wait(n=1) would
+// exceed context deadline", seen in an e2e run) instead of what was
+// wrong. Each check has checkTimeout of its own; the gate ends at the
+// first check that passes, or at the first that fails after the timeout.
 func (r *Runner) gateWithin(ctx context.Context, node string, c Change, timeout time.Duration) error {
 	if timeout == 0 {
 		timeout = DefaultStepTimeout
@@ -313,28 +322,29 @@ func (r *Runner) gateWithin(ctx context.Context, node string, c Change, timeout 
 		poll = time.Second
 	}
 	var last error
+	deadline := time.Now().Add(timeout)
 	began, told := r.now(), r.now()
-	err := wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
-		err := r.Nodes.Check(ctx, node, c)
-		if err != nil && ctx.Err() != nil && last != nil {
-			// Cut short by the gate's own end: the check before says
-			// more than "context deadline exceeded".
-			return false, nil
+	err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+		cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		last = r.Nodes.Check(cctx, node, c)
+		cancel()
+		if last == nil {
+			return true, nil
 		}
-		last = err
-		if last != nil && r.now().Sub(told) >= waitReport {
+		if ctx.Err() != nil {
+			// Interrupted: not the component's failure.
+			return false, ctx.Err()
+		}
+		if !time.Now().Before(deadline) {
+			return false, fmt.Errorf("not healthy at %s after %s: %w", display(c.Component, c.To), timeout, last)
+		}
+		if r.now().Sub(told) >= waitReport {
 			// A long wait names what it waits for.
 			told = r.now()
 			fmt.Fprintf(r.Out, "      waiting %s for %s %s: %v\n", r.since(began), c.Component, display(c.Component, c.To), last)
 		}
-		return last == nil, nil
+		return false, nil
 	})
-	if err == nil {
-		return nil
-	}
-	if last != nil && ctx.Err() == nil {
-		return fmt.Errorf("not healthy at %s after %s: %w", display(c.Component, c.To), timeout, last)
-	}
 	return err
 }
 

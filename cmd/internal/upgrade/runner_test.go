@@ -36,6 +36,9 @@ type fakeNodes struct {
 	// slow is how many checks after each Apply or Rollback say the
 	// component is still starting.
 	slow, starting int
+	// hurried: a check with less than this left before its context's
+	// deadline fails as client-go's rate limiter does then.
+	hurried time.Duration
 }
 
 func newFakeNodes(t *testing.T, s State) *fakeNodes {
@@ -68,8 +71,11 @@ func (f *fakeNodes) Apply(_ context.Context, node string, c Change) error {
 	return nil
 }
 
-func (f *fakeNodes) Check(_ context.Context, node string, c Change) error {
+func (f *fakeNodes) Check(ctx context.Context, node string, c Change) error {
 	f.call("check %s %s %s", node, c.Component, display(c.Component, c.To))
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < f.hurried {
+		return errors.New("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline")
+	}
 	if f.versions(node)[c.Component] != c.To {
 		return fmt.Errorf("runs %s", display(c.Component, f.versions(node)[c.Component]))
 	}
@@ -202,6 +208,21 @@ func TestRunRollsBackAFailedChange(t *testing.T) {
 	}
 	if f.calls[1] != "apply master-2 kube-apiserver v1.36.3" {
 		t.Errorf("a re-run must start with master-2's API server: %q", f.calls)
+	}
+}
+
+// TestRunGateReportsTheComponentsError: the error of a gate that times
+// out is the component's, not one its own deadline caused in the last
+// check (client-go's rate limiter refuses to wait past a deadline).
+func TestRunGateReportsTheComponentsError(t *testing.T) {
+	s := cluster(1, 0, "v1.35.4", "3.6.16")
+	f := newFakeNodes(t, s)
+	f.broken["master-0"] = KubeAPIServer
+	f.hurried = time.Second
+	r := newRunner(t.TempDir(), f, &bytes.Buffer{})
+	err := r.Run(context.Background(), mustPlan(t, s), Journal{To: to136.Kubernetes})
+	if err == nil || !strings.Contains(err.Error(), "after 20ms: CrashLoopBackOff: unknown flag --broken") {
+		t.Errorf("want the API server's error, got %v", err)
 	}
 }
 
