@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -332,6 +334,11 @@ type monitor struct {
 	phases []*phase
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// cms holds the canary ConfigMap. Its write n sets data n to n;
+	// acked is the last write the API server acknowledged, tried the
+	// last one sent, and acks how many were acknowledged.
+	cms                typedcorev1.ConfigMapInterface
+	acked, tried, acks int
 }
 
 func startMonitor(ctx context.Context, t *testing.T, client kubernetes.Interface, url string) *monitor {
@@ -341,7 +348,7 @@ func startMonitor(ctx context.Context, t *testing.T, client kubernetes.Interface
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	m := &monitor{cancel: cancel}
+	m := &monitor{cancel: cancel, cms: cms}
 	// A new connection per probe: a kept-alive one stays pinned (conntrack)
 	// to the pod it first reached, and hangs once that pod is gone.
 	httpc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -381,9 +388,17 @@ func startMonitor(ctx context.Context, t *testing.T, client kubernetes.Interface
 		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 		defer cancel()
 		patch := fmt.Appendf(nil, `{"data":{"n":%q}}`, fmt.Sprint(n))
+		m.mu.Lock()
+		m.tried = n
+		m.mu.Unlock()
 		_, err := cms.Patch(wctx, "canary", "application/merge-patch+json", patch, metav1.PatchOptions{})
 		if ctx.Err() != nil {
 			return nil
+		}
+		if err == nil {
+			m.mu.Lock()
+			m.acked, m.acks = n, m.acks+1
+			m.mu.Unlock()
 		}
 		return err
 	}, func(p *phase) *probeStats { return &p.write })
@@ -422,6 +437,27 @@ func (m *monitor) stop() {
 	m.wg.Wait()
 }
 
+// checkNoLostWrite reads the canary back once the monitor stopped: it
+// must hold the last acknowledged write, or a later one that was sent and
+// timed out (it may have landed); anything older is a write the cluster
+// acknowledged and lost.
+func (m *monitor) checkNoLostWrite(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cm, err := m.cms.Get(ctx, "canary", metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("reading the canary back: %v", err)
+		return
+	}
+	n, err := strconv.Atoi(cm.Data["n"])
+	if err != nil || n < m.acked || n > m.tried {
+		t.Errorf("lost writes: the canary holds n=%q; the last acknowledged write was %d, the last sent %d", cm.Data["n"], m.acked, m.tried)
+		return
+	}
+	t.Logf("MEASURE canary: %d writes acknowledged, 0 lost (it holds write %d; the last acknowledged %d, the last sent %d)", m.acks, n, m.acked, m.tried)
+}
+
 // check logs each phase's error counts as a MEASURE line and fails the
 // test for every phase over its limit, quoting the phase's events and what
 // kiln printed in it. Those run long, so a summary of the phases over their
@@ -430,6 +466,7 @@ func (m *monitor) stop() {
 // a CI log shows.
 func (m *monitor) check(t *testing.T, limit func(phase string) int) {
 	t.Helper()
+	m.checkNoLostWrite(t)
 	var summary []string
 	for _, p := range m.phases {
 		t.Logf("MEASURE %s: %d write errors, %d Service errors over %s (slowest write %s, probe %s; last error: %v)", p.name, p.write.errs, p.service.errs,
