@@ -2,6 +2,7 @@ package release
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -199,6 +200,27 @@ func (r Release) Spec(c Component) ImageSpec {
 // Default().Image(KubeAPIServer) == "kiln.local/kube-apiserver:v1.36.3".
 func (r Release) Image(c Component) string {
 	return r.Spec(c).Ref()
+}
+
+// WithImage returns the newest pinned release whose c is the image ref
+// ("kiln.local/etcd:v3.6.16"); the error says that none is.
+func WithImage(c Component, ref string) (Release, error) {
+	for _, r := range releases {
+		if r.Image(c) == ref {
+			return r, nil
+		}
+	}
+	return Release{}, fmt.Errorf("no release kiln pins runs %s", ref)
+}
+
+// Retag points every image of c in manifest (a static pod's YAML) at ref;
+// it is an error when manifest names no image of c.
+func Retag(manifest []byte, c Component, ref string) ([]byte, error) {
+	re := regexp.MustCompile(`(` + regexp.QuoteMeta(Registry+"/"+string(c)) + `):[A-Za-z0-9_.+-]+`)
+	if !re.Match(manifest) {
+		return nil, fmt.Errorf("no image %s/%s in it", Registry, c)
+	}
+	return re.ReplaceAllLiteral(manifest, []byte(ref)), nil
 }
 
 // PauseImage returns the pause image's reference, the same in every

@@ -129,3 +129,23 @@ func TestReleases(t *testing.T) {
 		t.Errorf("Lookup of an unknown version: %v, want the versions listed", err)
 	}
 }
+
+func TestWithImageAndRetag(t *testing.T) {
+	older := Releases()[1]
+	r, err := WithImage(Etcd, older.Image(Etcd))
+	if err != nil || r.Kubernetes != older.Kubernetes {
+		t.Errorf("WithImage(%s) = %s, %v; want %s", older.Image(Etcd), r.Kubernetes, err, older.Kubernetes)
+	}
+	if _, err := WithImage(Etcd, "kiln.local/etcd:v3.4.0"); err == nil || !strings.Contains(err.Error(), "no release kiln pins runs kiln.local/etcd:v3.4.0") {
+		t.Errorf("an unpinned image: %v", err)
+	}
+	manifest := []byte("containers:\n- image: kiln.local/etcd:v3.5.35\n  command: [etcd]\n- image: kiln.local/etcd-other:v1\n")
+	got, err := Retag(manifest, Etcd, "kiln.local/etcd:v3.6.16")
+	want := "containers:\n- image: kiln.local/etcd:v3.6.16\n  command: [etcd]\n- image: kiln.local/etcd-other:v1\n"
+	if err != nil || string(got) != want {
+		t.Errorf("Retag:\n%s\n%v\nwant:\n%s", got, err, want)
+	}
+	if _, err := Retag([]byte("image: kiln.local/kube-apiserver:v1.36.3\n"), Etcd, "kiln.local/etcd:v3.6.16"); err == nil {
+		t.Error("Retag of a manifest without the component's image: want an error")
+	}
+}

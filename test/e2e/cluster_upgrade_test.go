@@ -44,6 +44,9 @@ import (
 //     etcd keeps its 3 members, each runs the new etcd and etcd's cluster
 //     version is its minor, and the journal is gone;
 //   - a last plan has nothing to do;
+//   - a master replaced after the upgrade (kiln scale cluster --replace)
+//     joins etcd at 3.6 although it boots the older release's node image,
+//     and an upgrade then brings its control plane and kubelet up;
 //   - the upstream conformance subset of the new release passes.
 //
 // Like TestClusterOlderRelease it needs the older release's node image:
@@ -61,7 +64,7 @@ func TestClusterUpgrade(t *testing.T) {
 	appendInstallConfig(t, dir, "kubernetesVersion: "+from.Kubernetes+"\n")
 	_, infraID := createCluster(t, kiln, dir)
 	client := adminClient(t, dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 
 	createScaleEcho(ctx, t, client)
@@ -175,6 +178,28 @@ func TestClusterUpgrade(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Nothing to upgrade") {
 		t.Errorf("a last plan: %v\n%s", err, out)
 	}
+
+	// A master replaced after the upgrade boots the node image the cluster
+	// was created with, but its etcd must be the members': once etcd's
+	// cluster version is 3.6, a 3.5 member cannot join. An upgrade then
+	// brings the rest of it to the new release.
+	replaced := infraID + "-master-2"
+	start = time.Now()
+	out, err = runKiln(t, kiln, 30*time.Minute, "scale", "cluster", "--dir", dir, "--replace", replaced, "--yes")
+	if err != nil {
+		t.Fatalf("replacing %s after the upgrade: %v\n%s", replaced, err, lastLines(out, 40))
+	}
+	t.Logf("MEASURE replace a master after the upgrade: %s", time.Since(start).Round(time.Second))
+	assertEtcdMembers(t, infraID, 3)
+	assertEtcdRuns(ctx, t, infraID, nodeAddresses(ctx, t, client)[infraID+"-master-0"], to)
+	start = time.Now()
+	out, err = runKiln(t, kiln, 30*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--yes")
+	if err != nil || !strings.Contains(out, "Upgrade complete: "+to.Kubernetes) || regexp.MustCompile(`etcd\s+[0-9.]+ → `).MatchString(out) {
+		t.Fatalf("upgrading the replaced master (its control plane and kubelet, not its etcd): %v\n%s", err, lastLines(out, 40))
+	}
+	t.Logf("MEASURE upgrade of the replaced master: %s\n%s", time.Since(start).Round(time.Second), out)
+	assertKubelets(ctx, t, client, to.Kubernetes)
+
 	// The upgraded cluster is a cluster of the new release: the upstream
 	// conformance subset of that release passes on it, as on a new one.
 	runConformanceSubset(t, kiln, dir)

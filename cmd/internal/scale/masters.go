@@ -58,6 +58,9 @@ func (r *Runner) addMaster(ctx context.Context, name string) error {
 	if err := r.labelControlPlane(ctx, name); err != nil {
 		return err
 	}
+	if err := r.etcdForNewMaster(ctx, name); err != nil {
+		return err
+	}
 	etcd, err := r.dialEtcd(ctx, name)
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -81,7 +80,7 @@ func (n *ClusterNodes) Apply(ctx context.Context, node string, c Change) error {
 		if err != nil {
 			return err
 		}
-		manifest, err := retag(old, c.Component, r.Image(release.Component(c.Component)))
+		manifest, err := release.Retag(old, release.Component(c.Component), r.Image(release.Component(c.Component)))
 		if err != nil {
 			return fmt.Errorf("%s on %s: %w", file, node, err)
 		}
@@ -136,20 +135,6 @@ func (n *ClusterNodes) etcdCanGoBack(ctx context.Context, c Change) error {
 	}
 	return &IrreversibleError{Why: fmt.Sprintf("etcd's cluster version is %s: every member has run etcd %d.%d, and an etcd %s member cannot rejoin the cluster (docs/upgrade.md, \"etcd 3.5 to 3.6\")",
 		etcdString(cv), cv.Major, cv.Minor, display(Etcd, c.From))}
-}
-
-// imageRE matches the image of a component in a manifest.
-func imageRE(c Component) *regexp.Regexp {
-	return regexp.MustCompile(`(` + regexp.QuoteMeta(release.Registry+"/"+string(c)) + `):[A-Za-z0-9_.+-]+`)
-}
-
-// retag points every image of c in manifest at ref.
-func retag(manifest []byte, c Component, ref string) ([]byte, error) {
-	re := imageRE(c)
-	if !re.Match(manifest) {
-		return nil, fmt.Errorf("no image %s/%s in it", release.Registry, c)
-	}
-	return re.ReplaceAllLiteral(manifest, []byte(ref)), nil
 }
 
 // Check reports whether c runs c.To on node and is healthy.
