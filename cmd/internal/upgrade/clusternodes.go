@@ -122,6 +122,9 @@ func (n *ClusterNodes) Rollback(ctx context.Context, node string, c Change) erro
 // there. Before that (the last member has not run c.To long enough for
 // the leader to see it) the old binary rejoins as it left.
 func (n *ClusterNodes) etcdCanGoBack(ctx context.Context, c Change) error {
+	if n.EtcdClusterVersion == nil {
+		return errors.New("etcd's cluster version cannot be asked here: an etcd member is not put back a minor without it")
+	}
 	s, err := n.EtcdClusterVersion(ctx)
 	if err != nil {
 		return fmt.Errorf("etcd's cluster version, which decides whether etcd %s can come back: %w", display(Etcd, c.From), err)
