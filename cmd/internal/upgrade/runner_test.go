@@ -168,17 +168,25 @@ func TestRunCallsInOrder(t *testing.T) {
 	}
 }
 
+// failedRun runs the upgrade of s to to136 on f in a new directory, which
+// it returns with the run's error, a *StepError.
+func failedRun(t *testing.T, f *fakeNodes, s State, out *bytes.Buffer) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	err := newRunner(dir, f, out).Run(context.Background(), mustPlan(t, s), Journal{To: to136.Kubernetes})
+	var serr *StepError
+	if !errors.As(err, &serr) {
+		t.Fatalf("want a *StepError, got %v", err)
+	}
+	return dir, err
+}
+
 func TestRunRollsBackAFailedChange(t *testing.T) {
 	s := cluster(3, 1, "v1.35.4", "3.5.35")
 	f := newFakeNodes(t, s)
 	f.broken["master-2"] = KubeAPIServer
 	var out bytes.Buffer
-	dir := t.TempDir()
-	err := newRunner(dir, f, &out).Run(context.Background(), mustPlan(t, s), Journal{To: to136.Kubernetes})
-	var serr *StepError
-	if !errors.As(err, &serr) {
-		t.Fatalf("want a *StepError, got %v", err)
-	}
+	dir, err := failedRun(t, f, s, &out)
 	for _, w := range []string{"master-2: kube-apiserver v1.36.3 failed", "CrashLoopBackOff: unknown flag --broken", "rolled back to v1.35.4 on master-2"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error lacks %q: %v", w, err)
@@ -440,12 +448,7 @@ func TestRunKeepsAnIrreversibleChange(t *testing.T) {
 	f.broken["master-2"] = Etcd
 	f.oneWay["master-2"] = Etcd
 	var out bytes.Buffer
-	dir := t.TempDir()
-	err := newRunner(dir, f, &out).Run(context.Background(), mustPlan(t, s), Journal{To: to136.Kubernetes})
-	var serr *StepError
-	if !errors.As(err, &serr) {
-		t.Fatalf("want a *StepError, got %v", err)
-	}
+	dir, err := failedRun(t, f, s, &out)
 	for _, w := range []string{"master-2: etcd 3.6.16 failed", "it cannot be rolled back: one way. It stays at 3.6.16"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error lacks %q: %v", w, err)
