@@ -34,7 +34,7 @@ type Etcd interface {
 // installer put the member's certificates and static pod on it, promotes
 // the member once it caught up (the installer then activates the staged
 // control plane), waits for its API server, and only then adds it to the
-// load balancer. Every step checks what exists first, so a re-run after
+// load balancer; it ends once the Node is Ready. Every step checks what exists first, so a re-run after
 // an interrupt goes on where it stopped.
 func (r *Runner) addMaster(ctx context.Context, name string) error {
 	r.Cluster.Shape.Masters = with(r.Cluster.Shape.Masters, name)
@@ -82,7 +82,12 @@ func (r *Runner) addMaster(ctx context.Context, name string) error {
 	}); err != nil {
 		return err
 	}
-	return r.Machines.SetAPIBackends(ctx, r.Cluster, r.Cluster.Shape.Masters)
+	if err := r.Machines.SetAPIBackends(ctx, r.Cluster, r.Cluster.Shape.Masters); err != nil {
+		return err
+	}
+	// Done means Ready, as for a worker: the next command (an upgrade's
+	// health check, a scale of another master) may rely on it.
+	return r.waitNodeReady(ctx, name)
 }
 
 // joinStep makes at most one change towards name being a voting member,

@@ -50,8 +50,9 @@ type fakeScaler struct {
 	j        *journal
 	kube     *fake.Clientset
 	backends []string
-	// unregistered: new machines never register their Node.
-	unregistered bool
+	// unregistered: new machines never register their Node; notReady:
+	// they register it, never Ready (no pod network).
+	unregistered, notReady bool
 	// joins are the join tokens the full configs of created machines
 	// carried, each checked against the cluster's token Secrets.
 	joins []string
@@ -73,7 +74,11 @@ func (f *fakeScaler) ApplyMachines(ctx context.Context, c *platforms.Cluster) er
 		if _, err := f.kube.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{}); err == nil || f.unregistered {
 			continue
 		}
-		_, _ = f.kube.CoreV1().Nodes().Create(ctx, readyNode(n, ipOf(n)), metav1.CreateOptions{})
+		node := readyNode(n, ipOf(n))
+		if f.notReady {
+			node.Status.Conditions[0] = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Message: "cni plugin not initialized"}
+		}
+		_, _ = f.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	}
 	return nil
 }
@@ -315,6 +320,27 @@ func TestRunOrder(t *testing.T) {
 	rec, _, err := install.LoadShape(r.Cluster.Dir)
 	if err != nil || len(rec.Removing) != 0 || len(rec.Joining) != 0 || !reflect.DeepEqual(rec.Masters, ms(0, 1, 2)) || !reflect.DeepEqual(rec.Workers, ws(1)) {
 		t.Errorf("shape record = %+v, %v", rec, err)
+	}
+}
+
+// TestRunAddMasterEndsReady: a master's join ends once its Node is Ready,
+// as a worker's does, not when its API server serves: the next command (an
+// upgrade's health check) relies on it.
+func TestRunAddMasterEndsReady(t *testing.T) {
+	r, j, e := newTestRunner(t, 1, 0)
+	e.names[etcdmembers.PeerURL("10.0.0.11")] = infra + "-master-1"
+	r.Machines.(*fakeScaler).notReady = true
+	r.JoinTimeout = 50 * time.Millisecond
+	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 3, Workers: 0}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Run(context.Background(), p)
+	if err == nil || !strings.Contains(err.Error(), "Waiting for Node "+infra+"-master-1 to be Ready") || !strings.Contains(err.Error(), "cni plugin not initialized") {
+		t.Fatalf("want the join to wait for the Node Ready, naming why not: %v", err)
+	}
+	if !slices.Contains(j.calls, "lb master-0,master-1") {
+		t.Errorf("the master serves behind the load balancer before its Node is Ready: %q", j.calls)
 	}
 }
 
