@@ -44,10 +44,9 @@ import (
 //     etcd keeps its 3 members, each runs the new etcd and etcd's cluster
 //     version is its minor, and the journal is gone;
 //   - a last plan has nothing to do;
+//   - the upstream conformance subset of the new release passes;
 //   - a master replaced after the upgrade (kiln scale cluster --replace)
-//     joins etcd at 3.6 although it boots the older release's node image,
-//     and an upgrade then brings its control plane and kubelet up;
-//   - the upstream conformance subset of the new release passes.
+//     joins etcd at 3.6 although it boots the older release's node image.
 //
 // Like TestClusterOlderRelease it needs the older release's node image:
 // make test runs it once that is cached and says SKIP before.
@@ -178,11 +177,14 @@ func TestClusterUpgrade(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Nothing to upgrade") {
 		t.Errorf("a last plan: %v\n%s", err, out)
 	}
+	// The upgraded cluster is a cluster of the new release: the upstream
+	// conformance subset of that release passes on it, as on a new one.
+	runConformanceSubset(t, kiln, dir)
 
 	// A master replaced after the upgrade boots the node image the cluster
 	// was created with, but its etcd must be the members': once etcd's
-	// cluster version is 3.6, a 3.5 member cannot join. An upgrade then
-	// brings the rest of it to the new release.
+	// cluster version is 3.6, a 3.5 member cannot join. (Its API server is
+	// the older release's: docs/upgrade.md, limits.)
 	replaced := infraID + "-master-2"
 	start = time.Now()
 	out, err = runKiln(t, kiln, 30*time.Minute, "scale", "cluster", "--dir", dir, "--replace", replaced, "--yes")
@@ -192,17 +194,6 @@ func TestClusterUpgrade(t *testing.T) {
 	t.Logf("MEASURE replace a master after the upgrade: %s", time.Since(start).Round(time.Second))
 	assertEtcdMembers(t, infraID, 3)
 	assertEtcdRuns(ctx, t, infraID, nodeAddresses(ctx, t, client)[infraID+"-master-0"], to)
-	start = time.Now()
-	out, err = runKiln(t, kiln, 30*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--yes")
-	if err != nil || !strings.Contains(out, "Upgrade complete: "+to.Kubernetes) || regexp.MustCompile(`etcd\s+[0-9.]+ → `).MatchString(out) {
-		t.Fatalf("upgrading the replaced master (its control plane and kubelet, not its etcd): %v\n%s", err, lastLines(out, 40))
-	}
-	t.Logf("MEASURE upgrade of the replaced master: %s\n%s", time.Since(start).Round(time.Second), out)
-	assertKubelets(ctx, t, client, to.Kubernetes)
-
-	// The upgraded cluster is a cluster of the new release: the upstream
-	// conformance subset of that release passes on it, as on a new one.
-	runConformanceSubset(t, kiln, dir)
 }
 
 // brokenFlag is accepted by v1.35's API server (the gate is beta there)

@@ -234,10 +234,21 @@ func (r *Runner) step(ctx context.Context, st Step, j *Journal) error {
 	return r.release(ctx, st)
 }
 
+// drainsAPI reports whether a change of c takes its master's API server
+// out of the load balancer while it restarts: the API server itself, and
+// etcd, which it talks to on its own master only (--etcd-servers is the
+// local member), so that it cannot write while its member restarts.
+// Leaving the load balancer closes the connections pinned to it, and
+// clients reconnect to another master (an e2e run without it for etcd:
+// 5 writes in a row timed out, 30 s, on a connection pinned to the master
+// whose member restarted).
+func drainsAPI(c Component) bool { return c == KubeAPIServer || c == Etcd }
+
 // change applies c on node and waits for its gate; an API server leaves
-// the load balancer before and comes back once Ready.
+// the load balancer before it or its etcd member restarts, and comes back
+// once the change passed its gate.
 func (r *Runner) change(ctx context.Context, node string, c Change) error {
-	api := c.Component == KubeAPIServer
+	api := drainsAPI(c.Component)
 	if api {
 		if err := r.Nodes.APIBackend(ctx, node, false); err != nil {
 			return fmt.Errorf("taking its API server out of the load balancer: %w", err)
@@ -266,7 +277,7 @@ func (r *Runner) rollback(ctx context.Context, node string, changes []Change) er
 		if err := r.gateWithin(ctx, node, back, r.RollbackTimeout); err != nil {
 			return err
 		}
-		if c.Component == KubeAPIServer {
+		if drainsAPI(c.Component) {
 			if err := r.Nodes.APIBackend(ctx, node, true); err != nil {
 				return err
 			}

@@ -146,7 +146,7 @@ func TestRunCallsInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"apply master-0 etcd 3.6.16", "check master-0 etcd 3.6.16",
+		"backend master-0 false", "apply master-0 etcd 3.6.16", "check master-0 etcd 3.6.16", "backend master-0 true",
 		"backend master-0 false", "apply master-0 kube-apiserver v1.36.3", "check master-0 kube-apiserver v1.36.3", "backend master-0 true",
 		"apply master-0 kube-controller-manager v1.36.3", "check master-0 kube-controller-manager v1.36.3",
 		"apply master-0 kube-scheduler v1.36.3", "check master-0 kube-scheduler v1.36.3",
@@ -468,7 +468,7 @@ func TestRunKeepsAnIrreversibleChange(t *testing.T) {
 	if err := newRunner(dir, f, &out).Run(context.Background(), mustPlan(t, cur), j); err != nil {
 		t.Fatal(err)
 	}
-	if f.calls[0] != "apply master-2 etcd 3.6.16" || slices.ContainsFunc(f.calls, func(c string) bool { return strings.HasPrefix(c, "rollback") }) {
+	if !slices.Equal(f.calls[:2], []string{"backend master-2 false", "apply master-2 etcd 3.6.16"}) || slices.ContainsFunc(f.calls, func(c string) bool { return strings.HasPrefix(c, "rollback") }) {
 		t.Errorf("the re-run must finish master-2's etcd first, and roll nothing back: %q", f.calls)
 	}
 
