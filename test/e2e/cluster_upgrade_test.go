@@ -45,8 +45,10 @@ import (
 //     version is its minor, and the journal is gone;
 //   - a last plan has nothing to do;
 //   - the upstream conformance subset of the new release passes;
-//   - a master replaced after the upgrade (kiln scale cluster --replace)
-//     joins etcd at 3.6 although it boots the older release's node image.
+//   - a master replaced and a worker added after the upgrade (kiln scale
+//     cluster --replace --workers) join at the new release although they
+//     boot the older release's node image: kubelets, control plane, etcd
+//     and kube-proxy, and a plan after them has nothing to do.
 //
 // Like TestClusterOlderRelease it needs the older release's node image:
 // make test runs it once that is cached and says SKIP before.
@@ -140,6 +142,48 @@ func TestClusterUpgrade(t *testing.T) {
 	// it restarts; a few seconds of it at most.
 	mon.check(t, func(string) int { return 5 })
 
+	assertRunsRelease(ctx, t, client, to)
+	assertEtcdMembers(t, infraID, 3)
+	assertEtcdRuns(ctx, t, infraID, nodeAddresses(ctx, t, client)[infraID+"-master-0"], to)
+	if _, err := os.Stat(filepath.Join(dir, ".kiln", "upgrade.json")); !os.IsNotExist(err) {
+		t.Errorf("the journal outlived the upgrade: %v", err)
+	}
+	out, err = runKiln(t, kiln, 5*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--plan")
+	if err != nil || !strings.Contains(out, "Nothing to upgrade") {
+		t.Errorf("a last plan: %v\n%s", err, out)
+	}
+	// The upgraded cluster is a cluster of the new release: the upstream
+	// conformance subset of that release passes on it, as on a new one.
+	runConformanceSubset(t, kiln, dir)
+
+	// A master replaced and a worker added after the upgrade boot the node
+	// image the cluster was created with, and join at the release the
+	// cluster runs: the master's etcd must be the members' (once etcd's
+	// cluster version is 3.6, a 3.5 member cannot join), its API server
+	// must not be older than the kubelets, and kube-proxy's new image must
+	// be on both.
+	replaced := infraID + "-master-2"
+	start = time.Now()
+	out, err = runKiln(t, kiln, 30*time.Minute, "scale", "cluster", "--dir", dir, "--replace", replaced, "--workers", "3", "--yes")
+	if err != nil {
+		t.Fatalf("replacing %s and adding a worker after the upgrade: %v\n%s", replaced, err, lastLines(out, 40))
+	}
+	t.Logf("MEASURE replace a master and add a worker after the upgrade: %s", time.Since(start).Round(time.Second))
+	assertRunsRelease(ctx, t, client, to)
+	assertEtcdMembers(t, infraID, 3)
+	assertEtcdRuns(ctx, t, infraID, nodeAddresses(ctx, t, client)[infraID+"-master-0"], to)
+	out, err = runKiln(t, kiln, 5*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--plan")
+	if err != nil || !strings.Contains(out, "Nothing to upgrade") {
+		t.Errorf("a plan after the scale: %v\n%s", err, out)
+	}
+}
+
+// assertRunsRelease checks that the cluster runs to on every node: every
+// kubelet, every control-plane pod and kube-proxy, and the API server says
+// so; and that the echo Service's NodePort answers new connections on
+// every node (each node's kube-proxy runs r's image).
+func assertRunsRelease(ctx context.Context, t *testing.T, client kubernetes.Interface, to release.Release) {
+	t.Helper()
 	assertKubelets(ctx, t, client, to.Kubernetes)
 	pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "tier=control-plane"})
 	if err != nil {
@@ -158,42 +202,14 @@ func TestClusterUpgrade(t *testing.T) {
 	if err != nil || ds.Spec.Template.Spec.Containers[0].Image != to.Image(release.KubeProxy) {
 		t.Errorf("kube-proxy: %v", err)
 	}
-	// Every kube-proxy restarted in the rollout: each node's NodePort
-	// answers new connections (the monitor probes master-0's only).
 	get := nodePortGetter(strconv.Itoa(scaleNodePort), "echo")
 	for node, ip := range nodeAddresses(ctx, t, client) {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		if err := waitNodePort(wctx, get, ip); err != nil {
-			t.Errorf("after the upgrade the echo Service's NodePort on %s (%s) does not answer: %v", node, ip, err)
+			t.Errorf("the echo Service's NodePort on %s (%s) does not answer: %v", node, ip, err)
 		}
 		cancel()
 	}
-	assertEtcdMembers(t, infraID, 3)
-	assertEtcdRuns(ctx, t, infraID, nodeAddresses(ctx, t, client)[infraID+"-master-0"], to)
-	if _, err := os.Stat(filepath.Join(dir, ".kiln", "upgrade.json")); !os.IsNotExist(err) {
-		t.Errorf("the journal outlived the upgrade: %v", err)
-	}
-	out, err = runKiln(t, kiln, 5*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--plan")
-	if err != nil || !strings.Contains(out, "Nothing to upgrade") {
-		t.Errorf("a last plan: %v\n%s", err, out)
-	}
-	// The upgraded cluster is a cluster of the new release: the upstream
-	// conformance subset of that release passes on it, as on a new one.
-	runConformanceSubset(t, kiln, dir)
-
-	// A master replaced after the upgrade boots the node image the cluster
-	// was created with, but its etcd must be the members': once etcd's
-	// cluster version is 3.6, a 3.5 member cannot join. (Its API server is
-	// the older release's: docs/upgrade.md, limits.)
-	replaced := infraID + "-master-2"
-	start = time.Now()
-	out, err = runKiln(t, kiln, 30*time.Minute, "scale", "cluster", "--dir", dir, "--replace", replaced, "--yes")
-	if err != nil {
-		t.Fatalf("replacing %s after the upgrade: %v\n%s", replaced, err, lastLines(out, 40))
-	}
-	t.Logf("MEASURE replace a master after the upgrade: %s", time.Since(start).Round(time.Second))
-	assertEtcdMembers(t, infraID, 3)
-	assertEtcdRuns(ctx, t, infraID, nodeAddresses(ctx, t, client)[infraID+"-master-0"], to)
 }
 
 // brokenFlag is accepted by v1.35's API server (the gate is beta there)

@@ -30,12 +30,13 @@ type Etcd interface {
 
 // addMaster creates the master's machine (from the full master config: it
 // holds the control plane's certificates and stages its static pods),
-// waits for its Node, adds its etcd member as a learner and has the
-// installer put the member's certificates and static pod on it, promotes
-// the member once it caught up (the installer then activates the staged
-// control plane), waits for its API server, and only then adds it to the
-// load balancer; it ends once the Node is Ready. Every step checks what exists first, so a re-run after
-// an interrupt goes on where it stopped.
+// waits for its Node, brings it to the release the other masters run
+// (catchUp), adds its etcd member as a learner and has the installer put
+// the member's certificates and static pod on it, promotes the member once
+// it caught up (the installer then activates the staged control plane),
+// waits for its API server, and only then adds it to the load balancer; it
+// ends once the Node is Ready. Every step checks what exists first, so a
+// re-run after an interrupt goes on where it stopped.
 func (r *Runner) addMaster(ctx context.Context, name string) error {
 	r.Cluster.Shape.Masters = with(r.Cluster.Shape.Masters, name)
 	if err := r.join(ctx, name, machines.RoleMaster); err != nil {
@@ -58,7 +59,7 @@ func (r *Runner) addMaster(ctx context.Context, name string) error {
 	if err := r.labelControlPlane(ctx, name); err != nil {
 		return err
 	}
-	if err := r.etcdForNewMaster(ctx, name); err != nil {
+	if err := r.catchUp(ctx, name, true); err != nil {
 		return err
 	}
 	etcd, err := r.dialEtcd(ctx, name)

@@ -43,9 +43,9 @@ type Runner struct {
 	Cluster *platforms.Cluster
 	// Machines creates and destroys machines and sets the API backends.
 	Machines platforms.Scaler
-	// Upgrader loads a release's images onto a machine, for a new
-	// master's etcd in a cluster upgraded since it was created; nil when
-	// the platform has none.
+	// Upgrader puts a release's images and kubelet on a machine, for a
+	// new one in a cluster upgraded since it was created; nil when the
+	// platform has none.
 	Upgrader platforms.Upgrader
 	// Kube is the admin client through the load balancer.
 	Kube kubernetes.Interface

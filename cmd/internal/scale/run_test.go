@@ -24,6 +24,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/manifests"
+	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/assets/tls/tlstest"
 	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/internal/install"
@@ -53,6 +54,9 @@ type fakeScaler struct {
 	// unregistered: new machines never register their Node; notReady:
 	// they register it, never Ready (no pod network).
 	unregistered, notReady bool
+	// kubelet is the version the Nodes of new machines report; the
+	// default release's when "".
+	kubelet string
 	// joins are the join tokens the full configs of created machines
 	// carried, each checked against the cluster's token Secrets.
 	joins []string
@@ -75,6 +79,9 @@ func (f *fakeScaler) ApplyMachines(ctx context.Context, c *platforms.Cluster) er
 			continue
 		}
 		node := readyNode(n, ipOf(n))
+		if f.kubelet != "" {
+			node.Status.NodeInfo.KubeletVersion = f.kubelet
+		}
 		if f.notReady {
 			node.Status.Conditions[0] = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Message: "cni plugin not initialized"}
 		}
@@ -167,6 +174,7 @@ func readyNode(name, ip string) *corev1.Node {
 		Status: corev1.NodeStatus{
 			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}},
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: release.Default().Kubernetes},
 		},
 	}
 }
@@ -341,6 +349,39 @@ func TestRunAddMasterEndsReady(t *testing.T) {
 	}
 	if !slices.Contains(j.calls, "lb master-0,master-1") {
 		t.Errorf("the master serves behind the load balancer before its Node is Ready: %q", j.calls)
+	}
+}
+
+// TestRunAddCatchesUp: in a cluster upgraded since it was created, a
+// master and a worker added get the running kubelet from the platform
+// after they register, the master before its etcd member is added.
+func TestRunAddCatchesUp(t *testing.T) {
+	older := release.Releases()[1]
+	r, j, e := newTestRunner(t, 1, 1)
+	e.names[etcdmembers.PeerURL("10.0.0.11")] = infra + "-master-1"
+	e.names[etcdmembers.PeerURL("10.0.0.12")] = infra + "-master-2"
+	r.Machines.(*fakeScaler).kubelet = older.Kubernetes
+	r.Upgrader = &fakeUpgrader{j: j, kube: r.Kube, files: map[string]string{}}
+	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 3, Workers: 2}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"machines master-0,master-1,worker-0",
+		"load " + infra + " master-1 " + release.Default().Kubernetes + " [pause etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy coredns local-path-provisioner metrics-server kube-router]",
+		"kubelet " + infra + " master-1 " + release.Default().Kubernetes,
+		"etcd add learner https://10.0.0.11:2380",
+	}
+	if i := slices.Index(j.calls, want[0]); i < 0 || len(j.calls) < i+len(want) || !slices.Equal(j.calls[i:i+len(want)], want) {
+		t.Errorf("calls:\n%s\nwant in a row:\n%s", strings.Join(j.calls, "\n"), strings.Join(want, "\n"))
+	}
+	for _, n := range []string{"master-2", "worker-1"} {
+		if call := "kubelet " + infra + " " + n + " " + release.Default().Kubernetes; !slices.Contains(j.calls, call) {
+			t.Errorf("no %q in:\n%s", call, strings.Join(j.calls, "\n"))
+		}
 	}
 }
 

@@ -14,10 +14,14 @@ import (
 
 // addWorker creates the worker's machine from the full worker config with
 // a join token of its own, waits for its Node to register, retires the
-// token, and waits for the Node to be Ready.
+// token, brings it to the release the other nodes run (catchUp), and
+// waits for the Node to be Ready.
 func (r *Runner) addWorker(ctx context.Context, name string) error {
 	r.Cluster.Shape.Workers = with(r.Cluster.Shape.Workers, name)
 	if err := r.join(ctx, name, machines.RoleWorker); err != nil {
+		return err
+	}
+	if err := r.catchUp(ctx, name, false); err != nil {
 		return err
 	}
 	return r.waitNodeReady(ctx, name)

@@ -19,6 +19,7 @@ import (
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/cmd/internal/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/internal/handover"
+	"github.com/kiln-project/kiln/cmd/internal/scale"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -153,7 +154,7 @@ func (n *ClusterNodes) Check(ctx context.Context, node string, c Change) error {
 			return err
 		}
 		want := r.Image(release.Component(c.Component))
-		if got := containerImage(pod.Spec.Containers, string(c.Component)); got != want {
+		if got := scale.ContainerImage(pod.Spec.Containers, string(c.Component)); got != want {
 			return fmt.Errorf("pod %s runs %s, not %s yet", pod.Name, got, want)
 		}
 		if why := podNotReady(*pod); why != "" {
@@ -196,12 +197,12 @@ func (n *ClusterNodes) Check(ctx context.Context, node string, c Change) error {
 		}
 		return nil
 	case KubeProxy:
-		ds, err := n.Kube.AppsV1().DaemonSets(Namespace).Get(ctx, kubeProxyDaemonSet, metav1.GetOptions{})
+		ds, err := n.Kube.AppsV1().DaemonSets(Namespace).Get(ctx, scale.KubeProxyDaemonSet, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		st := ds.Status
-		if got, want := containerImage(ds.Spec.Template.Spec.Containers, kubeProxyDaemonSet), r.Image(release.KubeProxy); got != want {
+		if got, want := scale.ContainerImage(ds.Spec.Template.Spec.Containers, scale.KubeProxyDaemonSet), r.Image(release.KubeProxy); got != want {
 			return fmt.Errorf("DaemonSet kube-proxy names %s, not %s", got, want)
 		}
 		if st.ObservedGeneration < ds.Generation || st.UpdatedNumberScheduled != st.DesiredNumberScheduled || st.NumberAvailable != st.DesiredNumberScheduled {
@@ -209,12 +210,12 @@ func (n *ClusterNodes) Check(ctx context.Context, node string, c Change) error {
 		}
 		return nil
 	case CoreDNS:
-		d, err := n.Kube.AppsV1().Deployments(Namespace).Get(ctx, coreDNSDeployment, metav1.GetOptions{})
+		d, err := n.Kube.AppsV1().Deployments(Namespace).Get(ctx, scale.CoreDNSDeployment, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		st := d.Status
-		if got, want := containerImage(d.Spec.Template.Spec.Containers, coreDNSDeployment), r.Image(release.CoreDNS); got != want {
+		if got, want := scale.ContainerImage(d.Spec.Template.Spec.Containers, scale.CoreDNSDeployment), r.Image(release.CoreDNS); got != want {
 			return fmt.Errorf("Deployment coredns names %s, not %s", got, want)
 		}
 		want := int32(1)
@@ -264,27 +265,15 @@ func (n *ClusterNodes) leadersActive(ctx context.Context) error {
 	return nil
 }
 
-// containerImage is the image of the container called name, else of the
-// first container.
-func containerImage(cs []corev1.Container, name string) string {
-	if i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == name }); i >= 0 {
-		return cs[i].Image
-	}
-	if len(cs) > 0 {
-		return cs[0].Image
-	}
-	return ""
-}
-
 // setAddonImage points the kube-proxy DaemonSet's or the CoreDNS
 // Deployment's container at ref.
 func (n *ClusterNodes) setAddonImage(ctx context.Context, c Component, ref string) error {
 	patch := []byte(fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":%q,"image":%q}]}}}}`, string(c), ref))
 	var err error
 	if c == KubeProxy {
-		_, err = n.Kube.AppsV1().DaemonSets(Namespace).Patch(ctx, kubeProxyDaemonSet, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		_, err = n.Kube.AppsV1().DaemonSets(Namespace).Patch(ctx, scale.KubeProxyDaemonSet, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	} else {
-		_, err = n.Kube.AppsV1().Deployments(Namespace).Patch(ctx, coreDNSDeployment, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		_, err = n.Kube.AppsV1().Deployments(Namespace).Patch(ctx, scale.CoreDNSDeployment, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	}
 	if err != nil {
 		return fmt.Errorf("setting the image of %s: %w", c, err)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kiln-project/kiln/cmd/internal/handover"
+	"github.com/kiln-project/kiln/cmd/internal/scale"
 )
 
 // Where Inventory finds the cluster's components.
@@ -21,10 +22,6 @@ const (
 	controlPlaneSelector = "tier=control-plane"
 	// componentLabel names a static pod's component.
 	componentLabel = "component"
-	// kubeProxyDaemonSet and coreDNSDeployment are the add-ons whose
-	// versions follow the release.
-	kubeProxyDaemonSet = "kube-proxy"
-	coreDNSDeployment  = "coredns"
 )
 
 // Inventory reads the versions the cluster runs: each node's kubelet (as
@@ -61,16 +58,16 @@ func Inventory(ctx context.Context, kube kubernetes.Interface, o Observed) (Stat
 			}
 		}
 	}
-	ds, err := kube.AppsV1().DaemonSets(Namespace).Get(ctx, kubeProxyDaemonSet, metav1.GetOptions{})
+	ds, err := kube.AppsV1().DaemonSets(Namespace).Get(ctx, scale.KubeProxyDaemonSet, metav1.GetOptions{})
 	if err != nil {
 		return s, fmt.Errorf("reading the kube-proxy DaemonSet: %w", err)
 	}
-	s.Addons[KubeProxy] = imageVersion(ds.Spec.Template.Spec.Containers, kubeProxyDaemonSet)
-	dep, err := kube.AppsV1().Deployments(Namespace).Get(ctx, coreDNSDeployment, metav1.GetOptions{})
+	s.Addons[KubeProxy] = imageVersion(ds.Spec.Template.Spec.Containers, scale.KubeProxyDaemonSet)
+	dep, err := kube.AppsV1().Deployments(Namespace).Get(ctx, scale.CoreDNSDeployment, metav1.GetOptions{})
 	if err != nil {
 		return s, fmt.Errorf("reading the CoreDNS Deployment: %w", err)
 	}
-	s.Addons[CoreDNS] = imageVersion(dep.Spec.Template.Spec.Containers, coreDNSDeployment)
+	s.Addons[CoreDNS] = imageVersion(dep.Spec.Template.Spec.Containers, scale.CoreDNSDeployment)
 	return s, nil
 }
 
@@ -79,7 +76,7 @@ func Inventory(ctx context.Context, kube kubernetes.Interface, o Observed) (Stat
 // gives 3.5.35. Zero when there is no container or its tag is not a
 // version.
 func imageVersion(cs []corev1.Container, name string) Version {
-	img := containerImage(cs, name)
+	img := scale.ContainerImage(cs, name)
 	i := strings.LastIndex(img, ":")
 	if i < 0 || strings.Contains(img[i:], "/") {
 		return Version{}
