@@ -8,6 +8,7 @@
 // Kubernetes version-skew policy at some step (Violations). Healthy checks
 // that the cluster is fit to start: every node Ready, every etcd member
 // answering, every control-plane pod Ready. RemovedAPIs names the API
-// versions the cluster's clients still ask for that the target removes;
+// versions the cluster's clients still ask for that the target removes,
+// StoredObjects the objects written through them (RemovedKinds);
 // Snapshot saves etcd into --dir before the first change.
 package upgrade

@@ -12,6 +12,9 @@ import (
 	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/kubernetes"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kiln-project/kiln/assets/release"
@@ -106,6 +109,7 @@ func Upgrade(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	}
 	plan.Print(out)
 	warnRemovedAPIs(ctx, kube, mustVersion(to.Kubernetes), log, out)
+	warnStoredObjects(ctx, rc, kube, plan.From, mustVersion(to.Kubernetes), log, out)
 	if f.PlanOnly || (plan.Empty() && !resuming) {
 		if !f.PlanOnly && found {
 			return RemoveJournal(c.Dir)
@@ -137,6 +141,42 @@ func Upgrade(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 		Cluster: &c.Cluster, Upgrader: up, Backends: backends, Kube: kube, Etcd: etcd,
 		EtcdClusterVersion: clusterVersion, Drainer: drainer.Drain}}
 	return exitcode.With(exitcode.Install, r.Run(ctx, plan, j))
+}
+
+// maxStoredObjects bounds the objects warnStoredObjects names; it counts
+// the rest.
+const maxStoredObjects = 20
+
+// warnStoredObjects prints the objects last written through an API
+// version that target removes and the cluster at from serves: the
+// manifests and clients behind them fail once target serves the cluster.
+// Like warnRemovedAPIs it only warns.
+func warnStoredObjects(ctx context.Context, rc *rest.Config, kube kubernetes.Interface, from, target Version, log logrus.FieldLogger, out io.Writer) {
+	removed := RemovedKinds(clientscheme.Scheme, from, target)
+	if len(removed) == 0 {
+		return
+	}
+	preferred, err := kube.Discovery().ServerPreferredResources()
+	if err != nil && len(preferred) == 0 {
+		log.Warnf("cannot list the cluster's resources for objects of removed API versions: %v", err)
+		return
+	}
+	meta, err := metadata.NewForConfig(rc)
+	if err != nil {
+		log.Warnf("cannot read the objects of removed API versions: %v", err)
+		return
+	}
+	objs, err := StoredObjects(ctx, meta, preferred, removed)
+	if err != nil {
+		log.Warnf("cannot read every object of removed API versions: %v", err)
+	}
+	for i, o := range objs {
+		if i == maxStoredObjects {
+			fmt.Fprintf(out, "Warning: and %d more objects written through API versions %s removes\n", len(objs)-i, target)
+			break
+		}
+		fmt.Fprintf(out, "Warning: %s: its manifest or client fails once the cluster runs %s\n", o, target)
+	}
 }
 
 // dialEtcd connects to the members on every master, with the API server's
