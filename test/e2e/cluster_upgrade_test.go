@@ -34,10 +34,11 @@ import (
 //
 //   - `kiln upgrade cluster --plan` prints the plan and changes nothing;
 //   - with a flag the older API server accepts and the newer refuses added
-//     to the first master's manifest, the upgrade takes etcd from 3.5 to
-//     3.6 member by member, then fails its first API server change, rolls
-//     it back on that master and reports the API server's own error; with
-//     the flag removed the upgrade goes on;
+//     to the first master's manifest, the upgrade, killed (SIGKILL) 3 s
+//     into its second etcd step and run again, resumes that step, takes
+//     etcd from 3.5 to 3.6 member by member, then fails its first API
+//     server change, rolls it back on that master and reports the API
+//     server's own error; with the flag removed the upgrade goes on;
 //   - the upgrade, killed (SIGKILL) 3 s into its first kubelet step, and
 //     run again, completes: every node's kubelet, every control-plane pod
 //     and kube-proxy run the default release, the API server reports it,
@@ -94,9 +95,25 @@ func TestClusterUpgrade(t *testing.T) {
 	}
 	mgr := machine.NewManager(machine.Options{})
 	setBrokenFlag(ctx, t, mgr, client, first[1], true)
+	// Killed 3 s into the second etcd step (its member's image import or
+	// restart, its API server out of the load balancer), the next run
+	// resumes that step before it goes on.
+	second := regexp.MustCompile(`(?m)^\s+2\s+([a-z0-9-]+-master-\d)\s+etcd\s`).FindStringSubmatch(out)
+	if from.Etcd != to.Etcd && second == nil {
+		t.Fatalf("the plan's second step is no etcd step:\n%s", out)
+	}
+	if second != nil {
+		mon.begin("upgrade, killed during an etcd step")
+		killed, _ := signalAt(t, kiln, "] "+second[1]+": etcd ", 3*time.Second, syscall.SIGKILL,
+			"upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--yes", "--step-timeout", "2m")
+		mon.end(killed)
+	}
 	mon.begin("a change that fails its gate, rolled back")
 	out, err = runKiln(t, kiln, 20*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--yes", "--step-timeout", "2m")
 	mon.end(out)
+	if second != nil && !strings.Contains(out, "Resuming "+second[1]+": etcd ") {
+		t.Errorf("the run after the kill does not resume %s's etcd step:\n%s", second[1], lastLines(out, 40))
+	}
 	rolled := regexp.MustCompile(`([a-z0-9-]+-master-\d): kube-apiserver ` + regexp.QuoteMeta(to.Kubernetes) + ` failed: .*rolled back to ` +
 		regexp.QuoteMeta(from.Kubernetes) + ` on ([a-z0-9-]+-master-\d), and the upgrade stopped`).FindStringSubmatch(out)
 	if err == nil || rolled == nil || rolled[1] != first[1] || rolled[2] != first[1] {
