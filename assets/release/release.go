@@ -126,6 +126,7 @@ type Release struct {
 // default.
 var releases = [...]Release{
 	{Kubernetes: "v1.36.3", KubernetesStaging: "v0.36.3", Etcd: "v3.6.16", CoreDNS: "v1.15.0"},
+	{Kubernetes: "v1.36.1", KubernetesStaging: "v0.36.1", Etcd: "v3.6.16", CoreDNS: "v1.15.0"},
 	{Kubernetes: "v1.35.4", KubernetesStaging: "v0.35.4", Etcd: "v3.5.35", CoreDNS: "v1.15.0"},
 }
 

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -114,8 +115,8 @@ func TestReleases(t *testing.T) {
 		if r.Minor() == 0 {
 			t.Errorf("%s: no minor version", r.Kubernetes)
 		}
-		if i > 0 && r.Minor() >= rs[i-1].Minor() {
-			t.Errorf("%s is listed after %s: newest first, one release per minor", r.Kubernetes, rs[i-1].Kubernetes)
+		if i > 0 && (r.Minor() > rs[i-1].Minor() || r.Minor() == rs[i-1].Minor() && patch(t, r) >= patch(t, rs[i-1])) {
+			t.Errorf("%s is listed after %s: newest first", r.Kubernetes, rs[i-1].Kubernetes)
 		}
 		for _, v := range []string{r.Kubernetes, strings.TrimPrefix(r.Kubernetes, "v")} {
 			got, err := Lookup(v)
@@ -125,13 +126,13 @@ func TestReleases(t *testing.T) {
 		}
 	}
 	_, err := Lookup("v1.30.0")
-	if err == nil || !strings.Contains(err.Error(), "v1.36.3, v1.35.4") {
+	if err == nil || !strings.Contains(err.Error(), "v1.36.3, v1.36.1, v1.35.4") {
 		t.Errorf("Lookup of an unknown version: %v, want the versions listed", err)
 	}
 }
 
 func TestWithImageAndRetag(t *testing.T) {
-	older := Releases()[1]
+	older, _ := Lookup("v1.35.4")
 	r, err := WithImage(Etcd, older.Image(Etcd))
 	if err != nil || r.Kubernetes != older.Kubernetes {
 		t.Errorf("WithImage(%s) = %s, %v; want %s", older.Image(Etcd), r.Kubernetes, err, older.Kubernetes)
@@ -148,4 +149,15 @@ func TestWithImageAndRetag(t *testing.T) {
 	if _, err := Retag([]byte("image: kiln.local/kube-apiserver:v1.36.3\n"), Etcd, "kiln.local/etcd:v3.6.16"); err == nil {
 		t.Error("Retag of a manifest without the component's image: want an error")
 	}
+}
+
+// patch is the patch number of r's Kubernetes version: 3 for v1.36.3.
+func patch(t *testing.T, r Release) int {
+	t.Helper()
+	parts := strings.Split(r.Kubernetes, ".")
+	n, err := strconv.Atoi(parts[len(parts)-1])
+	if len(parts) != 3 || err != nil {
+		t.Fatalf("%s: not vMAJOR.MINOR.PATCH", r.Kubernetes)
+	}
+	return n
 }

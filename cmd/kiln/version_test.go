@@ -35,7 +35,7 @@ func TestReadVersion(t *testing.T) {
 	for _, want := range []string{"kiln v1.2.3\n", "commit: 0123456789abcdef (2026-11-25T02:00:00Z, with uncommitted changes)\n",
 		"built with: go1.99.1 ", "kubernetes              " + release.Default().Kubernetes + "\n", "metrics-server          " + release.MetricsServerVersion, "kube-router             " + release.KubeRouterVersion + "\n",
 		"registry (host)         " + release.RegistryVersion + "\n",
-		"releases (install-config kubernetesVersion; the first is the default):\n  v1.36.3  etcd v3.6.16, coredns v1.15.0\n  v1.35.4  etcd v3.5.35, coredns v1.15.0\n"} {
+		"releases (install-config kubernetesVersion; the first is the default):\n  v1.36.3  etcd v3.6.16, coredns v1.15.0\n  v1.36.1  etcd v3.6.16, coredns v1.15.0\n  v1.35.4  etcd v3.5.35, coredns v1.15.0\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("text output lacks %q:\n%s", want, out.String())
 		}

@@ -100,7 +100,7 @@ type catchUpCluster struct {
 // kiln does not pin and a platform that cannot load are refused, naming
 // what runs where.
 func TestCatchUp(t *testing.T) {
-	older, newer := release.Releases()[1], release.Default()
+	older, newer := previousMinor(t), release.Default()
 	m2 := infra + "-master-2"
 	w1 := infra + "-worker-1"
 	all := func(r release.Release) string {
@@ -279,4 +279,18 @@ func (c catchUpCluster) runner(t *testing.T, newNode string) (*Runner, *fakeUpgr
 	}
 	r.PKI.Manifest = manifestOf(release.Etcd, c.node.Image(release.Etcd))
 	return r, up
+}
+
+// previousMinor is the newest pinned release of the minor before the
+// default's: its etcd and its images differ from the default's.
+func previousMinor(t *testing.T) release.Release {
+	t.Helper()
+	def := release.Default()
+	for _, r := range release.Releases() {
+		if r.Minor() == def.Minor()-1 {
+			return r
+		}
+	}
+	t.Fatalf("kiln pins no release of the minor before %s", def.Kubernetes)
+	return release.Release{}
 }

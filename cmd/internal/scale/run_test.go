@@ -356,7 +356,7 @@ func TestRunAddMasterEndsReady(t *testing.T) {
 // master and a worker added get the running kubelet from the platform
 // after they register, the master before its etcd member is added.
 func TestRunAddCatchesUp(t *testing.T) {
-	older := release.Releases()[1]
+	older := previousMinor(t)
 	r, j, e := newTestRunner(t, 1, 1)
 	e.names[etcdmembers.PeerURL("10.0.0.11")] = infra + "-master-1"
 	e.names[etcdmembers.PeerURL("10.0.0.12")] = infra + "-master-2"

@@ -114,7 +114,20 @@ func newClusterNodes(l *live) (*ClusterNodes, *fakeUpgrader, *fakeBackends) {
 	return n, up, lb
 }
 
-var older = release.Releases()[1]
+// older is the release of the minor before the default's; oldest the
+// oldest pinned.
+var (
+	older  = mustLookup("v1.35.4")
+	oldest = release.Releases()[len(release.Releases())-1]
+)
+
+func mustLookup(v string) release.Release {
+	r, err := release.Lookup(v)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
 
 func TestClusterNodesApply(t *testing.T) {
 	l := newLive([]string{"master-0", "master-1", "master-2"}, []string{"worker-0"}, older.Kubernetes, "3.5.35")

@@ -72,8 +72,10 @@ func TestPlanMinorUpgradePrints(t *testing.T) {
 		// A cluster kiln made before v1.36.3 was paired with etcd 3.6:
 		// only etcd changes, one member at a time.
 		{"etcd-only-3+1.txt", cluster(3, 1, "v1.36.3", "3.5.35"), release.Default(), Options{}},
-		// The release table's own pair: the older release to the default.
-		{"table-1+1.txt", cluster(1, 1, release.Releases()[1].Kubernetes, release.Releases()[1].Etcd), release.Default(), Options{}},
+		// The release table's own pairs: the oldest release to the
+		// default (a minor), the default's older patch to it.
+		{"table-1+1.txt", cluster(1, 1, oldest.Kubernetes, oldest.Etcd), release.Default(), Options{}},
+		{"table-patch-1+1.txt", cluster(1, 1, "v1.36.1", "3.6.16"), release.Default(), Options{}},
 	} {
 		p, err := MakePlan(tc.state, tc.to, tc.o)
 		if err != nil {
