@@ -117,6 +117,7 @@ func TestClusterUpgrade(t *testing.T) {
 	rolled := regexp.MustCompile(`([a-z0-9-]+-master-\d): kube-apiserver ` + regexp.QuoteMeta(to.Kubernetes) + ` failed: .*rolled back to ` +
 		regexp.QuoteMeta(from.Kubernetes) + ` on ([a-z0-9-]+-master-\d), and the upgrade stopped`).FindStringSubmatch(out)
 	if err == nil || rolled == nil || rolled[1] != first[1] || rolled[2] != first[1] {
+		diagnose(ctx, t, kiln, dir, client)
 		t.Fatalf("want %s's API server change rolled back and reported: %v\n%s", first[1], err, lastLines(out, 30))
 	}
 	// The error names the last error the gate saw: the API server's own.
@@ -150,6 +151,7 @@ func TestClusterUpgrade(t *testing.T) {
 	out, err = runKiln(t, kiln, 30*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--yes")
 	mon.end(out)
 	if err != nil || !strings.Contains(out, "Upgrade complete: "+to.Kubernetes) {
+		diagnose(ctx, t, kiln, dir, client)
 		t.Fatalf("the resumed upgrade: %v\n%s", err, lastLines(out, 40))
 	}
 	t.Logf("MEASURE upgrade 3+2 %s → %s: %s including the kill and the resume\n%s", from.Kubernetes, to.Kubernetes,
@@ -183,6 +185,7 @@ func TestClusterUpgrade(t *testing.T) {
 	start = time.Now()
 	out, err = runKiln(t, kiln, 30*time.Minute, "scale", "cluster", "--dir", dir, "--replace", replaced, "--workers", "3", "--yes")
 	if err != nil {
+		diagnose(ctx, t, kiln, dir, client)
 		t.Fatalf("replacing %s and adding a worker after the upgrade: %v\n%s", replaced, err, lastLines(out, 40))
 	}
 	t.Logf("MEASURE replace a master and add a worker after the upgrade: %s", time.Since(start).Round(time.Second))
@@ -227,6 +230,29 @@ func assertRunsRelease(ctx context.Context, t *testing.T, client kubernetes.Inte
 		}
 		cancel()
 	}
+}
+
+// diagnose logs what a failed kiln command leaves for its cause to be
+// found: the pods that are not Ready or are being deleted, each node's
+// Ready condition, and the masters' logs (kiln gather bootstrap, kept in
+// $KILN_E2E_ARTIFACTS when set).
+func diagnose(ctx context.Context, t *testing.T, kiln, dir string, client kubernetes.Interface) {
+	t.Helper()
+	var b strings.Builder
+	if nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, n := range nodes.Items {
+			fmt.Fprintf(&b, "node %s: Ready %v, kubelet %s, unschedulable %v\n", n.Name, nodeReady(&n), n.Status.NodeInfo.KubeletVersion, n.Spec.Unschedulable)
+		}
+	}
+	if pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil || !podutils.IsPodReady(&p) && p.Status.Phase != "Succeeded" {
+				fmt.Fprintf(&b, "pod %s/%s on %s: %s, deleting since %v\n", p.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp)
+			}
+		}
+	}
+	t.Logf("the cluster after the failure:\n%s", b.String())
+	gather(t, kiln, dir)
 }
 
 // brokenFlag is accepted by v1.35's API server (the gate is beta there)

@@ -87,9 +87,14 @@ func (d *Drainer) Drain(ctx context.Context, node string) error {
 			continue
 		}
 		err = fmt.Errorf("drain %s within %s (--force deletes unmanaged pods and ignores PodDisruptionBudgets): %w", node, timeout, err)
-		if strings.Contains(err.Error(), drainTimedOut) {
+		switch msg := err.Error(); {
+		case strings.Contains(msg, drainTimedOut):
 			if held := heldByBudgets(context.WithoutCancel(ctx), d.Client, node); held != "" {
 				err = fmt.Errorf("%w; %s", err, held)
+			}
+		case strings.Contains(msg, drainNotTerminated):
+			if stuck := terminating(context.WithoutCancel(ctx), d.Client, node, time.Now()); stuck != "" {
+				err = fmt.Errorf("%w; %s", err, stuck)
 			}
 		}
 		return err
@@ -99,6 +104,11 @@ func (d *Drainer) Drain(ctx context.Context, node string) error {
 // drainTimedOut is in the error of a drain that ran out of time, where
 // a PodDisruptionBudget is the usual cause.
 const drainTimedOut = "global timeout reached"
+
+// drainNotTerminated is in the error of a drain whose evicted pods were
+// not gone in time: the eviction was accepted, and the node's kubelet has
+// not stopped the pod and confirmed it.
+const drainNotTerminated = "to terminate"
 
 // drainRetryDelay is the pause before a drain that met a transient API
 // error tries again.
@@ -186,6 +196,60 @@ func heldByBudgets(ctx context.Context, client kubernetes.Interface, node string
 		}
 	}
 	return strings.Join(held, "; ")
+}
+
+// terminating describes the pods on node that are being deleted, with
+// how long, their containers' states, and the node's kubelet (its Ready
+// condition and its lease's last renewal): whether the kubelet that must
+// stop them is alive. Empty when there is none (or the API cannot tell).
+func terminating(ctx context.Context, client kubernetes.Interface, node string, now time.Time) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return ""
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != node || p.DeletionTimestamp == nil {
+			continue
+		}
+		var states []string
+		for _, c := range p.Status.ContainerStatuses {
+			switch st := c.State; {
+			case st.Running != nil:
+				states = append(states, c.Name+" running")
+			case st.Terminated != nil:
+				states = append(states, fmt.Sprintf("%s exited %d", c.Name, st.Terminated.ExitCode))
+			case st.Waiting != nil:
+				states = append(states, c.Name+" waiting ("+st.Waiting.Reason+")")
+			}
+		}
+		out = append(out, fmt.Sprintf("pod %s/%s has been terminating for %s (%s)", p.Namespace, p.Name,
+			now.Sub(p.DeletionTimestamp.Time).Round(time.Second), strings.Join(states, ", ")))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return strings.Join(out, "; ") + "; " + kubeletState(ctx, client, node, now)
+}
+
+// kubeletState says whether node's kubelet reports: its Ready condition
+// and when it last renewed its lease.
+func kubeletState(ctx context.Context, client kubernetes.Interface, node string, now time.Time) string {
+	ready := "Ready unknown"
+	if n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err == nil {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = fmt.Sprintf("Ready %s (%s)", c.Status, c.Reason)
+			}
+		}
+	}
+	lease := "no kubelet lease"
+	if l, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, node, metav1.GetOptions{}); err == nil && l.Spec.RenewTime != nil {
+		lease = fmt.Sprintf("kubelet lease renewed %s ago", now.Sub(l.Spec.RenewTime.Time).Round(time.Second))
+	}
+	return "node " + node + ": " + ready + ", " + lease
 }
 
 // logWriter sends what the drain helper prints to the debug log.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,32 @@ func TestHeldByBudgetsNamesThePodAndTheBudget(t *testing.T) {
 	}
 	if got := heldByBudgets(context.Background(), client, "worker-2"); got != "" {
 		t.Errorf("a node without pods: %q", got)
+	}
+}
+
+// TestTerminatingNamesThePodAndTheKubelet: a drain whose evicted pod is
+// not gone says how long it has been terminating, what its containers
+// do, and whether its node's kubelet is alive to stop it.
+func TestTerminatingNamesThePodAndTheKubelet(t *testing.T) {
+	now := time.Date(2026, 11, 29, 5, 0, 0, 0, time.UTC)
+	deleted := metav1.NewTime(now.Add(-4*time.Minute - 50*time.Second))
+	renewed := metav1.NewMicroTime(now.Add(-3 * time.Second))
+	client := fake.NewClientset(
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "approver-1", Namespace: "kiln-system", DeletionTimestamp: &deleted, Finalizers: []string{"x"}},
+			Spec:   corev1.PodSpec{NodeName: "master-0"},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "approver", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "master-0"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "master-0"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}}},
+		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "master-0", Namespace: corev1.NamespaceNodeLease}, Spec: coordinationv1.LeaseSpec{RenewTime: &renewed}},
+	)
+	got := terminating(context.Background(), client, "master-0", now)
+	want := "pod kiln-system/approver-1 has been terminating for 4m50s (approver running); node master-0: Ready True (KubeletReady), kubelet lease renewed 3s ago"
+	if got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	if got := terminating(context.Background(), client, "worker-0", now); got != "" {
+		t.Errorf("a node without terminating pods: %q", got)
 	}
 }
 
