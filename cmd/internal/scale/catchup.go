@@ -17,9 +17,11 @@ import (
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
-// controlPlane are a master's static pods, etcd first; the others are
+// controlPlane returns a master's static pods, etcd first; the others are
 // staged by its Ignition config until its member votes.
-var controlPlane = []release.Component{release.Etcd, release.KubeAPIServer, release.KubeControllerManager, release.KubeScheduler}
+func controlPlane() []release.Component {
+	return []release.Component{release.Etcd, release.KubeAPIServer, release.KubeControllerManager, release.KubeScheduler}
+}
 
 // The cluster-wide workloads whose images follow the release, in
 // kube-system: every node runs kube-proxy, any may run CoreDNS.
@@ -51,8 +53,8 @@ type runningRelease struct {
 // manifests are retagged. Without it a new master ran an older API server
 // than the kubelets, which the skew policy forbids, an older etcd member
 // could not join members past its minor (docs/upgrade.md, "etcd 3.5 to
-// 3.6"), and kube-proxy could not start on a new worker. Each part checks
-// first, so a re-run redoes nothing done.
+// 3.6"), and kube-proxy could not start on a new worker. Every part is
+// idempotent, and a re-run skips the kubelet and manifests done.
 func (r *Runner) catchUp(ctx context.Context, node string, master bool) error {
 	run, err := r.running(ctx, node, master)
 	if err != nil {
@@ -133,7 +135,7 @@ func (r *Runner) retagControlPlane(ctx context.Context, node string, images map[
 		}
 		r.PKI.Manifest = string(manifest)
 	}
-	for _, c := range controlPlane[1:] {
+	for _, c := range controlPlane()[1:] {
 		img, ok := images[c]
 		if !ok {
 			continue
@@ -189,7 +191,7 @@ func (r *Runner) running(ctx context.Context, node string, master bool) (running
 		if err != nil {
 			return run, fmt.Errorf("listing the control-plane pods: %w", err)
 		}
-		for _, c := range controlPlane {
+		for _, c := range controlPlane() {
 			images := map[string][]string{}
 			for _, p := range pods.Items {
 				if p.Spec.NodeName == node || p.Labels["component"] != string(c) {

@@ -240,7 +240,7 @@ func (c catchUpCluster) runner(t *testing.T, newNode string) (*Runner, *fakeUpgr
 		if master == newNode {
 			at = c.node // the replaced master's pods, before it went
 		}
-		for _, comp := range controlPlane {
+		for _, comp := range controlPlane() {
 			img := at.Image(comp)
 			if comp == release.Etcd && c.etcdAt != "" && master != newNode {
 				img = c.etcdAt
@@ -271,7 +271,7 @@ func (c catchUpCluster) runner(t *testing.T, newNode string) (*Runner, *fakeUpgr
 	if c.activated {
 		dir = nodelayout.StaticPodDir
 	}
-	for _, comp := range controlPlane[1:] {
+	for _, comp := range controlPlane()[1:] {
 		up.files[dir+"/"+string(comp)+".yaml"] = manifestOf(comp, c.node.Image(comp))
 	}
 	if !c.noUpgrader {
