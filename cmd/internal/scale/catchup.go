@@ -46,8 +46,9 @@ type runningRelease struct {
 // catchUp brings the new machine node to the release the cluster runs,
 // when that is not the one its node image holds: a cluster upgraded since
 // it was created runs a newer release than the image its new machines
-// boot from. Its kubelet is replaced by the running one (with every image
-// of that release, as an upgrade's kubelet step), any image the cluster
+// boot from. Once the node is Ready (its first-boot containerd restart
+// over), its kubelet is replaced by the running one (with every image of
+// that release, as an upgrade's kubelet step), any image the cluster
 // runs that the node lacks is loaded, and on a master the etcd static pod
 // kiln installs and the staged (or, on a re-run, active) control-plane
 // manifests are retagged. Without it a new master ran an older API server
@@ -69,7 +70,15 @@ func (r *Runner) catchUp(ctx context.Context, node string, master bool) error {
 	if err != nil {
 		return fmt.Errorf("Node %s reports kubelet %q: %w", node, own, err)
 	}
-	if run.Kubelet != "" && run.Kubelet != own {
+	kubelet := run.Kubelet != "" && run.Kubelet != own
+	if kubelet || slices.ContainsFunc(sortedComponents(run.Images), func(c release.Component) bool { return run.Images[c] != base.Image(c) }) {
+		// A node restarts its containerd once at first boot, when its
+		// pod network is configured; Ready says that is over.
+		if err := r.waitNodeReady(ctx, node); err != nil {
+			return err
+		}
+	}
+	if kubelet {
 		rel, err := release.Lookup(run.Kubelet)
 		if err != nil {
 			return fmt.Errorf("the nodes' kubelets run %s: %w", run.Kubelet, err)

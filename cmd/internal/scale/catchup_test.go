@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -91,6 +92,7 @@ type catchUpCluster struct {
 	activated   bool // the installer moved the staged manifests already
 	noUpgrader  bool
 	mixedServer bool // one master runs node's API server
+	notReady    bool // the new node's pod network is not up yet
 }
 
 // TestCatchUp: a machine added to a cluster upgraded since it was created
@@ -178,6 +180,9 @@ func TestCatchUp(t *testing.T) {
 			cluster:  catchUpCluster{at: older, node: older, etcdAt: "kiln.local/etcd:v3.4.0"},
 			wantErr:  "the cluster runs kiln.local/etcd:v3.4.0: no release kiln pins runs kiln.local/etcd:v3.4.0",
 			wantEtcd: older.Image(release.Etcd)},
+		{name: "a node not Ready yet (its containerd restarts when its pod network is up)", new: w1,
+			cluster: catchUpCluster{at: newer, node: older, notReady: true},
+			wantErr: "Waiting for Node " + w1 + " to be Ready"},
 		{name: "a platform that cannot load", new: w1,
 			cluster: catchUpCluster{at: newer, node: older, noUpgrader: true},
 			wantErr: "the cluster runs kubelet " + newer.Kubernetes + ", which the node image of " + w1 + " lacks, and platform"},
@@ -226,6 +231,9 @@ func (c catchUpCluster) runner(t *testing.T, newNode string) (*Runner, *fakeUpgr
 		n.Status.NodeInfo.KubeletVersion = c.at.Kubernetes
 		if n.Name == newNode {
 			n.Status.NodeInfo.KubeletVersion = c.node.Kubernetes
+			if c.notReady {
+				n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Message: "cni plugin not initialized"}}
+			}
 		} else if i < len(c.kubelets) {
 			n.Status.NodeInfo.KubeletVersion = c.kubelets[i]
 			i++
@@ -278,6 +286,7 @@ func (c catchUpCluster) runner(t *testing.T, newNode string) (*Runner, *fakeUpgr
 		r.Upgrader = up
 	}
 	r.PKI.Manifest = manifestOf(release.Etcd, c.node.Image(release.Etcd))
+	r.JoinTimeout = 50 * time.Millisecond
 	return r, up
 }
 

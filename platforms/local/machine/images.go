@@ -10,6 +10,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
 // containerdRoot is containerd's root inside a machine; it is one of
@@ -50,10 +52,57 @@ func (m *Manager) ImportImageArchive(ctx context.Context, name, archive string) 
 		return fmt.Errorf("staging %s for machine %s: %w", archive, name, err)
 	}
 	defer os.Remove(staged)
-	if _, err := m.Exec(ctx, name, importImageArgv(path.Join(importDir, filepath.Base(staged)))...); err != nil {
+	err = whileRestarting(ctx, importRetry, importRetryPause, func() error {
+		_, err := m.Exec(ctx, name, importImageArgv(path.Join(importDir, filepath.Base(staged)))...)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("importing %s into machine %s: %w", archive, name, err)
 	}
 	return nil
+}
+
+// How long an import retries while the machine's containerd restarts: a
+// node restarts it once at first boot, when its pod network is configured
+// (kiln node's CNI setup), and a machine added to a running cluster gets
+// its images right then.
+const (
+	importRetry      = 2 * time.Minute
+	importRetryPause = 2 * time.Second
+)
+
+// restartMarkers are in the error of a ctr command whose containerd went
+// away under it or is not listening yet: nothing it asked was refused.
+var restartMarkers = [...]string{
+	"error reading from server: EOF", "transport is closing", "connection refused",
+	"connection reset by peer", "containerd.sock: connect: no such file or directory",
+}
+
+// containerdRestarting reports whether err is only containerd restarting.
+func containerdRestarting(err error) bool {
+	for _, m := range restartMarkers {
+		if strings.Contains(err.Error(), m) {
+			return true
+		}
+	}
+	return false
+}
+
+// whileRestarting runs run, and again every pause while it fails because
+// containerd restarts, for up to within; the error is the last one.
+func whileRestarting(ctx context.Context, within, pause time.Duration, run func() error) error {
+	deadline := time.Now().Add(within)
+	for {
+		err := run()
+		if err == nil || !containerdRestarting(err) || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
 }
 
 // stageFile makes src available as a new file in dir (created 0700): a hard

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestImportImageArgv(t *testing.T) {
@@ -71,5 +72,38 @@ func TestImportImageArchiveNeedsRunningMachine(t *testing.T) {
 		if strings.Contains(c, "nsenter") || strings.Contains(c, "ctr") {
 			t.Errorf("ran %q for an absent machine", c)
 		}
+	}
+}
+
+// TestWhileRestarting: an import that fails because containerd restarts
+// (as a node's does when its pod network is configured) is run again
+// until it works; any other failure, and one past the limit, ends it.
+func TestWhileRestarting(t *testing.T) {
+	restarting := errors.New(`exit status 1: ctr: error reading from server: EOF`)
+	refused := errors.New(`exit status 1: ctr: image "x" is not a valid archive`)
+	for _, tt := range []struct {
+		name      string
+		errs      []error // what each run returns, then nil
+		within    time.Duration
+		wantRuns  int
+		wantError error
+	}{
+		{"containerd restarting twice, then the import works", []error{restarting, restarting}, time.Minute, 3, nil},
+		{"an archive containerd refuses", []error{refused, restarting}, time.Minute, 1, refused},
+		{"containerd away for longer than the limit", []error{restarting, restarting, restarting}, 0, 1, restarting},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			runs := 0
+			err := whileRestarting(context.Background(), tt.within, time.Millisecond, func() error {
+				runs++
+				if runs <= len(tt.errs) {
+					return tt.errs[runs-1]
+				}
+				return nil
+			})
+			if runs != tt.wantRuns || err != tt.wantError {
+				t.Errorf("%d runs, error %v; want %d runs, error %v", runs, err, tt.wantRuns, tt.wantError)
+			}
+		})
 	}
 }
