@@ -96,6 +96,9 @@ func (r *Runner) catchUp(ctx context.Context, node string, master bool) error {
 		if err := r.Upgrader.InstallKubelet(ctx, r.Cluster.InfraID, node, rel.Kubernetes); err != nil {
 			return fmt.Errorf("installing kubelet %s on %s: %w", rel.Kubernetes, node, err)
 		}
+		if err := r.waitNodeReadyAt(ctx, node, rel.Kubernetes); err != nil {
+			return err
+		}
 		r.Log.Infof("%s runs kubelet %s, as the other nodes do (its node image has %s)", node, rel.Kubernetes, own)
 		base = rel
 	}

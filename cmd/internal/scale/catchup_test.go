@@ -93,6 +93,9 @@ type catchUpCluster struct {
 	noUpgrader  bool
 	mixedServer bool // one master runs node's API server
 	notReady    bool // the new node's pod network is not up yet
+	// kubeletStuck: the kubelet installed never reports its version
+	// (its Node keeps the old kubelet's status).
+	kubeletStuck bool
 }
 
 // TestCatchUp: a machine added to a cluster upgraded since it was created
@@ -183,6 +186,13 @@ func TestCatchUp(t *testing.T) {
 		{name: "a node not Ready yet (its containerd restarts when its pod network is up)", new: w1,
 			cluster: catchUpCluster{at: newer, node: older, notReady: true},
 			wantErr: "Waiting for Node " + w1 + " to be Ready"},
+		{name: "a kubelet that does not come up at the new version", new: w1,
+			cluster: catchUpCluster{at: newer, node: older, kubeletStuck: true},
+			wantCalls: []string{
+				"load " + infra + " " + w1 + " " + newer.Kubernetes + " " + all(newer),
+				"kubelet " + infra + " " + w1 + " " + newer.Kubernetes,
+			},
+			wantErr: "Waiting for Node " + w1 + " to be Ready with kubelet " + newer.Kubernetes + ": not done after 50ms: its kubelet reports " + older.Kubernetes},
 		{name: "a platform that cannot load", new: w1,
 			cluster: catchUpCluster{at: newer, node: older, noUpgrader: true},
 			wantErr: "the cluster runs kubelet " + newer.Kubernetes + ", which the node image of " + w1 + " lacks, and platform"},
@@ -275,6 +285,9 @@ func (c catchUpCluster) runner(t *testing.T, newNode string) (*Runner, *fakeUpgr
 		t.Fatal(err)
 	}
 	up := &fakeUpgrader{files: map[string]string{}}
+	if !c.kubeletStuck {
+		up.kube = kube
+	}
 	dir := nodelayout.StagedPodDir
 	if c.activated {
 		dir = nodelayout.StaticPodDir

@@ -118,13 +118,27 @@ func (r *Runner) deleteNode(ctx context.Context, name string) error {
 // waitNodeReady waits for the Node name to register and be Ready, naming
 // its machine's state when it is not running.
 func (r *Runner) waitNodeReady(ctx context.Context, name string) error {
-	return r.until(ctx, r.joinTimeout(), "Waiting for Node "+name+" to be Ready", func(ctx context.Context) (bool, string, error) {
+	return r.waitNodeReadyAt(ctx, name, "")
+}
+
+// waitNodeReadyAt waits for the Node name to be Ready with its kubelet at
+// version ("" for any): right after a kubelet is replaced, its Node still
+// shows the Ready condition the old kubelet reported.
+func (r *Runner) waitNodeReadyAt(ctx context.Context, name, version string) error {
+	what := "Waiting for Node " + name + " to be Ready"
+	if version != "" {
+		what += " with kubelet " + version
+	}
+	return r.until(ctx, r.joinTimeout(), what, func(ctx context.Context) (bool, string, error) {
 		n, err := r.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, r.machineNote(ctx, name, "not registered yet"), nil
 		}
 		if err != nil {
 			return false, "API: " + err.Error(), nil
+		}
+		if got := n.Status.NodeInfo.KubeletVersion; version != "" && got != version {
+			return false, "its kubelet reports " + got, nil
 		}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady {
