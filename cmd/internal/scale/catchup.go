@@ -71,7 +71,16 @@ func (r *Runner) catchUp(ctx context.Context, node string, master bool) error {
 		return fmt.Errorf("Node %s reports kubelet %q: %w", node, own, err)
 	}
 	kubelet := run.Kubelet != "" && run.Kubelet != own
-	if kubelet || slices.ContainsFunc(sortedComponents(run.Images), func(c release.Component) bool { return run.Images[c] != base.Image(c) }) {
+	need := ""
+	if kubelet {
+		need = "kubelet " + run.Kubelet
+	} else if comps := sortedComponents(run.Images); slices.ContainsFunc(comps, func(c release.Component) bool { return run.Images[c] != base.Image(c) }) {
+		need = run.Images[comps[slices.IndexFunc(comps, func(c release.Component) bool { return run.Images[c] != base.Image(c) })]]
+	}
+	if need != "" {
+		if err := r.canLoad(node, need); err != nil {
+			return err
+		}
 		// A node restarts its containerd once at first boot, when its
 		// pod network is configured; Ready says that is over.
 		if err := r.waitNodeReady(ctx, node); err != nil {
@@ -82,9 +91,6 @@ func (r *Runner) catchUp(ctx context.Context, node string, master bool) error {
 		rel, err := release.Lookup(run.Kubelet)
 		if err != nil {
 			return fmt.Errorf("the nodes' kubelets run %s: %w", run.Kubelet, err)
-		}
-		if err := r.canLoad(node, "kubelet "+run.Kubelet); err != nil {
-			return err
 		}
 		var all []release.Component
 		for _, s := range rel.Images() {
@@ -110,9 +116,6 @@ func (r *Runner) catchUp(ctx context.Context, node string, master bool) error {
 		rel, err := release.WithImage(c, img)
 		if err != nil {
 			return fmt.Errorf("the cluster runs %s: %w", img, err)
-		}
-		if err := r.canLoad(node, img); err != nil {
-			return err
 		}
 		if err := r.Upgrader.LoadRelease(ctx, r.Cluster.InfraID, node, rel.Kubernetes, []release.Component{c}); err != nil {
 			return fmt.Errorf("loading %s onto %s: %w", img, node, err)

@@ -192,7 +192,7 @@ func TestCatchUp(t *testing.T) {
 				"load " + infra + " " + w1 + " " + newer.Kubernetes + " " + all(newer),
 				"kubelet " + infra + " " + w1 + " " + newer.Kubernetes,
 			},
-			wantErr: "Waiting for Node " + w1 + " to be Ready with kubelet " + newer.Kubernetes + ": not done after 50ms: its kubelet reports " + older.Kubernetes},
+			wantErr: "Waiting for Node " + w1 + " to be Ready with kubelet " + newer.Kubernetes + ": not done after 1s: its kubelet reports " + older.Kubernetes},
 		{name: "a platform that cannot load", new: w1,
 			cluster: catchUpCluster{at: newer, node: older, noUpgrader: true},
 			wantErr: "the cluster runs kubelet " + newer.Kubernetes + ", which the node image of " + w1 + " lacks, and platform"},
@@ -299,7 +299,7 @@ func (c catchUpCluster) runner(t *testing.T, newNode string) (*Runner, *fakeUpgr
 		r.Upgrader = up
 	}
 	r.PKI.Manifest = manifestOf(release.Etcd, c.node.Image(release.Etcd))
-	r.JoinTimeout = 50 * time.Millisecond
+	r.JoinTimeout = time.Second
 	return r, up
 }
 

@@ -338,7 +338,7 @@ func TestRunAddMasterEndsReady(t *testing.T) {
 	r, j, e := newTestRunner(t, 1, 0)
 	e.names[etcdmembers.PeerURL("10.0.0.11")] = infra + "-master-1"
 	r.Machines.(*fakeScaler).notReady = true
-	r.JoinTimeout = 50 * time.Millisecond
+	r.JoinTimeout = time.Second
 	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 3, Workers: 0}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
