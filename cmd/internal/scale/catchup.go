@@ -71,11 +71,12 @@ func (r *Runner) catchUp(ctx context.Context, node string, master bool) error {
 		return fmt.Errorf("Node %s reports kubelet %q: %w", node, own, err)
 	}
 	kubelet := run.Kubelet != "" && run.Kubelet != own
+	comps := sortedComponents(run.Images)
 	need := ""
 	if kubelet {
 		need = "kubelet " + run.Kubelet
-	} else if comps := sortedComponents(run.Images); slices.ContainsFunc(comps, func(c release.Component) bool { return run.Images[c] != base.Image(c) }) {
-		need = run.Images[comps[slices.IndexFunc(comps, func(c release.Component) bool { return run.Images[c] != base.Image(c) })]]
+	} else if i := slices.IndexFunc(comps, func(c release.Component) bool { return run.Images[c] != base.Image(c) }); i >= 0 {
+		need = run.Images[comps[i]]
 	}
 	if need != "" {
 		if err := r.canLoad(node, need); err != nil {
@@ -108,7 +109,7 @@ func (r *Runner) catchUp(ctx context.Context, node string, master bool) error {
 		r.Log.Infof("%s runs kubelet %s, as the other nodes do (its node image has %s)", node, rel.Kubernetes, own)
 		base = rel
 	}
-	for _, c := range sortedComponents(run.Images) {
+	for _, c := range comps {
 		img := run.Images[c]
 		if img == base.Image(c) {
 			continue
