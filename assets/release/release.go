@@ -187,6 +187,16 @@ func (r Release) Images() []ImageSpec {
 	}
 }
 
+// Components returns the component of every image of r, in the order of
+// Images: what a node of r has loaded.
+func (r Release) Components() []Component {
+	var cs []Component
+	for _, s := range r.Images() {
+		cs = append(cs, s.Component)
+	}
+	return cs
+}
+
 // Spec returns the image description of c in r.
 func (r Release) Spec(c Component) ImageSpec {
 	for _, s := range r.Images() {

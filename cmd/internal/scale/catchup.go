@@ -93,11 +93,7 @@ func (r *Runner) catchUp(ctx context.Context, node string, master bool) error {
 		if err != nil {
 			return fmt.Errorf("the nodes' kubelets run %s: %w", run.Kubelet, err)
 		}
-		var all []release.Component
-		for _, s := range rel.Images() {
-			all = append(all, s.Component)
-		}
-		if err := r.Upgrader.LoadRelease(ctx, r.Cluster.InfraID, node, rel.Kubernetes, all); err != nil {
+		if err := r.Upgrader.LoadRelease(ctx, r.Cluster.InfraID, node, rel.Kubernetes, rel.Components()); err != nil {
 			return fmt.Errorf("loading the images of %s onto %s: %w", rel.Kubernetes, node, err)
 		}
 		if err := r.Upgrader.InstallKubelet(ctx, r.Cluster.InfraID, node, rel.Kubernetes); err != nil {
@@ -280,7 +276,7 @@ func oneOf(what string, where map[string][]string) (string, error) {
 	return "", nil
 }
 
-// containerImage is the image of the container named name, else of the
+// ContainerImage is the image of the container named name, else of the
 // first container; "" when there is none.
 func ContainerImage(cs []corev1.Container, name string) string {
 	for _, c := range cs {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -173,7 +174,7 @@ func (d *Drainer) cordon(ctx context.Context, h *drain.Helper, node string) erro
 func heldByBudgets(ctx context.Context, client kubernetes.Interface, node string) string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	pods, err := podsOn(ctx, client, node)
 	if err != nil {
 		return ""
 	}
@@ -182,10 +183,7 @@ func heldByBudgets(ctx context.Context, client kubernetes.Interface, node string
 		return ""
 	}
 	var held []string
-	for _, p := range pods.Items {
-		if p.Spec.NodeName != node {
-			continue // a client that ignored the field selector
-		}
+	for _, p := range pods {
 		for _, b := range pdbs.Items {
 			sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
 			if err != nil || b.Namespace != p.Namespace || sel.Empty() || !sel.Matches(labels.Set(p.Labels)) || b.Status.DisruptionsAllowed > 0 {
@@ -198,6 +196,16 @@ func heldByBudgets(ctx context.Context, client kubernetes.Interface, node string
 	return strings.Join(held, "; ")
 }
 
+// podsOn lists the pods bound to node (those a client that ignored the
+// field selector returned beside them left out).
+func podsOn(ctx context.Context, client kubernetes.Interface, node string) ([]corev1.Pod, error) {
+	list, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return p.Spec.NodeName != node }), nil
+}
+
 // terminating describes the pods on node that are being deleted, with
 // how long, their containers' states, and the node's kubelet (its Ready
 // condition and its lease's last renewal): whether the kubelet that must
@@ -205,13 +213,13 @@ func heldByBudgets(ctx context.Context, client kubernetes.Interface, node string
 func terminating(ctx context.Context, client kubernetes.Interface, node string, now time.Time) string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	pods, err := podsOn(ctx, client, node)
 	if err != nil {
 		return ""
 	}
 	var out []string
-	for _, p := range pods.Items {
-		if p.Spec.NodeName != node || p.DeletionTimestamp == nil {
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
 			continue
 		}
 		var states []string

@@ -90,11 +90,7 @@ func (n *ClusterNodes) Apply(ctx context.Context, node string, c Change) error {
 		}
 		return n.Upgrader.WriteNodeFile(ctx, infra, node, file, manifest, 0o644)
 	case Kubelet:
-		var all []release.Component
-		for _, s := range r.Images() {
-			all = append(all, s.Component)
-		}
-		if err := n.Upgrader.LoadRelease(ctx, infra, node, r.Kubernetes, all); err != nil {
+		if err := n.Upgrader.LoadRelease(ctx, infra, node, r.Kubernetes, r.Components()); err != nil {
 			return err
 		}
 		return n.Upgrader.InstallKubelet(ctx, infra, node, r.Kubernetes)
