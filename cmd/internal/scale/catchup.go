@@ -46,10 +46,9 @@ type runningRelease struct {
 // catchUp brings the new machine node to the release the cluster runs,
 // when that is not the one its node image holds: a cluster upgraded since
 // it was created runs a newer release than the image its new machines
-// boot from. Once the node is Ready (its first-boot containerd restart
-// over), its kubelet is replaced by the running one (with every image of
-// that release, as an upgrade's kubelet step), any image the cluster
-// runs that the node lacks is loaded, and on a master the etcd static pod
+// boot from. Once the node registered, its kubelet is replaced by the
+// running one (with every image of that release, as an upgrade's kubelet
+// step), any image the cluster runs that the node lacks is loaded, and on a master the etcd static pod
 // kiln installs and the staged (or, on a re-run, active) control-plane
 // manifests are retagged. Without it a new master ran an older API server
 // than the kubelets, which the skew policy forbids, an older etcd member
@@ -78,13 +77,14 @@ func (r *Runner) catchUp(ctx context.Context, node string, master bool) error {
 	} else if i := slices.IndexFunc(comps, func(c release.Component) bool { return run.Images[c] != base.Image(c) }); i >= 0 {
 		need = run.Images[comps[i]]
 	}
+	// Images are loaded before the node is Ready, not after: a new worker
+	// is Ready only once its pod network is configured, which its node
+	// agent does after kube-proxy synced (or a minute went by), and its
+	// kube-proxy cannot start before its image is loaded. The first-boot
+	// containerd restart that follows the pod network may come in the
+	// middle of a load; the platform's load retries through it.
 	if need != "" {
 		if err := r.canLoad(node, need); err != nil {
-			return err
-		}
-		// A node restarts its containerd once at first boot, when its
-		// pod network is configured; Ready says that is over.
-		if err := r.waitNodeReady(ctx, node); err != nil {
 			return err
 		}
 	}

@@ -53,6 +53,8 @@ func (f *fakeUpgrader) InstallKubelet(_ context.Context, infraID, node, version 
 		return err
 	}
 	n.Status.NodeInfo.KubeletVersion = version
+	// With its release's kube-proxy image, the node's pod network comes up.
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	_, err = f.kube.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{})
 	return err
 }
@@ -183,9 +185,12 @@ func TestCatchUp(t *testing.T) {
 			cluster:  catchUpCluster{at: older, node: older, etcdAt: "kiln.local/etcd:v3.4.0"},
 			wantErr:  "the cluster runs kiln.local/etcd:v3.4.0: no release kiln pins runs kiln.local/etcd:v3.4.0",
 			wantEtcd: older.Image(release.Etcd)},
-		{name: "a node not Ready yet (its containerd restarts when its pod network is up)", new: w1,
+		{name: "a node not Ready yet: its kube-proxy needs the image loaded first", new: w1,
 			cluster: catchUpCluster{at: newer, node: older, notReady: true},
-			wantErr: "Waiting for Node " + w1 + " to be Ready"},
+			wantCalls: []string{
+				"load " + infra + " " + w1 + " " + newer.Kubernetes + " " + all(newer),
+				"kubelet " + infra + " " + w1 + " " + newer.Kubernetes,
+			}},
 		{name: "a kubelet that does not come up at the new version", new: w1,
 			cluster: catchUpCluster{at: newer, node: older, kubeletStuck: true},
 			wantCalls: []string{

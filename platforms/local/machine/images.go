@@ -73,9 +73,12 @@ const (
 
 // restartMarkers are in the error of a ctr command whose containerd went
 // away under it or is not listening yet: nothing it asked was refused.
+// containerd 2's ctr checks for the socket before it dials ("cannot
+// access socket"), and a restarting containerd has removed it.
 var restartMarkers = [...]string{
 	"error reading from server: EOF", "transport is closing", "connection refused",
 	"connection reset by peer", "containerd.sock: connect: no such file or directory",
+	"ctr: cannot access socket",
 }
 
 // containerdRestarting reports whether err is only containerd restarting.

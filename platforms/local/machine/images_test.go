@@ -80,6 +80,8 @@ func TestImportImageArchiveNeedsRunningMachine(t *testing.T) {
 // until it works; any other failure, and one past the limit, ends it.
 func TestWhileRestarting(t *testing.T) {
 	restarting := errors.New(`exit status 1: ctr: error reading from server: EOF`)
+	// containerd 2's ctr, run in the second of a restart (CI, stop 34).
+	gone := errors.New(`exit status 1: ctr: cannot access socket /run/containerd/containerd.sock: stat /run/containerd/containerd.sock: no such file or directory`)
 	refused := errors.New(`exit status 1: ctr: image "x" is not a valid archive`)
 	for _, tt := range []struct {
 		name      string
@@ -89,6 +91,7 @@ func TestWhileRestarting(t *testing.T) {
 		wantError error
 	}{
 		{"containerd restarting twice, then the import works", []error{restarting, restarting}, time.Minute, 3, nil},
+		{"containerd's socket gone while it restarts, then the import works", []error{gone, restarting}, time.Minute, 3, nil},
 		{"an archive containerd refuses", []error{refused, restarting}, time.Minute, 1, refused},
 		{"containerd away for longer than the limit", []error{restarting, restarting, restarting}, 0, 1, restarting},
 	} {
