@@ -54,16 +54,25 @@ func (w testWriter) Write(p []byte) (int, error) {
 // cached across runs (KILN_E2E_CACHE, default /var/cache/kiln-e2e).
 func minimalRootfs(t *testing.T) string {
 	t.Helper()
+	return debootstrapRootfs(t, "rootfs-minimal", []string{"systemd", "systemd-sysv", "dbus", "iproute2", "iputils-ping", "procps"}, nil)
+}
+
+// debootstrapRootfs returns the cache entry name: a bookworm tree of
+// Debian's minbase with the packages include, made by debootstrap and
+// then finish (when not nil), built once and cached across runs
+// (KILN_E2E_CACHE, default /var/cache/kiln-e2e).
+func debootstrapRootfs(t *testing.T, name string, include []string, finish func(root string) error) string {
+	t.Helper()
 	cache := os.Getenv("KILN_E2E_CACHE")
 	if cache == "" {
 		cache = "/var/cache/kiln-e2e"
 	}
-	dir := filepath.Join(cache, "rootfs-minimal")
+	dir := filepath.Join(cache, name)
 	if _, err := os.Stat(filepath.Join(dir, "etc/os-release")); err == nil {
 		return dir
 	}
 	if _, err := exec.LookPath("debootstrap"); err != nil {
-		t.Skip("end-to-end test needs debootstrap (apt-get install debootstrap) to build its minimal rootfs")
+		t.Skip("end-to-end test needs debootstrap (apt-get install debootstrap) to build its " + name)
 	}
 	tmp := dir + ".tmp"
 	os.RemoveAll(tmp)
@@ -71,16 +80,20 @@ func minimalRootfs(t *testing.T) string {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	cmd := exec.Command("debootstrap", "--variant=minbase",
-		"--include=systemd,systemd-sysv,dbus,iproute2,iputils-ping,procps", "bookworm", tmp, debianMirror())
+	cmd := exec.Command("debootstrap", "--variant=minbase", "--include="+strings.Join(include, ","), "bookworm", tmp, debianMirror())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("debootstrap: %v\n%s", err, tail(string(out), 3000))
 	}
+	if finish != nil {
+		if err := finish(tmp); err != nil {
+			t.Fatalf("finishing %s: %v", name, err)
+		}
+	}
 	if err := os.Rename(tmp, dir); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("built minimal rootfs in %s", time.Since(start).Round(time.Second))
+	t.Logf("built %s in %s", name, time.Since(start).Round(time.Second))
 	return dir
 }
 

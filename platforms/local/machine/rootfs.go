@@ -36,16 +36,22 @@ type rootFile struct {
 }
 
 // rootFiles returns the files that configure a machine before boot;
-// machineID is written only when non-empty (a first boot).
+// machineID is written only when non-empty (a first boot), the node
+// environment and the Ignition config only when the spec has them (a
+// machine that stands for a user's host has neither).
 func rootFiles(s *Spec, addr netip.Prefix, machineID string) []rootFile {
 	files := []rootFile{
 		{"/etc/hostname", []byte(s.Name + "\n"), 0o644},
 		{"/etc/hosts", []byte(hostsFile(s, addr)), 0o644},
 		{networkPath, []byte(networkFile(addr, s.Routes)), 0o644},
-		{nodelayout.NodeEnvFile, []byte(envFile(s.Env)), 0o644},
-		{ignitionPath, s.Ignition, 0o600},
-		{stopTimeoutPath, []byte("[Manager]\nDefaultTimeoutStopSec=15s\n"), 0o644},
 	}
+	if s.Env != nil {
+		files = append(files, rootFile{nodelayout.NodeEnvFile, []byte(envFile(s.Env)), 0o644})
+	}
+	if s.Ignition != nil {
+		files = append(files, rootFile{ignitionPath, s.Ignition, 0o600})
+	}
+	files = append(files, rootFile{stopTimeoutPath, []byte("[Manager]\nDefaultTimeoutStopSec=15s\n"), 0o644})
 	if machineID != "" {
 		files = append(files, rootFile{"/etc/machine-id", []byte(machineID + "\n"), 0o444})
 	}

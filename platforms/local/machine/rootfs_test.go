@@ -61,6 +61,15 @@ func TestRootFiles(t *testing.T) {
 			t.Errorf("machine-id written without a new ID")
 		}
 	}
+
+	// A machine that stands for a user's host gets no kiln files but the
+	// sysctl values a container cannot set (bound over /proc/sys).
+	s.Ignition, s.Env = nil, nil
+	for _, f := range rootFiles(s, netip.MustParsePrefix(s.Address), "") {
+		if f.Path == ignitionPath || strings.HasPrefix(f.Path, "/etc/kiln/") && !strings.HasPrefix(f.Path, sysctlShimDir+"/") {
+			t.Errorf("%s written for a spec without Ignition and Env", f.Path)
+		}
+	}
 }
 
 func TestNewMachineID(t *testing.T) {

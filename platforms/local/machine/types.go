@@ -55,9 +55,11 @@ type Spec struct {
 	// hash when empty, so machines created without routes keep their hash.
 	Routes []string `json:",omitempty"`
 	// Ignition is written to /var/lib/kiln/ignition/config.ign (0600) before
-	// the first boot.
+	// the first boot; nil writes nothing (a machine that stands for a
+	// user's host in tests).
 	Ignition []byte
-	// Env is written to /etc/kiln/node.env as KEY=value lines.
+	// Env is written to /etc/kiln/node.env as KEY=value lines; nil writes
+	// nothing.
 	Env map[string]string
 	// CPUs is the CPU quota in cores; 0 means unlimited.
 	CPUs float64

@@ -1,0 +1,206 @@
+package e2e
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/kiln-project/kiln/platforms/local/machine"
+	"github.com/kiln-project/kiln/platforms/ssh/remote"
+)
+
+// sshHostPackages make a test host: a plain Debian 12 server with systemd
+// and OpenSSH, nothing of Kubernetes and nothing of kiln's node image.
+var sshHostPackages = []string{"systemd", "systemd-sysv", "dbus", "openssh-server", "sudo", "iproute2", "procps", "kmod", "nftables"}
+
+// sshHostRootfs is the cached tree of the test hosts. The keys openssh's
+// package made are removed: each host gets its own (sshFleet), as
+// separately installed machines have.
+func sshHostRootfs(t *testing.T) string {
+	t.Helper()
+	return debootstrapRootfs(t, "rootfs-sshhost", sshHostPackages, func(root string) error {
+		keys, _ := filepath.Glob(filepath.Join(root, "etc/ssh/ssh_host_*"))
+		for _, k := range keys {
+			if err := os.Remove(k); err != nil {
+				return err
+			}
+		}
+		return os.WriteFile(filepath.Join(root, "etc/machine-id"), nil, 0o444)
+	})
+}
+
+// sshHost is one test host: what install-config.yaml would name.
+type sshHost struct {
+	Name, Address string
+}
+
+// sshFleet is test hosts booted as systemd-nspawn machines on a bridge of
+// their own, each with its own SSH host key, all accepting one client key
+// for root: what a user's servers are to kiln.
+type sshFleet struct {
+	Hosts []sshHost
+	// Client reaches them as root with the fleet's key, checking their
+	// keys against the fleet's known_hosts.
+	Client *remote.Client
+	// KeyFile and KnownHosts are the client's key and the hosts' keys.
+	KeyFile, KnownHosts string
+	m                   *machine.Manager
+	stateRoot, bridge   string
+}
+
+// startSSHHosts boots one test host per name on a fresh bridge (subnet
+// 10.2xx.<third>.0/24, hosts from .11) and waits until each answers SSH.
+// extra adds files to a host, by name: its path inside the host → content.
+// Everything is removed when the test ends.
+func startSSHHosts(t *testing.T, third int, names []string, extra map[string]map[string]string) *sshFleet {
+	t.Helper()
+	image := sshHostRootfs(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	stateRoot, err := os.MkdirTemp("/var/lib", "kiln-e2e-sshhosts-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := machine.ExecRunner{Log: testLogger(t)}
+	suffix := fmt.Sprintf("%04x", os.Getpid()&0xffff)
+	f := &sshFleet{m: machine.NewManager(machine.Options{StateRoot: stateRoot, Log: testLogger(t)}),
+		stateRoot: stateRoot, bridge: "kilnssh" + suffix}
+	subnet := freeSubnet(t, third)
+	if err := machine.EnsureBridge(ctx, r, f.bridge, subnet+"1/24"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.stop(t) })
+
+	keys := filepath.Join(stateRoot, "keys")
+	clientKey, clientPub := writeSSHKey(t, filepath.Join(keys, "client"))
+	f.KeyFile = clientKey
+	authorized := filepath.Join(keys, "authorized_keys")
+	if err := os.WriteFile(authorized, ssh.MarshalAuthorizedKey(clientPub), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var known []string
+	specs := make([]machine.Spec, len(names))
+	for i, n := range names {
+		h := sshHost{Name: n, Address: fmt.Sprintf("%s%d", subnet, 11+i)}
+		f.Hosts = append(f.Hosts, h)
+		hostKey, hostPub := writeSSHKey(t, filepath.Join(keys, n))
+		known = append(known, knownhosts.Line([]string{knownhosts.Normalize(h.Address)}, hostPub))
+		binds := []machine.Bind{
+			{Source: hostKey, Target: "/etc/ssh/ssh_host_ed25519_key", ReadOnly: true},
+			{Source: authorized, Target: "/root/.ssh/authorized_keys", ReadOnly: true},
+		}
+		j := 0
+		for path, content := range extra[n] {
+			src := filepath.Join(keys, fmt.Sprintf("%s-extra-%d", n, j))
+			j++
+			if err := os.WriteFile(src, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			binds = append(binds, machine.Bind{Source: src, Target: path, ReadOnly: true})
+		}
+		specs[i] = machine.Spec{Name: n, Image: image, Bridge: f.bridge, Address: h.Address + "/24",
+			CPUs: 1, MemoryBytes: 2 << 30, Binds: binds}
+	}
+	f.KnownHosts = filepath.Join(keys, "known_hosts")
+	if err := os.WriteFile(f.KnownHosts, []byte(strings.Join(known, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(specs))
+	for i := range specs {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = f.m.Create(ctx, specs[i]) }()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("booting test host %s: %v", names[i], err)
+		}
+	}
+	f.Client, err = remote.New(remote.Config{User: "root", IdentityFile: f.KeyFile, KnownHostsFile: f.KnownHosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range f.Hosts {
+		if _, err := f.m.WaitBooted(ctx, h.Name); err != nil {
+			dumpMachine(t, f.m, stateRoot, h.Name)
+			t.Fatalf("test host %s did not boot: %v", h.Name, err)
+		}
+		if err := waitSSH(ctx, f.Client, h.Address); err != nil {
+			dumpMachine(t, f.m, stateRoot, h.Name)
+			t.Fatalf("test host %s: %v", h.Name, err)
+		}
+	}
+	return f
+}
+
+// waitSSH waits until the host runs a command over SSH.
+func waitSSH(ctx context.Context, c *remote.Client, address string) error {
+	var last error
+	for {
+		out, err := c.RunScript(ctx, address, "echo ok\n")
+		if err == nil && string(out) == "ok\n" {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no SSH after the boot: %v", last)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// stop destroys the hosts and the bridge and removes their state.
+func (f *sshFleet) stop(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, h := range f.Hosts {
+		if t.Failed() {
+			dumpMachine(t, f.m, f.stateRoot, h.Name)
+		}
+		if err := f.m.Destroy(ctx, h.Name); err != nil {
+			t.Errorf("destroying test host %s: %v", h.Name, err)
+		}
+	}
+	if err := machine.DeleteBridge(ctx, machine.ExecRunner{Log: testLogger(t)}, f.bridge); err != nil {
+		t.Errorf("deleting bridge %s: %v", f.bridge, err)
+	}
+	removeStateRoot(t, f.stateRoot)
+}
+
+// writeSSHKey writes a new ed25519 private key in OpenSSH's format (0600)
+// at path and returns the path and its public key.
+func writeSSHKey(t *testing.T, path string) (string, ssh.PublicKey) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, signer.PublicKey()
+}
