@@ -17,7 +17,7 @@ import (
 func TestSSHPreflight(t *testing.T) {
 	requireMachineHost(t, "debootstrap")
 	busy := map[string]map[string]string{"e2epre-master-0": {"/etc/ssh/sshd_config.d/kiln-e2e-busy.conf": "Port 22\nPort 6443\n"}}
-	f := startSSHHosts(t, 8, []string{"e2epre-bootstrap", "e2epre-master-0", "e2epre-worker-0"}, busy)
+	f := startSSHHosts(t, 9, []string{"e2epre-bootstrap", "e2epre-master-0", "e2epre-worker-0"}, busy)
 	roles := []preflight.Role{preflight.Bootstrap, preflight.Master, preflight.Worker}
 	var hosts []preflight.Host
 	for i, h := range f.Hosts {
