@@ -26,6 +26,11 @@ func TestSSHPreflight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	before := snapshotHosts(t, f)
+	for _, want := range []string{"/etc/ssh/sshd_config ", "ssh.service active running", "sshd: /usr/sbin/sshd -D [listener]\n", "host0@", "# nftables"} {
+		if strings.Count(before, want) != len(hosts) {
+			t.Fatalf("the snapshot of a host lacks %q:\n%s", want, before)
+		}
+	}
 	start := time.Now()
 	warnings, err := preflight.Run(ctx, hosts, f.Client)
 	t.Logf("MEASURE preflight of %d hosts over SSH: %s", len(hosts), time.Since(start).Round(time.Millisecond))
@@ -49,8 +54,24 @@ func TestSSHPreflight(t *testing.T) {
 	}
 }
 
-// snapshotHosts lists, for each test host, the files under /etc, /var/lib,
-// /usr/local and /opt with their sizes, and its systemd units' states:
+// snapshotScript prints what installing onto a host changes: the files
+// under /etc, /usr, /var/lib and /opt with their sizes (but systemd's own
+// timestamps and seeds), the systemd units' states, the processes (but the
+// snapshot's own: sshd's session, the shell; sshd's count of logins under
+// way), the network interfaces and the nftables ruleset.
+const snapshotScript = `echo '# files'
+find /etc /usr /var/lib /opt -xdev \( -type f -o -type l \) -printf '%p %s\n' | grep -v '^/var/lib/systemd/\(timers\|catalog\|random-seed\)' | sort
+echo '# units'
+systemctl list-units --all --no-legend --plain | awk '{print $1, $3, $4}' | sort
+echo '# processes'
+ps -eo user=,args= | grep -v -e '^root *sshd: root' -e '^root *ps -eo' -e '^root */bin/sh -s' -e '^root *grep ' -e '^root *sort$' | sed 's/\[listener\].*/[listener]/' | sort
+echo '# interfaces'
+ip -o link show | awk '{print $2, $3}' | sort
+echo '# nftables'
+nft list ruleset
+`
+
+// snapshotHosts returns, for each test host, what snapshotScript prints:
 // what installing onto a host changes.
 func snapshotHosts(t *testing.T, f *sshFleet) string {
 	t.Helper()
@@ -58,8 +79,7 @@ func snapshotHosts(t *testing.T, f *sshFleet) string {
 	defer cancel()
 	var b strings.Builder
 	for _, h := range f.Hosts {
-		out, err := f.Client.RunScript(ctx, h.Address, "find /etc /var/lib /usr/local /opt -xdev \\( -type f -o -type l \\) -printf '%p %s\\n' | grep -v '^/var/lib/systemd/\\(timers\\|catalog\\|random-seed\\)' | sort\n"+
-			"systemctl list-units --all --no-legend --plain | awk '{print $1, $3, $4}' | sort\n")
+		out, err := f.Client.RunScript(ctx, h.Address, snapshotScript)
 		if err != nil {
 			t.Fatalf("snapshot of %s: %v", h.Name, err)
 		}
