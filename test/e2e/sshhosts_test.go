@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +15,7 @@ import (
 
 	"github.com/kiln-project/kiln/platforms/local/machine"
 	"github.com/kiln-project/kiln/platforms/ssh/remote"
+	"github.com/kiln-project/kiln/platforms/ssh/remote/remotetest"
 )
 
 // sshHostPackages make a test host: a plain Debian 12 server with systemd
@@ -83,8 +81,8 @@ func startSSHHosts(t *testing.T, third int, names []string, extra map[string]map
 	t.Cleanup(func() { f.stop(t) })
 
 	keys := filepath.Join(stateRoot, "keys")
-	clientKey, clientPub := writeSSHKey(t, filepath.Join(keys, "client"))
-	f.KeyFile = clientKey
+	f.KeyFile = filepath.Join(keys, "client")
+	clientPub := remotetest.WriteKey(t, f.KeyFile)
 	authorized := filepath.Join(keys, "authorized_keys")
 	if err := os.WriteFile(authorized, ssh.MarshalAuthorizedKey(clientPub), 0o600); err != nil {
 		t.Fatal(err)
@@ -94,7 +92,8 @@ func startSSHHosts(t *testing.T, third int, names []string, extra map[string]map
 	for i, n := range names {
 		h := sshHost{Name: n, Address: fmt.Sprintf("%s%d", subnet, 11+i)}
 		f.Hosts = append(f.Hosts, h)
-		hostKey, hostPub := writeSSHKey(t, filepath.Join(keys, n))
+		hostKey := filepath.Join(keys, n)
+		hostPub := remotetest.WriteKey(t, hostKey)
 		known = append(known, knownhosts.Line([]string{knownhosts.Normalize(h.Address)}, hostPub))
 		binds := []machine.Bind{
 			{Source: hostKey, Target: "/etc/ssh/ssh_host_ed25519_key", ReadOnly: true},
@@ -178,29 +177,4 @@ func (f *sshFleet) stop(t *testing.T) {
 		t.Errorf("deleting bridge %s: %v", f.bridge, err)
 	}
 	removeStateRoot(t, f.stateRoot)
-}
-
-// writeSSHKey writes a new ed25519 private key in OpenSSH's format (0600)
-// at path and returns the path and its public key.
-func writeSSHKey(t *testing.T, path string) (string, ssh.PublicKey) {
-	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path, signer.PublicKey()
 }

@@ -21,6 +21,8 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/kiln-project/kiln/platforms/ssh/remote/remotetest"
 )
 
 // server is an SSH server on loopback that runs exec requests with
@@ -152,27 +154,11 @@ func (s *server) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 	}
 }
 
-// keyFile writes a fresh ed25519 key in OpenSSH's format and returns its
-// path and public key.
+// keyFile writes a fresh client key and returns its path and public key.
 func keyFile(t *testing.T) (string, ssh.PublicKey) {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "id_ed25519")
-	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path, signer.PublicKey()
+	return path, remotetest.WriteKey(t, path)
 }
 
 // knownHosts writes a known_hosts file holding the servers' keys.
