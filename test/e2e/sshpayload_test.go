@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+)
+
+// TestSSHPayload puts the node payload (nodeimage.Image.WriteSysext) on a
+// plain Debian 12 test host and checks that systemd-sysext merges it, that
+// its kubelet, containerd, runc and Ignition run there, and that its
+// containerd unit starts with the payload's config; then that stopping
+// containerd, removing its state and unmerging leaves the host as it was
+// (the part of destroy's reset the payload needs). The payload is copied
+// into the host's root from this machine: how kiln will push it over SSH
+// is not part of this test.
+func TestSSHPayload(t *testing.T) {
+	requireMachineHost(t, "debootstrap")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	img, err := nodeimage.Ensure(ctx, nodeimage.Options{Log: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := nodeimage.SysextName(img.Release.Kubernetes)
+	payload := filepath.Join(t.TempDir(), name)
+	start := time.Now()
+	if err := img.WriteSysext(payload); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("MEASURE node payload written in %s", time.Since(start).Round(time.Millisecond))
+	f := startSSHHosts(t, 10, []string{"e2epay-0"}, nil)
+	host := f.Hosts[0]
+	before := snapshotHosts(t, f)
+
+	extensions := filepath.Join(f.stateRoot, host.Name, "root", "var/lib/extensions")
+	if err := os.MkdirAll(extensions, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", payload, extensions+"/").CombinedOutput(); err != nil {
+		t.Fatalf("copying the payload onto %s: %v: %s", host.Name, err, out)
+	}
+	out, err := f.Client.RunScript(ctx, host.Address, `set -eu
+systemd-sysext merge >/dev/null
+systemd-sysext status --json=short
+echo
+kubelet --version
+containerd --version
+runc --version | head -1
+/usr/lib/dracut/modules.d/30ignition/ignition -version
+test -x /usr/lib/cni/bridge && echo cni bridge
+systemctl daemon-reload
+systemctl start containerd.service
+ps -o args= -C containerd
+ctr --namespace k8s.io version | grep -c Version
+`)
+	if err != nil {
+		t.Fatalf("the payload on %s: %v\n%s", host.Name, err, out)
+	}
+	for _, want := range []string{
+		`"hierarchy":"/usr","extensions":["` + name + `"]`, `"hierarchy":"/opt","extensions":["` + name + `"]`,
+		"Kubernetes " + img.Release.Kubernetes, "containerd github.com/containerd/containerd/v2 ", "runc version ",
+		"Ignition Debian 2.", "cni bridge", "/usr/local/bin/containerd --config " + nodeimage.SysextContainerdConfig, "\n2\n",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the payload on %s: no %q in:\n%s", host.Name, want, out)
+		}
+	}
+	out, err = f.Client.RunScript(ctx, host.Address, `set -eu
+systemctl stop containerd.service
+systemd-sysext unmerge >/dev/null
+rm -rf /var/lib/extensions /run/containerd /run/systemd/sysext
+find /var/lib/containerd -mindepth 1 -delete
+systemctl daemon-reload
+systemctl reset-failed
+`)
+	if err != nil {
+		t.Fatalf("removing the payload from %s: %v\n%s", host.Name, err, out)
+	}
+	if after := snapshotHosts(t, f); after != before {
+		t.Errorf("%s after the payload was removed differs from before:\n%s", host.Name, lineDiff(before, after))
+	}
+}
+
+// lineDiff lists the lines only in a (-) and only in b (+).
+func lineDiff(a, b string) string {
+	count := map[string]int{}
+	for _, l := range strings.Split(a, "\n") {
+		count[l]++
+	}
+	for _, l := range strings.Split(b, "\n") {
+		count[l]--
+	}
+	var out []string
+	for l, n := range count {
+		switch {
+		case n > 0:
+			out = append(out, "- "+l)
+		case n < 0:
+			out = append(out, "+ "+l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
