@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"net"
 	"os"
@@ -57,17 +58,19 @@ func minimalRootfs(t *testing.T) string {
 	return debootstrapRootfs(t, "rootfs-minimal", []string{"systemd", "systemd-sysv", "dbus", "iproute2", "iputils-ping", "procps"}, nil)
 }
 
-// debootstrapRootfs returns the cache entry name: a bookworm tree of
-// Debian's minbase with the packages include, made by debootstrap and
-// then finish (when not nil), built once and cached across runs
-// (KILN_E2E_CACHE, default /var/cache/kiln-e2e).
+// debootstrapRootfs returns a cache entry named for name and include: a
+// bookworm tree of Debian's minbase with the packages include, made by
+// debootstrap and then finish (when not nil), built once and cached across
+// runs (KILN_E2E_CACHE, default /var/cache/kiln-e2e). Another package list
+// is another entry.
 func debootstrapRootfs(t *testing.T, name string, include []string, finish func(root string) error) string {
 	t.Helper()
 	cache := os.Getenv("KILN_E2E_CACHE")
 	if cache == "" {
 		cache = "/var/cache/kiln-e2e"
 	}
-	dir := filepath.Join(cache, name)
+	sum := sha256.Sum256([]byte(strings.Join(include, ",")))
+	dir := filepath.Join(cache, fmt.Sprintf("%s-%x", name, sum[:4]))
 	if _, err := os.Stat(filepath.Join(dir, "etc/os-release")); err == nil {
 		return dir
 	}

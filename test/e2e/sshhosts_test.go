@@ -19,8 +19,9 @@ import (
 )
 
 // sshHostPackages make a test host: a plain Debian 12 server with systemd
-// and OpenSSH, nothing of Kubernetes and nothing of kiln's node image.
-var sshHostPackages = []string{"systemd", "systemd-sysv", "dbus", "openssh-server", "sudo", "iproute2", "procps", "kmod", "nftables"}
+// and OpenSSH, nothing of Kubernetes and nothing of kiln's node image,
+// plus what docs/platform-ssh.md asks a host to have (iptables).
+var sshHostPackages = []string{"systemd", "systemd-sysv", "dbus", "openssh-server", "sudo", "iproute2", "procps", "kmod", "nftables", "iptables"}
 
 // sshHostRootfs is the cached tree of the test hosts. The keys openssh's
 // package made are removed: each host gets its own (sshFleet), as

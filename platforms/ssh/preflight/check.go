@@ -76,6 +76,11 @@ var modules = [...]struct{ name, why string }{
 	{"xt_set", "NetworkPolicy rules match ipsets"},
 }
 
+// requiredTools are the programs kiln needs from the host's own packages.
+var requiredTools = [...]struct{ name, pkg, why string }{
+	{"iptables", "iptables", "the CNI portmap plugin programs hostPort rules with it"},
+}
+
 // Ports are the TCP ports a role's components listen on, with who.
 func Ports(r Role) map[int]string {
 	p := map[int]string{
@@ -98,7 +103,8 @@ type Problem struct {
 	// Host is the host, in install-config.yaml's order.
 	Host Host
 	// Check names what is checked: os, root, systemd, cgroups, kernel,
-	// port, clock, hostname, machine-id, memory, disk or reach.
+	// package, clash, payload, port, clock, hostname, machine-id, memory,
+	// disk or reach.
 	Check string
 	// Message says what is wrong and how to fix it.
 	Message string
@@ -194,6 +200,17 @@ func checkHost(h Host, o Observation, problem func(check, format string, args ..
 			"Booting with systemd.unified_cgroup_hierarchy=1 (Debian 12's default) gives cgroup v2", orUnknown(f.CgroupFS))
 	}
 	checkKernel(f, problem)
+	for _, tool := range requiredTools {
+		if !f.Tools[tool.name] {
+			problem("package", "%s is missing (%s): apt-get install %s", tool.name, tool.why, tool.pkg)
+		}
+	}
+	for _, c := range f.Clashes {
+		problem("clash", "%s is there already: kiln brings its own container runtime and kubelet, which would clash with it; remove it, or choose another host", c)
+	}
+	for _, p := range f.Payloads {
+		problem("payload", "the host carries kiln's payload already (%s): it belongs to a cluster; destroy that cluster first", p)
+	}
 	ports := Ports(h.Role)
 	var busy []int
 	for port := range ports {

@@ -50,6 +50,14 @@ type Facts struct {
 	Hostname, MachineID string
 	// NTP are the NTP clients that run (systemd-timesyncd, chrony, ...).
 	NTP []string
+	// Tools are the programs kiln needs from the host's packages that it
+	// has (requiredTools).
+	Tools map[string]bool
+	// Clashes are container runtimes or Kubernetes installs the host has
+	// already: their programs' paths and their active units.
+	Clashes []string
+	// Payloads are kiln payloads the host carries already.
+	Payloads []string
 	// Memory is the host's memory and VarFree the free space under /var,
 	// in bytes; -1 when unknown.
 	Memory, VarFree int64
@@ -57,7 +65,7 @@ type Facts struct {
 
 // ParseFacts reads what Script printed.
 func ParseFacts(out []byte) (Facts, error) {
-	f := Facts{Modules: map[string]string{}, Listening: map[int]bool{}, Memory: -1, VarFree: -1}
+	f := Facts{Modules: map[string]string{}, Listening: map[int]bool{}, Tools: map[string]bool{}, Memory: -1, VarFree: -1}
 	seen := map[string]bool{}
 	for _, line := range strings.Split(string(out), "\n") {
 		key, val, ok := strings.Cut(line, "=")
@@ -108,6 +116,12 @@ func ParseFacts(out []byte) (Facts, error) {
 			f.MachineID = val
 		case key == "ntp":
 			f.NTP = strings.Fields(val)
+		case strings.HasPrefix(key, "tool."):
+			f.Tools[strings.TrimPrefix(key, "tool.")] = val == "yes"
+		case key == "clash":
+			f.Clashes = append(f.Clashes, val)
+		case key == "payload":
+			f.Payloads = append(f.Payloads, val)
 		case key == "memorykib":
 			f.Memory, err = kib(val)
 		case key == "varfreekib":

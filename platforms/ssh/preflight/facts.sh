@@ -33,5 +33,15 @@ kv machineid "$(cat /etc/machine-id 2>/dev/null)"
 kv ntp "$(for u in systemd-timesyncd chrony chronyd ntpsec ntp openntpd; do
 	systemctl is-active --quiet "$u.service" 2>/dev/null && printf '%s ' "$u"
 done)"
+# What the host must have from its own packages, and what would clash
+# with the payload kiln brings (docs/platform-ssh.md).
+for t in iptables; do command -v "$t" >/dev/null 2>&1 && kv "tool.$t" yes; done
+for t in containerd dockerd kubelet crio k3s k0s; do
+	p=$(command -v "$t" 2>/dev/null) && kv "clash" "$p"
+done
+for u in containerd docker kubelet crio k3s k0scontroller k0sworker; do
+	systemctl is-active --quiet "$u.service" 2>/dev/null && kv "clash" "$u.service"
+done
+for e in /var/lib/extensions/kiln-*; do [ -e "$e" ] && kv "payload" "$e"; done
 kv memorykib "$(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo)"
 kv varfreekib "$(df -Pk /var 2>/dev/null | awk 'NR == 2 { print $4 }')"

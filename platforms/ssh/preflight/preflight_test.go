@@ -86,7 +86,7 @@ func good(name string) Facts {
 		Modules: map[string]string{"overlay": "loaded", "bridge": "loadable", "veth": "loadable", "br_netfilter": "loadable",
 			"nf_conntrack": "loaded", "ip_set": "loadable", "xt_set": "loadable"},
 		Hostname: name, MachineID: strings.Repeat(name[len(name)-1:], 32), NTP: []string{"systemd-timesyncd"},
-		Memory: 4 << 30, VarFree: 40 << 30,
+		Tools: map[string]bool{"iptables": true}, Memory: 4 << 30, VarFree: 40 << 30,
 	}
 }
 
@@ -155,6 +155,13 @@ func TestCheck(t *testing.T) {
 			1: func(o *Observation) { o.Facts.Memory, o.Facts.Swap = 1536<<20, 1 },
 			3: func(o *Observation) { o.Facts.Memory, o.Facts.VarFree = 1536<<20, 2<<30 },
 		}, want: []string{"master-1 memory", "worker-3 disk"}, warn: []string{"master-1"}},
+		{name: "no iptables; docker and a kubelet installed; a host of another cluster", changes: map[int]func(*Observation){
+			1: func(o *Observation) { o.Facts.Tools = map[string]bool{} },
+			2: func(o *Observation) {
+				o.Facts.Clashes = []string{"/usr/bin/dockerd", "/usr/bin/kubelet", "docker.service"}
+			},
+			3: func(o *Observation) { o.Facts.Payloads = []string{"/var/lib/extensions/kiln-v1.36.3"} },
+		}, want: []string{"master-1 package", "master-2 clash", "master-2 clash", "master-2 clash", "worker-3 payload"}},
 		{name: "an unreachable host and a cloned one: both, once each", changes: map[int]func(*Observation){
 			0: func(o *Observation) { o.Err = errors.New("dial tcp 10.0.0.10:22: connect: no route to host") },
 			3: func(o *Observation) { o.Facts.Hostname = "boot-0" },
