@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,9 +15,8 @@ import (
 // its kubelet, containerd, runc and Ignition run there, and that its
 // containerd unit starts with the payload's config; then that stopping
 // containerd, removing its state and unmerging leaves the host as it was
-// (the part of destroy's reset the payload needs). The payload is copied
-// into the host's root from this machine: how kiln will push it over SSH
-// is not part of this test.
+// (the part of destroy's reset the payload needs). The payload goes over
+// SSH (remote.Client.PushDir).
 func TestSSHPayload(t *testing.T) {
 	requireMachineHost(t, "debootstrap")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -39,13 +36,12 @@ func TestSSHPayload(t *testing.T) {
 	host := f.Hosts[0]
 	before := snapshotHosts(t, f)
 
-	extensions := filepath.Join(f.stateRoot, host.Name, "root", "var/lib/extensions")
-	if err := os.MkdirAll(extensions, 0o755); err != nil {
-		t.Fatal(err)
+	start = time.Now()
+	var sent int64
+	if err := f.Client.PushDir(ctx, host.Address, payload, "/var/lib/extensions/"+name, func(n int64) { sent = n }); err != nil {
+		t.Fatalf("pushing the payload to %s: %v", host.Name, err)
 	}
-	if out, err := exec.Command("cp", "-a", payload, extensions+"/").CombinedOutput(); err != nil {
-		t.Fatalf("copying the payload onto %s: %v: %s", host.Name, err, out)
-	}
+	t.Logf("MEASURE node payload pushed over SSH: %d MB in %s", sent>>20, time.Since(start).Round(time.Millisecond))
 	out, err := f.Client.RunScript(ctx, host.Address, `set -eu
 systemd-sysext merge >/dev/null
 systemd-sysext status --json=short

@@ -1,0 +1,116 @@
+package remote
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// tree writes files (path → content; a content starting with "-> " is a
+// link to the rest) under a new directory and returns it.
+func tree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p, content := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if target, ok := strings.CutPrefix(content, "-> "); ok {
+			if err := os.Symlink(target, full); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// listTree lists a tree as "path mode content" lines.
+func listTree(t *testing.T, dir string) string {
+	t.Helper()
+	var lines []string
+	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		line := rel + " " + info.Mode().String()
+		switch {
+		case info.Mode()&os.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			line += " -> " + target
+		case info.Mode().IsRegular():
+			data, _ := os.ReadFile(p)
+			line += " " + string(data)
+		}
+		lines = append(lines, line)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestPushDir: a tree arrives whole, with its modes and links, reported
+// as it goes; a second push replaces it; a cut stream leaves what was.
+func TestPushDir(t *testing.T) {
+	key, pub := keyFile(t)
+	srv := newServer(t, pub)
+	host, port := split(t, srv.addr)
+	c, err := New(Config{User: "root", Port: port, IdentityFile: key, KnownHostsFile: knownHosts(t, srv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := tree(t, map[string]string{"usr/local/bin/kubelet": "kubelet", "usr/lib/cni/bridge": "bridge", "usr/lib/cni/host-local": "-> bridge", "opt/kiln/images/images.txt": "pause"})
+	if err := os.Chmod(filepath.Join(src, "usr/local/bin/kubelet"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(t.TempDir(), "extensions", "kiln-v1")
+	var last int64
+	if err := c.PushDir(context.Background(), host, src, dest, func(n int64) { last = n }); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := listTree(t, dest), listTree(t, src); got != want {
+		t.Errorf("pushed:\n%s\nwant:\n%s", got, want)
+	}
+	if last < 4*512 {
+		t.Errorf("progress said %d bytes", last)
+	}
+	src2 := tree(t, map[string]string{"usr/local/bin/kubelet": "kubelet 2"})
+	if err := c.PushDir(context.Background(), host, src2, dest, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := listTree(t, dest), listTree(t, src2); got != want {
+		t.Errorf("pushed again:\n%s\nwant:\n%s", got, want)
+	}
+	// A tree with a socket cannot be streamed: the host keeps what it had.
+	bad := tree(t, map[string]string{"a": "a"})
+	if err := os.Remove(filepath.Join(bad, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(bad, "z-fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PushDir(context.Background(), host, bad, dest, nil); err == nil || !strings.Contains(err.Error(), "not a file, directory or link") {
+		t.Errorf("a tree with a fifo: %v", err)
+	}
+	if got, want := listTree(t, dest), listTree(t, src2); got != want {
+		t.Errorf("after a cut push:\n%s\nwant what was:\n%s", got, want)
+	}
+	if _, err := os.Stat(dest + ".kiln-tmp"); !os.IsNotExist(err) {
+		t.Errorf("the cut push left %s.kiln-tmp: %v", dest, err)
+	}
+	for _, d := range []string{"relative/dir", "/", "/a/../b", "/it's"} {
+		if err := c.PushDir(context.Background(), host, src, d, nil); err == nil || !strings.Contains(err.Error(), "not a clean absolute path") {
+			t.Errorf("push to %q: %v", d, err)
+		}
+	}
+}
