@@ -27,8 +27,9 @@ func TestSSHPayload(t *testing.T) {
 	}
 	name := nodeimage.SysextName(img.Release.Kubernetes)
 	payload := filepath.Join(t.TempDir(), name)
+	kiln := buildStaticKiln(t)
 	start := time.Now()
-	if err := img.WriteSysext(payload); err != nil {
+	if err := img.WriteSysext(payload, kiln); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("MEASURE node payload written in %s", time.Since(start).Round(time.Millisecond))
@@ -47,6 +48,7 @@ systemd-sysext merge >/dev/null
 systemd-sysext status --json=short
 echo
 kubelet --version
+kiln version | head -1
 containerd --version
 runc --version | head -1
 /usr/lib/dracut/modules.d/30ignition/ignition -version
@@ -61,7 +63,7 @@ ctr --namespace k8s.io version | grep -c Version
 	}
 	for _, want := range []string{
 		`"hierarchy":"/usr","extensions":["` + name + `"]`, `"hierarchy":"/opt","extensions":["` + name + `"]`,
-		"Kubernetes " + img.Release.Kubernetes, "containerd github.com/containerd/containerd/v2 ", "runc version ",
+		"Kubernetes " + img.Release.Kubernetes, "\nkiln ", "containerd github.com/containerd/containerd/v2 ", "runc version ",
 		"Ignition Debian 2.", "cni bridge", "/usr/local/bin/containerd --config " + nodeimage.SysextContainerdConfig, "\n2\n",
 	} {
 		if !strings.Contains(string(out), want) {

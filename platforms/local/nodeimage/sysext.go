@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 // The node payload is the part of the node image a host that is not kiln's
@@ -16,6 +18,7 @@ import (
 // into /usr and /opt as a read-only overlay, so nothing of the host's own
 // tree is written and unmerging removes all of it (docs/platform-ssh.md).
 // It holds
+//   - kiln itself, the node agent its units run (nodelayout.KilnBinary);
 //   - what kiln builds from source and a host runs itself
 //     (sysextBinaries, in /usr/local/bin), and kiln's helpers in
 //     /usr/local/libexec/kiln; the control plane, etcd and the add-ons run
@@ -155,12 +158,13 @@ func packageFiles(rootfs, pkg string) ([]string, error) {
 	return files, nil
 }
 
-// WriteSysext writes the image's node payload (see sysextEntries) as the
+// WriteSysext writes the image's node payload (see sysextEntries) with
+// the kiln binary at kiln (a static build: it runs on the hosts) as the
 // system extension directory dest, named SysextName of the image's
 // release: hard links to the image's files where the file system allows,
 // else copies; links stay links. dest must not exist; the payload is
 // written beside it and renamed into place, so dest is whole or absent.
-func (img *Image) WriteSysext(dest string) error {
+func (img *Image) WriteSysext(dest, kiln string) error {
 	if _, err := os.Lstat(dest); err == nil {
 		return fmt.Errorf("node payload: %s exists", dest)
 	}
@@ -168,9 +172,16 @@ func (img *Image) WriteSysext(dest string) error {
 	if err != nil {
 		return err
 	}
+	if st, err := os.Stat(kiln); err != nil || !st.Mode().IsRegular() {
+		return fmt.Errorf("node payload: the kiln binary %s: not a file (%v)", kiln, err)
+	}
 	tmp := dest + ".tmp"
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
+	}
+	if err := linkOrCopy(kiln, filepath.Join(tmp, filepath.FromSlash(nodelayout.KilnBinary)), 0o755); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("node payload: %w", err)
 	}
 	for _, e := range entries {
 		if err := writeSysextEntry(img.RootFS, tmp, e); err != nil {

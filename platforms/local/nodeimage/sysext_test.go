@@ -66,8 +66,12 @@ func fakeImageRoot(t *testing.T) string {
 func TestWriteSysext(t *testing.T) {
 	img := &Image{RootFS: fakeImageRoot(t)}
 	img.Release.Kubernetes = "v1.36.3"
+	kiln := filepath.Join(t.TempDir(), "kiln")
+	if err := os.WriteFile(kiln, []byte("kiln"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	dest := filepath.Join(t.TempDir(), SysextName("v1.36.3"))
-	if err := img.WriteSysext(dest); err != nil {
+	if err := img.WriteSysext(dest, kiln); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -102,6 +106,7 @@ func TestWriteSysext(t *testing.T) {
 		"usr/local/bin/containerd",
 		"usr/local/bin/containerd-shim-runc-v2",
 		"usr/local/bin/ctr",
+		"usr/local/bin/kiln",
 		"usr/local/bin/kubelet",
 		"usr/local/bin/runc",
 		"usr/local/libexec/kiln/import-images",
@@ -121,7 +126,7 @@ func TestWriteSysext(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(dest, "usr/local/bin/kubelet")); err != nil || st.Mode().Perm() != 0o755 {
 		t.Errorf("kubelet: %v, %v", st, err)
 	}
-	if err := img.WriteSysext(dest); err == nil || !strings.Contains(err.Error(), "exists") {
+	if err := img.WriteSysext(dest, kiln); err == nil || !strings.Contains(err.Error(), "exists") {
 		t.Errorf("a second write over the payload: %v", err)
 	}
 }
@@ -129,21 +134,32 @@ func TestWriteSysext(t *testing.T) {
 // TestWriteSysextRefuses: a package or binary the image lacks, or a link
 // that points outside /usr and /opt, fails, and leaves no payload behind.
 func TestWriteSysextRefuses(t *testing.T) {
-	for name, change := range map[string]func(root string) error{
-		"no ignition package": func(root string) error { return os.Remove(filepath.Join(root, "var/lib/dpkg/info/ignition.list")) },
-		"no runc":             func(root string) error { return os.Remove(filepath.Join(root, "usr/local/bin/runc")) },
-		"a link to /etc": func(root string) error {
+	for name, tt := range map[string]struct {
+		change func(root string) error
+		want   string
+	}{
+		"no ignition package": {func(root string) error { return os.Remove(filepath.Join(root, "var/lib/dpkg/info/ignition.list")) },
+			"Debian package ignition is not in the image"},
+		"no runc": {func(root string) error { return os.Remove(filepath.Join(root, "usr/local/bin/runc")) },
+			"/usr/local/bin/runc"},
+		"no kiln binary": {func(root string) error { return os.Remove(filepath.Join(root, "kiln")) },
+			"the kiln binary"},
+		"a link to /etc": {func(root string) error {
 			return os.Symlink("/etc/shadow", filepath.Join(root, "usr/local/libexec/kiln/evil"))
-		},
+		}, "links to /etc/shadow, outside the extension's /usr and /opt"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			img := &Image{RootFS: fakeImageRoot(t)}
-			if err := change(img.RootFS); err != nil {
+			kiln := filepath.Join(img.RootFS, "kiln")
+			if err := os.WriteFile(kiln, []byte("kiln"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := tt.change(img.RootFS); err != nil {
 				t.Fatal(err)
 			}
 			dest := filepath.Join(t.TempDir(), "kiln-x")
-			if err := img.WriteSysext(dest); err == nil {
-				t.Fatal("no error")
+			if err := img.WriteSysext(dest, kiln); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want %q", err, tt.want)
 			}
 			if matches, _ := filepath.Glob(dest + "*"); len(matches) != 0 {
 				t.Errorf("left %v", matches)
