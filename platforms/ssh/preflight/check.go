@@ -85,7 +85,7 @@ var requiredTools = [...]struct{ name, pkg, why string }{
 func Ports(r Role) map[int]string {
 	p := map[int]string{
 		10248: "kubelet's health", 10249: "kube-proxy's metrics", 10250: "kubelet",
-		10256: "kube-proxy's health", 20244: "the pod network's health",
+		10256: "kube-proxy's health", 20244: "the NetworkPolicy engine's health",
 	}
 	if r == Bootstrap || r == Master {
 		for port, who := range map[int]string{
