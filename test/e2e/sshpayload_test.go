@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,9 +12,11 @@ import (
 )
 
 // TestSSHPayload puts the node payload (nodeimage.Image.WriteSysext) on a
-// plain Debian 12 test host and checks that systemd-sysext merges it, that
-// its kubelet, containerd, runc and Ignition run there, and that its
-// containerd unit starts with the payload's config; then that stopping
+// plain Debian 12 test host and checks that systemd-sysext merges it into
+// /usr (and leaves /opt writable), that its kubelet, kiln, containerd, runc
+// and Ignition run there, that its containerd unit starts with the
+// payload's config, and that its import script reads the images where the
+// payload keeps them; then that stopping
 // containerd, removing its state and unmerging leaves the host as it was
 // (the part of destroy's reset the payload needs). The payload goes over
 // SSH (remote.Client.PushDir).
@@ -33,6 +36,21 @@ func TestSSHPayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("MEASURE node payload written in %s", time.Since(start).Round(time.Millisecond))
+	// The import is checked with the pause image only: all of them take a
+	// minute or more. The list is replaced, not written into: the payload
+	// shares its files with the cached image.
+	listFile := filepath.Join(payload, nodeimage.SysextImagesDir, "images.txt")
+	list, err := os.ReadFile(listFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, _, _ := strings.Cut(string(list), "\n") // "<file> <ref>"
+	if err := os.Remove(listFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(listFile, []byte(images+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	f := startSSHHosts(t, 10, []string{"e2epay-0"}, nil)
 	host := f.Hosts[0]
 	before := snapshotHosts(t, f)
@@ -57,15 +75,24 @@ systemctl daemon-reload
 systemctl start containerd.service
 ps -o args= -C containerd
 ctr --namespace k8s.io version | grep -c Version
+systemctl start kiln-images.service
+ctr --namespace k8s.io images ls -q | sed 's/^/image: /'
+touch /opt/kiln-e2e-writable && rm /opt/kiln-e2e-writable && echo /opt writable
 `)
 	if err != nil {
 		t.Fatalf("the payload on %s: %v\n%s", host.Name, err, out)
 	}
-	for _, want := range []string{
-		`"hierarchy":"/usr","extensions":["` + name + `"]`, `"hierarchy":"/opt","extensions":["` + name + `"]`,
-		"Kubernetes " + img.Release.Kubernetes, "\nkiln ", "containerd github.com/containerd/containerd/v2 ", "runc version ",
-		"Ignition Debian 2.", "cni bridge", "/usr/local/bin/containerd --config " + nodeimage.SysextContainerdConfig, "\n2\n",
-	} {
+	var wants []string
+	for _, line := range strings.Split(strings.TrimSpace(images), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			wants = append(wants, "\nimage: "+f[1]+"\n")
+		}
+	}
+	for _, want := range append(wants,
+		`"hierarchy":"/usr","extensions":["`+name+`"]`, `"hierarchy":"/opt","extensions":"none"`, "/opt writable",
+		"Kubernetes "+img.Release.Kubernetes, "\nkiln ", "containerd github.com/containerd/containerd/v2 ", "runc version ",
+		"Ignition Debian 2.", "cni bridge", "/usr/local/bin/containerd --config "+nodeimage.SysextContainerdConfig, "\n2\n",
+	) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the payload on %s: no %q in:\n%s", host.Name, want, out)
 		}

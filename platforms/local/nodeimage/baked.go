@@ -25,15 +25,30 @@ type bakedData struct {
 	SandboxImage string
 	CtrImport    string
 	CtrList      string
+	// ImagesDir is where the container images are: ImagesDir in the
+	// image, SysextImagesDir in the node payload.
+	ImagesDir string
 }
 
-// bakedFiles returns the files of data/nodeimage/rootfs, rendered.
-func bakedFiles() ([]bakedFile, error) {
-	data := bakedData{
+// imageBakedData is what the image's .tmpl files are rendered with.
+func imageBakedData() bakedData {
+	return bakedData{
 		SandboxImage: release.PauseImage(),
 		CtrImport:    ctrImportCmd("").String(),
 		CtrList:      ctrListCmd().String(),
+		ImagesDir:    ImagesDir,
 	}
+}
+
+// bakedFiles returns the files of data/nodeimage/rootfs, rendered for the
+// image.
+func bakedFiles() ([]bakedFile, error) {
+	return renderBaked(imageBakedData())
+}
+
+// renderBaked returns the files of data/nodeimage/rootfs, rendered with
+// data.
+func renderBaked(data bakedData) ([]bakedFile, error) {
 	var out []bakedFile
 	err := fs.WalkDir(datanodeimage.FS, "rootfs", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

@@ -23,7 +23,10 @@ import (
 //     (sysextBinaries, in /usr/local/bin), and kiln's helpers in
 //     /usr/local/libexec/kiln; the control plane, etcd and the add-ons run
 //     from their container images;
-//   - the container images, /opt/kiln/images;
+//   - the container images, in SysextImagesDir, with the import script
+//     rendered for that directory: the payload stays out of /opt, which
+//     systemd-sysext would make read-only for the host and for the
+//     bootstrap host's manifests (nodelayout.BootstrapManifestsDir);
 //   - the Debian packages kiln's nodes need and a Debian server does not
 //     have (sysextPackages), their files under /usr but for documentation;
 //   - the image's own units (containerd, kiln-ignition, kiln-images,
@@ -49,6 +52,9 @@ var sysextBinaries = [...]string{"containerd", "containerd-shim-runc-v2", "ctr",
 
 // sysextUnits are the image's units the payload carries.
 var sysextUnits = [...]string{"containerd.service", "kiln-cgroup-rw.service", "kiln-ignition.service", "kiln-images.service"}
+
+// SysextImagesDir is where the payload keeps the container images.
+const SysextImagesDir = "/usr/share/kiln/images"
 
 // SysextContainerdConfig is where the payload's containerd reads its
 // config, instead of /etc/containerd/config.toml, which stays the host's.
@@ -80,22 +86,30 @@ func sysextEntries(rootfs, name string) ([]sysextEntry, error) {
 	for _, b := range sysextBinaries {
 		add("/usr/local/bin/"+b, "/usr/local/bin/"+b)
 	}
-	for _, dir := range []string{"/usr/local/libexec/kiln", ImagesDir} {
+	for dir, to := range map[string]string{"/usr/local/libexec/kiln": "/usr/local/libexec/kiln", ImagesDir: SysextImagesDir} {
 		err := filepath.WalkDir(filepath.Join(rootfs, dir), func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
 			}
-			rel, err := filepath.Rel(rootfs, p)
+			rel, err := filepath.Rel(filepath.Join(rootfs, dir), p)
 			if err != nil {
 				return err
 			}
-			add("/"+filepath.ToSlash(rel), "/"+filepath.ToSlash(rel))
+			from, into := path.Join(dir, filepath.ToSlash(rel)), path.Join(to, filepath.ToSlash(rel))
+			if from != importScript {
+				add(from, into)
+			}
 			return nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("node payload: %w", err)
 		}
 	}
+	script, err := payloadImportScript()
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, sysextEntry{To: importScript, Data: script, Mode: 0o755})
 	for _, pkg := range sysextPackages {
 		files, err := packageFiles(rootfs, pkg)
 		if err != nil {
@@ -114,6 +128,23 @@ func sysextEntries(rootfs, name string) ([]sysextEntry, error) {
 		sysextEntry{To: "/usr/lib/extension-release.d/extension-release." + name, Data: []byte(extensionRelease()), Mode: 0o644})
 	sort.Slice(out, func(i, j int) bool { return out[i].To < out[j].To })
 	return out, nil
+}
+
+// payloadImportScript is the image's import script rendered for
+// SysextImagesDir.
+func payloadImportScript() ([]byte, error) {
+	data := imageBakedData()
+	data.ImagesDir = SysextImagesDir
+	files, err := renderBaked(data)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		if f.Path == importScript {
+			return f.Data, nil
+		}
+	}
+	return nil, fmt.Errorf("node payload: data/nodeimage has no %s", importScript)
 }
 
 // extensionRelease names the OS the payload extends: the image's Debian
@@ -162,7 +193,8 @@ func packageFiles(rootfs, pkg string) ([]string, error) {
 // the kiln binary at kiln (a static build: it runs on the hosts) as the
 // system extension directory dest, named SysextName of the image's
 // release: hard links to the image's files where the file system allows,
-// else copies; links stay links. dest must not exist; the payload is
+// else copies; links stay links. A file of the payload may be the image's
+// own: replace it, never write into it. dest must not exist; the payload is
 // written beside it and renamed into place, so dest is whole or absent.
 func (img *Image) WriteSysext(dest, kiln string) error {
 	if _, err := os.Lstat(dest); err == nil {

@@ -59,7 +59,9 @@ func fakeImageRoot(t *testing.T) string {
 	return root
 }
 
-// TestWriteSysext: the payload holds kiln's binaries, helpers and images,
+// TestWriteSysext: the payload holds kiln's binaries, helpers and images
+// (under /usr/share, with an import script that reads them there, and
+// nothing under /opt),
 // the two packages' files but their docs, the units under /usr/lib and
 // containerd's config under /usr/share with a drop-in that reads it, and
 // the extension-release file; the host's /etc and shell are not in it.
@@ -91,8 +93,6 @@ func TestWriteSysext(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"opt/kiln/images/images.txt",
-		"opt/kiln/images/pause.tar",
 		"usr/bin/ignition-validate",
 		"usr/lib/cni/bridge",
 		"usr/lib/cni/host-local -> bridge",
@@ -111,6 +111,8 @@ func TestWriteSysext(t *testing.T) {
 		"usr/local/bin/runc",
 		"usr/local/libexec/kiln/import-images",
 		"usr/share/kiln/containerd/config.toml",
+		"usr/share/kiln/images/images.txt",
+		"usr/share/kiln/images/pause.tar",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("payload:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -118,6 +120,10 @@ func TestWriteSysext(t *testing.T) {
 	release, _ := os.ReadFile(filepath.Join(dest, "usr/lib/extension-release.d/extension-release.kiln-v1.36.3"))
 	if string(release) != "ID=debian\nVERSION_ID=12\n" {
 		t.Errorf("extension-release: %q", release)
+	}
+	script, _ := os.ReadFile(filepath.Join(dest, "usr/local/libexec/kiln/import-images"))
+	if !strings.Contains(string(script), "\ndir="+SysextImagesDir+"\n") || strings.Contains(string(script), "/opt") {
+		t.Errorf("the payload's import script does not read %s:\n%s", SysextImagesDir, script)
 	}
 	dropIn, _ := os.ReadFile(filepath.Join(dest, "usr/lib/systemd/system/containerd.service.d/10-kiln-payload.conf"))
 	if !strings.Contains(string(dropIn), "--config "+SysextContainerdConfig) {
