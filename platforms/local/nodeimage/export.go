@@ -6,14 +6,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/platforms/tartree"
 )
 
 // Export writes the image's root tree as a tarball to path. The suffix
@@ -38,7 +37,11 @@ func (img *Image) Export(ctx context.Context, path string) error {
 		if err != nil {
 			return err
 		}
-		err = writeTree(ctx, w, img.RootFS)
+		tw := tar.NewWriter(w)
+		err = tartree.Write(ctx, tw, img.RootFS)
+		if err == nil {
+			err = tw.Close()
+		}
 		if cerr := w.Close(); err == nil {
 			err = cerr
 		}
@@ -100,67 +103,3 @@ func zstdCompressor(ctx context.Context, out io.Writer) (io.WriteCloser, func() 
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
-
-// writeTree writes the tree at root as a tar stream with numeric owners,
-// hard links, symlinks and device nodes preserved.
-func writeTree(ctx context.Context, w io.Writer, root string) error {
-	tw := tar.NewWriter(w)
-	type inode struct{ dev, ino uint64 }
-	links := map[inode]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		var target string
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if target, err = os.Readlink(p); err != nil {
-				return err
-			}
-		}
-		h, err := tar.FileInfoHeader(fi, target)
-		if err != nil {
-			return err
-		}
-		h.Name, h.Uname, h.Gname, h.Format = filepath.ToSlash(rel), "", "", tar.FormatPAX
-		h.AccessTime, h.ChangeTime = fi.ModTime(), fi.ModTime()
-		if fi.IsDir() {
-			h.Name += "/"
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() && st.Nlink > 1 {
-			key := inode{uint64(st.Dev), st.Ino}
-			if first, ok := links[key]; ok {
-				h.Typeflag, h.Linkname, h.Size = tar.TypeLink, first, 0
-				return tw.WriteHeader(h)
-			}
-			links[key] = h.Name
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if !fi.Mode().IsRegular() {
-			return nil
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(tw, f)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
-}

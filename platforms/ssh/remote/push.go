@@ -6,18 +6,17 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
+
+	"github.com/kiln-project/kiln/platforms/tartree"
 )
 
 // PushDir copies the local directory src to the absolute path dir on the
 // host at address, as root: one tar stream over the SSH session, unpacked
 // beside dir and renamed into place, so dir is the whole of src or what it
 // was before (a dir there already is replaced). Files keep their modes and
-// belong to root; links stay links. sent, when not nil, is told the bytes
+// belong to root; links stay links. Cancelling ctx cuts the stream. sent, when not nil, is told the bytes
 // of the stream sent so far, as they go.
 func (c *Client) PushDir(ctx context.Context, address, src, dir string, sent func(int64)) error {
 	if !path.IsAbs(dir) || path.Clean(dir) != dir || dir == "/" || strings.ContainsAny(dir, "'\n\\\x00") {
@@ -47,7 +46,7 @@ func (c *Client) PushDir(ctx context.Context, address, src, dir string, sent fun
 	if err := s.Start(c.wrap(script)); err != nil {
 		return err
 	}
-	werr := writeTar(&countingWriter{w: stdin, sent: sent}, src)
+	werr := writeTar(ctx, &countingWriter{w: stdin, sent: sent}, src)
 	cerr := stdin.Close()
 	done := make(chan error, 1)
 	go func() { done <- s.Wait() }()
@@ -72,6 +71,10 @@ func (c *Client) PushDir(ctx context.Context, address, src, dir string, sent fun
 	return nil
 }
 
+// endMarker is the last entry of a push's stream: a host that did not get
+// it got a stream cut short, and keeps what it had.
+const endMarker = ".kiln-push-complete"
+
 // wrap runs script under /bin/sh as root.
 func (c *Client) wrap(script string) string {
 	quoted := "'" + strings.ReplaceAll(script, "'", `'\''`) + "'"
@@ -81,54 +84,11 @@ func (c *Client) wrap(script string) string {
 	return "sudo -n /bin/sh -c " + quoted
 }
 
-// endMarker is the last entry of a push's stream: a host that did not get
-// it got a stream cut short, and keeps what it had.
-const endMarker = ".kiln-push-complete"
-
-// writeTar writes the tree src as a tar stream: directories, regular
-// files and links, with their modes, owned by root; then endMarker.
-func writeTar(w io.Writer, src string) error {
+// writeTar writes the tree src as a tar stream (tartree.Write), then
+// endMarker.
+func writeTar(ctx context.Context, w io.Writer, src string) error {
 	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		h := &tar.Header{Name: filepath.ToSlash(rel), Mode: int64(info.Mode().Perm()), ModTime: info.ModTime(), Format: tar.FormatPAX}
-		switch {
-		case d.IsDir():
-			h.Typeflag, h.Name = tar.TypeDir, h.Name+"/"
-			return tw.WriteHeader(h)
-		case info.Mode()&fs.ModeSymlink != 0:
-			if h.Linkname, err = os.Readlink(p); err != nil {
-				return err
-			}
-			h.Typeflag = tar.TypeSymlink
-			return tw.WriteHeader(h)
-		case info.Mode().IsRegular():
-			h.Typeflag, h.Size = tar.TypeReg, info.Size()
-			if err := tw.WriteHeader(h); err != nil {
-				return err
-			}
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			_, err = io.Copy(tw, f)
-			return err
-		default:
-			return fmt.Errorf("%s: not a file, directory or link", p)
-		}
-	})
-	if err != nil {
+	if err := tartree.Write(ctx, tw, src); err != nil {
 		return err
 	}
 	if err := tw.WriteHeader(&tar.Header{Name: endMarker, Typeflag: tar.TypeReg, Mode: 0o600}); err != nil {

@@ -185,10 +185,10 @@ func split(t *testing.T, addr string) (string, int) {
 	return h, port
 }
 
-// TestRunScript: a script runs on the host with its input and output; a
-// failing one returns its standard error; a user other than root goes
-// through sudo -n, and a sudo that wants a password is named.
-func TestRunScript(t *testing.T) {
+// rootClient returns a test server and a client that logs into it as
+// root with a key file, and the server's host to dial.
+func rootClient(t *testing.T) (*Client, *server, string) {
+	t.Helper()
 	key, pub := keyFile(t)
 	srv := newServer(t, pub)
 	host, port := split(t, srv.addr)
@@ -196,6 +196,14 @@ func TestRunScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, srv, host
+}
+
+// TestRunScript: a script runs on the host with its input and output; a
+// failing one returns its standard error; a user other than root goes
+// through sudo -n, and a sudo that wants a password is named.
+func TestRunScript(t *testing.T) {
+	c, srv, host := rootClient(t)
 	out, err := c.RunScript(context.Background(), host, "read x; echo \"got $x\"; echo $((6*7))\n")
 	if err != nil || string(out) != "got \n42\n" {
 		t.Errorf("output %q, error %v", out, err)
