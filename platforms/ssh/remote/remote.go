@@ -63,7 +63,7 @@ func New(cfg Config) (*Client, error) {
 		if err != nil {
 			var missing *ssh.PassphraseMissingError
 			if errors.As(err, &missing) {
-				return nil, fmt.Errorf("identity file %s is encrypted: load it into ssh-agent and leave identityFile unset", cfg.IdentityFile)
+				return nil, fmt.Errorf("identity file %s is encrypted: load it into ssh-agent and log in through the agent instead", cfg.IdentityFile)
 			}
 			return nil, fmt.Errorf("identity file %s: %w", cfg.IdentityFile, err)
 		}
