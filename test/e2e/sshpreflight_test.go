@@ -58,13 +58,14 @@ func TestSSHPreflight(t *testing.T) {
 // under /etc, /usr, /var/lib and /opt with their sizes (but systemd's own
 // timestamps and seeds), the systemd units' states, the processes (but the
 // snapshot's own: sshd's session, the shell; sshd's count of logins under
-// way), the network interfaces and the nftables ruleset.
+// way; root's login session and user manager, where pam_systemd makes
+// them), the network interfaces and the nftables ruleset.
 const snapshotScript = `echo '# files'
 find /etc /usr /var/lib /opt \( -type f -o -type l \) -printf '%p %s\n' | grep -v '^/var/lib/systemd/\(timers\|catalog\|random-seed\)' | sort
 echo '# units'
-systemctl list-units --all --no-legend --plain | awk '{print $1, $3, $4}' | sort
+systemctl list-units --all --no-legend --plain | awk '{print $1, $3, $4}' | grep -v -e '^session-[0-9]*\.scope ' -e '^user' | sort
 echo '# processes'
-ps -eo user=,args= | grep -v -e '^root *sshd: root' -e '^root *ps -eo' -e '^root */bin/sh -s' -e '^root *grep ' -e '^root *sed ' -e '^root *sort$' | sed 's/\[listener\].*/[listener]/' | sort
+ps -eo user=,args= | grep -v -e '^root *sshd: root' -e '^root *ps -eo' -e '^root */bin/sh -s' -e '^root *grep ' -e '^root *sed ' -e '^root *sort$' -e '^root *(sd-pam)' -e '^root */lib/systemd/systemd --user' | sed 's/\[listener\].*/[listener]/' | sort
 echo '# interfaces'
 ip -o link show | awk '{print $2, $3}' | sort
 echo '# nftables'
