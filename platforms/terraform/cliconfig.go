@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/platforms/shellquote"
 )
 
 // Provider is a Terraform provider shipped in the kiln binary: kiln installs
@@ -65,19 +66,14 @@ func providerScript(p Provider) []byte {
 	if len(p.Env) > 0 {
 		b.WriteString(" env")
 		for _, k := range sortedKeys(p.Env) {
-			b.WriteString(" " + shellQuote(k+"="+p.Env[k]))
+			b.WriteString(" " + shellquote.Quote(k+"="+p.Env[k]))
 		}
 	}
 	for _, a := range p.Command {
-		b.WriteString(" " + shellQuote(a))
+		b.WriteString(" " + shellquote.Quote(a))
 	}
 	b.WriteString(" \"$@\"\n")
 	return b.Bytes()
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // WriteCLIConfig installs providers into the filesystem mirror mirrorDir and

@@ -2,13 +2,14 @@ package remote
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path"
 	"strings"
 
+	"github.com/kiln-project/kiln/platforms/shellquote"
 	"github.com/kiln-project/kiln/platforms/tartree"
 )
 
@@ -16,56 +17,33 @@ import (
 // host at address, as root: one tar stream over the SSH session, unpacked
 // beside dir and renamed into place, so dir is the whole of src or what it
 // was before (a dir there already is replaced). Files keep their modes and
-// belong to root; links stay links. Cancelling ctx cuts the stream. sent, when not nil, is told the bytes
-// of the stream sent so far, as they go.
+// belong to root; links stay links. Cancelling ctx cuts the stream. sent,
+// when not nil, is told the bytes of the stream sent so far, as they go.
 func (c *Client) PushDir(ctx context.Context, address, src, dir string, sent func(int64)) error {
 	if !path.IsAbs(dir) || path.Clean(dir) != dir || dir == "/" || strings.ContainsAny(dir, "'\n\\\x00") {
 		return fmt.Errorf("pushing to %q: not a clean absolute path", dir)
 	}
-	cl, err := c.Dial(ctx, address)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	s, err := cl.NewSession()
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	stdin, err := s.StdinPipe()
-	if err != nil {
-		return err
-	}
-	var stderr bytes.Buffer
-	s.Stderr = &stderr
 	tmp := dir + ".kiln-tmp"
 	// Only a stream that reached its end marker replaces dir.
 	script := fmt.Sprintf("set -e; trap \"rm -rf '%[1]s'\" EXIT; rm -rf '%[1]s'; mkdir -p '%[1]s'; tar -x -f - -C '%[1]s' --no-same-owner; "+
 		"if [ ! -f '%[1]s/%[3]s' ]; then echo 'the stream ended early' >&2; exit 1; fi; "+
 		"rm '%[1]s/%[3]s'; rm -rf '%[2]s'; mv '%[1]s' '%[2]s'", tmp, dir, endMarker)
-	if err := s.Start(c.wrap(script)); err != nil {
-		return err
-	}
-	werr := writeTar(ctx, &countingWriter{w: stdin, sent: sent}, src)
-	cerr := stdin.Close()
-	done := make(chan error, 1)
-	go func() { done <- s.Wait() }()
-	select {
-	case <-ctx.Done():
-		cl.Close()
+	pr, pw := io.Pipe()
+	written := make(chan error, 1)
+	go func() {
+		err := writeTar(ctx, &countingWriter{w: pw, sent: sent}, src)
+		pw.CloseWithError(err) // nil: the stream ends
+		written <- err
+	}()
+	_, err := c.run(ctx, address, c.asRoot("/bin/sh -c "+shellquote.Quote(script)), pr)
+	pr.Close() // a host that stopped reading unblocks the writer
+	werr := <-written
+	switch {
+	case ctx.Err() != nil:
 		return ctx.Err()
-	case err = <-done:
-	}
-	if werr != nil {
+	case werr != nil && !errors.Is(werr, io.ErrClosedPipe):
 		return fmt.Errorf("pushing %s: %w", src, werr)
-	}
-	if err == nil {
-		err = cerr
-	}
-	if err != nil {
-		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return fmt.Errorf("unpacking into %s: %w: %s", dir, err, msg)
-		}
+	case err != nil:
 		return fmt.Errorf("unpacking into %s: %w", dir, err)
 	}
 	return nil
@@ -74,15 +52,6 @@ func (c *Client) PushDir(ctx context.Context, address, src, dir string, sent fun
 // endMarker is the last entry of a push's stream: a host that did not get
 // it got a stream cut short, and keeps what it had.
 const endMarker = ".kiln-push-complete"
-
-// wrap runs script under /bin/sh as root.
-func (c *Client) wrap(script string) string {
-	quoted := "'" + strings.ReplaceAll(script, "'", `'\''`) + "'"
-	if c.cfg.User == "root" {
-		return "/bin/sh -c " + quoted
-	}
-	return "sudo -n /bin/sh -c " + quoted
-}
 
 // writeTar writes the tree src as a tar stream (tartree.Write), then
 // endMarker.

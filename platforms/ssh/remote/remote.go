@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -155,17 +156,29 @@ func handshake(conn net.Conn, addr string, conf *ssh.ClientConfig) (*ssh.Client,
 }
 
 // Shell is the command a script is fed to on its standard input: /bin/sh,
-// through sudo -n (never a password prompt) for a user other than root.
-func (c *Client) Shell() string {
+// as root (asRoot).
+func (c *Client) Shell() string { return c.asRoot("/bin/sh -s") }
+
+// asRoot is command run as root: as it is for root, through sudo -n
+// (never a password prompt) for another user.
+func (c *Client) asRoot(command string) string {
 	if c.cfg.User == "root" {
-		return "/bin/sh -s"
+		return command
 	}
-	return "sudo -n /bin/sh -s"
+	return "sudo -n " + command
 }
 
 // RunScript runs script as root on the host at address and returns its
 // standard output; its error carries the script's standard error.
 func (c *Client) RunScript(ctx context.Context, address, script string) ([]byte, error) {
+	return c.run(ctx, address, c.Shell(), strings.NewReader(script))
+}
+
+// run runs command on the host at address with stdin as its standard
+// input and returns its standard output; its error carries its standard
+// error, and names a sudo that wants a password. Cancelling ctx closes the
+// connection.
+func (c *Client) run(ctx context.Context, address, command string, stdin io.Reader) ([]byte, error) {
 	cl, err := c.Dial(ctx, address)
 	if err != nil {
 		return nil, err
@@ -177,9 +190,9 @@ func (c *Client) RunScript(ctx context.Context, address, script string) ([]byte,
 	}
 	defer s.Close()
 	var stdout, stderr bytes.Buffer
-	s.Stdin, s.Stdout, s.Stderr = strings.NewReader(script), &stdout, &stderr
+	s.Stdin, s.Stdout, s.Stderr = stdin, &stdout, &stderr
 	done := make(chan error, 1)
-	go func() { done <- s.Run(c.Shell()) }()
+	go func() { done <- s.Run(command) }()
 	select {
 	case <-ctx.Done():
 		cl.Close()
