@@ -6,7 +6,7 @@ package shellquote
 import "strings"
 
 // Quote returns s as one word of a POSIX shell: in single quotes, with
-// each single quote of s written as '\''.
+// each single quote of s written as '\”.
 func Quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
