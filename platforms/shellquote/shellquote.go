@@ -5,8 +5,8 @@ package shellquote
 
 import "strings"
 
-// Quote returns s as one word of a POSIX shell: in single quotes, with
-// each single quote of s written as '\”.
+// Quote returns s as one word of a POSIX shell: in single quotes, each
+// single quote of s ending the quoted part, escaped, and starting the next.
 func Quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
