@@ -15,7 +15,7 @@ import (
 // The node payload is the part of the node image a host that is not kiln's
 // node image lacks (the ssh platform's hosts run Debian 12 of their own),
 // as a systemd system extension: a directory that systemd-sysext merges
-// into /usr and /opt as a read-only overlay, so nothing of the host's own
+// into /usr as a read-only overlay, so nothing of the host's own
 // tree is written and unmerging removes all of it (docs/platform-ssh.md).
 // It holds
 //   - kiln itself, the node agent its units run (nodelayout.KilnBinary);
@@ -242,8 +242,8 @@ func writeSysextEntry(rootfs, dir string, e sysextEntry) error {
 		if err != nil {
 			return err
 		}
-		if path.IsAbs(target) && !strings.HasPrefix(target, "/usr/") && !strings.HasPrefix(target, "/opt/") {
-			return fmt.Errorf("links to %s, outside the extension's /usr and /opt", target)
+		if path.IsAbs(target) && !strings.HasPrefix(target, "/usr/") {
+			return fmt.Errorf("links to %s, outside the extension's /usr", target)
 		}
 		return os.Symlink(target, dst)
 	}

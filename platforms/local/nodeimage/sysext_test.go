@@ -138,7 +138,7 @@ func TestWriteSysext(t *testing.T) {
 }
 
 // TestWriteSysextRefuses: a package or binary the image lacks, or a link
-// that points outside /usr and /opt, fails, and leaves no payload behind.
+// that points outside /usr, fails, and leaves no payload behind.
 func TestWriteSysextRefuses(t *testing.T) {
 	for name, tt := range map[string]struct {
 		change func(root string) error
@@ -152,7 +152,10 @@ func TestWriteSysextRefuses(t *testing.T) {
 			"the kiln binary"},
 		"a link to /etc": {func(root string) error {
 			return os.Symlink("/etc/shadow", filepath.Join(root, "usr/local/libexec/kiln/evil"))
-		}, "links to /etc/shadow, outside the extension's /usr and /opt"},
+		}, "links to /etc/shadow, outside the extension's /usr"},
+		"a link to /opt, which the extension leaves to the host": {func(root string) error {
+			return os.Symlink("/opt/kiln/images/pause.tar", filepath.Join(root, "usr/local/libexec/kiln/pause.tar"))
+		}, "links to /opt/kiln/images/pause.tar, outside the extension's /usr"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			img := &Image{RootFS: fakeImageRoot(t)}
