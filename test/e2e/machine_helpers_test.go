@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -98,6 +99,29 @@ func debootstrapRootfs(t *testing.T, name string, include []string, finish func(
 	}
 	t.Logf("built %s in %s", name, time.Since(start).Round(time.Second))
 	return dir
+}
+
+// createAll creates the machines of specs at once and fails the test,
+// naming each machine that Create refused.
+func createAll(t *testing.T, ctx context.Context, m *machine.Manager, specs []machine.Spec) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, len(specs))
+	for i := range specs {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = m.Create(ctx, specs[i]) }()
+	}
+	wg.Wait()
+	failed := false
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Create %s: %v", specs[i].Name, err)
+			failed = true
+		}
+	}
+	if failed {
+		t.FailNow()
+	}
 }
 
 // debianMirror is the mirror the host's apt uses (the only one reachable).

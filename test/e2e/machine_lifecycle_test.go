@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -86,18 +85,7 @@ func TestMachineLifecycle(t *testing.T) {
 	}()
 
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make([]error, len(specs))
-	for i := range specs {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = m.Create(ctx, specs[i]) }()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("Create %s: %v", names[i], err)
-		}
-	}
+	createAll(t, ctx, m, specs)
 	created := time.Since(start)
 	for _, n := range names {
 		bctx, bcancel := context.WithTimeout(ctx, 2*time.Minute)

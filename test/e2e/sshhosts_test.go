@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -116,18 +115,7 @@ func startSSHHosts(t *testing.T, third int, names []string, extra map[string]map
 	if err := os.WriteFile(f.KnownHosts, []byte(strings.Join(known, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, len(specs))
-	for i := range specs {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = f.m.Create(ctx, specs[i]) }()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("booting test host %s: %v", names[i], err)
-		}
-	}
+	createAll(t, ctx, f.m, specs)
 	f.Client, err = remote.New(remote.Config{User: "root", IdentityFile: f.KeyFile, KnownHostsFile: f.KnownHosts})
 	if err != nil {
 		t.Fatal(err)
