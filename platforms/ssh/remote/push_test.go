@@ -4,9 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kiln-project/kiln/graph/atomicfile/atomicfiletest"
 )
 
 // tree writes files (path → content; a content starting with "-> " is a
@@ -32,30 +35,17 @@ func tree(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-// listTree lists a tree as "path mode content" lines.
+// listTree describes the entries below dir (atomicfiletest.Tree), by
+// their paths relative to dir, one per line in order.
 func listTree(t *testing.T, dir string) string {
 	t.Helper()
 	var lines []string
-	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err != nil || p == dir {
-			return err
+	for p, desc := range atomicfiletest.Tree(t, dir) {
+		if rel, _ := filepath.Rel(dir, p); rel != "." {
+			lines = append(lines, rel+" "+desc)
 		}
-		rel, _ := filepath.Rel(dir, p)
-		line := rel + " " + info.Mode().String()
-		switch {
-		case info.Mode()&os.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			line += " -> " + target
-		case info.Mode().IsRegular():
-			data, _ := os.ReadFile(p)
-			line += " " + string(data)
-		}
-		lines = append(lines, line)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
+	slices.Sort(lines)
 	return strings.Join(lines, "\n")
 }
 
