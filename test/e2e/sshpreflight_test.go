@@ -50,7 +50,7 @@ func TestSSHPreflight(t *testing.T) {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
 	}
 	if after := snapshotHosts(t, f); after != before {
-		t.Errorf("the preflight changed a host:\nbefore:\n%s\nafter:\n%s", before, after)
+		t.Errorf("the preflight changed a host:\n%s", lineDiff(before, after))
 	}
 }
 
