@@ -112,24 +112,3 @@ systemctl reset-failed
 		t.Errorf("%s after the payload was removed differs from before:\n%s", host.Name, lineDiff(before, after))
 	}
 }
-
-// lineDiff lists the lines only in a (-) and only in b (+).
-func lineDiff(a, b string) string {
-	count := map[string]int{}
-	for _, l := range strings.Split(a, "\n") {
-		count[l]++
-	}
-	for _, l := range strings.Split(b, "\n") {
-		count[l]--
-	}
-	var out []string
-	for l, n := range count {
-		switch {
-		case n > 0:
-			out = append(out, "- "+l)
-		case n < 0:
-			out = append(out, "+ "+l)
-		}
-	}
-	return strings.Join(out, "\n")
-}

@@ -53,39 +53,3 @@ func TestSSHPreflight(t *testing.T) {
 		t.Errorf("the preflight changed a host:\n%s", lineDiff(before, after))
 	}
 }
-
-// snapshotScript prints what installing onto a host changes: the files
-// under /etc, /usr, /var/lib and /opt with their sizes (but systemd's own
-// timestamps and seeds), the systemd units' states, the processes (but the
-// snapshot's own: sshd's session, the shell; sshd's count of logins under
-// way; root's login session and user manager, where pam_systemd makes
-// them), the network interfaces and the nftables ruleset.
-const snapshotScript = `echo '# files'
-find /etc /usr /var/lib /opt \( -type f -o -type l \) -printf '%p %s\n' | grep -v '^/var/lib/systemd/\(timers\|catalog\|random-seed\)' | sort
-echo '# units'
-systemctl list-units --all --no-legend --plain | awk '{print $1, $3, $4}' | grep -v -e '^session-[0-9]*\.scope ' -e '^user' | sort
-echo '# processes'
-ps -eo user=,args= | grep -v -e '^root *sshd: root' -e '^root *ps -eo' -e '^root */bin/sh -s' -e '^root *grep ' -e '^root *sed ' -e '^root *sort$' -e '^root *(sd-pam)' -e '^root */lib/systemd/systemd --user' | sed 's/\[listener\].*/[listener]/' | sort
-echo '# interfaces'
-ip -o link show | awk '{print $2, $3}' | sort
-echo '# nftables'
-nft list ruleset
-`
-
-// snapshotHosts returns, for each test host, what snapshotScript prints:
-// what installing onto a host changes.
-func snapshotHosts(t *testing.T, f *sshFleet) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var b strings.Builder
-	for _, h := range f.Hosts {
-		out, err := f.Client.RunScript(ctx, h.Address, snapshotScript)
-		if err != nil {
-			t.Fatalf("snapshot of %s: %v", h.Name, err)
-		}
-		b.WriteString("== " + h.Name + "\n")
-		b.Write(out)
-	}
-	return b.String()
-}
