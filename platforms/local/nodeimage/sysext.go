@@ -204,14 +204,17 @@ func (img *Image) WriteSysext(dest, kiln string) error {
 	if err != nil {
 		return err
 	}
-	if st, err := os.Stat(kiln); err != nil || !st.Mode().IsRegular() {
+	st, err := os.Stat(kiln)
+	if err != nil || !st.Mode().IsRegular() {
 		return fmt.Errorf("node payload: the kiln binary %s: not a file (%v)", kiln, err)
 	}
 	tmp := dest + ".tmp"
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
 	}
-	if err := linkOrCopy(kiln, filepath.Join(tmp, filepath.FromSlash(nodelayout.KilnBinary)), 0o755); err != nil {
+	// Its own mode: linkOrCopy sets the source's, and the binary is not
+	// the cache's to change.
+	if err := linkOrCopy(kiln, filepath.Join(tmp, filepath.FromSlash(nodelayout.KilnBinary)), st.Mode().Perm()); err != nil {
 		os.RemoveAll(tmp)
 		return fmt.Errorf("node payload: %w", err)
 	}
