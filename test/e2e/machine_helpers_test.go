@@ -52,13 +52,6 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// minimalRootfs returns a debootstrap'ed bookworm tree with systemd,
-// cached across runs (KILN_E2E_CACHE, default /var/cache/kiln-e2e).
-func minimalRootfs(t *testing.T) string {
-	t.Helper()
-	return debootstrapRootfs(t, "rootfs-minimal", []string{"systemd", "systemd-sysv", "dbus", "iproute2", "iputils-ping", "procps"}, nil)
-}
-
 // debootstrapRootfs returns a cache entry named for name and include: a
 // bookworm tree of Debian's minbase with the packages include, made by
 // debootstrap and then finish (when not nil), built once and cached across

@@ -18,7 +18,7 @@ import (
 // that Destroy, from a fresh Manager, leaves nothing behind.
 func TestMachineLifecycle(t *testing.T) {
 	requireMachineHost(t)
-	image := minimalRootfs(t)
+	image := sshHostRootfs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 

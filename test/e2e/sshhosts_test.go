@@ -19,8 +19,10 @@ import (
 
 // sshHostPackages make a test host: a plain Debian 12 server with systemd
 // and OpenSSH, nothing of Kubernetes and nothing of kiln's node image,
-// plus what docs/platform-ssh.md asks a host to have (iptables).
-var sshHostPackages = []string{"systemd", "systemd-sysv", "dbus", "openssh-server", "sudo", "iproute2", "procps", "kmod", "nftables", "iptables"}
+// plus what docs/platform-ssh.md asks a host to have (iptables). The
+// machine tests boot the same tree (they ping: iputils-ping), so a cold
+// run debootstraps once, not twice.
+var sshHostPackages = []string{"systemd", "systemd-sysv", "dbus", "openssh-server", "sudo", "iproute2", "iputils-ping", "procps", "kmod", "nftables", "iptables"}
 
 // sshHostRootfs is the cached tree of the test hosts. The keys openssh's
 // package made are removed: each host gets its own (sshFleet), as

@@ -150,7 +150,7 @@ func TestTerraformNetwork(t *testing.T) {
 
 	t.Run("bootstrap machine", func(t *testing.T) {
 		vars := vars
-		vars.NodeImage = minimalRootfs(t)
+		vars.NodeImage = sshHostRootfs(t)
 		if err := d.Apply(ctx, tf.StageBootstrap, vars); err != nil {
 			t.Fatal(err)
 		}
