@@ -41,13 +41,13 @@ func TestBakedFiles(t *testing.T) {
 		}},
 		{"/usr/local/libexec/kiln/ignition-firstboot", 0o755, []string{
 			"/usr/lib/dracut/modules.d/30ignition/ignition", "-platform file", "for stage in fetch files",
+			"[ ! -e /etc/selinux/config ]", "trap 'rm -rf \"$stub\"' EXIT", "PATH=/usr/local/libexec/kiln/no-selinux:$PATH",
 			"systemctl daemon-reload", "systemctl preset", "systemctl start --no-block", "touch /var/lib/kiln/ignition.done",
 		}},
 		// kubelet's drop-in directory is the one its unit names (--config-dir).
 		{"/usr/local/libexec/kiln/cgroup-rw", 0o755, []string{"cgroup2fs", "mount -o remount,bind,rw",
 			"dropins=" + nodelayout.KubeletConfigDir + "\n", "failCgroupV1: false"}},
-		{"/usr/local/sbin/setfiles", 0o755, []string{"exit 0"}},
-		{"/etc/selinux/config", 0o644, []string{"SELINUX=disabled", "SELINUXTYPE=targeted"}},
+		{"/usr/local/libexec/kiln/no-selinux/setfiles", 0o755, []string{"exit 0"}},
 		{"/etc/systemd/system/kiln-ignition.service", 0o644, []string{
 			"ConditionPathExists=!/var/lib/kiln/ignition.done", "After=network-online.target",
 			"Before=containerd.service kiln-images.service kubelet.service",

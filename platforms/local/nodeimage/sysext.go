@@ -35,8 +35,8 @@ import (
 //     reads from /usr/share/kiln (sysextContainerdDropIn);
 //   - the extension-release file that names the OS it extends.
 //
-// The rest of the image's /etc (journald's settings, an SELinux stub) and
-// its no-op setfiles belong to the host and are left out.
+// The rest of the image's /etc (journald's settings) belongs to the host
+// and is left out.
 
 // sysextPackages are the Debian packages whose files the payload carries:
 // Debian's Ignition (applies the node's config on the live host) and the
@@ -47,8 +47,9 @@ import (
 var sysextPackages = [...]string{"ignition", "containernetworking-plugins"}
 
 // sysextBinaries are the image's binaries in /usr/local/bin that run on
-// the host itself: kubelet and the container runtime.
-var sysextBinaries = [...]string{"containerd", "containerd-shim-runc-v2", "ctr", "kubelet", "runc"}
+// the host itself: kubelet, the container runtime, and kubectl, with which
+// the bootstrap host applies the cluster's manifests.
+var sysextBinaries = [...]string{"containerd", "containerd-shim-runc-v2", "ctr", "kubectl", "kubelet", "runc"}
 
 // sysextUnits are the image's units the payload carries.
 var sysextUnits = [...]string{"containerd.service", "kiln-cgroup-rw.service", "kiln-ignition.service", "kiln-images.service"}
