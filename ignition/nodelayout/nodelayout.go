@@ -62,6 +62,11 @@ const (
 	KubeletConfigDir = "/run/kiln/kubelet.conf.d"
 )
 
+// PodRouteProtocol is the routing protocol number of the routes the node
+// agent adds for the pod network (ip route ... proto 199), so that it, and
+// a reset of the host, touch no other route.
+const PodRouteProtocol = "199"
+
 // The machine-config server, on the bootstrap machine and on masters.
 const (
 	// MCSConfigDir holds the configs it serves (<role>.ign) and its

@@ -175,7 +175,8 @@ func (f *sshFleet) stop(t *testing.T) {
 // timestamps and seeds), the systemd units' states, the processes (but the
 // snapshot's own: sshd's session, the shell; sshd's count of logins under
 // way; root's login session and user manager, where pam_systemd makes
-// them), the network interfaces and the nftables ruleset.
+// them), the network interfaces, the nftables ruleset, the routes and the
+// mounts.
 const snapshotScript = `echo '# files'
 find /etc /usr /var/lib /opt \( -type f -o -type l \) -printf '%p %s\n' | grep -v '^/var/lib/systemd/\(timers\|catalog\|random-seed\)' | sort
 echo '# units'
@@ -186,6 +187,11 @@ echo '# interfaces'
 ip -o link show | awk '{print $2, $3}' | sort
 echo '# nftables'
 nft list ruleset
+echo '# routes'
+ip route show table all
+ip -6 route show table all
+echo '# mounts'
+findmnt -rn -o TARGET,FSTYPE | sort
 `
 
 // snapshotHosts returns, for each test host, what snapshotScript prints:

@@ -25,10 +25,11 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 // RouteProtocol marks the routes netd owns, so it never touches others.
-const RouteProtocol = "199"
+const RouteProtocol = nodelayout.PodRouteProtocol
 
 // Runner runs a command on the node; tests record the argv instead.
 type Runner interface {

@@ -1,0 +1,25 @@
+# Merges the node payload into /usr, writes the machine's Ignition config
+# and node environment, enables the payload's units and starts them with
+# kiln-ignition.service, which applies the config. Set by kiln before this:
+# rec, config (the Ignition config, base64), env (the node environment),
+# config_file, env_file, payload_units (space-separated).
+set -eu
+if [ ! -e "$rec/recorded" ]; then
+	echo "footprint: $rec has no record: kiln records a host before it changes it" >&2
+	exit 1
+fi
+systemctl enable --quiet systemd-sysext.service
+systemd-sysext refresh >/dev/null
+systemctl daemon-reload
+umask 077
+mkdir -p "$(dirname "$config_file")" "$(dirname "$env_file")"
+printf '%s' "$config" | base64 -d >"$config_file.tmp"
+mv -f "$config_file.tmp" "$config_file"
+printf '%s' "$env" >"$env_file.tmp"
+chmod 0644 "$env_file.tmp"
+mv -f "$env_file.tmp" "$env_file"
+# shellcheck disable=SC2086 # one word per unit
+systemctl enable --quiet $payload_units
+# shellcheck disable=SC2086
+systemctl start --no-block $payload_units
+echo "footprint: payload merged, kiln-ignition.service started"

@@ -1,0 +1,146 @@
+// Package footprint is what kiln changes on a host it installs onto over
+// SSH, and how it takes all of it away again: the hosts are the user's and
+// outlive the cluster.
+//
+// Before it changes anything, the install script records on the host what
+// the host had (RecordDir): which of the paths kiln will write existed (a
+// copy of each that did), which did not (removed again on reset, with the
+// topmost missing directory), the network interfaces, nftables tables,
+// iptables rules and chains, routes and sysctls, and whether
+// systemd-sysext.service was enabled. Then it merges the node payload,
+// writes the machine's Ignition config and node environment, and starts
+// kiln-ignition.service, which applies the config as on a local machine.
+// The reset script needs nothing but that record: it stops the units and
+// every pod, unmounts what they mounted, removes what was not there,
+// restores what was, deletes the interfaces, tables, chains and routes the
+// cluster made, puts the sysctls back, unmerges the payload and removes the
+// record last, so an interrupted reset runs again.
+package footprint
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/kiln-project/kiln/ignition"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
+)
+
+// RecordDir is where the install script keeps a host's record, and with it
+// the copies of the files kiln replaced.
+const RecordDir = "/var/lib/kiln-host"
+
+// IgnitionConfig is where kiln-ignition.service reads the config it
+// applies (the node image's ignition-firstboot).
+const IgnitionConfig = "/var/lib/kiln/ignition/config.ign"
+
+// Footprint is what one Ignition config, applied by kiln, writes on a
+// host, beside what every node writes (StatePaths).
+type Footprint struct {
+	// Paths are the files, links and directories the config writes, the
+	// unit files and drop-ins included, sorted.
+	Paths []string
+	// Units are the systemd units the config writes or enables, sorted.
+	Units []string
+}
+
+// StatePaths are what every node writes besides its Ignition config: its
+// node environment, Ignition's own state and results (and the SELinux
+// stub it runs with, gone unless its run was cut), the container
+// runtime's, kubelet's, etcd's and the pod network's data, the pods' logs,
+// and the units' runtime files.
+var StatePaths = []string{
+	nodelayout.NodeEnvFile,
+	"/etc/.ignition-result.json",
+	"/etc/cni",
+	"/etc/kubernetes",
+	"/etc/selinux/config",
+	"/etc/systemd/system-preset/20-ignition.preset",
+	"/opt/cni",
+	"/opt/kiln",
+	"/run/containerd",
+	"/run/kiln",
+	"/var/lib/cni",
+	"/var/lib/containerd",
+	"/var/lib/etcd",
+	"/var/lib/kiln",
+	"/var/lib/kubelet",
+	"/var/log/containers",
+	"/var/log/pods",
+}
+
+// PayloadUnits are the units of the node payload that kiln enables itself;
+// the Ignition config enables the rest.
+var PayloadUnits = []string{"containerd.service", "kiln-cgroup-rw.service", "kiln-images.service", "kiln-ignition.service"}
+
+// Sysctls are the kernel settings a node may change (the pod network,
+// kube-proxy, kubelet); the record keeps their values and reset puts them
+// back.
+var Sysctls = []string{
+	"net.bridge.bridge-nf-call-ip6tables",
+	"net.bridge.bridge-nf-call-iptables",
+	"net.ipv4.conf.all.route_localnet",
+	"net.ipv4.ip_forward",
+	"net.ipv6.conf.all.forwarding",
+	"net.netfilter.nf_conntrack_max",
+	"net.netfilter.nf_conntrack_tcp_timeout_close_wait",
+	"net.netfilter.nf_conntrack_tcp_timeout_established",
+	"kernel.panic",
+	"kernel.panic_on_oops",
+	"vm.overcommit_memory",
+}
+
+// FromIgnition returns what config writes on a host. A config that would
+// change the host's users, groups, disks or filesystems is refused: those
+// are the owner's, and reset could not give them back.
+func FromIgnition(config []byte) (Footprint, error) {
+	c, err := ignition.Parse(config)
+	if err != nil {
+		return Footprint{}, err
+	}
+	var refused []string
+	if len(c.Passwd.Users) > 0 || len(c.Passwd.Groups) > 0 {
+		refused = append(refused, "users or groups (passwd)")
+	}
+	s := c.Storage
+	if len(s.Disks) > 0 || len(s.Filesystems) > 0 || len(s.Raid) > 0 || len(s.Luks) > 0 {
+		refused = append(refused, "disks, filesystems, RAID or LUKS (storage)")
+	}
+	if len(c.KernelArguments.ShouldExist) > 0 || len(c.KernelArguments.ShouldNotExist) > 0 {
+		refused = append(refused, "kernel arguments")
+	}
+	if len(refused) > 0 {
+		return Footprint{}, fmt.Errorf("the Ignition config changes a host's %s, which belong to the host's owner: kiln could not undo it on destroy", strings.Join(refused, " and "))
+	}
+	paths := map[string]bool{}
+	units := map[string]bool{}
+	for _, f := range s.Files {
+		paths[f.Path] = true
+	}
+	for _, l := range s.Links {
+		paths[l.Path] = true
+	}
+	for _, d := range s.Directories {
+		paths[d.Path] = true
+	}
+	for _, u := range c.Systemd.Units {
+		units[u.Name] = true
+		if u.Contents != nil {
+			paths[path.Join("/etc/systemd/system", u.Name)] = true
+		}
+		for _, d := range u.Dropins {
+			paths[path.Join("/etc/systemd/system", u.Name+".d", d.Name)] = true
+		}
+	}
+	return Footprint{Paths: sorted(paths), Units: sorted(units)}, nil
+}
+
+func sorted(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

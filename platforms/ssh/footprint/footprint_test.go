@@ -1,0 +1,247 @@
+package footprint
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/kiln-project/kiln/ignition"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func config(t *testing.T, butane string) []byte {
+	t.Helper()
+	c, err := ignition.FromButane("test", []byte("variant: fcos\nversion: 1.4.0\n"+butane))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := ignition.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func TestFromIgnition(t *testing.T) {
+	raw := config(t, `
+storage:
+  directories:
+    - path: /var/lib/thing
+  files:
+    - path: /etc/kubernetes/pki/ca.crt
+      contents: {inline: x}
+    - path: /etc/motd
+      overwrite: true
+      contents: {inline: hello}
+  links:
+    - path: /etc/kiln/current
+      target: /etc/kiln/a
+systemd:
+  units:
+    - name: kubelet.service
+      enabled: true
+      contents: "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
+    - name: containerd.service
+      dropins:
+        - name: 10-kiln.conf
+          contents: "[Service]\n"
+    - name: kiln-netd.service
+      enabled: true
+`)
+	fp, err := FromIgnition(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Footprint{
+		Paths: []string{
+			"/etc/kiln/current",
+			"/etc/kubernetes/pki/ca.crt",
+			"/etc/motd",
+			"/etc/systemd/system/containerd.service.d/10-kiln.conf",
+			"/etc/systemd/system/kubelet.service",
+			"/var/lib/thing",
+		},
+		Units: []string{"containerd.service", "kiln-netd.service", "kubelet.service"},
+	}
+	if !reflect.DeepEqual(fp, want) {
+		t.Errorf("FromIgnition =\n%#v\nwant\n%#v", fp, want)
+	}
+}
+
+func TestFromIgnitionRefusesWhatIsTheOwners(t *testing.T) {
+	raw := config(t, `
+passwd:
+  users:
+    - name: core
+      ssh_authorized_keys: [ssh-ed25519 AAAA]
+storage:
+  filesystems:
+    - device: /dev/vdb
+      format: ext4
+      path: /var/lib/etcd
+`)
+	_, err := FromIgnition(raw)
+	if err == nil {
+		t.Fatal("FromIgnition accepted a config that adds a user and formats a disk")
+	}
+	for _, want := range []string{"users or groups", "filesystems", "destroy"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+	if _, err := FromIgnition([]byte(`{"ignition":{"version":"9.9.9"}}`)); err == nil {
+		t.Error("FromIgnition accepted an invalid config")
+	}
+}
+
+// TestScripts checks that every script parses and that the values kiln
+// sets reach the script as they were, quotes and newlines included.
+func TestScripts(t *testing.T) {
+	fp := Footprint{Paths: []string{"/etc/motd", "/etc/it's here"}, Units: []string{"kubelet.service"}}
+	record := RecordScript(fp, "/var/lib/extensions/kiln-v1")
+	scripts := map[string]string{
+		"record": record,
+		"apply":  ApplyScript([]byte(`{"ignition":{"version":"3.3.0"}}`), "KILN_ROLE=master\n"),
+		"reset":  ResetScript(),
+	}
+	for name, s := range scripts {
+		if out, err := exec.Command("/bin/sh", "-n", "-c", s).CombinedOutput(); err != nil {
+			t.Errorf("%s script does not parse: %v\n%s", name, err, out)
+		}
+	}
+	head := record[:strings.Index(record, recordScript)]
+	out, err := exec.Command("/bin/sh", "-c", head+`printf '%s|%s|%s' "$rec" "$paths" "$units"`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(string(out), "|")
+	paths := strings.Split(parts[1], "\n")
+	for _, want := range append([]string{"/etc/it's here", "/var/lib/extensions/kiln-v1", IgnitionConfig}, StatePaths...) {
+		if !contains(paths, want) {
+			t.Errorf("the record script's paths lack %q: %q", want, paths)
+		}
+	}
+	if parts[0] != RecordDir || !strings.Contains(parts[2], "kubelet.service") || !strings.Contains(parts[2], "kiln-ignition.service") {
+		t.Errorf("the record script's rec and units: %q", parts)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestEnvFile(t *testing.T) {
+	got, err := envFile(map[string]string{"KILN_ROLE": "master", "KILN_NODE_IP": "10.0.0.11"})
+	if err != nil || got != "KILN_NODE_IP=10.0.0.11\nKILN_ROLE=master\n" {
+		t.Errorf("envFile = %q, %v", got, err)
+	}
+	for _, bad := range []map[string]string{{"A": "x\ny"}, {"A B": "x"}, {"": "x"}, {"A": "$(reboot)"}} {
+		if _, err := envFile(bad); err == nil {
+			t.Errorf("envFile(%q) accepted", bad)
+		}
+	}
+}
+
+// TestIptablesUndo checks the undo input iptables-undo.awk writes for a
+// host whose rules the cluster added to (golden testdata/iptables-undo.txt;
+// go test -update rewrites it).
+func TestIptablesUndo(t *testing.T) {
+	got := undo(t, "testdata/iptables-before.txt", "testdata/iptables-now.txt")
+	golden := "testdata/iptables-undo.txt"
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("undo input:\n%s\nwant (%s):\n%s", got, golden, want)
+	}
+}
+
+func undo(t *testing.T, before, now string) []byte {
+	t.Helper()
+	in, err := os.Open(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	cmd := exec.Command("awk", "-v", "before="+before, iptablesUndo)
+	cmd.Stdin = in
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("awk: %v", err)
+	}
+	return out
+}
+
+// TestIptablesUndoRestores loads the before rules into a fresh network
+// namespace, the cluster's on top, applies the undo input with
+// iptables-restore --noflush and wants iptables-save to show the before
+// rules again. Needs root, unshare and iptables.
+func TestIptablesUndoRestores(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a network namespace")
+	}
+	for _, tool := range []string{"unshare", "iptables-legacy-restore"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skip("needs " + tool)
+		}
+	}
+	dir := t.TempDir()
+	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
+	script := `set -eu
+cd ` + dir + `
+iptables-legacy-restore < ` + abs("testdata/iptables-before.txt") + `
+iptables-legacy-save | sed -e '/^#/d' -e 's/ \[[0-9]*:[0-9]*\]$//' > before
+iptables-legacy-restore < ` + abs("testdata/iptables-now.txt") + `
+iptables-legacy-save | sed -e '/^#/d' -e 's/ \[[0-9]*:[0-9]*\]$//' | awk -v before=before "$IPTABLES_UNDO" > undo
+iptables-legacy-restore --noflush < undo
+iptables-legacy-save | sed -e '/^#/d' -e 's/ \[[0-9]*:[0-9]*\]$//' > after
+`
+	cmd := exec.Command("unshare", "--net", "/bin/sh", "-c", script)
+	cmd.Env = append(os.Environ(), "IPTABLES_UNDO="+iptablesUndo)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "before"))
+	after, _ := os.ReadFile(filepath.Join(dir, "after"))
+	// A table the cluster loaded stays loaded, empty (legacy iptables
+	// cannot unload one); every rule and chain of its own is gone.
+	if got := withoutEmptyTables(string(after)); got != withoutEmptyTables(string(before)) {
+		undo, _ := os.ReadFile(filepath.Join(dir, "undo"))
+		t.Errorf("after the undo:\n%s\nbefore:\n%s\nundo:\n%s", after, before, undo)
+	}
+}
+
+// withoutEmptyTables drops the tables with no user-defined chain and no
+// rule from iptables-save output.
+func withoutEmptyTables(s string) string {
+	var out []string
+	for _, block := range strings.SplitAfter(s, "COMMIT\n") {
+		empty := true
+		for _, l := range strings.Split(block, "\n") {
+			if strings.HasPrefix(l, "-A ") || (strings.HasPrefix(l, ":") && strings.HasSuffix(l, " -")) {
+				empty = false
+			}
+		}
+		if !empty {
+			out = append(out, block)
+		}
+	}
+	return strings.Join(out, "")
+}

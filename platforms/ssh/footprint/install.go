@@ -1,0 +1,180 @@
+package footprint
+
+import (
+	"context"
+	_ "embed"
+	"encoding/base64"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/kiln-project/kiln/ignition/nodelayout"
+	"github.com/kiln-project/kiln/platforms/shellquote"
+)
+
+var (
+	//go:embed record.sh
+	recordScript string
+	//go:embed apply.sh
+	applyScript string
+	//go:embed reset.sh
+	resetScript string
+	//go:embed iptables-undo.awk
+	iptablesUndo string
+)
+
+// ExtensionsDir is where systemd-sysext finds the node payload.
+const ExtensionsDir = "/var/lib/extensions"
+
+// Host runs scripts as root on a host and copies directories onto it
+// (remote.Client over SSH).
+type Host interface {
+	// RunScript runs script with /bin/sh as root on the host at address
+	// and returns its output.
+	RunScript(ctx context.Context, address, script string) ([]byte, error)
+	// PushDir copies the directory src on this machine to dir on the host,
+	// replacing it once whole; sent reports the bytes sent so far.
+	PushDir(ctx context.Context, address, src, dir string, sent func(int64)) error
+}
+
+// Machine is one host to install onto.
+type Machine struct {
+	// Address is where the host answers SSH.
+	Address string
+	// Ignition is the machine's Ignition config.
+	Ignition []byte
+	// Env is the node environment (nodelayout.NodeEnvFile), KEY=value.
+	Env map[string]string
+	// Payload is the node payload's directory on this machine; its name
+	// (nodeimage.SysextName) is the extension's name on the host.
+	Payload string
+	// Sent reports the payload's bytes sent so far, when not nil.
+	Sent func(int64)
+}
+
+// Install records what the host at m.Address has, pushes the node payload,
+// merges it, writes the Ignition config and node environment, and starts
+// kiln-ignition.service, which applies the config and starts its units; it
+// does not wait for them. A host installed before keeps its first record,
+// so Install resumes after an interruption.
+func Install(ctx context.Context, h Host, m Machine) error {
+	fp, err := FromIgnition(m.Ignition)
+	if err != nil {
+		return err
+	}
+	env, err := envFile(m.Env)
+	if err != nil {
+		return err
+	}
+	extension := path.Join(ExtensionsDir, path.Base(m.Payload))
+	if out, err := h.RunScript(ctx, m.Address, RecordScript(fp, extension)); err != nil {
+		return fmt.Errorf("recording the host before the install: %w%s", err, quoted(out))
+	}
+	if err := h.PushDir(ctx, m.Address, m.Payload, extension, m.Sent); err != nil {
+		return fmt.Errorf("pushing the node payload: %w", err)
+	}
+	if out, err := h.RunScript(ctx, m.Address, ApplyScript(m.Ignition, env)); err != nil {
+		return fmt.Errorf("applying the Ignition config: %w%s", err, quoted(out))
+	}
+	return nil
+}
+
+// Reset takes away from the host at address everything Install put
+// there, by the record Install left on it; a host without one is left
+// alone. It can run again after an interruption.
+func Reset(ctx context.Context, h Host, address string) error {
+	if out, err := h.RunScript(ctx, address, ResetScript()); err != nil {
+		return fmt.Errorf("resetting the host: %w%s", err, quoted(out))
+	}
+	return nil
+}
+
+// RecordScript is the script that records what a host has before
+// installing fp and the extension directory extension onto it.
+func RecordScript(fp Footprint, extension string) string {
+	paths := append(append([]string{}, fp.Paths...), StatePaths...)
+	paths = append(paths, extension, IgnitionConfig)
+	sort.Strings(paths)
+	units := append(append([]string{}, PayloadUnits...), fp.Units...)
+	sort.Strings(units)
+	return assign(map[string]string{
+		"rec":     RecordDir,
+		"paths":   strings.Join(dedupe(paths), "\n"),
+		"sysctls": strings.Join(Sysctls, "\n"),
+		"units":   strings.Join(dedupe(units), " "),
+	}) + recordScript
+}
+
+// ApplyScript is the script that merges the payload and applies config
+// with the node environment env (KEY=value lines).
+func ApplyScript(config []byte, env string) string {
+	return assign(map[string]string{
+		"rec":           RecordDir,
+		"config":        base64.StdEncoding.EncodeToString(config),
+		"config_file":   IgnitionConfig,
+		"env":           env,
+		"env_file":      nodelayout.NodeEnvFile,
+		"payload_units": strings.Join(PayloadUnits, " "),
+	}) + applyScript
+}
+
+// ResetScript is the script that resets a host by its record.
+func ResetScript() string {
+	return assign(map[string]string{
+		"rec":            RecordDir,
+		"route_protocol": nodelayout.PodRouteProtocol,
+		"iptables_undo":  iptablesUndo,
+	}) + resetScript
+}
+
+// assign returns shell assignments of vars, in name order.
+func assign(vars map[string]string) string {
+	names := make([]string, 0, len(vars))
+	for k := range vars {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, k := range names {
+		b.WriteString(k + "=" + shellquote.Quote(vars[k]) + "\n")
+	}
+	return b.String()
+}
+
+// envFile renders env as KEY=value lines, refusing what an
+// EnvironmentFile would read differently.
+func envFile(env map[string]string) (string, error) {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		v := env[k]
+		if k == "" || strings.ContainsAny(k, "= \t\n\"'\\$") || strings.ContainsAny(v, "\n\"'\\$") {
+			return "", fmt.Errorf("node environment %q=%q: names and values must be plain words", k, v)
+		}
+		b.WriteString(k + "=" + v + "\n")
+	}
+	return b.String(), nil
+}
+
+func dedupe(sortedList []string) []string {
+	out := sortedList[:0]
+	for i, s := range sortedList {
+		if i == 0 || s != sortedList[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func quoted(out []byte) string {
+	s := strings.TrimSpace(string(out))
+	if s == "" {
+		return ""
+	}
+	return ":\n" + s
+}

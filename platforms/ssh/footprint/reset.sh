@@ -1,0 +1,101 @@
+# Takes away everything kiln put on the host, by the record record.sh
+# made: stops kiln's units and every pod, unmounts what they mounted,
+# unmerges the payload, removes the paths that were absent, restores the
+# ones that were present, deletes the interfaces, nftables tables, iptables
+# rules and chains, ipsets and routes the cluster made, and puts the
+# sysctls back and stops the targets that were not active. The record goes last: a reset cut short runs again. Set by
+# kiln before this: rec, route_protocol (the node agent's routes),
+# iptables_undo (iptables-undo.awk).
+set -u
+if [ ! -e "$rec/recorded" ]; then
+	echo "footprint: no record in $rec: nothing of kiln's on this host"
+	exit 0
+fi
+units=$(cat "$rec/units")
+# The units stop at once (one transaction), then the pods are killed, whose
+# processes are in kubepods.slice (kubelet's systemd cgroup driver): no
+# kubelet is left to start them again, and nothing of them is kept (an API
+# server would first wait out its shutdown delay). The runtime shims stay in containerd.service
+# after it stops, so that is killed whole.
+# shellcheck disable=SC2046 # one word per unit
+systemctl stop $(echo "$units" | tr ' ' '\n' | grep -vx containerd.service) 2>/dev/null
+systemctl kill --signal=SIGKILL kubepods.slice 2>/dev/null
+systemctl stop kubepods.slice 2>/dev/null
+systemctl kill --signal=SIGKILL containerd.service 2>/dev/null
+systemctl stop containerd.service 2>/dev/null
+# shellcheck disable=SC2086 # one word per unit
+systemctl disable --quiet $units 2>/dev/null
+# The directories enabling made (kubelet.service.requires), once empty.
+find /etc/systemd/system -mindepth 1 -type d -empty | sort | comm -13 "$rec/unit-dirs" - | while IFS= read -r d; do
+	rmdir "$d"
+done
+systemd-sysext unmerge >/dev/null 2>&1
+if [ "$(cat "$rec/sysext-enabled")" != enabled ]; then
+	systemctl disable --quiet systemd-sysext.service
+fi
+# Mounts at or below what kiln made, below what was there (a mount point
+# the host had stays), and the pods' network namespaces, deepest first.
+findmnt -rn -o TARGET | awk -v absent="$rec/absent" -v present="$rec/present" '
+	BEGIN {
+		while ((getline p < absent) > 0) at[p] = 1
+		while ((getline p < present) > 0) below[p] = 1
+	}
+	{ for (p in at) if ($0 == p || index($0, p "/") == 1) { print; next } }
+	{ for (p in below) if (index($0, p "/") == 1) { print; next } }
+	/^\/run\/netns\/cni-/ { print }' | sort -r | while IFS= read -r m; do
+	umount -l "$m" || echo "footprint: cannot unmount $m" >&2
+done
+rm -f /run/netns/cni-*
+while IFS= read -r p; do
+	rm -rf -- "$p"
+done <"$rec/absent"
+# A directory that is a mount point keeps its place: its contents are
+# replaced.
+while IFS= read -r p; do
+	if [ -d "$p" ] && [ ! -L "$p" ] && mountpoint -q "$p"; then
+		find "$p" -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +
+		cp -a "$rec/backup$p/." "$p/"
+	else
+		rm -rf -- "$p"
+		cp -a "$rec/backup$p" "$p"
+	fi
+done <"$rec/present"
+ip -o -d link show | awk -F': ' '{ sub(/@.*/, "", $2); if ($0 ~ / (veth|bridge|vxlan|dummy) /) print $2 }' |
+	sort | comm -13 "$rec/links" - | while IFS= read -r l; do
+	ip link delete "$l" 2>/dev/null
+done
+ip route flush proto "$route_protocol" 2>/dev/null
+ip -6 route flush proto "$route_protocol" 2>/dev/null
+if [ -e "$rec/nft-tables" ]; then
+	nft list tables | sort | comm -13 "$rec/nft-tables" - | while IFS= read -r t; do
+		nft delete "$t"
+	done
+fi
+# iptables: delete the rules added to chains that were there, then flush
+# and delete the chains that were not, table by table, in one restore.
+for v in iptables-nft ip6tables-nft iptables-legacy ip6tables-legacy; do
+	[ -e "$rec/$v" ] || continue
+	"$v-save" | sed -e '/^#/d' -e 's/ \[[0-9]*:[0-9]*\]$//' | awk -v before="$rec/$v" "$iptables_undo" >"$rec/$v.undo"
+	if [ -s "$rec/$v.undo" ]; then
+		"$v-restore" --noflush <"$rec/$v.undo" || echo "footprint: $v: cannot undo the cluster's rules" >&2
+	fi
+done
+if [ -e "$rec/ipsets" ] && command -v ipset >/dev/null; then
+	ipset list -n | sort | comm -13 "$rec/ipsets" - | while IFS= read -r s; do
+		ipset destroy "$s"
+	done
+fi
+if [ -e "$rec/sysctls" ]; then
+	while IFS= read -r kv; do
+		sysctl -q -w "$kv" >/dev/null 2>&1
+	done <"$rec/sysctls"
+fi
+# Targets kiln's units pulled in (network-online.target) stop again.
+systemctl list-units --type=target --state=active --no-legend --plain | awk '{ print $1 }' | sort |
+	comm -13 "$rec/targets" - | while IFS= read -r u; do
+	systemctl stop "$u"
+done
+systemctl daemon-reload
+systemctl reset-failed
+rm -rf "$rec"
+echo "footprint: host reset"
