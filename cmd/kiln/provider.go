@@ -5,6 +5,7 @@ import (
 
 	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/platforms/local/provider"
+	sshprovider "github.com/kiln-project/kiln/platforms/ssh/provider"
 )
 
 // newProviderCmd serves the local platform's Terraform provider over the
@@ -20,6 +21,23 @@ func newProviderCmd(o *rootOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.openDebugLog()
 			err := provider.Serve(cmd.Context(), provider.HostFactory(o.log))
+			return exitcode.With(exitcode.Infrastructure, err)
+		},
+	}
+}
+
+// newSSHProviderCmd serves the ssh platform's Terraform provider
+// (kilnssh_host: the user's hosts, installed and reset over SSH), hidden
+// like the local one.
+func newSSHProviderCmd(o *rootOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:    sshprovider.Command,
+		Short:  "Serve the ssh platform's Terraform provider (started by Terraform/OpenTofu)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.openDebugLog()
+			err := sshprovider.Serve(cmd.Context(), sshprovider.SSHFactory)
 			return exitcode.With(exitcode.Infrastructure, err)
 		},
 	}

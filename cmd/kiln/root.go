@@ -145,6 +145,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		newBuildCmd(o),
 		newCreateCmd(o), newGraphCmd(o), newShowCmd(o), newExplainCmd(o),
 		newProviderCmd(o),
+		newSSHProviderCmd(o),
 		newLBCmd(o),
 		newServiceLBCmd(o),
 		newNodeCmd(o),

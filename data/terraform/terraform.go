@@ -1,8 +1,9 @@
 // Package terraform holds kiln's Terraform modules, embedded in the binary:
-// one directory per platform (local/), each with one root module per stage
-// (network/, bootstrap/, cluster/) and shared *.tf files at its top that
-// kiln copies into every stage (see platforms/terraform.Driver). It also
-// defines the variables kiln writes for the local platform's modules.
+// one directory per platform (local/, ssh/), each with one root module per
+// stage (local: network/, bootstrap/, cluster/; ssh: bootstrap/, cluster/)
+// and shared *.tf files at its top that kiln copies into every stage (see
+// platforms/terraform.Driver). It also defines the variables kiln writes
+// for each platform's modules (LocalVars, SSHVars).
 package terraform
 
 import (
@@ -12,7 +13,7 @@ import (
 
 // modules is the module tree.
 //
-//go:embed local
+//go:embed local ssh
 var modules embed.FS
 
 // Platform returns the module tree of the named platform, rooted at its

@@ -15,17 +15,29 @@ import (
 
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms/local/provider"
+	"github.com/kiln-project/kiln/platforms/ssh/footprint"
+	sshprovider "github.com/kiln-project/kiln/platforms/ssh/provider"
+	"github.com/kiln-project/kiln/platforms/ssh/remote"
 	tf "github.com/kiln-project/kiln/platforms/terraform"
 )
 
-// TestMain lets the test binary serve the kilnlocal provider when the
-// engine starts it during TestValidate.
+// TestMain lets the test binary serve the kilnlocal or kilnssh provider
+// when the engine starts it during TestValidate.
 func TestMain(m *testing.M) {
-	if os.Getenv("KILN_TEST_SERVE_PROVIDER") == "1" {
+	switch os.Getenv("KILN_TEST_SERVE_PROVIDER") {
+	case "1":
 		factory := func(provider.Settings) (*provider.Backend, error) {
 			return nil, os.ErrInvalid // validation never configures the provider
 		}
 		if err := provider.Serve(context.Background(), factory); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "ssh":
+		factory := func(remote.Config) (footprint.Host, error) {
+			return nil, os.ErrInvalid // validation never configures the provider
+		}
+		if err := sshprovider.Serve(context.Background(), factory); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -50,14 +62,21 @@ func TestStages(t *testing.T) {
 	}
 }
 
-// TestLocalVarsMatchVariables keeps LocalVars and variables.tf in step:
-// every variable has a field and every field a variable.
-func TestLocalVarsMatchVariables(t *testing.T) {
-	local, err := tfdata.Platform("local")
+// TestVarsMatchVariables keeps LocalVars and SSHVars and their
+// platform's variables.tf in step: every variable has a field and every
+// field a variable.
+func TestVarsMatchVariables(t *testing.T) {
+	for platform, vars := range map[string]any{"local": tfdata.LocalVars{}, "ssh": tfdata.SSHVars{}} {
+		t.Run(platform, func(t *testing.T) { varsMatch(t, platform, vars) })
+	}
+}
+
+func varsMatch(t *testing.T, platform string, vars any) {
+	modules, err := tfdata.Platform(platform)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := fs.ReadFile(local, "variables.tf")
+	data, err := fs.ReadFile(modules, "variables.tf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +85,7 @@ func TestLocalVarsMatchVariables(t *testing.T) {
 		declared = append(declared, m[1])
 	}
 	var fields []string
-	rt := reflect.TypeOf(tfdata.LocalVars{})
+	rt := reflect.TypeOf(vars)
 	for i := range rt.NumField() {
 		fields = append(fields, strings.Split(rt.Field(i).Tag.Get("json"), ",")[0])
 	}
@@ -126,6 +145,32 @@ func TestValidate(t *testing.T) {
 		if err := d.Validate(context.Background(), s, sampleVars()); err != nil {
 			t.Errorf("stage %s: %v", s, err)
 		}
+	}
+	ssh, _ := tfdata.Platform("ssh")
+	d = tf.NewDriver(tf.DriverOptions{
+		Engine:  engine,
+		Dir:     t.TempDir(),
+		Modules: ssh,
+		Providers: []tf.Provider{{Source: sshprovider.Source, Version: sshprovider.Version,
+			Command: []string{self}, Env: map[string]string{"KILN_TEST_SERVE_PROVIDER": "ssh"}}},
+		Log: log,
+	})
+	for _, s := range []string{tf.StageBootstrap, tf.StageCluster} {
+		if err := d.Validate(context.Background(), s, sampleSSHVars()); err != nil {
+			t.Errorf("ssh stage %s: %v", s, err)
+		}
+	}
+}
+
+// sampleSSHVars is a valid set of variables for every stage of the ssh
+// platform.
+func sampleSSHVars() tfdata.SSHVars {
+	return tfdata.SSHVars{
+		SSHUser: "root", SSHKnownHostsFile: "/root/.ssh/known_hosts", Payload: "/var/cache/kiln/payload/kiln-v1.36.3",
+		Bootstrap:         &tfdata.SSHHost{Name: "boot", Address: "10.0.0.10", IP: "10.0.0.10"},
+		Masters:           []tfdata.SSHHost{{Name: "m0", Address: "m0.example.test", IP: "10.0.0.11"}},
+		Workers:           []tfdata.SSHHost{{Name: "w0", Address: "10.0.0.21", IP: "10.0.0.21"}},
+		BootstrapIgnition: "{}", MasterIgnition: "{}", WorkerIgnition: "{}",
 	}
 }
 

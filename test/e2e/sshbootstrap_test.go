@@ -14,20 +14,26 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kiln-project/kiln/assets/release"
+	tfdata "github.com/kiln-project/kiln/data/terraform"
+	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/nodeimage"
 	"github.com/kiln-project/kiln/platforms/ssh/footprint"
+	sshprovider "github.com/kiln-project/kiln/platforms/ssh/provider"
+	tf "github.com/kiln-project/kiln/platforms/terraform"
 )
 
 // TestSSHBootstrapHost installs kiln's bootstrap Ignition config, the one
 // every platform's bootstrap machine boots with, onto a plain Debian 12
-// test host over SSH (footprint.Install: the host recorded, the node
-// payload pushed and merged into /usr alone, the config applied by
-// kiln-ignition.service, kubelet and containerd the payload's),
-// waits until the host's temporary control plane serves the Kubernetes API,
-// bootkube applied the cluster's manifests and the machine-config server
-// listens, then resets the host
-// (footprint.Reset) and wants its files, units, processes, interfaces,
-// rules, routes and mounts as before the install.
+// test host over SSH by applying the ssh platform's bootstrap stage
+// (data/terraform/ssh) with kiln's engine and its kilnssh provider, served
+// by the kiln binary: kilnssh_host runs footprint.Install (the host
+// recorded, the node payload pushed and merged into /usr alone, the config
+// applied by kiln-ignition.service, kubelet and containerd the payload's).
+// It waits until the host's temporary control plane serves the Kubernetes
+// API, bootkube applied the cluster's manifests and the machine-config
+// server listens, then destroys the stage (footprint.Reset; once more by
+// hand, which finds nothing to do) and wants the host's files, units,
+// processes, interfaces, rules, routes and mounts as before the install.
 func TestSSHBootstrapHost(t *testing.T) {
 	requireMachineHost(t, "debootstrap")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -81,19 +87,24 @@ platform:
 	}
 	before := snapshotHosts(t, f)
 
-	start := time.Now()
-	var sent int64
-	err = footprint.Install(ctx, f.Client, footprint.Machine{
-		Address:  host.Address,
-		Ignition: bootstrapIgn,
-		Env:      map[string]string{"KILN_ROLE": "bootstrap", "KILN_NODE_IP": host.Address},
-		Payload:  payload,
-		Sent:     func(n int64) { sent = n },
-	})
+	engine, err := tf.EnsureEngine(ctx, tf.BuildOptions{CacheDir: e2eCacheDir(t), Log: testLogger(t), Progress: platforms.NoProgress{}})
 	if err != nil {
-		t.Fatalf("installing onto %s: %v", host.Name, err)
+		t.Fatal(err)
 	}
-	t.Logf("MEASURE bootstrap host installed over SSH (record, %d MB of payload pushed, merged, Ignition started) in %s", sent>>20, time.Since(start).Round(time.Millisecond))
+	modules, err := tfdata.Platform("ssh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := tf.NewDriver(tf.DriverOptions{Engine: engine, Dir: dir, Modules: modules, Log: testLogger(t),
+		Providers: []tf.Provider{sshprovider.TerraformProvider(kiln, dir)}})
+	vars := tfdata.SSHVars{SSHUser: "root", SSHIdentityFile: &f.KeyFile, SSHKnownHostsFile: f.KnownHosts, Payload: payload,
+		Bootstrap:         &tfdata.SSHHost{Name: host.Name, Address: host.Address, IP: host.Address},
+		BootstrapIgnition: string(bootstrapIgn), MasterIgnition: "{}", WorkerIgnition: "{}"}
+	start := time.Now()
+	if err := d.Apply(ctx, tf.StageBootstrap, vars); err != nil {
+		t.Fatalf("applying the ssh platform's bootstrap stage onto %s: %v", host.Name, err)
+	}
+	t.Logf("MEASURE bootstrap stage applied onto the ssh host (recorded, payload pushed, merged, Ignition started) in %s", time.Since(start).Round(time.Millisecond))
 	// The payload extends /usr only: /opt stays the host's, and writable
 	// (Ignition writes the bootstrap manifests there). The host runs the
 	// payload's kubelet and containerd.
@@ -163,10 +174,10 @@ exit 1`)
 	}
 
 	start = time.Now()
-	if err := footprint.Reset(ctx, f.Client, host.Address); err != nil {
-		t.Fatalf("resetting %s: %v", host.Name, err)
+	if err := d.Destroy(ctx, tf.StageBootstrap, vars); err != nil {
+		t.Fatalf("destroying the bootstrap stage (resetting %s): %v", host.Name, err)
 	}
-	t.Logf("MEASURE ssh host reset in %s", time.Since(start).Round(time.Millisecond))
+	t.Logf("MEASURE bootstrap stage destroyed (the ssh host reset) in %s", time.Since(start).Round(time.Millisecond))
 	if err := footprint.Reset(ctx, f.Client, host.Address); err != nil {
 		t.Errorf("a second reset of %s: %v", host.Name, err)
 	}

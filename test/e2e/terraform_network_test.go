@@ -61,6 +61,20 @@ func bridgeAddrs(t *testing.T, name string) []string {
 	return append(addrs, "exists")
 }
 
+// e2eCacheDir is kiln's cache for the tests that build or reuse the
+// engine: KILN_E2E_CACHE_DIR, else the one kiln itself uses.
+func e2eCacheDir(t *testing.T) string {
+	t.Helper()
+	if cache := os.Getenv("KILN_E2E_CACHE_DIR"); cache != "" {
+		return cache
+	}
+	cache, err := platforms.CacheDir(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cache
+}
+
 // TestTerraformNetwork applies the local platform's network stage through
 // kiln's driver, engine and provider (the kiln binary): the bridge gets the
 // gateway address and the load balancer listens on it. With debootstrap it
@@ -72,14 +86,7 @@ func TestTerraformNetwork(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	log := testLogger(t)
-	cache := os.Getenv("KILN_E2E_CACHE_DIR")
-	if cache == "" {
-		var err error
-		if cache, err = platforms.CacheDir(os.Getenv); err != nil {
-			t.Fatal(err)
-		}
-	}
-	engine, err := tf.EnsureEngine(ctx, tf.BuildOptions{CacheDir: cache, Log: log, Progress: platforms.NoProgress{}})
+	engine, err := tf.EnsureEngine(ctx, tf.BuildOptions{CacheDir: e2eCacheDir(t), Log: log, Progress: platforms.NoProgress{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,82 @@
+# Variables of every stage of the ssh platform (data/terraform.SSHVars).
+
+variable "ssh_user" {
+  type        = string
+  description = "Login user on every host; another than root runs kiln's scripts through sudo -n."
+}
+
+variable "ssh_identity_file" {
+  type        = string
+  default     = null
+  description = "Private key file; the agent at $SSH_AUTH_SOCK when null."
+}
+
+variable "ssh_known_hosts_file" {
+  type        = string
+  description = "The hosts' (and the bastion's) keys."
+}
+
+variable "ssh_port" {
+  type        = number
+  default     = null
+  description = "The hosts' SSH port; 22 when null."
+}
+
+variable "ssh_bastion" {
+  type        = string
+  default     = null
+  description = "host[:port] of a jump host; none when null."
+}
+
+variable "payload" {
+  type        = string
+  description = "The node payload's directory on the machine running kiln."
+}
+
+variable "bootstrap" {
+  type = object({
+    name    = string
+    address = string
+    ip      = string
+  })
+  default     = null
+  description = "The temporary bootstrap host: name, SSH address and node IP; null once it is reset."
+}
+
+variable "masters" {
+  type = list(object({
+    name    = string
+    address = string
+    ip      = string
+  }))
+  default     = []
+  description = "The masters: name, SSH address and node IP."
+}
+
+variable "workers" {
+  type = list(object({
+    name    = string
+    address = string
+    ip      = string
+  }))
+  default     = []
+  description = "The workers: name, SSH address and node IP."
+}
+
+variable "bootstrap_ignition" {
+  type        = string
+  sensitive   = true
+  description = "bootstrap.ign."
+}
+
+variable "master_ignition" {
+  type        = string
+  sensitive   = true
+  description = "master.ign."
+}
+
+variable "worker_ignition" {
+  type        = string
+  sensitive   = true
+  description = "worker.ign."
+}

@@ -1,0 +1,143 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/kiln-project/kiln/platforms/ssh/footprint"
+)
+
+var (
+	_ resource.Resource              = (*hostResource)(nil)
+	_ resource.ResourceWithConfigure = (*hostResource)(nil)
+)
+
+// hostResource is kilnssh_host: one of the user's hosts running one
+// machine's Ignition config.
+type hostResource struct {
+	h footprint.Host
+}
+
+// hostModel is the resource's data.
+type hostModel struct {
+	ID       types.String `tfsdk:"id"`
+	Name     types.String `tfsdk:"name"`
+	Address  types.String `tfsdk:"address"`
+	Ignition types.String `tfsdk:"ignition"`
+	Env      types.Map    `tfsdk:"env"`
+	Payload  types.String `tfsdk:"payload"`
+}
+
+// Metadata implements resource.Resource.
+func (r *hostResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_host"
+}
+
+// Schema implements resource.Resource. Every attribute forces replacement:
+// a host is installed once, and replacing it resets it first.
+func (r *hostResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	str := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	resp.Schema = schema.Schema{
+		Description: "One of the user's hosts, installed over SSH with one machine's Ignition config and the node payload, and reset to how it was on delete.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{Computed: true, Description: "The host's address.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
+			"name":    schema.StringAttribute{Required: true, PlanModifiers: str, Description: "The host's name in kiln's messages."},
+			"address": schema.StringAttribute{Required: true, PlanModifiers: str, Description: "Where the host answers SSH (IP address or name)."},
+			"ignition": schema.StringAttribute{Required: true, Sensitive: true, PlanModifiers: str,
+				Description: "The machine's Ignition config, applied by kiln-ignition.service."},
+			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+				Description:   "Written to /etc/kiln/node.env."},
+			"payload": schema.StringAttribute{Required: true, PlanModifiers: str,
+				Description: "The node payload's directory on the machine running kiln (nodeimage.Image.WriteSysext); its name is the extension's on the host."},
+		},
+	}
+}
+
+// Configure implements resource.ResourceWithConfigure.
+func (r *hostResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	h, err := hostFrom(req.ProviderData)
+	if err != nil {
+		resp.Diagnostics.AddError("kilnssh provider", err.Error())
+		return
+	}
+	r.h = h
+}
+
+// Create implements resource.Resource.
+func (r *hostResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var m hostModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	env := map[string]string{}
+	if !m.Env.IsNull() {
+		resp.Diagnostics.Append(m.Env.ElementsAs(ctx, &env, false)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
+	name, address := m.Name.ValueString(), m.Address.ValueString()
+	var reported int64
+	err := footprint.Install(ctx, r.h, footprint.Machine{
+		Address: address, Ignition: []byte(m.Ignition.ValueString()), Env: env, Payload: m.Payload.ValueString(),
+		Sent: func(n int64) {
+			if n-reported >= 100<<20 {
+				reported = n
+				tflog.Info(ctx, fmt.Sprintf("host %s: %d MB of the node payload sent", name, n>>20))
+			}
+		},
+	})
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("installing host %s (%s)", name, address), err.Error())
+		return
+	}
+	m.ID = types.StringValue(address)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// Read implements resource.Resource: a host that no longer keeps kiln's
+// record (reset by hand) leaves the state, so the next plan installs it
+// again; a host that does not answer keeps its state, with a warning.
+func (r *hostResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var m hostModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ok, err := footprint.Recorded(ctx, r.h, m.Address.ValueString())
+	switch {
+	case err != nil:
+		resp.Diagnostics.AddWarning(fmt.Sprintf("host %s (%s) not read", m.Name.ValueString(), m.Address.ValueString()), err.Error())
+	case !ok:
+		resp.State.RemoveResource(ctx)
+	}
+}
+
+// Update implements resource.Resource; every attribute forces replacement,
+// so Terraform never calls it.
+func (r *hostResource) Update(_ context.Context, _ resource.UpdateRequest, resp *resource.UpdateResponse) {
+	resp.Diagnostics.AddError("kilnssh_host", "every attribute of this resource forces replacement; update is never planned")
+}
+
+// Delete implements resource.Resource.
+func (r *hostResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var m hostModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := footprint.Reset(ctx, r.h, m.Address.ValueString()); err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("resetting host %s (%s)", m.Name.ValueString(), m.Address.ValueString()), err.Error())
+	}
+}
