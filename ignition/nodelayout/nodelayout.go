@@ -15,12 +15,15 @@ const (
 	// KilnBinary is where the kiln binary is on every machine; units and
 	// pods run the agents from it.
 	KilnBinary = "/usr/local/bin/kiln"
+	// KilnConfigDir holds kiln's files on a node (NodeEnvFile,
+	// TrustBundleFile, MCSConfigDir).
+	KilnConfigDir = "/etc/kiln"
 	// NodeEnvFile holds the machine's KEY=value settings (KILN_NODE_IP),
 	// written by the platform before first boot and read by units as their
 	// EnvironmentFile.
-	NodeEnvFile = "/etc/kiln/node.env"
+	NodeEnvFile = KilnConfigDir + "/node.env"
 	// TrustBundleFile is install-config's additionalTrustBundle.
-	TrustBundleFile = "/etc/kiln/additional-trust-bundle.pem"
+	TrustBundleFile = KilnConfigDir + "/additional-trust-bundle.pem"
 
 	// KubernetesDir is the node's Kubernetes configuration directory.
 	KubernetesDir = "/etc/kubernetes"
@@ -71,7 +74,7 @@ const PodRouteProtocol = "199"
 const (
 	// MCSConfigDir holds the configs it serves (<role>.ign) and its
 	// tls.crt and tls.key.
-	MCSConfigDir = "/etc/kiln/mcs"
+	MCSConfigDir = KilnConfigDir + "/mcs"
 	// MCSPort is its port; pointer configs fetch
 	// https://api-int.<cluster>:MCSPort/config/<role>.
 	MCSPort = 22623

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -212,15 +213,21 @@ func snapshotHosts(t *testing.T, f *sshFleet) string {
 	return b.String()
 }
 
-// lineDiff lists the lines only in a (-) and only in b (+).
+// lineDiff lists the lines only in a (-) and only in b (+), host by host
+// for snapshots of several (their "== <host>" sections), sorted.
 func lineDiff(a, b string) string {
 	count := map[string]int{}
-	for _, l := range strings.Split(a, "\n") {
-		count[l]++
+	tally := func(s string, d int) {
+		host := ""
+		for _, l := range strings.Split(s, "\n") {
+			if strings.HasPrefix(l, "== ") {
+				host = strings.TrimPrefix(l, "== ") + ": "
+			}
+			count[host+l] += d
+		}
 	}
-	for _, l := range strings.Split(b, "\n") {
-		count[l]--
-	}
+	tally(a, 1)
+	tally(b, -1)
 	var out []string
 	for l, n := range count {
 		switch {
@@ -230,5 +237,6 @@ func lineDiff(a, b string) string {
 			out = append(out, "+ "+l)
 		}
 	}
+	sort.Strings(out)
 	return strings.Join(out, "\n")
 }

@@ -50,7 +50,8 @@ variable "masters" {
     ip      = string
   }))
   default     = []
-  description = "The masters: name, SSH address and node IP."
+  nullable    = false
+  description = "The masters: name, SSH address and node IP; none when null."
 }
 
 variable "workers" {
@@ -60,7 +61,8 @@ variable "workers" {
     ip      = string
   }))
   default     = []
-  description = "The workers: name, SSH address and node IP."
+  nullable    = false
+  description = "The workers: name, SSH address and node IP; none when null."
 }
 
 variable "bootstrap_ignition" {

@@ -1,13 +1,23 @@
-# Merges the node payload into /usr, writes the machine's Ignition config
-# and node environment, enables the payload's units and starts them with
-# kiln-ignition.service, which applies the config. Set by kiln before this:
-# rec, config (the Ignition config, base64), env (the node environment),
-# config_file, env_file, payload_units (space-separated).
+# Loads the kernel modules a node needs (and names them in
+# modules-load.d for the host's next boot), merges the node payload into
+# /usr, writes the machine's Ignition config and node environment, enables
+# the payload's units and starts them with kiln-ignition.service, which
+# applies the config. Set by kiln before this: rec, config (the Ignition
+# config, base64), env (the node environment), config_file, env_file,
+# payload_units and modules (space-separated), modules_file.
 set -eu
 if [ ! -e "$rec/recorded" ]; then
 	echo "footprint: $rec has no record: kiln records a host before it changes it" >&2
 	exit 1
 fi
+# A module that cannot be loaded here (a container, or built into the
+# kernel) is left to the preflight, which named what is missing.
+for m in $modules; do
+	modprobe -q "$m" 2>/dev/null || true
+done
+mkdir -p "$(dirname "$modules_file")"
+# shellcheck disable=SC2086 # one line per module
+printf '%s\n' $modules >"$modules_file"
 systemctl enable --quiet systemd-sysext.service
 systemd-sysext refresh >/dev/null
 systemctl daemon-reload

@@ -31,6 +31,12 @@ import (
 // the copies of the files kiln replaced.
 const RecordDir = "/var/lib/kiln-host"
 
+// ModulesLoadFile names the kernel modules a node needs
+// (preflight.ModuleNames) for the host's next boot; reset removes it but
+// leaves the modules loaded (unloading one the host may use meanwhile is
+// not kiln's to do).
+const ModulesLoadFile = "/etc/modules-load.d/kiln.conf"
+
 // IgnitionConfig is where kiln-ignition.service reads the config it
 // applies (the node image's ignition-firstboot).
 const IgnitionConfig = "/var/lib/kiln/ignition/config.ign"
@@ -46,15 +52,19 @@ type Footprint struct {
 }
 
 // StatePaths are what every node writes besides its Ignition config: its
-// node environment, Ignition's own state and results (and the SELinux
+// kiln directory, Ignition's own state and results (and the SELinux
 // stub it runs with, gone unless its run was cut), the container
 // runtime's, kubelet's, etcd's and the pod network's data, the pods' logs,
 // and the units' runtime files.
 var StatePaths = []string{
-	nodelayout.NodeEnvFile,
+	// kiln's own directory: the node environment, the additional trust
+	// bundle, and on masters the machine-config server's files, which a
+	// master's config (a pointer) does not name.
+	nodelayout.KilnConfigDir,
 	"/etc/.ignition-result.json",
 	"/etc/cni",
 	"/etc/kubernetes",
+	ModulesLoadFile,
 	"/etc/selinux/config",
 	"/etc/systemd/system-preset/20-ignition.preset",
 	"/opt/cni",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms/shellquote"
+	"github.com/kiln-project/kiln/platforms/ssh/preflight"
 )
 
 var (
@@ -132,6 +133,8 @@ func ApplyScript(config []byte, env string) string {
 		"env":           env,
 		"env_file":      nodelayout.NodeEnvFile,
 		"payload_units": strings.Join(PayloadUnits, " "),
+		"modules":       strings.Join(preflight.ModuleNames(), " "),
+		"modules_file":  ModulesLoadFile,
 	}) + applyScript
 }
 

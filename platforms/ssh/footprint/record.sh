@@ -2,7 +2,8 @@
 # copies of the paths kiln will write that exist (backup/, listed in
 # present), the topmost missing directory of each that does not (absent),
 # the interfaces, nftables tables, iptables rules, ipsets and sysctls, the
-# active targets, and whether systemd-sysext.service was enabled. A host recorded already keeps
+# active targets, what /etc/systemd/system holds, and whether
+# systemd-sysext.service was enabled. A host recorded already keeps
 # its first record (a resumed install). Set by kiln before this: rec, paths
 # and sysctls (one per line), units (space-separated).
 set -eu
@@ -63,6 +64,7 @@ while IFS= read -r s; do
 	fi
 done <"$new/sysctl-names"
 find /etc/systemd/system -type d | sort >"$new/unit-dirs"
+find /etc/systemd/system ! -type d | sort >"$new/unit-files"
 systemctl list-units --type=target --state=active --no-legend --plain | awk '{ print $1 }' | sort >"$new/targets"
 systemctl is-enabled systemd-sysext.service >"$new/sysext-enabled" 2>/dev/null || true
 echo "$units" >"$new/units"

@@ -11,12 +11,19 @@ if [ ! -e "$rec/recorded" ]; then
 	echo "footprint: no record in $rec: nothing of kiln's on this host"
 	exit 0
 fi
-units=$(cat "$rec/units")
+# The units kiln named, and every unit file that appeared in
+# /etc/systemd/system since: a master's or worker's config is a pointer,
+# and its units come with the full config Ignition fetched.
+units=$(
+	cat "$rec/units"
+	find /etc/systemd/system -maxdepth 1 -type f | sort | comm -13 "$rec/unit-files" - | sed 's|.*/||'
+)
+units=$(echo "$units" | tr ' ' '\n' | grep . | sort -u | tr '\n' ' ')
 # The units stop at once (one transaction), then the pods are killed, whose
 # processes are in kubepods.slice (kubelet's systemd cgroup driver): no
-# kubelet is left to start them again, and nothing of them is kept (an API
-# server would first wait out its shutdown delay). The runtime shims stay in containerd.service
-# after it stops, so that is killed whole.
+# kubelet is left to start them again, and nothing of them is kept. The
+# runtime shims stay in containerd.service after it stops, so that is
+# killed whole.
 # shellcheck disable=SC2046 # one word per unit
 systemctl stop $(echo "$units" | tr ' ' '\n' | grep -vx containerd.service) 2>/dev/null
 systemctl kill --signal=SIGKILL kubepods.slice 2>/dev/null
@@ -25,9 +32,13 @@ systemctl kill --signal=SIGKILL containerd.service 2>/dev/null
 systemctl stop containerd.service 2>/dev/null
 # shellcheck disable=SC2086 # one word per unit
 systemctl disable --quiet $units 2>/dev/null
-# The directories enabling made (kubelet.service.requires), once empty.
-find /etc/systemd/system -mindepth 1 -type d -empty | sort | comm -13 "$rec/unit-dirs" - | while IFS= read -r d; do
-	rmdir "$d"
+# Every file and link that appeared in /etc/systemd/system (the units,
+# their drop-ins, what enabling made), then the directories, once empty.
+find /etc/systemd/system ! -type d | sort | comm -13 "$rec/unit-files" - | while IFS= read -r p; do
+	rm -f -- "$p"
+done
+find /etc/systemd/system -mindepth 1 -type d | sort | comm -13 "$rec/unit-dirs" - | sort -r | while IFS= read -r d; do
+	rmdir "$d" 2>/dev/null
 done
 systemd-sysext unmerge >/dev/null 2>&1
 if [ "$(cat "$rec/sysext-enabled")" != enabled ]; then

@@ -76,6 +76,16 @@ var modules = [...]struct{ name, why string }{
 	{"xt_set", "NetworkPolicy rules match ipsets"},
 }
 
+// ModuleNames are the names of the kernel modules every host needs, in
+// the order the preflight checks them.
+func ModuleNames() []string {
+	names := make([]string, len(modules))
+	for i, m := range modules {
+		names[i] = m.name
+	}
+	return names
+}
+
 // requiredTools are the programs kiln needs from the host's own packages.
 var requiredTools = [...]struct{ name, pkg, why string }{
 	{"iptables", "iptables", "the CNI portmap plugin programs hostPort rules with it"},
