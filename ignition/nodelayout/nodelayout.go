@@ -3,12 +3,17 @@
 // read them (`kiln node ...`) and with the platforms that prepare and serve
 // the machines. Each is defined here once. The Ignition assets place files
 // at these paths and render data/butane's templates with Values; the agents
-// take them as flag defaults; the local platform writes NodeEnvFile and
-// balances MCSPort.
+// take them as flag defaults; the platforms write NodeEnvFile (EnvFile)
+// and the local platform balances MCSPort.
 //
 // It imports only the standard library, so assets, agents and platforms may
 // all depend on it.
 package nodelayout
+
+import (
+	"sort"
+	"strings"
+)
 
 // Every machine.
 const (
@@ -134,4 +139,25 @@ func Values() Layout {
 		MasterEtcdManifest:    MasterEtcdManifest,
 		BootkubeDoneFile:      BootkubeDoneFile,
 	}
+}
+
+// EnvFile renders env in the format of NodeEnvFile, as systemd's
+// EnvironmentFile= reads it: KEY=value lines sorted by key, a value
+// double-quoted (with \, " and $ escaped) when it holds blanks, quotes, a
+// backslash, $, # or ;.
+func EnvFile(env map[string]string) string {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		v := env[k]
+		if strings.ContainsAny(v, " \t\"'\\$#;") {
+			v = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`).Replace(v) + `"`
+		}
+		b.WriteString(k + "=" + v + "\n")
+	}
+	return b.String()
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
@@ -46,7 +45,7 @@ func rootFiles(s *Spec, addr netip.Prefix, machineID string) []rootFile {
 		{networkPath, []byte(networkFile(addr, s.Routes)), 0o644},
 	}
 	if s.Env != nil {
-		files = append(files, rootFile{nodelayout.NodeEnvFile, []byte(envFile(s.Env)), 0o644})
+		files = append(files, rootFile{nodelayout.NodeEnvFile, []byte(nodelayout.EnvFile(s.Env)), 0o644})
 	}
 	if s.Ignition != nil {
 		files = append(files, rootFile{ignitionPath, s.Ignition, 0o600})
@@ -83,25 +82,6 @@ func networkFile(addr netip.Prefix, routes []string) string {
 		"\nLinkLocalAddressing=no\nIPv6AcceptRA=no\nLLMNR=no\nMulticastDNS=no\n")
 	for _, r := range routes {
 		b.WriteString("\n[Route]\nDestination=" + r + "\nScope=link\n")
-	}
-	return b.String()
-}
-
-// envFile renders env as an EnvironmentFile=, sorted, values quoted when
-// they need it.
-func envFile(env map[string]string) string {
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		v := env[k]
-		if strings.ContainsAny(v, " \t\"'\\$#;") {
-			v = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`).Replace(v) + `"`
-		}
-		b.WriteString(k + "=" + v + "\n")
 	}
 	return b.String()
 }

@@ -146,7 +146,10 @@ func TestEnvFile(t *testing.T) {
 	if err != nil || got != "KILN_NODE_IP=10.0.0.11\nKILN_ROLE=master\n" {
 		t.Errorf("envFile = %q, %v", got, err)
 	}
-	for _, bad := range []map[string]string{{"A": "x\ny"}, {"A B": "x"}, {"": "x"}, {"A": "$(reboot)"}} {
+	if got, _ := envFile(map[string]string{"A": "$(reboot) x"}); got != `A="\$(reboot) x"`+"\n" {
+		t.Errorf("envFile quotes %q", got)
+	}
+	for _, bad := range []map[string]string{{"A": "x\ny"}, {"A B": "x"}, {"": "x"}, {"A=B": "x"}} {
 		if _, err := envFile(bad); err == nil {
 			t.Errorf("envFile(%q) accepted", bad)
 		}

@@ -161,23 +161,15 @@ func assign(vars map[string]string) string {
 	return b.String()
 }
 
-// envFile renders env as KEY=value lines, refusing what an
-// EnvironmentFile would read differently.
+// envFile renders env as the node environment file, refusing a name an
+// EnvironmentFile= cannot hold and a value with a line break.
 func envFile(env map[string]string) (string, error) {
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		v := env[k]
-		if k == "" || strings.ContainsAny(k, "= \t\n\"'\\$") || strings.ContainsAny(v, "\n\"'\\$") {
-			return "", fmt.Errorf("node environment %q=%q: names and values must be plain words", k, v)
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "= \t\n\"'\\$#;") || strings.Contains(v, "\n") {
+			return "", fmt.Errorf("node environment %q=%q: a name must be one plain word and a value one line", k, v)
 		}
-		b.WriteString(k + "=" + v + "\n")
 	}
-	return b.String(), nil
+	return nodelayout.EnvFile(env), nil
 }
 
 func dedupe(sortedList []string) []string {
