@@ -4,14 +4,11 @@ import (
 	"context"
 	"io/fs"
 	"os"
-	"os/exec"
 	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/sirupsen/logrus"
 
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms/local/provider"
@@ -19,6 +16,7 @@ import (
 	sshprovider "github.com/kiln-project/kiln/platforms/ssh/provider"
 	"github.com/kiln-project/kiln/platforms/ssh/remote"
 	tf "github.com/kiln-project/kiln/platforms/terraform"
+	"github.com/kiln-project/kiln/platforms/terraform/enginetest"
 )
 
 // TestMain lets the test binary serve the kilnlocal or kilnssh provider
@@ -113,26 +111,13 @@ func sampleVars() tfdata.LocalVars {
 // TestValidate runs `validate` of every stage with a real engine (tofu or
 // terraform on PATH) and the provider served by this test binary.
 func TestValidate(t *testing.T) {
-	var engine *tf.Engine
-	for _, name := range []string{tf.OpenTofu, tf.Terraform} {
-		if p, err := exec.LookPath(name); err == nil {
-			if e, err := tf.ProbeEngine(context.Background(), name, p); err == nil {
-				engine = e
-				break
-			}
-		}
-	}
-	if engine == nil {
-		t.Skip("no tofu >= 1.6 or terraform >= 1.5 on PATH; `validate` of the modules not run")
-	}
+	engine := enginetest.Find(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	local, _ := tfdata.Platform("local")
-	log := logrus.New()
-	log.SetOutput(testWriter{t})
-	log.SetLevel(logrus.DebugLevel)
+	log := enginetest.Log(t)
 	d := tf.NewDriver(tf.DriverOptions{
 		Engine:  engine,
 		Dir:     t.TempDir(),
@@ -172,12 +157,4 @@ func sampleSSHVars() tfdata.SSHVars {
 		Workers:           []tfdata.SSHHost{{Name: "w0", Address: "10.0.0.21", IP: "10.0.0.21"}},
 		BootstrapIgnition: "{}", MasterIgnition: "{}", WorkerIgnition: "{}",
 	}
-}
-
-// testWriter sends log output to t.Log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }

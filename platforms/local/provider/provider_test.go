@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +23,7 @@ import (
 	"github.com/kiln-project/kiln/platforms/local/lb"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 	tf "github.com/kiln-project/kiln/platforms/terraform"
+	"github.com/kiln-project/kiln/platforms/terraform/enginetest"
 )
 
 // TestMain lets the test binary play kiln: `lb --config` runs the load
@@ -117,25 +116,6 @@ func TestMachineSpec(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("spec =\n%+v\nwant\n%+v", got, want)
 	}
-}
-
-// findEngine returns tofu or terraform from PATH, or skips the test.
-func findEngine(t testing.TB) *tf.Engine {
-	if testing.Short() {
-		// make unit's -race -short pass: every apply starts this test
-		// binary, race-instrumented, as the provider (5 s an apply instead
-		// of 0.5 s); the pass without -short runs these tests.
-		t.Skip("-short: provider round trips through the engine run in the pass without -short")
-	}
-	for _, name := range []string{tf.OpenTofu, tf.Terraform} {
-		if p, err := exec.LookPath(name); err == nil {
-			if e, err := tf.ProbeEngine(context.Background(), name, p); err == nil {
-				return e
-			}
-		}
-	}
-	t.Skip("no tofu >= 1.6 or terraform >= 1.5 on PATH; provider round trip through the engine not run")
-	return nil
 }
 
 // TestStagesThroughEngine applies and destroys the local platform's stages
@@ -363,20 +343,12 @@ func TestStagesThroughEngine(t *testing.T) {
 // is shown when the test fails.
 func engineDriver(t testing.TB, fake fakeHost) *tf.Driver {
 	t.Helper()
-	engine := findEngine(t)
+	engine := enginetest.Find(t)
 	modules, err := tfdata.Platform("local")
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := logrus.New()
-	log.SetLevel(logrus.DebugLevel)
-	var out syncBuilder
-	log.SetOutput(&out)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(out.String())
-		}
-	})
+	log := enginetest.Log(t)
 	return tf.NewDriver(tf.DriverOptions{
 		Engine: engine, Dir: t.TempDir(), Modules: modules, Log: log,
 		Providers: []tf.Provider{{Source: Source, Version: Version, Command: []string{testBinary(t)},
@@ -392,24 +364,6 @@ func testBinary(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return self
-}
-
-// syncBuilder is a strings.Builder safe for concurrent writes.
-type syncBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuilder) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuilder) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // waitGone waits until the balancer's process is gone.

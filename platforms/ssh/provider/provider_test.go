@@ -5,19 +5,16 @@ import (
 	"encoding/base64"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/sirupsen/logrus"
 
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms/ssh/footprint"
 	"github.com/kiln-project/kiln/platforms/ssh/remote"
 	tf "github.com/kiln-project/kiln/platforms/terraform"
+	"github.com/kiln-project/kiln/platforms/terraform/enginetest"
 )
 
 // TestMain lets the test binary serve the provider with a fake host
@@ -198,21 +195,7 @@ func ign(role string) string {
 // runs this provider, served by the test binary over fake.
 func engineDriver(t testing.TB, fake fakeHost) *tf.Driver {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: provider round trips through the engine run in the pass without -short")
-	}
-	var engine *tf.Engine
-	for _, name := range []string{tf.OpenTofu, tf.Terraform} {
-		if p, err := exec.LookPath(name); err == nil {
-			if e, err := tf.ProbeEngine(context.Background(), name, p); err == nil {
-				engine = e
-				break
-			}
-		}
-	}
-	if engine == nil {
-		t.Skip("no tofu >= 1.6 or terraform >= 1.5 on PATH; provider round trip through the engine not run")
-	}
+	engine := enginetest.Find(t)
 	modules, err := tfdata.Platform("ssh")
 	if err != nil {
 		t.Fatal(err)
@@ -221,36 +204,10 @@ func engineDriver(t testing.TB, fake fakeHost) *tf.Driver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := logrus.New()
-	log.SetLevel(logrus.DebugLevel)
-	var out lockedBuilder
-	log.SetOutput(&out)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(out.String())
-		}
-	})
+	log := enginetest.Log(t)
 	return tf.NewDriver(tf.DriverOptions{
 		Engine: engine, Dir: t.TempDir(), Modules: modules, Log: log,
 		Providers: []tf.Provider{{Source: Source, Version: Version, Command: []string{self},
 			Env: map[string]string{"KILN_TEST_PROVIDER_DIR": fake.dir}}},
 	})
-}
-
-// lockedBuilder is a strings.Builder safe for concurrent writes.
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *lockedBuilder) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *lockedBuilder) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
