@@ -248,3 +248,27 @@ func withoutEmptyTables(s string) string {
 	}
 	return strings.Join(out, "")
 }
+
+// TestResetFollowsNoLink runs reset.sh's linked on a path below a
+// directory that became a symbolic link, and on one that did not.
+func TestResetFollowsNoLink(t *testing.T) {
+	start := strings.Index(resetScript, "linked() {")
+	end := strings.Index(resetScript[start:], "\n}\n")
+	if start < 0 || end < 0 {
+		t.Fatal("reset.sh has no linked function")
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	fn := resetScript[start : start+end+3]
+	for path, want := range map[string]bool{dir + "/link/kubelet": true, dir + "/real/kubelet": false} {
+		err := exec.Command("/bin/sh", "-c", fn+`linked "$1"`, "sh", path).Run()
+		if got := err == nil; got != want {
+			t.Errorf("linked %s = %v, want %v", path, got, want)
+		}
+	}
+}

@@ -2,10 +2,11 @@
 # made: stops kiln's units and every pod, unmounts what they mounted,
 # unmerges the payload, removes the paths that were absent, restores the
 # ones that were present, deletes the interfaces, nftables tables, iptables
-# rules and chains, ipsets and routes the cluster made, and puts the
-# sysctls back and stops the targets that were not active. The record goes last: a reset cut short runs again. Set by
-# kiln before this: rec, route_protocol (the node agent's routes),
-# iptables_undo (iptables-undo.awk).
+# rules and chains, ipsets and routes the cluster made, puts the sysctls
+# back and stops the targets that were not active. The record goes last:
+# a reset cut short runs again. Set by kiln before this: rec,
+# route_protocol (the node agent's routes), iptables_undo
+# (iptables-undo.awk).
 set -u
 if [ ! -e "$rec/recorded" ]; then
 	echo "footprint: no record in $rec: nothing of kiln's on this host"
@@ -57,13 +58,28 @@ findmnt -rn -o TARGET | awk -v absent="$rec/absent" -v present="$rec/present" '
 	umount -l "$m" || echo "footprint: cannot unmount $m" >&2
 done
 rm -f /run/netns/cni-*
+# Root follows no link: a path below a directory that became a symbolic
+# link since the record is left alone, and named.
+linked() {
+	d=$(dirname "$1")
+	while [ "$d" != / ]; do
+		if [ -L "$d" ]; then
+			echo "footprint: $d is a symbolic link now; $1 is left alone" >&2
+			return 0
+		fi
+		d=$(dirname "$d")
+	done
+	return 1
+}
 while IFS= read -r p; do
-	rm -rf -- "$p"
+	linked "$p" || rm -rf -- "$p"
 done <"$rec/absent"
 # A directory that is a mount point keeps its place: its contents are
 # replaced.
 while IFS= read -r p; do
-	if [ -d "$p" ] && [ ! -L "$p" ] && mountpoint -q "$p"; then
+	if linked "$p"; then
+		continue
+	elif [ -d "$p" ] && [ ! -L "$p" ] && mountpoint -q "$p"; then
 		find "$p" -mindepth 1 -maxdepth 1 -exec rm -rf -- {} +
 		cp -a "$rec/backup$p/." "$p/"
 	else
