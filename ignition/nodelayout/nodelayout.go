@@ -11,7 +11,8 @@
 package nodelayout
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -146,13 +147,8 @@ func Values() Layout {
 // double-quoted (with \, " and $ escaped) when it holds blanks, quotes, a
 // backslash, $, # or ;.
 func EnvFile(env map[string]string) string {
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		v := env[k]
 		if strings.ContainsAny(v, " \t\"'\\$#;") {
 			v = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`).Replace(v) + `"`

@@ -19,8 +19,9 @@ package footprint
 
 import (
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/kiln-project/kiln/ignition"
@@ -147,10 +148,5 @@ func FromIgnition(config []byte) (Footprint, error) {
 }
 
 func sorted(set map[string]bool) []string {
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }

@@ -5,7 +5,9 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -149,13 +151,8 @@ func ResetScript() string {
 
 // assign returns shell assignments of vars, in name order.
 func assign(vars map[string]string) string {
-	names := make([]string, 0, len(vars))
-	for k := range vars {
-		names = append(names, k)
-	}
-	sort.Strings(names)
 	var b strings.Builder
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		b.WriteString(k + "=" + shellquote.Quote(vars[k]) + "\n")
 	}
 	return b.String()
