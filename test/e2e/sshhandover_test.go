@@ -35,7 +35,8 @@ import (
 // from the bootstrap host's machine-config server, etcd grows onto it and
 // bootkube hands over; then the bootstrap host is removed from the
 // bootstrap stage (its host reset) and the master serves the API alone
-// with its Node Ready; then the cluster stage is destroyed, a second reset
+// with its Node Ready, and again after its host rebooted; then the
+// cluster stage is destroyed, a second reset
 // by hand finds nothing to do, and both hosts' files, units, processes,
 // interfaces, rules, routes and mounts are as before the install. The test plays the user of the none platform: its DNS is
 // each host's /etc/hosts (api-int on the bootstrap host first, then the
@@ -174,6 +175,31 @@ ctr -n k8s.io containers ls 2>&1 | head -20`)
 	if body, err := masterAPI.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil || string(body) != "ok" {
 		t.Errorf("the master's /readyz = %q, %v", body, err)
 	}
+
+	// The master's host reboots: systemd-sysext merges the payload again
+	// at boot, and the units Ignition enabled bring the node back.
+	rebooted := time.Now()
+	f.reboot(ctx, t, master.Name)
+	waitFor(t, ctx, 10*time.Minute, "the master's Node Ready again after its host rebooted", func() (bool, string) {
+		body, err := masterAPI.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err != nil || string(body) != "ok" {
+			out, _ := f.Client.RunScript(ctx, master.Address, "systemd-sysext status --json=short; systemctl is-active containerd kubelet; systemctl --no-pager --failed --plain --no-legend")
+			return false, fmt.Sprintf("readyz %q, %v; on the host: %s", body, err, out)
+		}
+		n, err := masterAPI.CoreV1().Nodes().Get(ctx, master.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		// Ready as posted by the kubelet that started after the reboot.
+		ready := false
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && c.LastHeartbeatTime.Time.After(rebooted) {
+				ready = true
+			}
+		}
+		return ready, fmt.Sprintf("%+v", n.Status.Conditions)
+	})
+	t.Logf("MEASURE the master's host rebooted: API and Node Ready again after %s", time.Since(rebooted).Round(time.Second))
 
 	start = time.Now()
 	if err := d.Destroy(ctx, tf.StageCluster, vars); err != nil {

@@ -57,6 +57,7 @@ type sshFleet struct {
 	// KeyFile and KnownHosts are the client's key and the hosts' keys.
 	KeyFile, KnownHosts string
 	m                   *machine.Manager
+	specs               map[string]machine.Spec
 	stateRoot, bridge   string
 }
 
@@ -119,6 +120,10 @@ func startSSHHosts(t *testing.T, third int, names []string, extra map[string]map
 		t.Fatal(err)
 	}
 	createAll(t, ctx, f.m, specs)
+	f.specs = map[string]machine.Spec{}
+	for _, sp := range specs {
+		f.specs[sp.Name] = sp
+	}
 	f.Client, err = remote.New(remote.Config{User: "root", IdentityFile: f.KeyFile, KnownHostsFile: f.KnownHosts})
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +139,28 @@ func startSSHHosts(t *testing.T, third int, names []string, extra map[string]map
 		}
 	}
 	return f
+}
+
+// reboot stops the test host name and starts it again from its disk, as
+// a user's server reboots, and waits until it answers SSH.
+func (f *sshFleet) reboot(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	if err := f.m.Stop(ctx, name); err != nil {
+		t.Fatalf("stopping test host %s: %v", name, err)
+	}
+	if err := f.m.Start(ctx, f.specs[name]); err != nil {
+		t.Fatalf("starting test host %s again: %v", name, err)
+	}
+	if _, err := f.m.WaitBooted(ctx, name); err != nil {
+		t.Fatalf("test host %s did not boot again: %v", name, err)
+	}
+	for _, h := range f.Hosts {
+		if h.Name == name {
+			if err := waitSSH(ctx, f.Client, h.Address); err != nil {
+				t.Fatalf("test host %s after its reboot: %v", name, err)
+			}
+		}
+	}
 }
 
 // waitSSH waits until the host runs a command over SSH.
@@ -176,7 +203,8 @@ func (f *sshFleet) stop(t *testing.T) {
 // timestamps and seeds), the systemd units' states, the processes (but the
 // snapshot's own: sshd's session, the shell; sshd's count of logins under
 // way; root's login session and user manager, where pam_systemd makes
-// them), the network interfaces, the nftables ruleset, the routes and the
+// them), the network interfaces (without the index of a veth's peer, which
+// a test host's restart changes), the nftables ruleset, the routes and the
 // mounts.
 const snapshotScript = `echo '# files'
 find /etc /usr /var/lib /opt \( -type f -o -type l \) -printf '%p %s\n' | grep -v '^/var/lib/systemd/\(timers\|catalog\|random-seed\)' | sort
@@ -185,7 +213,7 @@ systemctl list-units --all --no-legend --plain | awk '{print $1, $3, $4}' | grep
 echo '# processes'
 ps -eo user=,args= | grep -v -e '^root *sshd: root' -e '^root *ps -eo' -e '^root */bin/sh -s' -e '^root *grep ' -e '^root *sed ' -e '^root *sort$' -e '^root *(sd-pam)' -e '^root */lib/systemd/systemd --user' | sed 's/\[listener\].*/[listener]/' | sort
 echo '# interfaces'
-ip -o link show | awk '{print $2, $3}' | sort
+ip -o link show | awk '{print $2, $3}' | sed 's/@if[0-9]*:/:/' | sort
 echo '# nftables'
 nft list ruleset
 echo '# routes'

@@ -41,9 +41,14 @@ done
 find /etc/systemd/system -mindepth 1 -type d | sort | comm -13 "$rec/unit-dirs" - | sort -r | while IFS= read -r d; do
 	rmdir "$d" 2>/dev/null
 done
+# Unmerged now; a host that used system extensions of its own gets them
+# merged again below, once kiln's is gone. One that did not has
+# systemd-sysext.service stopped and disabled again (it ran at a boot
+# since the install).
 systemd-sysext unmerge >/dev/null 2>&1
-if [ "$(cat "$rec/sysext-enabled")" != enabled ]; then
-	systemctl disable --quiet systemd-sysext.service
+sysext_before=$(cat "$rec/sysext-enabled")
+if [ "$sysext_before" != enabled ]; then
+	systemctl disable --now --quiet systemd-sysext.service
 fi
 # Mounts at or below what kiln made, below what was there (a mount point
 # the host had stays), and the pods' network namespaces, deepest first.
@@ -74,6 +79,9 @@ linked() {
 while IFS= read -r p; do
 	linked "$p" || rm -rf -- "$p"
 done <"$rec/absent"
+if [ "$sysext_before" = enabled ]; then
+	systemd-sysext refresh >/dev/null
+fi
 # A directory that is a mount point keeps its place: its contents are
 # replaced.
 while IFS= read -r p; do
