@@ -26,7 +26,7 @@ func TestSSHPreflight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	before := snapshotHosts(t, f)
-	for _, want := range []string{"/etc/ssh/sshd_config ", "ssh.service active running", "sshd: /usr/sbin/sshd -D [listener]\n", "host0@", "# nftables"} {
+	for _, want := range []string{"/etc/ssh/sshd_config ", "ssh.service active running", "sshd: /usr/sbin/sshd -D [listener]\n", "\nhost0: <", "# nftables", "# routes", "# mounts"} {
 		if strings.Count(before, want) != len(hosts) {
 			t.Fatalf("the snapshot of a host lacks %q:\n%s", want, before)
 		}
