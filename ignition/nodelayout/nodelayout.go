@@ -21,6 +21,10 @@ const (
 	// KilnBinary is where the kiln binary is on every machine; units and
 	// pods run the agents from it.
 	KilnBinary = "/usr/local/bin/kiln"
+	// IgnitionConfigFile is the machine's Ignition config, written by the
+	// platform before kiln-ignition.service applies it (the node image's
+	// ignition-firstboot reads it).
+	IgnitionConfigFile = "/var/lib/kiln/ignition/config.ign"
 	// KilnConfigDir holds kiln's files on a node (NodeEnvFile,
 	// TrustBundleFile, MCSConfigDir).
 	KilnConfigDir = "/etc/kiln"

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 // nspawnCall returns the systemd-run command line that started nspawn.
@@ -91,7 +93,7 @@ func TestStartBootsTheExistingDisk(t *testing.T) {
 		t.Errorf("the disk did not survive a failed start: %q, %v", data, err)
 	}
 	// Nothing written into the root: no Ignition config, no hostname.
-	for _, f := range []string{ignitionPath, "/etc/hostname", "/etc/machine-id"} {
+	for _, f := range []string{nodelayout.IgnitionConfigFile, "/etc/hostname", "/etc/machine-id"} {
 		if _, err := os.Stat(filepath.Join(m.dir(spec.Name), "root", f)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("Start wrote %s into the root", f)
 		}

@@ -17,10 +17,9 @@ import (
 )
 
 // Paths inside a machine's root that Create writes (and
-// nodelayout.NodeEnvFile).
+// nodelayout.NodeEnvFile and nodelayout.IgnitionConfigFile).
 const (
-	ignitionPath = "/var/lib/kiln/ignition/config.ign"
-	networkPath  = "/etc/systemd/network/10-host0.network"
+	networkPath = "/etc/systemd/network/10-host0.network"
 	// stopTimeoutPath bounds how long the machine's systemd waits for a
 	// unit to stop, so a stuck pod cannot hold a shutdown for 90 s.
 	stopTimeoutPath = "/etc/systemd/system.conf.d/10-kiln-stop-timeout.conf"
@@ -48,7 +47,7 @@ func rootFiles(s *Spec, addr netip.Prefix, machineID string) []rootFile {
 		files = append(files, rootFile{nodelayout.NodeEnvFile, []byte(nodelayout.EnvFile(s.Env)), 0o644})
 	}
 	if s.Ignition != nil {
-		files = append(files, rootFile{ignitionPath, s.Ignition, 0o600})
+		files = append(files, rootFile{nodelayout.IgnitionConfigFile, s.Ignition, 0o600})
 	}
 	files = append(files, rootFile{stopTimeoutPath, []byte("[Manager]\nDefaultTimeoutStopSec=15s\n"), 0o644})
 	if machineID != "" {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -66,7 +68,7 @@ func TestRootFiles(t *testing.T) {
 	// sysctl values a container cannot set (bound over /proc/sys).
 	s.Ignition, s.Env = nil, nil
 	for _, f := range rootFiles(s, netip.MustParsePrefix(s.Address), "") {
-		if f.Path == ignitionPath || strings.HasPrefix(f.Path, "/etc/kiln/") && !strings.HasPrefix(f.Path, sysctlShimDir+"/") {
+		if f.Path == nodelayout.IgnitionConfigFile || strings.HasPrefix(f.Path, "/etc/kiln/") && !strings.HasPrefix(f.Path, sysctlShimDir+"/") {
 			t.Errorf("%s written for a spec without Ignition and Env", f.Path)
 		}
 	}

@@ -38,10 +38,6 @@ const RecordDir = "/var/lib/kiln-host"
 // not kiln's to do).
 const ModulesLoadFile = "/etc/modules-load.d/kiln.conf"
 
-// IgnitionConfig is where kiln-ignition.service reads the config it
-// applies (the node image's ignition-firstboot).
-const IgnitionConfig = "/var/lib/kiln/ignition/config.ign"
-
 // Footprint is what one Ignition config, applied by kiln, writes on a
 // host, beside what every node writes (StatePaths).
 type Footprint struct {

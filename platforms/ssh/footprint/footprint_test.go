@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kiln-project/kiln/ignition"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -122,7 +123,7 @@ func TestScripts(t *testing.T) {
 	}
 	parts := strings.Split(string(out), "|")
 	paths := strings.Split(parts[1], "\n")
-	for _, want := range append([]string{"/etc/it's here", "/var/lib/extensions/kiln-v1", IgnitionConfig}, StatePaths...) {
+	for _, want := range append([]string{"/etc/it's here", "/var/lib/extensions/kiln-v1", nodelayout.IgnitionConfigFile}, StatePaths...) {
 		if !contains(paths, want) {
 			t.Errorf("the record script's paths lack %q: %q", want, paths)
 		}

@@ -113,7 +113,7 @@ func Recorded(ctx context.Context, h Host, address string) (bool, error) {
 // installing fp and the extension directory extension onto it.
 func RecordScript(fp Footprint, extension string) string {
 	paths := append(append([]string{}, fp.Paths...), StatePaths...)
-	paths = append(paths, extension, IgnitionConfig)
+	paths = append(paths, extension, nodelayout.IgnitionConfigFile)
 	sort.Strings(paths)
 	units := append(append([]string{}, PayloadUnits...), fp.Units...)
 	sort.Strings(units)
@@ -131,7 +131,7 @@ func ApplyScript(config []byte, env string) string {
 	return assign(map[string]string{
 		"rec":           RecordDir,
 		"config":        base64.StdEncoding.EncodeToString(config),
-		"config_file":   IgnitionConfig,
+		"config_file":   nodelayout.IgnitionConfigFile,
 		"env":           env,
 		"env_file":      nodelayout.NodeEnvFile,
 		"payload_units": strings.Join(PayloadUnits, " "),
