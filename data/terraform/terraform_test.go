@@ -108,41 +108,37 @@ func sampleVars() tfdata.LocalVars {
 	}
 }
 
-// TestValidate runs `validate` of every stage with a real engine (tofu or
-// terraform on PATH) and the provider served by this test binary.
+// TestValidate runs `validate` of every stage of each platform with a real
+// engine (tofu or terraform on PATH) and the platform's provider served by
+// this test binary.
 func TestValidate(t *testing.T) {
 	engine := enginetest.Find(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	local, _ := tfdata.Platform("local")
 	log := enginetest.Log(t)
-	d := tf.NewDriver(tf.DriverOptions{
-		Engine:  engine,
-		Dir:     t.TempDir(),
-		Modules: local,
-		Providers: []tf.Provider{{Source: provider.Source, Version: provider.Version,
-			Command: []string{self}, Env: map[string]string{"KILN_TEST_SERVE_PROVIDER": "1"}}},
-		Log: log,
-	})
-	for _, s := range stages {
-		if err := d.Validate(context.Background(), s, sampleVars()); err != nil {
-			t.Errorf("stage %s: %v", s, err)
-		}
-	}
-	ssh, _ := tfdata.Platform("ssh")
-	d = tf.NewDriver(tf.DriverOptions{
-		Engine:  engine,
-		Dir:     t.TempDir(),
-		Modules: ssh,
-		Providers: []tf.Provider{{Source: sshprovider.Source, Version: sshprovider.Version,
-			Command: []string{self}, Env: map[string]string{"KILN_TEST_SERVE_PROVIDER": "ssh"}}},
-		Log: log,
-	})
-	for _, s := range []string{tf.StageBootstrap, tf.StageCluster} {
-		if err := d.Validate(context.Background(), s, sampleSSHVars()); err != nil {
-			t.Errorf("ssh stage %s: %v", s, err)
+	for _, p := range []struct {
+		platform, source, version, serve string
+		stages                           []string
+		vars                             any
+	}{
+		{"local", provider.Source, provider.Version, "1", stages, sampleVars()},
+		{"ssh", sshprovider.Source, sshprovider.Version, "ssh", []string{tf.StageBootstrap, tf.StageCluster}, sampleSSHVars()},
+	} {
+		modules, _ := tfdata.Platform(p.platform)
+		d := tf.NewDriver(tf.DriverOptions{
+			Engine:  engine,
+			Dir:     t.TempDir(),
+			Modules: modules,
+			Providers: []tf.Provider{{Source: p.source, Version: p.version,
+				Command: []string{self}, Env: map[string]string{"KILN_TEST_SERVE_PROVIDER": p.serve}}},
+			Log: log,
+		})
+		for _, s := range p.stages {
+			if err := d.Validate(context.Background(), s, p.vars); err != nil {
+				t.Errorf("%s stage %s: %v", p.platform, s, err)
+			}
 		}
 	}
 }
