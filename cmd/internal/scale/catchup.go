@@ -50,8 +50,9 @@ type runningRelease struct {
 // running one (with every image of that release, as an upgrade's kubelet
 // step), any image the cluster runs that the node lacks is loaded, and on
 // a master the etcd static pod kiln installs and the staged (or, on a
-// re-run, active) control-plane manifests are retagged. Without it a new master ran an older API server
-// than the kubelets, which the skew policy forbids, an older etcd member
+// re-run, active) control-plane manifests are retagged. Without it a new
+// master ran an older API server than the kubelets, which the skew policy
+// forbids, an older etcd member
 // could not join members past its minor (docs/upgrade.md, "etcd 3.5 to
 // 3.6"), and kube-proxy could not start on a new worker. Every part is
 // idempotent, and a re-run skips the kubelet and manifests done.
