@@ -161,3 +161,21 @@ func EnvFile(env map[string]string) string {
 	}
 	return b.String()
 }
+
+// Sysctl is a kernel setting: its path below /proc/sys and its value.
+type Sysctl struct{ Key, Value string }
+
+// KubeletSysctls are the global sysctls kubelet checks at start
+// (setupKernelTunables), with the values it wants and sets where it can:
+// the local platform shows them to a machine read-only, an ssh host's
+// reset puts back what the host had.
+func KubeletSysctls() []Sysctl {
+	return []Sysctl{
+		{"vm/overcommit_memory", "1"},
+		{"vm/panic_on_oom", "0"},
+		{"kernel/panic", "10"},
+		{"kernel/panic_on_oops", "1"},
+		{"kernel/keys/root_maxkeys", "1000000"},
+		{"kernel/keys/root_maxbytes", "25000000"},
+	}
+}

@@ -2,21 +2,9 @@ package machine
 
 import (
 	"path"
-)
 
-// kubeletSysctls are the global sysctls kubelet checks at start
-// (setupKernelTunables) with the values it wants. /proc/sys is read-only in
-// a machine, so kubelet would try to set them and fail. Instead of changing
-// the host, each machine sees files with these values bound read-only over
-// the /proc/sys entries: kubelet reads the wanted value and leaves it be.
-var kubeletSysctls = []struct{ Key, Value string }{
-	{"vm/overcommit_memory", "1"},
-	{"vm/panic_on_oom", "0"},
-	{"kernel/panic", "10"},
-	{"kernel/panic_on_oops", "1"},
-	{"kernel/keys/root_maxkeys", "1000000"},
-	{"kernel/keys/root_maxbytes", "25000000"},
-}
+	"github.com/kiln-project/kiln/ignition/nodelayout"
+)
 
 // sysctlShimDir holds, inside the machine's root, the files bound over
 // /proc/sys. nspawn resolves the source of a bind whose target is under
@@ -75,7 +63,12 @@ func nspawnArgv(a nspawnArgs) []string {
 		argv = append(argv, flag+b.Source+":"+b.Target)
 	}
 	if a.Sysctls {
-		for _, s := range kubeletSysctls {
+		// kubelet's sysctls (nodelayout.KubeletSysctls): /proc/sys is
+		// read-only in a machine, so kubelet would try to set them and
+		// fail. Instead of changing the host, each machine sees files with
+		// these values bound read-only over the /proc/sys entries: kubelet
+		// reads the wanted value and leaves it be.
+		for _, s := range nodelayout.KubeletSysctls() {
 			argv = append(argv, "--bind-ro="+path.Join(sysctlShimDir, s.Key)+":"+path.Join("/proc/sys", s.Key))
 		}
 	}

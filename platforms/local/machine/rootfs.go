@@ -53,7 +53,7 @@ func rootFiles(s *Spec, addr netip.Prefix, machineID string) []rootFile {
 	if machineID != "" {
 		files = append(files, rootFile{"/etc/machine-id", []byte(machineID + "\n"), 0o444})
 	}
-	for _, sc := range kubeletSysctls {
+	for _, sc := range nodelayout.KubeletSysctls() {
 		files = append(files, rootFile{path.Join(sysctlShimDir, sc.Key), []byte(sc.Value + "\n"), 0o444})
 	}
 	return files

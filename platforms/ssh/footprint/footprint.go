@@ -81,21 +81,25 @@ var StatePaths = []string{
 // the Ignition config enables the rest.
 var PayloadUnits = []string{"containerd.service", "kiln-cgroup-rw.service", "kiln-images.service", "kiln-ignition.service"}
 
-// Sysctls are the kernel settings a node may change (the pod network,
-// kube-proxy, kubelet); the record keeps their values and reset puts them
-// back.
-var Sysctls = []string{
-	"net.bridge.bridge-nf-call-ip6tables",
-	"net.bridge.bridge-nf-call-iptables",
-	"net.ipv4.conf.all.route_localnet",
-	"net.ipv4.ip_forward",
-	"net.ipv6.conf.all.forwarding",
-	"net.netfilter.nf_conntrack_max",
-	"net.netfilter.nf_conntrack_tcp_timeout_close_wait",
-	"net.netfilter.nf_conntrack_tcp_timeout_established",
-	"kernel.panic",
-	"kernel.panic_on_oops",
-	"vm.overcommit_memory",
+// Sysctls are the kernel settings a node may change, by their paths below
+// /proc/sys: the pod network's, kube-proxy's, and kubelet's
+// (nodelayout.KubeletSysctls); the record keeps their values and reset
+// puts them back.
+func Sysctls() []string {
+	keys := []string{
+		"net/bridge/bridge-nf-call-ip6tables",
+		"net/bridge/bridge-nf-call-iptables",
+		"net/ipv4/conf/all/route_localnet",
+		"net/ipv4/ip_forward",
+		"net/ipv6/conf/all/forwarding",
+		"net/netfilter/nf_conntrack_max",
+		"net/netfilter/nf_conntrack_tcp_timeout_close_wait",
+		"net/netfilter/nf_conntrack_tcp_timeout_established",
+	}
+	for _, s := range nodelayout.KubeletSysctls() {
+		keys = append(keys, s.Key)
+	}
+	return keys
 }
 
 // FromIgnition returns what config writes on a host. A config that would

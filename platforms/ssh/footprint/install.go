@@ -120,7 +120,7 @@ func RecordScript(fp Footprint, extension string) string {
 	return assign(map[string]string{
 		"rec":     RecordDir,
 		"paths":   strings.Join(dedupe(paths), "\n"),
-		"sysctls": strings.Join(Sysctls, "\n"),
+		"sysctls": strings.Join(Sysctls(), "\n"),
 		"units":   strings.Join(dedupe(units), " "),
 	}) + recordScript
 }
