@@ -8,7 +8,6 @@ import (
 	"maps"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/kiln-project/kiln/ignition/nodelayout"
@@ -112,16 +111,15 @@ func Recorded(ctx context.Context, h Host, address string) (bool, error) {
 // RecordScript is the script that records what a host has before
 // installing fp and the extension directory extension onto it.
 func RecordScript(fp Footprint, extension string) string {
-	paths := append(append([]string{}, fp.Paths...), StatePaths...)
-	paths = append(paths, extension, nodelayout.IgnitionConfigFile)
-	sort.Strings(paths)
-	units := append(append([]string{}, PayloadUnits...), fp.Units...)
-	sort.Strings(units)
+	paths := slices.Concat(fp.Paths, StatePaths, []string{extension, nodelayout.IgnitionConfigFile})
+	slices.Sort(paths)
+	units := slices.Concat(PayloadUnits, fp.Units)
+	slices.Sort(units)
 	return assign(map[string]string{
 		"rec":     RecordDir,
-		"paths":   strings.Join(dedupe(paths), "\n"),
+		"paths":   strings.Join(slices.Compact(paths), "\n"),
 		"sysctls": strings.Join(Sysctls(), "\n"),
-		"units":   strings.Join(dedupe(units), " "),
+		"units":   strings.Join(slices.Compact(units), " "),
 	}) + recordScript
 }
 
@@ -167,16 +165,6 @@ func envFile(env map[string]string) (string, error) {
 		}
 	}
 	return nodelayout.EnvFile(env), nil
-}
-
-func dedupe(sortedList []string) []string {
-	out := sortedList[:0]
-	for i, s := range sortedList {
-		if i == 0 || s != sortedList[i-1] {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 func quoted(out []byte) string {
