@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kiln-project/kiln/assets/release"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
@@ -220,10 +219,7 @@ ctr -n k8s.io containers ls 2>&1 | head -20`)
 // of dir, checking its certificate for name.
 func apiClient(t *testing.T, dir, address, name string) kubernetes.Interface {
 	t.Helper()
-	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "auth", "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rc := adminClientConfig(t, dir)
 	rc.Host = "https://" + address + ":6443"
 	rc.TLSClientConfig.ServerName = name
 	rc.Timeout = 10 * time.Second
