@@ -7,6 +7,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/release"
 )
@@ -36,13 +37,14 @@ type Cluster struct {
 }
 
 // Machines returns the names of the cluster's masters and workers: Shape
-// when set, else <infraID>-master-<i> and <infraID>-worker-<i> for the
-// install-config's replica counts.
+// when set, else the install-config's (configs.Shape: the platform's
+// names, or <infraID>-master-<i> and <infraID>-worker-<i> for the replica
+// counts).
 func (c *Cluster) Machines() machines.Shape {
 	if len(c.Shape.Masters) > 0 {
 		return c.Shape
 	}
-	return machines.DefaultShape(c.InfraID, c.Config.MasterReplicas(), c.Config.WorkerReplicas())
+	return configs.Shape(c.Config, c.InfraID)
 }
 
 // Env is what a provisioner reports to and caches in.

@@ -2,6 +2,8 @@ package ignitionconfigs
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 
 	"github.com/coreos/ignition/v2/config/v3_3/types"
 
@@ -15,7 +17,8 @@ import (
 )
 
 // pointer is the base of master.ign and worker.ign: a config that merges
-// the role's full config from the machine-config server behind api-int,
+// the role's full config from the machine-config server behind api-int
+// (or the node's own proxy, types.Config.NodeProxy),
 // trusting the root CA and presenting the role's token. The token makes the
 // file a credential: it is written 0600.
 type pointer struct {
@@ -31,7 +34,11 @@ func (ptr *pointer) generate(p graph.Parents, role string) error {
 	if err := p.Get(ic, ca, tokens); err != nil {
 		return err
 	}
-	url := fmt.Sprintf("https://%s:%d/config/%s", ic.Config.APIIntName(), nodelayout.MCSPort, role)
+	server := net.JoinHostPort(ic.Config.APIIntName(), strconv.Itoa(nodelayout.MCSPort))
+	if _, mcs, ok := ic.Config.NodeProxy(); ok {
+		server = mcs
+	}
+	url := fmt.Sprintf("https://%s/config/%s", server, role)
 	auth := mcsauth.HeaderValue(tokens.Token(role))
 	data, err := ignition.Marshal(ignition.Pointer(url, ca.Cert, types.HTTPHeader{Name: mcsauth.Header, Value: &auth}))
 	if err != nil {

@@ -5,13 +5,12 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
-	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 )
 
 // MachineNames returns the names of the masters and workers c creates
-// (machines.DefaultShape): what their nodes register as.
+// (configs.Shape): what their nodes register as.
 func MachineNames(c *types.Config, infraID string) (masters, workers []string) {
-	s := machines.DefaultShape(infraID, c.MasterReplicas(), c.WorkerReplicas())
+	s := configs.Shape(c, infraID)
 	return s.Masters, s.Workers
 }
 

@@ -133,5 +133,15 @@ func externalServer(cfg *types.Config) string {
 	return serverURL(cfg.APIName())
 }
 
+// InternalServer is where the nodes reach the API: through the proxy on
+// their own loopback interface on a platform that runs one, else at
+// api-int, the platform's (or the user's) load balancer.
+func InternalServer(cfg *types.Config) string {
+	if api, _, ok := cfg.NodeProxy(); ok {
+		return "https://" + api
+	}
+	return serverURL(cfg.APIIntName())
+}
+
 // localServer is the API on the same machine, for components on masters.
 func localServer() string { return serverURL("localhost") }

@@ -18,8 +18,9 @@ const KubeletBootstrapPath = "auth/kubeconfig-kubelet-bootstrap"
 
 // KubeletBootstrap is the kubeconfig kubelet starts with on every node
 // (--bootstrap-kubeconfig): the bootstrap token, server
-// https://api-int.<name>.<baseDomain>:6443, trusting the root CA. With it
-// kubelet requests its client certificate through a CSR.
+// https://api-int.<name>.<baseDomain>:6443 (or the node's own proxy on a
+// platform that runs one, types.Config.NodeProxy), trusting the root CA.
+// With it kubelet requests its client certificate through a CSR.
 type KubeletBootstrap struct{ Kubeconfig }
 
 // ID implements graph.Asset.
@@ -42,7 +43,7 @@ func (k *KubeletBootstrap) Generate(_ context.Context, p graph.Parents) error {
 	return k.generate(entry{
 		path:    KubeletBootstrapPath,
 		cluster: ic.Config.Metadata.Name,
-		server:  serverURL(ic.Config.APIIntName()),
+		server:  InternalServer(ic.Config),
 		ca:      ca.Cert,
 		user:    "kubelet-bootstrap",
 		auth:    &clientcmdapi.AuthInfo{Token: tok.Token()},

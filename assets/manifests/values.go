@@ -8,6 +8,7 @@ import (
 	"github.com/kiln-project/kiln/assets/clusterid"
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
@@ -29,9 +30,12 @@ type Images struct {
 // install-config. It is an asset so templates render from one consistent
 // set of values and `kiln graph` shows where they come from.
 type Values struct {
-	ClusterName       string
-	ClusterDomain     string
-	APIIntName        string
+	ClusterName   string
+	ClusterDomain string
+	APIIntName    string
+	// InternalAPI is host:port where the nodes reach the API
+	// (kubeconfig.InternalServer).
+	InternalAPI       string
 	InfraID           string
 	Platform          string
 	NetworkType       string
@@ -104,6 +108,7 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 		ClusterName:           c.Metadata.Name,
 		ClusterDomain:         c.ClusterDomain(),
 		APIIntName:            c.APIIntName(),
+		InternalAPI:           strings.TrimPrefix(kubeconfig.InternalServer(c), "https://"),
 		InfraID:               cid.InfraID,
 		Platform:              c.PlatformName(),
 		NetworkType:           c.Networking.NetworkType,

@@ -27,13 +27,19 @@ func (*MachineConfigServer) Dependencies() []graph.Asset {
 	return signedDeps(&RootCA{}, &installconfig.InstallConfig{})
 }
 
-// Generate issues the certificate for api-int and the API VIP when set.
+// Generate issues the certificate for api-int, localhost where the nodes
+// reach the server through their own proxy (types.Config.NodeProxy), and
+// the API VIP when set.
 func (c *MachineConfigServer) Generate(ctx context.Context, p graph.Parents) error {
 	ic := &installconfig.InstallConfig{}
 	if err := p.Get(ic); err != nil {
 		return err
 	}
-	dns, ips := appendHost([]string{ic.Config.APIIntName()}, nil, ic.Config.APIVIP())
+	dns := []string{ic.Config.APIIntName()}
+	if _, _, ok := ic.Config.NodeProxy(); ok {
+		dns = append(dns, "localhost")
+	}
+	dns, ips := appendHost(dns, nil, ic.Config.APIVIP())
 	return c.signed(ctx, p, &RootCA{}, certSpec{
 		Subject:  pkix.Name{CommonName: "machine-config-server"},
 		DNSNames: dns,

@@ -16,6 +16,9 @@ type SSHVars struct {
 	SSHBastion *string `json:"ssh_bastion"`
 	// Payload is the node payload's directory on the machine running kiln.
 	Payload string `json:"payload"`
+	// APIProxy is the configuration of each host's proxy to the API and
+	// the machine-config servers (kiln lb's JSON); none when nil.
+	APIProxy *string `json:"api_proxy"`
 	// Bootstrap is the bootstrap host; nil once it is reset.
 	Bootstrap *SSHHost `json:"bootstrap"`
 	// Masters and Workers are the cluster's other hosts.

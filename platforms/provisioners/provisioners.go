@@ -7,8 +7,10 @@ package provisioners
 
 import (
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/platforms"
 	localprovision "github.com/kiln-project/kiln/platforms/local/provision"
+	sshprovision "github.com/kiln-project/kiln/platforms/ssh/provision"
 )
 
 // entry is one platform's provisioner constructor.
@@ -20,6 +22,7 @@ type entry struct {
 func entries() []entry {
 	return []entry{
 		{local.Name, func(env platforms.Env) platforms.Provisioner { return &localprovision.Provisioner{Env: env} }},
+		{ssh.Name, func(env platforms.Env) platforms.Provisioner { return &sshprovision.Provisioner{Env: env} }},
 	}
 }
 

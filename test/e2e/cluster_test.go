@@ -139,7 +139,7 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 		// segments joined by a router.
 		splitSegments(ctx, t, client, infraID, machineCIDR, masters, workers)
 	}
-	assertPodNetwork(ctx, t, client, infraID)
+	assertPodNetwork(ctx, t, client, infraID+"-master-0", infraID+"-worker-0")
 	if networkType == "KilnVXLAN" {
 		assertOverlayRoutes(ctx, t, client)
 	}
@@ -455,12 +455,12 @@ func assertEtcdMembers(t *testing.T, infraID string, masters int) {
 	}
 }
 
-// assertPodNetwork runs an HTTP server pod on master-0 behind a ClusterIP
-// Service, and a client pod on the worker that resolves kubernetes.default
-// through cluster DNS and fetches from the Service: pod network across
+// assertPodNetwork runs an HTTP server pod on the node server behind a
+// ClusterIP Service, and a client pod on the node client that resolves
+// kubernetes.default through cluster DNS and fetches from the Service: pod network across
 // nodes, kube-proxy and CoreDNS. Both run the kiln binary bound into every
 // machine (no other image exists offline) in the pause image.
-func assertPodNetwork(ctx context.Context, t *testing.T, client kubernetes.Interface, infraID string) {
+func assertPodNetwork(ctx context.Context, t *testing.T, client kubernetes.Interface, serverNode, clientNode string) {
 	t.Helper()
 	ns := "default"
 	kilnVol := corev1.Volume{Name: "kiln", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/usr/local/bin/kiln"}}}
@@ -480,7 +480,7 @@ func assertPodNetwork(ctx context.Context, t *testing.T, client kubernetes.Inter
 			},
 		}
 	}
-	server := pod("probe-server", infraID+"-master-0", corev1.RestartPolicyAlways, "--serve=:8080", "--body=hello from master-0")
+	server := pod("probe-server", serverNode, corev1.RestartPolicyAlways, "--serve=:8080", "--body=hello from "+serverNode)
 	if _, err := client.CoreV1().Pods(ns).Create(ctx, server, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +496,7 @@ func assertPodNetwork(ctx context.Context, t *testing.T, client kubernetes.Inter
 		return p.Status.Phase == corev1.PodRunning && len(p.Status.PodIP) > 0
 	})
 	// The client retries until the Service's endpoints are programmed.
-	clientPod := pod("probe-client", infraID+"-worker-0", corev1.RestartPolicyOnFailure,
+	clientPod := pod("probe-client", clientNode, corev1.RestartPolicyOnFailure,
 		"--resolve=kubernetes.default", "--get=http://probe.default.svc.cluster.local/")
 	if _, err := client.CoreV1().Pods(ns).Create(ctx, clientPod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -506,7 +506,7 @@ func assertPodNetwork(ctx context.Context, t *testing.T, client kubernetes.Inter
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"kubernetes.default has address 172.30.0.1", ": hello from master-0"} {
+	for _, want := range []string{"kubernetes.default has address 172.30.0.1", ": hello from " + serverNode} {
 		if !strings.Contains(string(logs), want) {
 			t.Errorf("client pod log lacks %q:\n%s", want, logs)
 		}

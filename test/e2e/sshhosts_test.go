@@ -148,6 +148,13 @@ func (f *sshFleet) reboot(ctx context.Context, t *testing.T, name string) {
 	if err := f.m.Stop(ctx, name); err != nil {
 		t.Fatalf("stopping test host %s: %v", name, err)
 	}
+	f.start(ctx, t, name)
+}
+
+// start starts the stopped test host name from its disk and waits until
+// it answers SSH.
+func (f *sshFleet) start(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
 	if err := f.m.Start(ctx, f.specs[name]); err != nil {
 		t.Fatalf("starting test host %s again: %v", name, err)
 	}

@@ -1,10 +1,13 @@
 package types
 
 import (
+	"net"
 	"net/netip"
+	"strconv"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/none"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/assets/release"
 )
 
@@ -79,12 +82,27 @@ func (c *Config) MachineNetworkCIDRs() []netip.Prefix {
 }
 
 // APIVIP is the address the API is reached at when the platform section
-// sets one (platform.local.apiVIP); "" otherwise.
+// sets one (platform.local.apiVIP, platform.ssh.apiVIP); "" otherwise.
 func (c *Config) APIVIP() string {
-	if c.Platform.Local != nil {
+	switch {
+	case c.Platform.Local != nil:
 		return c.Platform.Local.APIVIP
+	case c.Platform.SSH != nil:
+		return c.Platform.SSH.APIVIP
 	}
 	return ""
+}
+
+// NodeProxy returns host:port of the API and of the machine-config server
+// as every node reaches them through the proxy on its own loopback
+// interface, when the platform runs one (ssh); ok is false on a platform
+// whose nodes reach both at api-int (its DNS name for the load balancer).
+func (c *Config) NodeProxy() (api, machineConfig string, ok bool) {
+	if c.Platform.SSH == nil {
+		return "", "", false
+	}
+	return net.JoinHostPort("localhost", strconv.Itoa(ssh.APIProxyPort)),
+		net.JoinHostPort("localhost", strconv.Itoa(ssh.MachineConfigProxyPort)), true
 }
 
 // MasterReplicas is controlPlane.replicas (0 when unset).
@@ -123,6 +141,9 @@ func (p *Platform) Names() []string {
 	}
 	if p.None != nil {
 		names = append(names, none.Name)
+	}
+	if p.SSH != nil {
+		names = append(names, ssh.Name)
 	}
 	return names
 }

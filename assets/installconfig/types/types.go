@@ -3,6 +3,7 @@ package types
 import (
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/none"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 )
 
 // APIVersion is the only install-config apiVersion kiln accepts.
@@ -146,6 +147,8 @@ type Platform struct {
 	Local *local.Platform `json:"local,omitempty"`
 	// None is user-provisioned infrastructure: kiln writes Ignition configs only.
 	None *none.Platform `json:"none,omitempty"`
+	// SSH installs onto Linux hosts the user has, reached over SSH.
+	SSH *ssh.Platform `json:"ssh,omitempty"`
 }
 
 // Proxy configures an egress HTTP proxy.

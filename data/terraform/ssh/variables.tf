@@ -33,6 +33,12 @@ variable "payload" {
   description = "The node payload's directory on the machine running kiln."
 }
 
+variable "api_proxy" {
+  type        = string
+  default     = null
+  description = "The configuration of each host's proxy to the API and machine-config servers (kiln lb's JSON); no proxy when null."
+}
+
 variable "bootstrap" {
   type = object({
     name    = string

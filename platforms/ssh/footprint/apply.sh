@@ -4,7 +4,9 @@
 # the payload's units and starts them with kiln-ignition.service, which
 # applies the config. Set by kiln before this: rec, config (the Ignition
 # config, base64), env (the node environment), config_file, env_file,
-# payload_units and modules (space-separated), modules_file.
+# payload_units and modules (space-separated), modules_file, and for the
+# host's API proxy (none when proxy is empty) proxy (its configuration),
+# proxy_file, proxy_unit, proxy_unit_file and proxy_unit_text.
 set -eu
 if [ ! -e "$rec/recorded" ]; then
 	echo "footprint: $rec has no record: kiln records a host before it changes it" >&2
@@ -20,7 +22,19 @@ mkdir -p "$(dirname "$modules_file")"
 printf '%s\n' $modules >"$modules_file"
 systemctl enable --quiet systemd-sysext.service
 systemd-sysext refresh >/dev/null
+if [ -n "$proxy" ]; then
+	mkdir -p "$(dirname "$proxy_file")"
+	printf '%s' "$proxy" >"$proxy_file.tmp"
+	chmod 0644 "$proxy_file.tmp"
+	mv -f "$proxy_file.tmp" "$proxy_file"
+	printf '%s' "$proxy_unit_text" >"$proxy_unit_file.tmp"
+	mv -f "$proxy_unit_file.tmp" "$proxy_unit_file"
+fi
 systemctl daemon-reload
+if [ -n "$proxy" ]; then
+	systemctl enable --quiet "$proxy_unit"
+	systemctl restart "$proxy_unit"
+fi
 umask 077
 mkdir -p "$(dirname "$config_file")" "$(dirname "$env_file")"
 printf '%s' "$config" | base64 -d >"$config_file.tmp"

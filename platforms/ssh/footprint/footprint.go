@@ -77,6 +77,41 @@ var StatePaths = []string{
 	"/var/log/pods",
 }
 
+// The host's proxy to the API and machine-config servers: `kiln lb` from
+// the payload, listening on the host's loopback interface, which every
+// component of the node reaches the cluster through
+// (types.Config.NodeProxy). Its unit and configuration are kiln's
+// files on the host, recorded and removed like the rest.
+const (
+	// APIProxyUnit is the proxy's unit.
+	APIProxyUnit = "kiln-api-proxy.service"
+	// APIProxyUnitFile is where apply writes it.
+	APIProxyUnitFile = "/etc/systemd/system/" + APIProxyUnit
+	// APIProxyConfigFile is the proxy's configuration.
+	APIProxyConfigFile = nodelayout.KilnConfigDir + "/api-proxy/lb.json"
+	// apiProxyStateDir is the proxy's --dir: its debug log.
+	apiProxyStateDir = "/var/lib/kiln/api-proxy"
+)
+
+// apiProxyUnitText is the proxy's unit: started before
+// kiln-ignition.service, whose first fetch (a pointer config's) goes
+// through it, and restarted whenever it stops.
+func apiProxyUnitText() string {
+	return `[Unit]
+Description=kiln: this host's proxy to its cluster's API and machine-config servers
+Before=kiln-ignition.service kubelet.service
+
+[Service]
+StateDirectory=kiln/api-proxy
+ExecStart=` + nodelayout.KilnBinary + ` --dir ` + apiProxyStateDir + ` lb --config ` + APIProxyConfigFile + `
+Restart=always
+RestartSec=2
+
+[Install]
+WantedBy=multi-user.target
+`
+}
+
 // PayloadUnits are the units of the node payload that kiln enables itself;
 // the Ignition config enables the rest.
 var PayloadUnits = []string{"containerd.service", "kiln-cgroup-rw.service", "kiln-images.service", "kiln-ignition.service"}

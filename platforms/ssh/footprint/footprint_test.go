@@ -106,9 +106,11 @@ storage:
 func TestScripts(t *testing.T) {
 	fp := Footprint{Paths: []string{"/etc/motd", "/etc/it's here"}, Units: []string{"kubelet.service"}}
 	record := RecordScript(fp, "/var/lib/extensions/kiln-v1")
+	proxy := `{"listen":"127.0.0.1","services":[{"name":"it's"}]}` + "\n"
+	apply := ApplyScript([]byte(`{"ignition":{"version":"3.3.0"}}`), "KILN_ROLE=master\n", []byte(proxy))
 	scripts := map[string]string{
 		"record": record,
-		"apply":  ApplyScript([]byte(`{"ignition":{"version":"3.3.0"}}`), "KILN_ROLE=master\n"),
+		"apply":  apply,
 		"reset":  ResetScript(),
 	}
 	for name, s := range scripts {
@@ -123,13 +125,25 @@ func TestScripts(t *testing.T) {
 	}
 	parts := strings.Split(string(out), "|")
 	paths := strings.Split(parts[1], "\n")
-	for _, want := range append([]string{"/etc/it's here", "/var/lib/extensions/kiln-v1", nodelayout.IgnitionConfigFile}, StatePaths...) {
+	for _, want := range append([]string{"/etc/it's here", "/var/lib/extensions/kiln-v1", nodelayout.IgnitionConfigFile, APIProxyUnitFile}, StatePaths...) {
 		if !contains(paths, want) {
 			t.Errorf("the record script's paths lack %q: %q", want, paths)
 		}
 	}
-	if parts[0] != RecordDir || !strings.Contains(parts[2], "kubelet.service") || !strings.Contains(parts[2], "kiln-ignition.service") {
+	if parts[0] != RecordDir || !strings.Contains(parts[2], "kubelet.service") || !strings.Contains(parts[2], "kiln-ignition.service") ||
+		!strings.Contains(parts[2], APIProxyUnit) {
 		t.Errorf("the record script's rec and units: %q", parts)
+	}
+	// The proxy's configuration and unit reach apply as they were.
+	head = apply[:strings.Index(apply, applyScript)]
+	out, err = exec.Command("/bin/sh", "-c", head+`printf '%s|%s|%s' "$proxy" "$proxy_file" "$proxy_unit_text"`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts = strings.SplitN(string(out), "|", 3)
+	if len(parts) != 3 || parts[0] != proxy || parts[1] != APIProxyConfigFile ||
+		!strings.Contains(parts[2], "ExecStart=/usr/local/bin/kiln --dir /var/lib/kiln/api-proxy lb --config "+APIProxyConfigFile+"\n") {
+		t.Errorf("apply's proxy values: %q", parts)
 	}
 }
 

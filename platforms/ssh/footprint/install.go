@@ -51,6 +51,10 @@ type Machine struct {
 	// Payload is the node payload's directory on this machine; its name
 	// (nodeimage.SysextName) is the extension's name on the host.
 	Payload string
+	// APIProxy is the configuration (platforms/local/lb's JSON) of the
+	// host's proxy to the API and the machine-config servers
+	// (APIProxyUnit), or nil for none.
+	APIProxy []byte
 	// Sent reports the payload's bytes sent so far, when not nil.
 	Sent func(int64)
 }
@@ -76,7 +80,7 @@ func Install(ctx context.Context, h Host, m Machine) error {
 	if err := h.PushDir(ctx, m.Address, m.Payload, extension, m.Sent); err != nil {
 		return fmt.Errorf("pushing the node payload: %w", err)
 	}
-	if out, err := h.RunScript(ctx, m.Address, ApplyScript(m.Ignition, env)); err != nil {
+	if out, err := h.RunScript(ctx, m.Address, ApplyScript(m.Ignition, env, m.APIProxy)); err != nil {
 		return fmt.Errorf("applying the Ignition config: %w%s", err, quoted(out))
 	}
 	return nil
@@ -111,9 +115,9 @@ func Recorded(ctx context.Context, h Host, address string) (bool, error) {
 // RecordScript is the script that records what a host has before
 // installing fp and the extension directory extension onto it.
 func RecordScript(fp Footprint, extension string) string {
-	paths := slices.Concat(fp.Paths, StatePaths, []string{extension, nodelayout.IgnitionConfigFile})
+	paths := slices.Concat(fp.Paths, StatePaths, []string{extension, nodelayout.IgnitionConfigFile, APIProxyUnitFile})
 	slices.Sort(paths)
-	units := slices.Concat(PayloadUnits, fp.Units)
+	units := slices.Concat(PayloadUnits, fp.Units, []string{APIProxyUnit})
 	slices.Sort(units)
 	return assign(map[string]string{
 		"rec":     RecordDir,
@@ -123,18 +127,24 @@ func RecordScript(fp Footprint, extension string) string {
 	}) + recordScript
 }
 
-// ApplyScript is the script that merges the payload and applies config
-// with the node environment env (KEY=value lines).
-func ApplyScript(config []byte, env string) string {
+// ApplyScript is the script that merges the payload, starts the API proxy
+// with its configuration proxy (none when nil) and applies config with the
+// node environment env (KEY=value lines).
+func ApplyScript(config []byte, env string, proxy []byte) string {
 	return assign(map[string]string{
-		"rec":           RecordDir,
-		"config":        base64.StdEncoding.EncodeToString(config),
-		"config_file":   nodelayout.IgnitionConfigFile,
-		"env":           env,
-		"env_file":      nodelayout.NodeEnvFile,
-		"payload_units": strings.Join(PayloadUnits, " "),
-		"modules":       strings.Join(preflight.ModuleNames(), " "),
-		"modules_file":  ModulesLoadFile,
+		"proxy":           string(proxy),
+		"proxy_file":      APIProxyConfigFile,
+		"proxy_unit":      APIProxyUnit,
+		"proxy_unit_file": APIProxyUnitFile,
+		"proxy_unit_text": apiProxyUnitText(),
+		"rec":             RecordDir,
+		"config":          base64.StdEncoding.EncodeToString(config),
+		"config_file":     nodelayout.IgnitionConfigFile,
+		"env":             env,
+		"env_file":        nodelayout.NodeEnvFile,
+		"payload_units":   strings.Join(PayloadUnits, " "),
+		"modules":         strings.Join(preflight.ModuleNames(), " "),
+		"modules_file":    ModulesLoadFile,
 	}) + applyScript
 }
 

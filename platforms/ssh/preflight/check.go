@@ -96,6 +96,7 @@ func Ports(r Role) map[int]string {
 	p := map[int]string{
 		10248: "kubelet's health", 10249: "kube-proxy's metrics", 10250: "kubelet",
 		10256: "kube-proxy's health", 20244: "the NetworkPolicy engine's health",
+		6444: "kiln's API proxy", 22624: "kiln's API proxy",
 	}
 	if r == Bootstrap || r == Master {
 		for port, who := range map[int]string{
@@ -188,6 +189,9 @@ func checkHost(h Host, o Observation, problem func(check, format string, args ..
 			name = "an OS without /etc/os-release"
 		}
 		problem("os", "the host runs %s; kiln installs onto Debian 12 (bookworm)", name)
+	}
+	if f.Hostname != "" && f.Hostname != h.Name {
+		problem("name", "the host's hostname is %q, not %q: its Node is named after its hostname, which kiln leaves as it is; name it %q in platform.ssh.hosts", f.Hostname, h.Name, f.Hostname)
 	}
 	if f.UID != 0 {
 		problem("root", "the preflight ran as uid %d: kiln needs root on the host (log in as root, or as a user sudo lets run anything without a password)", f.UID)

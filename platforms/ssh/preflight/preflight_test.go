@@ -150,7 +150,13 @@ func TestCheck(t *testing.T) {
 		}, want: []string{"boot-0 clock", "master-2 clock"}, warn: []string{"worker-3"}},
 		{name: "a cloned host: same hostname and machine-id", changes: map[int]func(*Observation){
 			2: func(o *Observation) { o.Facts.Hostname, o.Facts.MachineID = "master-1", strings.Repeat("1", 32) },
-		}, want: []string{"master-1 hostname", "master-1 machine-id", "master-2 hostname", "master-2 machine-id"}},
+		}, want: []string{"master-1 hostname", "master-1 machine-id", "master-2 name", "master-2 hostname", "master-2 machine-id"}},
+		{name: "a host listed under another name than its hostname", changes: map[int]func(*Observation){
+			3: func(o *Observation) { o.Facts.Hostname = "worker-3.example.com" },
+		}, want: []string{"worker-3 name"}},
+		{name: "the API proxy's ports busy on any role", changes: map[int]func(*Observation){
+			3: func(o *Observation) { o.Facts.Listening[6444], o.Facts.Listening[22624] = true, true },
+		}, want: []string{"worker-3 port", "worker-3 port"}},
 		{name: "small hosts and swap", changes: map[int]func(*Observation){
 			1: func(o *Observation) { o.Facts.Memory, o.Facts.Swap = 1536<<20, 1 },
 			3: func(o *Observation) { o.Facts.Memory, o.Facts.VarFree = 1536<<20, 2<<30 },
@@ -165,7 +171,7 @@ func TestCheck(t *testing.T) {
 		{name: "an unreachable host and a cloned one: both, once each", changes: map[int]func(*Observation){
 			0: func(o *Observation) { o.Err = errors.New("dial tcp 10.0.0.10:22: connect: no route to host") },
 			3: func(o *Observation) { o.Facts.Hostname = "boot-0" },
-		}, want: []string{"boot-0 reach"}},
+		}, want: []string{"boot-0 reach", "worker-3 name"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			warnings, err := Check(hosts(), observed(tt.changes))

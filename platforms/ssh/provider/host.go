@@ -34,6 +34,7 @@ type hostModel struct {
 	Ignition types.String `tfsdk:"ignition"`
 	Env      types.Map    `tfsdk:"env"`
 	Payload  types.String `tfsdk:"payload"`
+	APIProxy types.String `tfsdk:"api_proxy"`
 }
 
 // Metadata implements resource.Resource.
@@ -57,6 +58,8 @@ func (r *hostResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,
 				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 				Description:   "Written to /etc/kiln/node.env."},
+			"api_proxy": schema.StringAttribute{Optional: true, PlanModifiers: str,
+				Description: "The configuration of the host's proxy to the API and machine-config servers (kiln lb's JSON), which every component of the node reaches them through; no proxy when unset."},
 			"payload": schema.StringAttribute{Required: true, PlanModifiers: str,
 				Description: "The node payload's directory on the machine running kiln (nodeimage.Image.WriteSysext); its name is the extension's on the host."},
 		},
@@ -91,6 +94,7 @@ func (r *hostResource) Create(ctx context.Context, req resource.CreateRequest, r
 	var reported int64
 	err := footprint.Install(ctx, r.h, footprint.Machine{
 		Address: address, Ignition: []byte(m.Ignition.ValueString()), Env: env, Payload: m.Payload.ValueString(),
+		APIProxy: []byte(m.APIProxy.ValueString()),
 		Sent: func(n int64) {
 			if n-reported >= 100<<20 {
 				reported = n

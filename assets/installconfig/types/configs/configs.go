@@ -9,14 +9,17 @@
 package configs
 
 import (
+	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/local/localconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/installconfig/types/none/noneconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh/sshconfig"
 )
 
 // Platforms returns every implemented platform, the default first. A new
 // platform's config logic is registered here, by one entry.
 func Platforms() []Platform {
-	return []Platform{localconfig.New(), noneconfig.Config{}}
+	return []Platform{localconfig.New(), noneconfig.Config{}, sshconfig.Config{}}
 }
 
 // Default returns the name of the default platform: the one a cluster is
@@ -41,4 +44,16 @@ func Get(name string) (Platform, bool) {
 		}
 	}
 	return nil, false
+}
+
+// Shape returns the names of c's masters and workers: the platform's
+// (MachineNamer), else machines.DefaultShape's for infraID.
+func Shape(c *types.Config, infraID string) machines.Shape {
+	if p, ok := Get(c.PlatformName()); ok {
+		if n, ok := p.(MachineNamer); ok {
+			m, w := n.MachineNames(c, infraID)
+			return machines.Shape{Masters: m, Workers: w}
+		}
+	}
+	return machines.DefaultShape(infraID, c.MasterReplicas(), c.WorkerReplicas())
 }

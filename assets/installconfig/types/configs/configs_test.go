@@ -6,7 +6,7 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	if got := Names(); !slices.Equal(got, []string{"local", "none"}) {
+	if got := Names(); !slices.Equal(got, []string{"local", "none", "ssh"}) {
 		t.Errorf("Names() = %q", got)
 	}
 	if Default() != "local" {
@@ -20,7 +20,7 @@ func TestRegistry(t *testing.T) {
 	}
 	// Only a platform whose machine addresses follow from the
 	// install-config assigns them (the machine inventory lists them).
-	for name, want := range map[string]bool{"local": true, "none": false} {
+	for name, want := range map[string]bool{"local": true, "none": false, "ssh": true} {
 		p, _ := Get(name)
 		if _, ok := p.(MachineAddresser); ok != want {
 			t.Errorf("%s is a MachineAddresser: %v, want %v", name, ok, want)

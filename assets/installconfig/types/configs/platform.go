@@ -35,3 +35,12 @@ type MachineAddresser interface {
 	// called name (a machines.Name of infraID).
 	MachineAddresses(c *types.Config, infraID, name string) ([]netip.Addr, error)
 }
+
+// MachineNamer is an optional ability of a Platform whose machines are
+// named by the install-config: the ssh platform's hosts, whose nodes take
+// their hostnames. Without it, machines are named
+// <infraID>-master-<i> and <infraID>-worker-<i> (machines.DefaultShape).
+type MachineNamer interface {
+	// MachineNames returns the names of c's masters and workers.
+	MachineNames(c *types.Config, infraID string) (masters, workers []string)
+}

@@ -4,33 +4,35 @@
 # not reset the hosts that run.
 
 resource "kilnssh_host" "master" {
-  for_each = { for h in var.masters : h.name => h }
-  name     = each.key
-  address  = each.value.address
-  ignition = var.master_ignition
-  payload  = var.payload
+  for_each  = { for h in var.masters : h.name => h }
+  name      = each.key
+  address   = each.value.address
+  ignition  = var.master_ignition
+  payload   = var.payload
+  api_proxy = var.api_proxy
   env = {
     KILN_ROLE    = "master"
     KILN_NODE_IP = each.value.ip
   }
 
   lifecycle {
-    ignore_changes = [ignition]
+    ignore_changes = [ignition, api_proxy]
   }
 }
 
 resource "kilnssh_host" "worker" {
-  for_each = { for h in var.workers : h.name => h }
-  name     = each.key
-  address  = each.value.address
-  ignition = var.worker_ignition
-  payload  = var.payload
+  for_each  = { for h in var.workers : h.name => h }
+  name      = each.key
+  address   = each.value.address
+  ignition  = var.worker_ignition
+  payload   = var.payload
+  api_proxy = var.api_proxy
   env = {
     KILN_ROLE    = "worker"
     KILN_NODE_IP = each.value.ip
   }
 
   lifecycle {
-    ignore_changes = [ignition]
+    ignore_changes = [ignition, api_proxy]
   }
 }

@@ -1,0 +1,79 @@
+package ssh
+
+// Name is the key of the ssh platform's section in install-config.yaml.
+const Name = "ssh"
+
+// The roles of a host.
+const (
+	// RoleBootstrap is the temporary bootstrap host: it runs the first
+	// control plane and serves the masters' configs, and is reset once the
+	// masters have taken over.
+	RoleBootstrap = "bootstrap"
+	// RoleMaster is a control-plane host: etcd and the API server.
+	RoleMaster = "master"
+	// RoleWorker is a compute host.
+	RoleWorker = "worker"
+)
+
+// Roles are the accepted values of hosts[].role.
+func Roles() []string { return []string{RoleBootstrap, RoleMaster, RoleWorker} }
+
+// Ports of the proxy every host runs on its loopback interface: the
+// cluster's own components reach the API and the machine-config server
+// through it, so that they need no DNS and no load balancer, and survive
+// the loss of any master (docs/platform-ssh.md).
+const (
+	// APIProxyPort forwards to port 6443 of the bootstrap host and the
+	// masters (a master's own API server holds 6443).
+	APIProxyPort = 6444
+	// MachineConfigProxyPort forwards to port 22623 of the same hosts.
+	MachineConfigProxyPort = 22624
+)
+
+// DefaultUser logs in when platform.ssh.user is unset.
+const DefaultUser = "root"
+
+// DefaultPort is the hosts' SSH port when platform.ssh.port is unset.
+const DefaultPort = 22
+
+// Platform configures the ssh platform: how kiln reaches the hosts, and
+// the hosts.
+type Platform struct {
+	// User logs in on every host (default root); another user must run sudo without a
+	// password, through which kiln runs its scripts as root.
+	User string `json:"user,omitempty"`
+	// Port is the hosts' SSH port (default 22).
+	Port int32 `json:"port,omitempty"`
+	// IdentityFile is the private key kiln logs in with, an absolute path; unset, kiln asks the
+	// SSH agent at $SSH_AUTH_SOCK. An encrypted key must be loaded into the agent instead.
+	IdentityFile string `json:"identityFile,omitempty"`
+	// KnownHostsFile holds the hosts' (and the bastion's) public keys, an absolute path
+	// (default ~/.ssh/known_hosts of the user running kiln); a host whose key is not there is
+	// refused, never trusted on first use.
+	KnownHostsFile string `json:"knownHostsFile,omitempty"`
+	// Bastion is host[:port] of a jump host kiln dials the hosts through, with the same user
+	// and key; unset, kiln dials them directly.
+	Bastion string `json:"bastion,omitempty"`
+	// APIVIP is the address users reach the API at from outside the hosts: a virtual IP or
+	// load balancer of theirs in front of port 6443 of the masters, or one master's address.
+	// It is in the API server's certificate and the admin kubeconfig. Unset, the admin
+	// kubeconfig names api.<metadata.name>.<baseDomain>, which the user's DNS resolves to the
+	// masters. The hosts themselves never use it: each reaches the API through its own proxy
+	// on 127.0.0.1:6444.
+	APIVIP string `json:"apiVIP,omitempty"`
+	// Hosts are the cluster's machines: one bootstrap host, the masters (as many as
+	// controlPlane.replicas) and the workers (as many as the compute pools' replicas).
+	Hosts []Host `json:"hosts"`
+}
+
+// Host is one of the user's machines.
+type Host struct {
+	// Name is the host's hostname, which its Node is named after; kiln checks that the host
+	// answers to it and leaves it unchanged.
+	Name string `json:"name"`
+	// Address is the host's IPv4 address in machineNetwork: where kiln reaches its SSH
+	// server, and the address its node and the other hosts use.
+	Address string `json:"address"`
+	// Role is bootstrap, master or worker.
+	Role string `json:"role"`
+}

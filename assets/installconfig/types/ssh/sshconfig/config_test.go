@@ -1,0 +1,118 @@
+package sshconfig
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
+)
+
+// config returns a valid config of 1 bootstrap, 3 masters and 1 worker on
+// 192.0.2.0/24, defaults set.
+func config() *types.Config {
+	three, one := int64(3), int64(1)
+	c := &types.Config{
+		ControlPlane: &types.MachinePool{Name: "master", Replicas: &three},
+		Compute:      []types.MachinePool{{Name: "worker", Replicas: &one}},
+		Networking:   &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: "192.0.2.0/24"}}},
+		Platform: types.Platform{SSH: &ssh.Platform{Hosts: []ssh.Host{
+			{Name: "boot", Address: "192.0.2.10", Role: "bootstrap"},
+			{Name: "m0", Address: "192.0.2.11", Role: "master"},
+			{Name: "m1", Address: "192.0.2.12", Role: "master"},
+			{Name: "m2.example.com", Address: "192.0.2.13", Role: "master"},
+			{Name: "w0", Address: "192.0.2.20", Role: "worker"},
+		}}},
+	}
+	Config{}.SetDefaults(c)
+	return c
+}
+
+func TestDefaultsAndValidConfig(t *testing.T) {
+	c := config()
+	if s := c.Platform.SSH; s.User != "root" || s.Port != 22 {
+		t.Errorf("defaults: user %q, port %d", s.User, s.Port)
+	}
+	if errs := (Config{}).Validate(c, field.NewPath("platform", "ssh")); len(errs) > 0 {
+		t.Errorf("a valid config: %v", errs)
+	}
+	c.Platform.SSH.User, c.Platform.SSH.Port, c.Platform.SSH.Bastion = "ci_user", 2222, "jump.example.com:2200"
+	c.Platform.SSH.IdentityFile, c.Platform.SSH.KnownHostsFile, c.Platform.SSH.APIVIP = "/k/id", "/k/known", "192.0.2.100"
+	Config{}.SetDefaults(c)
+	if c.Platform.SSH.User != "ci_user" || c.Platform.SSH.Port != 2222 {
+		t.Errorf("defaults replaced what was set: %+v", c.Platform.SSH)
+	}
+	if errs := (Config{}).Validate(c, field.NewPath("platform", "ssh")); len(errs) > 0 {
+		t.Errorf("a valid config with every field: %v", errs)
+	}
+}
+
+// TestValidateNamesEveryProblem checks that one bad config reports each
+// of its problems under its field's path.
+func TestValidateNamesEveryProblem(t *testing.T) {
+	c := config()
+	s := c.Platform.SSH
+	s.User, s.Port, s.IdentityFile, s.KnownHostsFile = "Root", 70000, "id_ed25519", "known"
+	s.Bastion, s.APIVIP = "jump:0", "not an address"
+	s.Hosts = append(s.Hosts,
+		ssh.Host{Name: "m0", Address: "192.0.2.30", Role: "master"},  // name twice
+		ssh.Host{Name: "w1", Address: "192.0.2.20", Role: "worker"},  // address twice
+		ssh.Host{Name: "W_2", Address: "198.51.100.1", Role: "etcd"}, // bad name, outside, bad role
+		ssh.Host{Name: "w3", Address: "127.0.0.1", Role: "worker"},
+		ssh.Host{Name: "w4", Address: "2001:db8::1", Role: "bootstrap"},
+	)
+	c.SSHKey = "ssh-ed25519 AAAA"
+	got := map[string]string{}
+	for _, e := range (Config{}).Validate(c, field.NewPath("platform", "ssh")) {
+		got[e.Field] += e.Error() + "\n"
+	}
+	for path, want := range map[string]string{
+		"platform.ssh.user":             "user name",
+		"platform.ssh.port":             "1-65535",
+		"platform.ssh.identityFile":     "absolute path",
+		"platform.ssh.knownHostsFile":   "absolute path",
+		"platform.ssh.bastion":          "port must be 1-65535",
+		"platform.ssh.apiVIP":           "IPv4 address or a DNS name",
+		"platform.ssh.hosts[5].name":    "also hosts[1]",
+		"platform.ssh.hosts[6].address": "also hosts[4]",
+		"platform.ssh.hosts[7].name":    "hostname",
+		"platform.ssh.hosts[7].address": "networking.machineNetwork (192.0.2.0/24)",
+		"platform.ssh.hosts[7].role":    `"etcd"`,
+		"platform.ssh.hosts[8].address": "not loopback",
+		"platform.ssh.hosts[9].address": "IPv4",
+		"platform.ssh.hosts":            "exactly one host with role bootstrap",
+		"sshKey":                        "kiln adds no user",
+	} {
+		if !strings.Contains(got[path], want) {
+			t.Errorf("%s: %q, want it to say %q", path, got[path], want)
+		}
+	}
+	for _, want := range []string{"4 master hosts", "controlPlane.replicas (3)", "3 worker hosts", "compute pools' replicas (1)"} {
+		if !strings.Contains(got["platform.ssh.hosts"], want) {
+			t.Errorf("platform.ssh.hosts: %q, want it to say %q", got["platform.ssh.hosts"], want)
+		}
+	}
+}
+
+func TestMachineNamesAndAddresses(t *testing.T) {
+	c := config()
+	m, w := Config{}.MachineNames(c, "infra-x")
+	if !slices.Equal(m, []string{"m0", "m1", "m2.example.com"}) || !slices.Equal(w, []string{"w0"}) {
+		t.Errorf("MachineNames = %q, %q", m, w)
+	}
+	a, err := Config{}.MachineAddresses(c, "infra-x", "m1")
+	if err != nil || len(a) != 1 || a[0].String() != "192.0.2.12" {
+		t.Errorf("MachineAddresses(m1) = %v, %v", a, err)
+	}
+	for _, name := range []string{"boot", "nope"} {
+		if _, err := (Config{}).MachineAddresses(c, "infra-x", name); err == nil {
+			t.Errorf("MachineAddresses(%s) found an address", name)
+		}
+	}
+	if got := Hosts(c, ssh.RoleBootstrap); len(got) != 1 || got[0].Name != "boot" {
+		t.Errorf("Hosts(bootstrap) = %v", got)
+	}
+}

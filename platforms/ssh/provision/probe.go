@@ -1,0 +1,13 @@
+package provision
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// ProbeContainer implements waitfor.Prober (platforms.ProbeContainer): the
+// node payload carries the kiln binary and the pause image.
+func (p *Provisioner) ProbeContainer(name string, args ...string) (corev1.Container, []corev1.Volume) {
+	return platforms.ProbeContainer(name, args...)
+}

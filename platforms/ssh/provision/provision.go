@@ -1,0 +1,303 @@
+package provision
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh/sshconfig"
+	tfdata "github.com/kiln-project/kiln/data/terraform"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
+	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/local/lb"
+	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+	"github.com/kiln-project/kiln/platforms/ssh/preflight"
+	"github.com/kiln-project/kiln/platforms/ssh/provider"
+	"github.com/kiln-project/kiln/platforms/ssh/remote"
+	"github.com/kiln-project/kiln/platforms/terraform"
+)
+
+var _ platforms.Provisioner = (*Provisioner)(nil)
+
+// Provisioner provisions ssh-platform clusters onto the hosts
+// platform.ssh lists, through Terraform and the kilnssh provider in the
+// kiln binary.
+type Provisioner struct {
+	Env platforms.Env
+}
+
+// Preflight implements platforms.Provisioner: every host is asked over
+// SSH, nothing changed, and every problem of every host reported at once.
+func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error {
+	hosts := preflightHosts(c)
+	end := p.Env.Progress.Start(fmt.Sprintf("Checking %d hosts over SSH", len(hosts)))
+	client, err := remote.New(remoteConfig(c.Config.Platform.SSH))
+	if err != nil {
+		end(err)
+		return &platforms.ConfigError{Err: fmt.Errorf("install-config.yaml: platform.ssh: %w", err)}
+	}
+	warnings, err := preflight.Run(ctx, hosts, client)
+	end(err)
+	for _, w := range warnings {
+		p.Env.Log.Warn(w)
+	}
+	return err
+}
+
+// preflightHosts are the hosts c still installs onto: all of them, less
+// the bootstrap host once bootstrap-complete was recorded (it is reset).
+func preflightHosts(c *platforms.Cluster) []preflight.Host {
+	var out []preflight.Host
+	for _, h := range c.Config.Platform.SSH.Hosts {
+		if h.Role == ssh.RoleBootstrap && c.BootstrapDone {
+			continue
+		}
+		out = append(out, preflight.Host{Name: h.Name, Address: h.Address, Role: preflight.Role(h.Role)})
+	}
+	return out
+}
+
+// Provision implements platforms.Provisioner: the node payload of c's
+// release, then the bootstrap stage (until bootstrap-complete) and the
+// cluster stage, which install every host.
+func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error {
+	drv, err := p.driver(ctx, c.Dir)
+	if err != nil {
+		return err
+	}
+	// A cluster keeps the payload it was created with: a resumed create
+	// with a newer kiln must not reinstall the hosts.
+	var prev tfdata.SSHVars
+	payload := ""
+	if err := drv.LastVars(terraform.StageCluster, &prev); err == nil {
+		payload = prev.Payload
+	}
+	if payload == "" {
+		if payload, err = p.ensurePayload(ctx, c); err != nil {
+			return err
+		}
+	}
+	vars, err := Vars(c, payload)
+	if err != nil {
+		return &platforms.ConfigError{Err: err}
+	}
+	boot := sshconfig.Hosts(c.Config, ssh.RoleBootstrap)
+	steps := []struct {
+		stage, title string
+		vars         tfdata.SSHVars
+	}{
+		{terraform.StageBootstrap, fmt.Sprintf("Installing the bootstrap host %s", boot[0].Name), vars},
+		{terraform.StageCluster, fmt.Sprintf("Installing %d masters and %d workers", len(vars.Masters), len(vars.Workers)), vars},
+	}
+	if c.BootstrapDone {
+		steps = steps[1:]
+	}
+	for _, s := range steps {
+		end := p.Env.Progress.Start(s.title)
+		err := drv.Apply(ctx, s.stage, s.vars)
+		end(err)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DestroyBootstrap implements platforms.Provisioner: the bootstrap stage
+// applied without its host, which resets it. The hosts' API proxies
+// keep it among their backends; its health checks fail from then on.
+func (p *Provisioner) DestroyBootstrap(ctx context.Context, c *platforms.Cluster) error {
+	drv, err := p.driver(ctx, c.Dir)
+	if err != nil {
+		return err
+	}
+	var vars tfdata.SSHVars
+	if err := drv.LastVars(terraform.StageBootstrap, &vars); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	if vars.Bootstrap == nil {
+		return nil
+	}
+	end := p.Env.Progress.Start(fmt.Sprintf("Resetting the bootstrap host %s", vars.Bootstrap.Name))
+	vars.Bootstrap = nil
+	err = drv.Apply(ctx, terraform.StageBootstrap, vars)
+	end(err)
+	return err
+}
+
+// Destroy implements platforms.Provisioner: the cluster stage, then the
+// bootstrap stage, each resetting its hosts to how they were, by the
+// record each keeps; then the cluster's node payload.
+func (p *Provisioner) Destroy(ctx context.Context, dir, infraID string) error {
+	var errs []error
+	if dir != "" {
+		drv, err := p.driver(ctx, dir)
+		if err != nil {
+			return err
+		}
+		for _, stage := range []string{terraform.StageCluster, terraform.StageBootstrap} {
+			var vars tfdata.SSHVars
+			err := drv.LastVars(stage, &vars)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err == nil {
+				end := p.Env.Progress.Start("Resetting the hosts of stage " + stage)
+				err = drv.Destroy(ctx, stage, vars)
+				end(err)
+			}
+			errs = append(errs, err)
+		}
+	}
+	if infraID != "" && errors.Join(errs...) == nil {
+		errs = append(errs, os.RemoveAll(p.payloadRoot(infraID)))
+	}
+	return errors.Join(errs...)
+}
+
+// payloadRoot is the directory of infraID's node payload in kiln's cache.
+func (p *Provisioner) payloadRoot(infraID string) string {
+	return filepath.Join(p.Env.CacheDir, "ssh-payloads", infraID)
+}
+
+// ensurePayload returns the node payload of c's release with the running
+// kiln binary, written into the cache once per cluster (hard links to
+// the node image's files).
+func (p *Provisioner) ensurePayload(ctx context.Context, c *platforms.Cluster) (string, error) {
+	img, err := nodeimage.Ensure(ctx, nodeimage.Options{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress, Release: c.Config.Release()})
+	if err != nil {
+		return "", err
+	}
+	dest := filepath.Join(p.payloadRoot(c.InfraID), nodeimage.SysextName(img.Release.Kubernetes))
+	if _, err := os.Stat(dest); err == nil {
+		return dest, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return "", err
+	}
+	end := p.Env.Progress.Start("Writing the node payload " + filepath.Base(dest))
+	err = img.WriteSysext(dest, p.Env.Kiln)
+	end(err)
+	return dest, err
+}
+
+// Vars returns the stages' variables of c with the node payload at
+// payload: the bootstrap host until bootstrap-complete, and the masters
+// and workers of c.Machines() (only the masters while the workers are
+// held back).
+func Vars(c *platforms.Cluster, payload string) (tfdata.SSHVars, error) {
+	s := c.Config.Platform.SSH
+	known, err := knownHostsFile(s)
+	if err != nil {
+		return tfdata.SSHVars{}, err
+	}
+	proxy, err := APIProxyConfig(c.Config)
+	if err != nil {
+		return tfdata.SSHVars{}, err
+	}
+	port := int(s.Port)
+	v := tfdata.SSHVars{
+		SSHUser: s.User, SSHKnownHostsFile: known, SSHPort: &port, Payload: payload,
+		APIProxy:          &proxy,
+		BootstrapIgnition: string(c.Bootstrap), MasterIgnition: string(c.Master), WorkerIgnition: string(c.Worker),
+		Masters: []tfdata.SSHHost{}, Workers: []tfdata.SSHHost{},
+	}
+	if s.IdentityFile != "" {
+		v.SSHIdentityFile = &s.IdentityFile
+	}
+	if s.Bastion != "" {
+		v.SSHBastion = &s.Bastion
+	}
+	shape := c.Machines()
+	for _, h := range s.Hosts {
+		th := tfdata.SSHHost{Name: h.Name, Address: h.Address, IP: h.Address}
+		switch {
+		case h.Role == ssh.RoleBootstrap:
+			if !c.BootstrapDone {
+				v.Bootstrap = &th
+			}
+		case slices.Contains(shape.Masters, h.Name):
+			v.Masters = append(v.Masters, th)
+		case slices.Contains(shape.Workers, h.Name):
+			v.Workers = append(v.Workers, th)
+		}
+	}
+	return v, nil
+}
+
+// APIProxyConfig is the configuration of every host's proxy (kiln lb,
+// footprint.APIProxyUnit): on 127.0.0.1, the API (ssh.APIProxyPort) and
+// the machine-config server (ssh.MachineConfigProxyPort) of the bootstrap
+// host and the masters, each backend health-checked, so that a node
+// reaches them as long as one of them serves.
+func APIProxyConfig(c *types.Config) (string, error) {
+	var api, mcs []string
+	for _, h := range c.Platform.SSH.Hosts {
+		if h.Role == ssh.RoleBootstrap || h.Role == ssh.RoleMaster {
+			api = append(api, h.Address+":6443")
+			mcs = append(mcs, h.Address+":"+strconv.Itoa(nodelayout.MCSPort))
+		}
+	}
+	cfg := lb.Config{Listen: "127.0.0.1", Services: []lb.Service{
+		{Name: "api", Port: ssh.APIProxyPort, Backends: api, Health: lb.CheckHTTPS, HealthPath: "/readyz"},
+		{Name: "machine-config", Port: ssh.MachineConfigProxyPort, Backends: mcs, Health: lb.CheckTCP},
+	}}
+	if err := cfg.Validate(); err != nil {
+		return "", fmt.Errorf("the hosts' API proxy: %w", err)
+	}
+	data, err := json.Marshal(cfg)
+	return string(data), err
+}
+
+// knownHostsFile returns platform.ssh.knownHostsFile, or the running
+// user's ~/.ssh/known_hosts.
+func knownHostsFile(s *ssh.Platform) (string, error) {
+	if s.KnownHostsFile != "" {
+		return s.KnownHostsFile, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("platform.ssh.knownHostsFile is unset and the home directory is unknown: %w", err)
+	}
+	return filepath.Join(home, ".ssh", "known_hosts"), nil
+}
+
+// remoteConfig is how kiln itself reaches the hosts (the preflight).
+func remoteConfig(s *ssh.Platform) remote.Config {
+	known, _ := knownHostsFile(s)
+	return remote.Config{User: s.User, Port: int(s.Port), IdentityFile: s.IdentityFile, KnownHostsFile: known, Bastion: s.Bastion}
+}
+
+// driver returns the Terraform driver of the cluster in dir.
+func (p *Provisioner) driver(ctx context.Context, dir string) (*terraform.Driver, error) {
+	eng, err := terraform.EnsureEngine(ctx, terraform.BuildOptions{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress})
+	if err != nil {
+		return nil, err
+	}
+	modules, err := tfdata.Platform(ssh.Name)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	return terraform.NewDriver(terraform.DriverOptions{
+		Engine:    eng,
+		Dir:       abs,
+		Modules:   modules,
+		Providers: []terraform.Provider{provider.TerraformProvider(p.Env.Kiln, abs)},
+		Log:       p.Env.Log,
+	}), nil
+}
