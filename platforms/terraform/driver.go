@@ -417,3 +417,18 @@ func (d *Driver) Move(ctx context.Context, stage string, vars any, moves [][2]st
 		return nil
 	})
 }
+
+// EnsureDriver finds or builds the engine (EnsureEngine with b) and returns
+// the driver of the cluster in dir, made absolute, running modules with
+// the provider that provider returns for that directory.
+func EnsureDriver(ctx context.Context, b BuildOptions, dir string, modules fs.FS, provider func(absDir string) Provider) (*Driver, error) {
+	eng, err := EnsureEngine(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	return NewDriver(DriverOptions{Engine: eng, Dir: abs, Modules: modules, Providers: []Provider{provider(abs)}, Log: b.Log}), nil
+}

@@ -3,7 +3,6 @@ package provision
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 
@@ -174,25 +173,12 @@ func (p *Provisioner) DestroyBootstrap(ctx context.Context, c *platforms.Cluster
 
 // driver returns the Terraform driver of the cluster in dir.
 func (p *Provisioner) driver(ctx context.Context, dir string) (*terraform.Driver, error) {
-	eng, err := terraform.EnsureEngine(ctx, terraform.BuildOptions{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress})
-	if err != nil {
-		return nil, err
-	}
 	modules, err := tfdata.Platform(local.Name)
 	if err != nil {
 		return nil, err
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	return terraform.NewDriver(terraform.DriverOptions{
-		Engine:    eng,
-		Dir:       abs,
-		Modules:   modules,
-		Providers: []terraform.Provider{provider.TerraformProvider(p.Env.Kiln, abs)},
-		Log:       p.Env.Log,
-	}), nil
+	return terraform.EnsureDriver(ctx, terraform.BuildOptions{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress}, dir, modules,
+		func(abs string) terraform.Provider { return provider.TerraformProvider(p.Env.Kiln, abs) })
 }
 
 // stageVars reads the variables a stage was last applied with, machine

@@ -70,19 +70,3 @@ func TestFailedUnits(t *testing.T) {
 		t.Errorf("exec calls = %q, want %q", f.calls, wantCalls)
 	}
 }
-
-func TestParseFailedUnits(t *testing.T) {
-	for _, tt := range []struct {
-		out  string
-		want []string
-	}{
-		{"", nil},
-		{"\n", nil},
-		{"a.service loaded failed failed A\nb.mount loaded failed failed B", []string{"a.service", "b.mount"}},
-		{"● c.service loaded failed failed C\n", []string{"c.service"}},
-	} {
-		if got := parseFailedUnits([]byte(tt.out)); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("parseFailedUnits(%q) = %q, want %q", tt.out, got, tt.want)
-		}
-	}
-}

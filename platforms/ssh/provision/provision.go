@@ -39,7 +39,7 @@ type Provisioner struct {
 func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error {
 	hosts := preflightHosts(c)
 	end := p.Env.Progress.Start(fmt.Sprintf("Checking %d hosts over SSH", len(hosts)))
-	client, err := remote.New(remoteConfig(c.Config.Platform.SSH))
+	client, err := newClient(c.Config.Platform.SSH)
 	if err != nil {
 		end(err)
 		return &platforms.ConfigError{Err: fmt.Errorf("install-config.yaml: platform.ssh: %w", err)}
@@ -273,31 +273,22 @@ func knownHostsFile(s *ssh.Platform) (string, error) {
 	return filepath.Join(home, ".ssh", "known_hosts"), nil
 }
 
-// remoteConfig is how kiln itself reaches the hosts (the preflight).
-func remoteConfig(s *ssh.Platform) remote.Config {
-	known, _ := knownHostsFile(s)
-	return remote.Config{User: s.User, Port: int(s.Port), IdentityFile: s.IdentityFile, KnownHostsFile: known, Bastion: s.Bastion}
+// newClient dials the hosts as s says, for what kiln asks them itself
+// (the preflight, the waits' diagnostics).
+func newClient(s *ssh.Platform) (*remote.Client, error) {
+	known, err := knownHostsFile(s)
+	if err != nil {
+		return nil, err
+	}
+	return remote.New(remote.Config{User: s.User, Port: int(s.Port), IdentityFile: s.IdentityFile, KnownHostsFile: known, Bastion: s.Bastion})
 }
 
 // driver returns the Terraform driver of the cluster in dir.
 func (p *Provisioner) driver(ctx context.Context, dir string) (*terraform.Driver, error) {
-	eng, err := terraform.EnsureEngine(ctx, terraform.BuildOptions{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress})
-	if err != nil {
-		return nil, err
-	}
 	modules, err := tfdata.Platform(ssh.Name)
 	if err != nil {
 		return nil, err
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	return terraform.NewDriver(terraform.DriverOptions{
-		Engine:    eng,
-		Dir:       abs,
-		Modules:   modules,
-		Providers: []terraform.Provider{provider.TerraformProvider(p.Env.Kiln, abs)},
-		Log:       p.Env.Log,
-	}), nil
+	return terraform.EnsureDriver(ctx, terraform.BuildOptions{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress}, dir, modules,
+		func(abs string) terraform.Provider { return provider.TerraformProvider(p.Env.Kiln, abs) })
 }

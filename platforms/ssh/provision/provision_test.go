@@ -1,9 +1,13 @@
 package provision
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
@@ -92,5 +96,46 @@ func TestAPIProxyConfig(t *testing.T) {
 	if mcs.Port != 22624 || mcs.Health != lb.CheckTCP ||
 		!slices.Equal(mcs.Backends, []string{"192.168.10.11:22623", "192.168.10.12:22623", "192.168.10.13:22623", "192.168.10.14:22623"}) {
 		t.Errorf("machine-config %+v", mcs)
+	}
+}
+
+// fakeHosts answers scripts by "<address>: <script>", recording each.
+type fakeHosts struct {
+	out   map[string]string
+	calls []string
+}
+
+func (f *fakeHosts) RunScript(_ context.Context, address, script string) ([]byte, error) {
+	key := address + ": " + strings.TrimSuffix(script, "\n")
+	f.calls = append(f.calls, key)
+	out, ok := f.out[key]
+	if !ok {
+		return nil, errors.New("connection refused")
+	}
+	return []byte(out), nil
+}
+
+func TestFailedUnits(t *testing.T) {
+	c := exampleCluster(t)
+	hosts := hostAddresses(c)
+	if len(hosts) != 5 || hosts[0] != [2]string{"node1", "192.168.10.11"} || hosts[4] != [2]string{"node5", "192.168.10.15"} {
+		t.Fatalf("hosts %q", hosts)
+	}
+	const list = "'systemctl' '--failed' '--no-legend' '--plain'"
+	f := &fakeHosts{out: map[string]string{
+		"192.168.10.11: " + list: "",
+		"192.168.10.12: " + list: "kiln-api-proxy.service loaded failed failed kiln: this host's proxy\n",
+		"192.168.10.12: 'journalctl' '-u' 'kiln-api-proxy.service' '-n' '1' '--no-pager' '-o' 'cat'": "listen tcp 127.0.0.1:6444: bind: address already in use\n",
+		"192.168.10.14: " + list: "",
+		"192.168.10.15: " + list: "",
+	}}
+	got := failedUnits(context.Background(), f, hosts)
+	want := []platforms.FailedUnit{{Machine: "node2", Unit: "kiln-api-proxy.service", LastLine: "listen tcp 127.0.0.1:6444: bind: address already in use"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("failed units %+v, want %+v (node3 does not answer: left out)", got, want)
+	}
+	c.BootstrapDone = true
+	if hosts := hostAddresses(c); len(hosts) != 4 || hosts[0][0] != "node2" {
+		t.Errorf("after bootstrap: hosts %q", hosts)
 	}
 }

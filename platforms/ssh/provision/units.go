@@ -1,0 +1,73 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
+	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/shellquote"
+)
+
+var _ platforms.UnitChecker = (*Provisioner)(nil)
+
+// scriptRunner is what FailedUnits needs of a *remote.Client.
+type scriptRunner interface {
+	RunScript(ctx context.Context, address, script string) ([]byte, error)
+}
+
+// FailedUnits implements platforms.UnitChecker: it asks systemd on each
+// host of c over SSH (the bootstrap host until bootstrap is done, the
+// masters, the workers) for its failed units and each one's last journal
+// line. A host that does not answer is left out. Units of the user's own
+// that failed are named too: they may be why a node does not come up.
+func (p *Provisioner) FailedUnits(ctx context.Context, c *platforms.Cluster) ([]platforms.FailedUnit, error) {
+	client, err := newClient(c.Config.Platform.SSH)
+	if err != nil {
+		return nil, err
+	}
+	return failedUnits(ctx, client, hostAddresses(c)), nil
+}
+
+// hostAddresses lists the names and addresses of c's hosts that run a
+// node's units: the bootstrap host until bootstrap is done, then the
+// masters and workers of c.Machines(), in that order.
+func hostAddresses(c *platforms.Cluster) [][2]string {
+	var out [][2]string
+	for _, h := range c.Config.Platform.SSH.Hosts {
+		if h.Role == ssh.RoleBootstrap && !c.BootstrapDone {
+			out = append(out, [2]string{h.Name, h.Address})
+		}
+	}
+	shape := c.Machines()
+	for _, name := range shape.All() {
+		for _, h := range c.Config.Platform.SSH.Hosts {
+			if h.Name == name && h.Role != ssh.RoleBootstrap {
+				out = append(out, [2]string{h.Name, h.Address})
+			}
+		}
+	}
+	return out
+}
+
+// failedUnits asks each host of hosts (name, address) through r.
+func failedUnits(ctx context.Context, r scriptRunner, hosts [][2]string) []platforms.FailedUnit {
+	addr := map[string]string{}
+	var names []string
+	for _, h := range hosts {
+		names = append(names, h[0])
+		addr[h[0]] = h[1]
+	}
+	return platforms.FailedUnitsOf(ctx, func(ctx context.Context, name string, argv ...string) ([]byte, error) {
+		quoted := make([]string, len(argv))
+		for i, a := range argv {
+			quoted[i] = shellquote.Quote(a)
+		}
+		out, err := r.RunScript(ctx, addr[name], strings.Join(quoted, " ")+"\n")
+		if err != nil {
+			return nil, fmt.Errorf("host %s (%s): %w", name, addr[name], err)
+		}
+		return out, nil
+	}, names)
+}
