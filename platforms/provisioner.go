@@ -109,9 +109,10 @@ type Upgrader interface {
 
 // Gatherer collects diagnostics from a cluster's machines.
 type Gatherer interface {
-	// Gather writes the logs of the bootstrap machine and the masters into
-	// dir (one sub-directory per machine).
-	Gather(ctx context.Context, infraID, dir string) error
+	// Gather writes the logs of the bootstrap machine and the masters of
+	// the cluster infraID, whose --dir is clusterDir, into dir (one
+	// sub-directory per machine).
+	Gather(ctx context.Context, clusterDir, infraID, dir string) error
 }
 
 // ConfigError is a problem in the install-config that only a provisioner

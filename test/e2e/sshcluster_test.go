@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -127,6 +128,20 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	// The bootstrap host was reset: nothing of kiln's is left on it.
 	if rec, err := footprint.Recorded(ctx, f.Client, boot.Address); err != nil || rec {
 		t.Errorf("the bootstrap host keeps kiln's record after create (%v, %v)", rec, err)
+	}
+
+	// kiln gather bootstrap reads the masters' diagnostics over SSH (the
+	// bootstrap host is reset by now).
+	if out, err := runKiln(t, kiln, 5*time.Minute, "gather", "bootstrap", "--dir", dir); err != nil {
+		t.Errorf("gather bootstrap: %v\n%s", err, lastLines(out, 20))
+	} else {
+		bundles, _ := filepath.Glob(filepath.Join(dir, "log-bundle-*.tar.gz"))
+		list, err := exec.Command("tar", append([]string{"-tzf"}, bundles...)...).CombinedOutput()
+		for _, m := range masters {
+			if err != nil || !strings.Contains(string(list), m.Name+"/journal.log") {
+				t.Errorf("the log bundle %q lacks %s/journal.log (%v): %s", bundles, m.Name, err, list)
+			}
+		}
 	}
 
 	// A Service across hosts: the server on the last master, the client on

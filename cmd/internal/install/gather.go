@@ -27,7 +27,7 @@ func Gather(ctx context.Context, dir string, t Target, prov platforms.Provisione
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	gatherErr := exitcode.With(exitcode.Infrastructure, g.Gather(ctx, t.InfraID, tmp))
+	gatherErr := exitcode.With(exitcode.Infrastructure, g.Gather(ctx, dir, t.InfraID, tmp))
 	out := filepath.Join(dir, "log-bundle-"+now.UTC().Format("20060102-150405")+".tar.gz")
 	w := &atomicfile.Writer{Root: dir}
 	if err := w.WriteFunc(out, 0o600, func(f io.Writer) error { return tarGz(tmp, f) }); err != nil {

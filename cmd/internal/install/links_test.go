@@ -21,7 +21,7 @@ import (
 // fakeGatherer gathers one log file.
 type fakeGatherer struct{ platforms.Provisioner }
 
-func (fakeGatherer) Gather(_ context.Context, _, dir string) error {
+func (fakeGatherer) Gather(_ context.Context, _, _, dir string) error {
 	return os.WriteFile(filepath.Join(dir, "journal.log"), []byte("log"), 0o600)
 }
 

@@ -60,14 +60,19 @@ func failedUnits(ctx context.Context, r scriptRunner, hosts [][2]string) []platf
 		addr[h[0]] = h[1]
 	}
 	return platforms.FailedUnitsOf(ctx, func(ctx context.Context, name string, argv ...string) ([]byte, error) {
-		quoted := make([]string, len(argv))
-		for i, a := range argv {
-			quoted[i] = shellquote.Quote(a)
-		}
-		out, err := r.RunScript(ctx, addr[name], strings.Join(quoted, " ")+"\n")
+		out, err := r.RunScript(ctx, addr[name], quoteArgv(argv)+"\n")
 		if err != nil {
 			return nil, fmt.Errorf("host %s (%s): %w", name, addr[name], err)
 		}
 		return out, nil
 	}, names)
+}
+
+// quoteArgv is argv as one shell command line.
+func quoteArgv(argv []string) string {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = shellquote.Quote(a)
+	}
+	return strings.Join(quoted, " ")
 }
