@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/ssh/footprint"
 )
 
@@ -95,14 +98,23 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 
 	start := time.Now()
 	out, err := runKiln(t, kiln, 40*time.Minute, "create", "cluster", "--dir", dir)
+	destroyed := false
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(diagnose())
+		}
+		// Before the hosts go: the cluster's payload in kiln's cache goes
+		// with it.
+		if !destroyed {
+			if out, err := runKiln(t, kiln, 15*time.Minute, "destroy", "cluster", "--dir", dir); err != nil {
+				t.Errorf("destroy cluster after a failure: %v\n%s", err, lastLines(out, 20))
+			}
 		}
 	})
 	if err != nil {
 		t.Fatalf("create cluster: %v\n%s", err, lastLines(out, 60))
 	}
+	t.Logf("create cluster's steps:\n%s", lastLines(out, 30))
 	t.Logf("MEASURE create cluster on %d ssh hosts (1 bootstrap, %d masters, 1 worker): %s", len(f.Hosts), sshMasters, time.Since(start).Round(time.Second))
 	for _, want := range []string{"Checking " + fmt.Sprint(len(f.Hosts)) + " hosts over SSH", "Install complete!", "Time elapsed:"} {
 		if !strings.Contains(out, want) {
@@ -187,11 +199,20 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	})
 	t.Logf("MEASURE %s's host rebooted: Node Ready again after %s", masters[0].Name, time.Since(rebooted).Round(time.Second))
 
+	infraID := readInfraID(t, dir)
 	start = time.Now()
-	if out, err := runKiln(t, kiln, 15*time.Minute, "destroy", "cluster", "--dir", dir); err != nil {
+	out, err = runKiln(t, kiln, 15*time.Minute, "destroy", "cluster", "--dir", dir)
+	destroyed = true
+	if err != nil {
 		t.Fatalf("destroy cluster: %v\n%s", err, lastLines(out, 40))
 	}
 	t.Logf("MEASURE destroy cluster (%d hosts reset): %s", len(f.Hosts)-1, time.Since(start).Round(time.Second))
+	if cache, err := platforms.CacheDir(os.Getenv); err == nil {
+		payloads := filepath.Join(cache, "ssh-payloads", infraID)
+		if _, err := os.Stat(payloads); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the cluster's node payload %s is left in the cache (%v)", payloads, err)
+		}
+	}
 	for _, h := range f.Hosts {
 		if err := footprint.Reset(ctx, f.Client, h.Address); err != nil {
 			t.Errorf("a second reset of %s: %v", h.Name, err)

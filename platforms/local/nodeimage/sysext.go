@@ -225,8 +225,20 @@ func (img *Image) WriteSysext(dest, kiln string) error {
 			return fmt.Errorf("node payload: %s: %w", e.To, err)
 		}
 	}
+	// kube-proxy mounts /lib/modules (/usr/lib/modules on a merged-/usr
+	// Debian) from its host. A host whose kernel has no modules on disk (a
+	// container, a kernel built without modules) has no such directory,
+	// and with /usr read-only once merged, kubelet cannot create it: the
+	// payload brings an empty one, which the merge lays under the host's.
+	if err := os.MkdirAll(filepath.Join(tmp, sysextModulesDir), 0o755); err != nil {
+		os.RemoveAll(tmp)
+		return fmt.Errorf("node payload: %w", err)
+	}
 	return os.Rename(tmp, dest)
 }
+
+// sysextModulesDir is the kernel modules' directory inside the payload.
+const sysextModulesDir = "usr/lib/modules"
 
 func writeSysextEntry(rootfs, dir string, e sysextEntry) error {
 	dst := filepath.Join(dir, filepath.FromSlash(e.To))

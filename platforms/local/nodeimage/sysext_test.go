@@ -132,6 +132,9 @@ func TestWriteSysext(t *testing.T) {
 	if !strings.Contains(string(dropIn), "--config "+SysextContainerdConfig) {
 		t.Errorf("containerd drop-in: %q", dropIn)
 	}
+	if st, err := os.Stat(filepath.Join(dest, "usr/lib/modules")); err != nil || !st.IsDir() {
+		t.Errorf("the payload has no usr/lib/modules directory for kube-proxy's mount: %v, %v", st, err)
+	}
 	if st, err := os.Stat(filepath.Join(dest, "usr/local/bin/kubelet")); err != nil || st.Mode().Perm() != 0o755 {
 		t.Errorf("kubelet: %v, %v", st, err)
 	}
