@@ -114,7 +114,7 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	if err != nil {
 		t.Fatalf("create cluster: %v\n%s", err, lastLines(out, 60))
 	}
-	t.Logf("create cluster's steps:\n%s", lastLines(out, 30))
+	t.Logf("create cluster's steps:\n%s", lastLines(out, 70))
 	t.Logf("MEASURE create cluster on %d ssh hosts (1 bootstrap, %d masters, 1 worker): %s", len(f.Hosts), sshMasters, time.Since(start).Round(time.Second))
 	for _, want := range []string{"Checking " + fmt.Sprint(len(f.Hosts)) + " hosts over SSH", "Install complete!", "Time elapsed:"} {
 		if !strings.Contains(out, want) {
