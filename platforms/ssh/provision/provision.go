@@ -19,6 +19,7 @@ import (
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/lb"
 	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+	"github.com/kiln-project/kiln/platforms/ssh/footprint"
 	"github.com/kiln-project/kiln/platforms/ssh/preflight"
 	"github.com/kiln-project/kiln/platforms/ssh/provider"
 	"github.com/kiln-project/kiln/platforms/ssh/remote"
@@ -34,22 +35,40 @@ type Provisioner struct {
 	Env platforms.Env
 }
 
-// Preflight implements platforms.Provisioner: every host is asked over
-// SSH, nothing changed, and every problem of every host reported at once.
+// Preflight implements platforms.Provisioner: every host still to
+// install is asked over SSH, nothing changed, and every problem of every
+// host reported at once. A host that keeps kiln's record was installed by
+// an earlier run of this create, which resumes: its ports are kiln's now.
 func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error {
-	hosts := preflightHosts(c)
-	end := p.Env.Progress.Start(fmt.Sprintf("Checking %d hosts over SSH", len(hosts)))
 	client, err := newClient(c.Config.Platform.SSH)
 	if err != nil {
-		end(err)
 		return &platforms.ConfigError{Err: fmt.Errorf("install-config.yaml: platform.ssh: %w", err)}
 	}
+	hosts := p.notInstalled(ctx, client, preflightHosts(c))
+	if len(hosts) == 0 {
+		return nil
+	}
+	end := p.Env.Progress.Start(fmt.Sprintf("Checking %d hosts over SSH", len(hosts)))
 	warnings, err := preflight.Run(ctx, hosts, client)
 	end(err)
 	for _, w := range warnings {
 		p.Env.Log.Warn(w)
 	}
 	return err
+}
+
+// notInstalled returns the hosts of hosts that keep no record of kiln's
+// install, or cannot say (the preflight names a host it cannot reach).
+func (p *Provisioner) notInstalled(ctx context.Context, h footprint.Host, hosts []preflight.Host) []preflight.Host {
+	var out []preflight.Host
+	for _, host := range hosts {
+		if rec, err := footprint.Recorded(ctx, h, host.Address); err == nil && rec {
+			p.Env.Log.Infof("Host %s (%s) is installed already: not checked again", host.Name, host.Address)
+			continue
+		}
+		out = append(out, host)
+	}
+	return out
 }
 
 // preflightHosts are the hosts c still installs onto: all of them, less

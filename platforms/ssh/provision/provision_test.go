@@ -4,17 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/lb"
+	"github.com/kiln-project/kiln/platforms/ssh/footprint"
 )
 
 // exampleCluster is the cluster of docs/examples/install-config-ssh.yaml.
@@ -137,5 +141,47 @@ func TestFailedUnits(t *testing.T) {
 	c.BootstrapDone = true
 	if hosts := hostAddresses(c); len(hosts) != 4 || hosts[0][0] != "node2" {
 		t.Errorf("after bootstrap: hosts %q", hosts)
+	}
+}
+
+// recordedHosts answers whether a host keeps kiln's record: recorded by
+// address, "none" for the others; a host in down does not answer.
+type recordedHosts struct {
+	recorded, down map[string]bool
+}
+
+func (r recordedHosts) RunScript(_ context.Context, address, script string) ([]byte, error) {
+	switch {
+	case r.down[address]:
+		return nil, errors.New("no route to host")
+	case !strings.Contains(script, footprint.RecordDir):
+		return nil, fmt.Errorf("unexpected script %q", script)
+	case r.recorded[address]:
+		return []byte("recorded\n"), nil
+	}
+	return []byte("none\n"), nil
+}
+
+func (recordedHosts) PushDir(context.Context, string, string, string, func(int64)) error {
+	return errors.New("not pushed")
+}
+
+// TestPreflightSkipsInstalledHosts: a resumed create checks only the hosts
+// that keep no record of kiln's install (the others' ports are kiln's
+// now); a host that cannot say is checked, so the preflight names it.
+func TestPreflightSkipsInstalledHosts(t *testing.T) {
+	c := exampleCluster(t)
+	f := recordedHosts{recorded: map[string]bool{"192.168.10.11": true, "192.168.10.12": true}, down: map[string]bool{"192.168.10.14": true}}
+	p := &Provisioner{Env: platforms.Env{Log: logrus.New()}}
+	var got []string
+	for _, h := range p.notInstalled(context.Background(), f, preflightHosts(c)) {
+		got = append(got, h.Name)
+	}
+	if !slices.Equal(got, []string{"node3", "node4", "node5"}) {
+		t.Errorf("hosts to check %q, want node3, node4 (down) and node5", got)
+	}
+	c.BootstrapDone = true
+	if hs := preflightHosts(c); len(hs) != 4 || hs[0].Name != "node2" {
+		t.Errorf("after bootstrap-complete, the preflight's hosts: %+v", hs)
 	}
 }
