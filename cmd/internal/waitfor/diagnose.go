@@ -35,7 +35,8 @@ const logTimeout = 5 * time.Second
 
 // diagnosis finds, during one wait, the first thing that keeps the
 // cluster from coming up: a stopped machine, an API endpoint that serves
-// no client, a failed unit, a crash-looping pod of kiln's.
+// no client, a failed unit, a crash-looping pod of kiln's, a pod of
+// kiln's that does not start.
 type diagnosis struct {
 	w *Waiter
 	// machines says whether to report stopped machines (InstallComplete
@@ -92,7 +93,10 @@ func (d *diagnosis) problem(ctx context.Context, now time.Time) string {
 	if d.noPods {
 		return ""
 	}
-	return d.crashLoopingPod(ctx)
+	if p := d.crashLoopingPod(ctx); p != "" {
+		return p
+	}
+	return d.stuckPod(ctx, now)
 }
 
 // stoppedMachine names the first node machine that is stopped.
@@ -148,10 +152,7 @@ func (d *diagnosis) failedUnit(ctx context.Context, now time.Time) string {
 // crashLoopingPod names the first of kiln's pods with a crash-looping
 // container, with its restarts and last error line.
 func (d *diagnosis) crashLoopingPod(ctx context.Context) string {
-	// kiln's own pods: the etcd installers and the CSR approver
-	// (kiln-system), the control plane, DNS, the service proxy and
-	// metrics-server (kube-system), the storage add-on.
-	for _, ns := range []string{installerNamespace, "kube-system", storageNamespace} {
+	for _, ns := range kilnNamespaces() {
 		pods, err := d.w.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			continue
@@ -173,6 +174,99 @@ func (d *diagnosis) crashLoopingPod(ctx context.Context) string {
 		}
 	}
 	return ""
+}
+
+// stuckAfter is how long a pod of kiln's may take to start its containers
+// before a wait names it: images are local, so a minute is long.
+const stuckAfter = time.Minute
+
+// stuckPod names the first of kiln's pods scheduled more than stuckAfter
+// ago whose containers have not started yet, with the last warning the
+// kubelet or the scheduler gave about it (a volume it cannot mount, an
+// image it cannot find).
+func (d *diagnosis) stuckPod(ctx context.Context, now time.Time) string {
+	for _, ns := range kilnNamespaces() {
+		pods, err := d.w.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if !notStarted(p) || now.Sub(p.CreationTimestamp.Time) < stuckAfter {
+				continue
+			}
+			s := fmt.Sprintf("pod %s/%s", p.Namespace, p.Name)
+			if p.Spec.NodeName != "" {
+				s += " on " + p.Spec.NodeName
+			}
+			s += fmt.Sprintf(" not started after %s", now.Sub(p.CreationTimestamp.Time).Round(time.Second))
+			if w := d.lastWarning(ctx, p); w != "" {
+				s += ": " + w
+			}
+			return s
+		}
+	}
+	return ""
+}
+
+// notStarted reports whether p is pending, or running with a container
+// that waits to be created (not one that crashed: crashLoopingPod names
+// those).
+func notStarted(p *corev1.Pod) bool {
+	if p.Status.Phase == corev1.PodPending {
+		return true
+	}
+	if p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && (w.Reason == "ContainerCreating" || w.Reason == "PodInitializing") {
+			return true
+		}
+	}
+	return false
+}
+
+// lastWarning is the reason and message of the latest Warning event about
+// p, or "".
+func (d *diagnosis) lastWarning(ctx context.Context, p *corev1.Pod) string {
+	events, err := d.w.Client.CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return ""
+	}
+	var last *corev1.Event
+	for i := range events.Items {
+		e := &events.Items[i]
+		if e.Type != corev1.EventTypeWarning || e.InvolvedObject.Kind != "Pod" || e.InvolvedObject.Name != p.Name {
+			continue
+		}
+		if last == nil || eventTime(e).After(eventTime(last)) {
+			last = e
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	return oneLine(last.Reason + ": " + last.Message)
+}
+
+// eventTime is when e last happened.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// kilnNamespaces are where kiln's own pods run: the etcd installers and
+// the CSR approver (kiln-system), the control plane, DNS, the service
+// proxy and metrics-server (kube-system), the storage add-on.
+func kilnNamespaces() []string {
+	return []string{installerNamespace, "kube-system", storageNamespace}
 }
 
 // crashLooping reports whether the kubelet backs off restarting the

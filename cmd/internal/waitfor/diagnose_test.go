@@ -3,6 +3,7 @@ package waitfor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -262,5 +263,46 @@ func TestAPIWaitNamesEndpointProblem(t *testing.T) {
 	// crash-looping pods.
 	if n := podLists.Load(); n != 0 {
 		t.Errorf("the API wait listed pods %d times", n)
+	}
+}
+
+// TestInstallNamesPodThatDoesNotStart: a pod of kiln's scheduled minutes
+// ago whose container is still being created is named with its node and
+// the latest warning about it; a young one, or a user's, is not.
+func TestInstallNamesPodThatDoesNotStart(t *testing.T) {
+	w, client, progress := diagWaiter()
+	creating := corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}
+	old := metav1.NewTime(time.Now().Add(-3 * time.Minute))
+	stuck := pod("kube-system", "kube-proxy-dgxqb", creating)
+	stuck.CreationTimestamp, stuck.Spec.NodeName = old, "worker-0"
+	young := pod("kube-system", "kube-proxy-aaaaa", creating)
+	young.CreationTimestamp = metav1.Now()
+	user := pod("default", "app", creating)
+	user.CreationTimestamp = old
+	createPods(t, client, stuck, young, user)
+	for i, e := range []struct {
+		name, reason, message string
+		at                    time.Time
+	}{
+		{"kube-proxy-dgxqb", "FailedScheduling", "an older warning", time.Now().Add(-3 * time.Minute)},
+		{"kube-proxy-dgxqb", "FailedMount", `MountVolume.SetUp failed for volume "lib-modules" : mkdir /lib/modules: read-only file system`, time.Now().Add(-time.Minute)},
+		{"kube-proxy-aaaaa", "FailedMount", "not this pod's", time.Now()},
+	} {
+		ev := &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: "kube-system", Name: fmt.Sprintf("e%d", i)},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "kube-system", Name: e.name},
+			Type:           corev1.EventTypeWarning, Reason: e.reason, Message: e.message, LastTimestamp: metav1.NewTime(e.at),
+		}
+		if _, err := client.CoreV1().Events("kube-system").Create(context.Background(), ev, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := w.InstallComplete(context.Background(), 1, 50*time.Millisecond)
+	const want = `pod kube-system/kube-proxy-dgxqb on worker-0 not started after 3m0s: FailedMount: MountVolume.SetUp failed for volume "lib-modules" : mkdir /lib/modules: read-only file system`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to name %q", err, want)
+	}
+	if strings.Contains(progress.all(), "kube-proxy-aaaaa") || strings.Contains(progress.all(), "default/app") {
+		t.Errorf("a young pod or a user's was named:\n%s", progress.all())
 	}
 }
