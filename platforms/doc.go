@@ -51,7 +51,9 @@
 //  2. Its config logic: package assets/installconfig/types/<name>/<name>config
 //     implementing configs.Platform (defaults and validation), and
 //     configs.MachineAddresser when the platform gives its machines
-//     addresses that follow from the install-config. It imports only
+//     addresses that follow from the install-config, and
+//     configs.MachineNamer when the install-config names them (the ssh
+//     platform's hosts). It imports only
 //     packages under assets/installconfig/types. Register it with one entry
 //     in configs.Platforms (assets/installconfig/types/configs/configs.go),
 //     where the survey, defaulting and validation find it (the first entry
@@ -64,7 +66,7 @@
 //     data/terraform/<name>/, added to the //go:embed line of
 //     data/terraform/terraform.go; the provisioner gets them with
 //     data/terraform.Platform(<name>.Name) and runs them with
-//     platforms/terraform.Driver.
+//     platforms/terraform.Driver (terraform.EnsureDriver).
 //  5. If kiln itself runs helpers of the platform (the local platform's
 //     Terraform provider, API load balancer and service load balancer are
 //     hidden kiln commands), one command each, added in cmd/kiln/root.go;
@@ -72,6 +74,8 @@
 //     (cmd/kiln/build.go).
 //
 // The accessors Config.APIVIP, Config.Addons and Config.ImageRegistry of
-// package types read the local section; a platform with an API VIP, add-ons
-// or an image registry of its own adds its case there.
+// package types read the local section (APIVIP the ssh section too); a
+// platform with an API VIP, add-ons or an image registry of its own adds
+// its case there, and Config.NodeProxy says whether its nodes reach the
+// API through a proxy of their own instead of api-int (ssh).
 package platforms
