@@ -137,9 +137,16 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("nodes %q, want %q (the hosts' names, the bootstrap host gone)", got, want)
 	}
-	// The bootstrap host was reset: nothing of kiln's is left on it.
+	// The bootstrap host was reset: nothing of kiln's is left on it, and
+	// no host's API proxy sends to it any more.
 	if rec, err := footprint.Recorded(ctx, f.Client, boot.Address); err != nil || rec {
 		t.Errorf("the bootstrap host keeps kiln's record after create (%v, %v)", rec, err)
+	}
+	for _, h := range f.Hosts[1:] {
+		out, err := f.Client.RunScript(ctx, h.Address, "cat "+footprint.APIProxyConfigFile)
+		if err != nil || strings.Contains(string(out), boot.Address+":") || !strings.Contains(string(out), masters[0].Address+":6443") {
+			t.Errorf("%s's API proxy configuration after create (%v): %s", h.Name, err, out)
+		}
 	}
 
 	// kiln gather bootstrap reads the masters' diagnostics over SSH (the

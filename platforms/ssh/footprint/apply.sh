@@ -24,9 +24,11 @@ systemctl enable --quiet systemd-sysext.service
 systemd-sysext refresh >/dev/null
 if [ -n "$proxy" ]; then
 	mkdir -p "$(dirname "$proxy_file")"
+	rm -f "$proxy_file.tmp"
 	printf '%s' "$proxy" >"$proxy_file.tmp"
 	chmod 0644 "$proxy_file.tmp"
 	mv -f "$proxy_file.tmp" "$proxy_file"
+	rm -f "$proxy_unit_file.tmp"
 	printf '%s' "$proxy_unit_text" >"$proxy_unit_file.tmp"
 	mv -f "$proxy_unit_file.tmp" "$proxy_unit_file"
 fi
@@ -37,8 +39,10 @@ if [ -n "$proxy" ]; then
 fi
 umask 077
 mkdir -p "$(dirname "$config_file")" "$(dirname "$env_file")"
+rm -f "$config_file.tmp"
 printf '%s' "$config" | base64 -d >"$config_file.tmp"
 mv -f "$config_file.tmp" "$config_file"
+rm -f "$env_file.tmp"
 printf '%s' "$env" >"$env_file.tmp"
 chmod 0644 "$env_file.tmp"
 mv -f "$env_file.tmp" "$env_file"

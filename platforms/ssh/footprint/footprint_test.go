@@ -287,3 +287,52 @@ func TestResetFollowsNoLink(t *testing.T) {
 		}
 	}
 }
+
+// TestSetAPIProxyScript runs the script against files in a temporary
+// directory: the configuration replaced where the record and the file
+// are, left alone where either is missing or the file is a link.
+func TestSetAPIProxyScript(t *testing.T) {
+	dir := t.TempDir()
+	rec, file := filepath.Join(dir, "rec"), filepath.Join(dir, "lb.json")
+	script := func(proxy string) string {
+		s := SetAPIProxyScript([]byte(proxy))
+		return assign(map[string]string{"rec": rec, "proxy": proxy, "proxy_file": file}) + s[strings.Index(s, setAPIProxyScript):]
+	}
+	run := func(proxy string) string {
+		out, err := exec.Command("/bin/sh", "-c", script(proxy)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return string(out)
+	}
+	if out := run(`{"new":1}`); !strings.Contains(out, "no API proxy") {
+		t.Errorf("without a record: %q", out)
+	}
+	if err := os.MkdirAll(rec, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(rec, "recorded"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(`{"new":1}`); !strings.Contains(out, "no API proxy") {
+		t.Errorf("without the file: %q", out)
+	}
+	if err := os.WriteFile(file, []byte(`{"old":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := run(`{"new":"it's"}`); !strings.Contains(out, "replaced") {
+		t.Errorf("with the file: %q", out)
+	}
+	if b, _ := os.ReadFile(file); string(b) != `{"new":"it's"}` {
+		t.Errorf("the configuration is %q", b)
+	}
+	target := filepath.Join(dir, "elsewhere")
+	os.Remove(file)
+	if err := os.Symlink(target, file); err != nil {
+		t.Fatal(err)
+	}
+	run(`{"through":"a link"}`)
+	if _, err := os.Stat(target); err == nil {
+		t.Error("the script wrote through a link")
+	}
+}

@@ -184,3 +184,34 @@ func quoted(out []byte) string {
 	}
 	return ":\n" + s
 }
+
+// setAPIProxyScript replaces the proxy's configuration file with proxy,
+// atomically, on a host that runs the proxy (a host without the file, or
+// without kiln's record, is left alone); the proxy reloads a changed
+// file by itself. Set before it: rec, proxy, proxy_file.
+const setAPIProxyScript = `set -eu
+if [ ! -e "$rec/recorded" ] || [ ! -f "$proxy_file" ] || [ -L "$proxy_file" ]; then
+	echo "footprint: no API proxy configuration to replace"
+	exit 0
+fi
+rm -f "$proxy_file.tmp"
+printf '%s' "$proxy" >"$proxy_file.tmp"
+chmod 0644 "$proxy_file.tmp"
+mv -f "$proxy_file.tmp" "$proxy_file"
+echo "footprint: API proxy configuration replaced"
+`
+
+// SetAPIProxyScript is the script that gives the host's API proxy the
+// configuration proxy.
+func SetAPIProxyScript(proxy []byte) string {
+	return assign(map[string]string{"rec": RecordDir, "proxy": string(proxy), "proxy_file": APIProxyConfigFile}) + setAPIProxyScript
+}
+
+// SetAPIProxy gives the API proxy of the host at address the
+// configuration proxy (the backends once the bootstrap host is gone).
+func SetAPIProxy(ctx context.Context, h Host, address string, proxy []byte) error {
+	if out, err := h.RunScript(ctx, address, SetAPIProxyScript(proxy)); err != nil {
+		return fmt.Errorf("replacing the API proxy's configuration: %w%s", err, quoted(out))
+	}
+	return nil
+}

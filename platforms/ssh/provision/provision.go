@@ -131,26 +131,58 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 }
 
 // DestroyBootstrap implements platforms.Provisioner: the bootstrap stage
-// applied without its host, which resets it. The hosts' API proxies
-// keep it among their backends; its health checks fail from then on.
+// applied without its host, which resets it; then the API proxies of the
+// cluster stage's hosts lose it as a backend (a machine at its address
+// that answered on 6443 later, another cluster's, must not get this
+// cluster's traffic). Both steps are idempotent.
 func (p *Provisioner) DestroyBootstrap(ctx context.Context, c *platforms.Cluster) error {
 	drv, err := p.driver(ctx, c.Dir)
 	if err != nil {
 		return err
 	}
 	var vars tfdata.SSHVars
-	if err := drv.LastVars(terraform.StageBootstrap, &vars); err != nil {
+	err = drv.LastVars(terraform.StageBootstrap, &vars)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err == nil && vars.Bootstrap != nil {
+		end := p.Env.Progress.Start(fmt.Sprintf("Resetting the bootstrap host %s", vars.Bootstrap.Name))
+		vars.Bootstrap = nil
+		err = drv.Apply(ctx, terraform.StageBootstrap, vars)
+		end(err)
+		if err != nil {
+			return err
+		}
+	}
+	var cluster tfdata.SSHVars
+	if err := drv.LastVars(terraform.StageCluster, &cluster); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		return err
 	}
-	if vars.Bootstrap == nil {
-		return nil
+	client, err := newClient(c.Config.Platform.SSH)
+	if err != nil {
+		return err
 	}
-	end := p.Env.Progress.Start(fmt.Sprintf("Resetting the bootstrap host %s", vars.Bootstrap.Name))
-	vars.Bootstrap = nil
-	err = drv.Apply(ctx, terraform.StageBootstrap, vars)
+	return p.dropBootstrapBackend(ctx, client, c, slices.Concat(cluster.Masters, cluster.Workers))
+}
+
+// dropBootstrapBackend gives the API proxies of hosts the configuration
+// without the bootstrap host.
+func (p *Provisioner) dropBootstrapBackend(ctx context.Context, h footprint.Host, c *platforms.Cluster, hosts []tfdata.SSHHost) error {
+	proxy, err := APIProxyConfig(c.Config, true)
+	if err != nil {
+		return err
+	}
+	end := p.Env.Progress.Start(fmt.Sprintf("Taking the bootstrap host out of %d hosts' API proxies", len(hosts)))
+	var errs []error
+	for _, host := range hosts {
+		if err := footprint.SetAPIProxy(ctx, h, host.Address, []byte(proxy)); err != nil {
+			errs = append(errs, fmt.Errorf("host %s: %w", host.Name, err))
+		}
+	}
+	err = errors.Join(errs...)
 	end(err)
 	return err
 }
@@ -221,7 +253,7 @@ func Vars(c *platforms.Cluster, payload string) (tfdata.SSHVars, error) {
 	if err != nil {
 		return tfdata.SSHVars{}, err
 	}
-	proxy, err := APIProxyConfig(c.Config)
+	proxy, err := APIProxyConfig(c.Config, c.BootstrapDone)
 	if err != nil {
 		return tfdata.SSHVars{}, err
 	}
@@ -257,13 +289,14 @@ func Vars(c *platforms.Cluster, payload string) (tfdata.SSHVars, error) {
 
 // APIProxyConfig is the configuration of every host's proxy (kiln lb,
 // footprint.APIProxyUnit): on 127.0.0.1, the API (ssh.APIProxyPort) and
-// the machine-config server (ssh.MachineConfigProxyPort) of the bootstrap
-// host and the masters, each backend health-checked, so that a node
-// reaches them as long as one of them serves.
-func APIProxyConfig(c *types.Config) (string, error) {
+// the machine-config server (ssh.MachineConfigProxyPort) of the masters,
+// and of the bootstrap host until bootstrapDone, each backend
+// health-checked, so that a node reaches them as long as one of them
+// serves.
+func APIProxyConfig(c *types.Config, bootstrapDone bool) (string, error) {
 	var api, mcs []string
 	for _, h := range c.Platform.SSH.Hosts {
-		if h.Role == ssh.RoleBootstrap || h.Role == ssh.RoleMaster {
+		if h.Role == ssh.RoleBootstrap && !bootstrapDone || h.Role == ssh.RoleMaster {
 			api = append(api, h.Address+":6443")
 			mcs = append(mcs, h.Address+":"+strconv.Itoa(nodelayout.MCSPort))
 		}

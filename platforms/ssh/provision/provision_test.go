@@ -81,7 +81,7 @@ func TestVars(t *testing.T) {
 
 func TestAPIProxyConfig(t *testing.T) {
 	c := exampleCluster(t)
-	data, err := APIProxyConfig(c.Config)
+	data, err := APIProxyConfig(c.Config, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,4 +184,38 @@ func TestPreflightSkipsInstalledHosts(t *testing.T) {
 	if hs := preflightHosts(c); len(hs) != 4 || hs[0].Name != "node2" {
 		t.Errorf("after bootstrap-complete, the preflight's hosts: %+v", hs)
 	}
+}
+
+// TestDropBootstrapBackend: once the bootstrap host is reset, every
+// host's proxy is given the masters alone.
+func TestDropBootstrapBackend(t *testing.T) {
+	c := exampleCluster(t)
+	f := &fakeHosts{out: map[string]string{}}
+	want, err := APIProxyConfig(c.Config, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(want, "192.168.10.11") || !strings.Contains(want, "192.168.10.14:6443") {
+		t.Fatalf("the proxy without the bootstrap host: %s", want)
+	}
+	hosts := []tfdata.SSHHost{{Name: "node2", Address: "192.168.10.12"}, {Name: "node5", Address: "192.168.10.15"}}
+	for _, h := range hosts {
+		f.out[h.Address+": "+strings.TrimSuffix(footprint.SetAPIProxyScript([]byte(want)), "\n")] = "footprint: API proxy configuration replaced\n"
+	}
+	p := &Provisioner{Env: platforms.Env{Log: logrus.New(), Progress: platforms.NoProgress{}}}
+	if err := p.dropBootstrapBackend(context.Background(), f, c, hosts); err != nil {
+		t.Fatalf("%v (asked %q)", err, f.calls)
+	}
+	if len(f.calls) != 2 {
+		t.Errorf("scripts run: %d, want one per host", len(f.calls))
+	}
+	// A host that does not answer is named; the others still get theirs.
+	hosts = append([]tfdata.SSHHost{{Name: "node3", Address: "192.168.10.13"}}, hosts...)
+	if err := p.dropBootstrapBackend(context.Background(), f, c, hosts); err == nil || !strings.Contains(err.Error(), "host node3") {
+		t.Errorf("a host that does not answer: %v", err)
+	}
+}
+
+func (f *fakeHosts) PushDir(context.Context, string, string, string, func(int64)) error {
+	return errors.New("not pushed")
 }
