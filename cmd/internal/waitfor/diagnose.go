@@ -152,6 +152,26 @@ func (d *diagnosis) failedUnit(ctx context.Context, now time.Time) string {
 // crashLoopingPod names the first of kiln's pods with a crash-looping
 // container, with its restarts and last error line.
 func (d *diagnosis) crashLoopingPod(ctx context.Context) string {
+	for _, p := range d.kilnPods(ctx) {
+		statuses := append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+		for _, cs := range statuses {
+			if !crashLooping(cs) {
+				continue
+			}
+			s := fmt.Sprintf("pod %s/%s crash-looping (%d restarts)", p.Namespace, p.Name, cs.RestartCount)
+			if line := d.lastError(ctx, p, cs); line != "" {
+				s += ": " + line
+			}
+			return s
+		}
+	}
+	return ""
+}
+
+// kilnPods lists kiln's pods (kilnNamespaces), namespace by namespace,
+// sorted by name; a namespace that cannot be listed is left out.
+func (d *diagnosis) kilnPods(ctx context.Context) []*corev1.Pod {
+	var out []*corev1.Pod
 	for _, ns := range kilnNamespaces() {
 		pods, err := d.w.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -159,21 +179,10 @@ func (d *diagnosis) crashLoopingPod(ctx context.Context) string {
 		}
 		sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
 		for i := range pods.Items {
-			p := &pods.Items[i]
-			statuses := append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
-			for _, cs := range statuses {
-				if !crashLooping(cs) {
-					continue
-				}
-				s := fmt.Sprintf("pod %s/%s crash-looping (%d restarts)", p.Namespace, p.Name, cs.RestartCount)
-				if line := d.lastError(ctx, p, cs); line != "" {
-					s += ": " + line
-				}
-				return s
-			}
+			out = append(out, &pods.Items[i])
 		}
 	}
-	return ""
+	return out
 }
 
 // stuckAfter is how long a pod of kiln's may take to start its containers
@@ -185,27 +194,19 @@ const stuckAfter = time.Minute
 // kubelet or the scheduler gave about it (a volume it cannot mount, an
 // image it cannot find).
 func (d *diagnosis) stuckPod(ctx context.Context, now time.Time) string {
-	for _, ns := range kilnNamespaces() {
-		pods, err := d.w.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
+	for _, p := range d.kilnPods(ctx) {
+		if !notStarted(p) || now.Sub(p.CreationTimestamp.Time) < stuckAfter {
 			continue
 		}
-		sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
-		for i := range pods.Items {
-			p := &pods.Items[i]
-			if !notStarted(p) || now.Sub(p.CreationTimestamp.Time) < stuckAfter {
-				continue
-			}
-			s := fmt.Sprintf("pod %s/%s", p.Namespace, p.Name)
-			if p.Spec.NodeName != "" {
-				s += " on " + p.Spec.NodeName
-			}
-			s += fmt.Sprintf(" not started after %s", now.Sub(p.CreationTimestamp.Time).Round(time.Second))
-			if w := d.lastWarning(ctx, p); w != "" {
-				s += ": " + w
-			}
-			return s
+		s := fmt.Sprintf("pod %s/%s", p.Namespace, p.Name)
+		if p.Spec.NodeName != "" {
+			s += " on " + p.Spec.NodeName
 		}
+		s += fmt.Sprintf(" not started after %s", now.Sub(p.CreationTimestamp.Time).Round(time.Second))
+		if w := d.lastWarning(ctx, p); w != "" {
+			s += ": " + w
+		}
+		return s
 	}
 	return ""
 }
