@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/ssh/footprint"
@@ -185,25 +186,18 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 				t.Errorf("the API at the VIP with %s stopped: %v", stopped.Name, err)
 			}
 		}
+		started := time.Now()
 		f.start(ctx, t, stopped.Name)
+		// Back before the next master goes: etcd needs two of three.
+		waitNodeReadySince(ctx, t, client, stopped.Name, started, "after its host started again")
+		t.Logf("MEASURE %s's host started again: Node Ready after %s", stopped.Name, time.Since(started).Round(time.Second))
 	}
 
 	// The first master's host reboots: systemd-sysext merges the payload
 	// again at boot, and the units Ignition enabled bring the node back.
 	rebooted := time.Now()
 	f.reboot(ctx, t, masters[0].Name)
-	waitFor(t, ctx, 10*time.Minute, masters[0].Name+"'s Node Ready again after its host rebooted", func() (bool, string) {
-		n, err := client.CoreV1().Nodes().Get(ctx, masters[0].Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && c.LastHeartbeatTime.Time.After(rebooted) {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%+v", n.Status.Conditions)
-	})
+	waitNodeReadySince(ctx, t, client, masters[0].Name, rebooted, "after its host rebooted")
 	t.Logf("MEASURE %s's host rebooted: Node Ready again after %s", masters[0].Name, time.Since(rebooted).Round(time.Second))
 
 	infraID := readInfraID(t, dir)
@@ -228,4 +222,22 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	if after := snapshotHosts(t, f); after != before {
 		t.Errorf("the hosts after destroy differ from before the install:\n%s", lineDiff(before, after))
 	}
+}
+
+// waitNodeReadySince waits until node is Ready as posted by a kubelet
+// heartbeat after since (a kubelet that started after its host did).
+func waitNodeReadySince(ctx context.Context, t *testing.T, client kubernetes.Interface, node string, since time.Time, what string) {
+	t.Helper()
+	waitFor(t, ctx, 10*time.Minute, node+"'s Node Ready "+what, func() (bool, string) {
+		n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && c.LastHeartbeatTime.Time.After(since) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", n.Status.Conditions)
+	})
 }
