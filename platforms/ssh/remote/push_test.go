@@ -52,7 +52,7 @@ func listTree(t *testing.T, dir string) string {
 // TestPushDir: a tree arrives whole, with its modes and links, reported
 // as it goes; a second push replaces it; a cut push leaves what was.
 func TestPushDir(t *testing.T) {
-	c, _, host := rootClient(t)
+	c, srv, host := rootClient(t)
 	src := tree(t, map[string]string{"usr/local/bin/kubelet": "kubelet", "usr/lib/cni/bridge": "bridge", "usr/lib/cni/host-local": "-> bridge", "opt/kiln/images/images.txt": "pause"})
 	if err := os.Chmod(filepath.Join(src, "usr/local/bin/kubelet"), 0o755); err != nil {
 		t.Fatal(err)
@@ -83,6 +83,10 @@ func TestPushDir(t *testing.T) {
 		t.Error("a cancelled push returned no error")
 	}
 	cancel()
+	// The host's side of the cut push ends by itself: wait for it, so
+	// that nothing writes below dest once the test looks, or once its
+	// directories are removed.
+	srv.waitIdle(t, 10*time.Second)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		_, err := os.Stat(dest + ".kiln-tmp")

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
@@ -34,6 +35,25 @@ type server struct {
 	mu      sync.Mutex
 	execs   []string // the commands it ran
 	tunnels []string // the targets it forwarded to
+	// running counts the commands under way (under mu): a test waits
+	// for them before its temporary directories go.
+	running int
+}
+
+// waitIdle waits until no command of s runs, at most timeout.
+func (s *server) waitIdle(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
+		s.mu.Lock()
+		n := s.running
+		s.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d commands still run on the test host after %s", n, timeout)
+		}
+	}
 }
 
 func newServer(t *testing.T, client ssh.PublicKey) *server {
@@ -129,20 +149,31 @@ func (s *server) session(ch ssh.Channel, reqs <-chan *ssh.Request) {
 		}
 		n := binary.BigEndian.Uint32(req.Payload)
 		command := string(req.Payload[4 : 4+n])
-		req.Reply(true, nil)
+		// Counted as running before the client hears the reply, so
+		// before it sends the command a byte.
 		s.mu.Lock()
 		s.execs = append(s.execs, command)
+		s.running++
 		s.mu.Unlock()
+		done := func() {
+			s.mu.Lock()
+			s.running--
+			s.mu.Unlock()
+		}
+		req.Reply(true, nil)
 		// The test's "sudo -n" is a sudo that wants a password.
 		if strings.HasPrefix(command, "sudo -n ") {
 			fmt.Fprintln(ch.Stderr(), "sudo: a password is required")
 			ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{1}))
+			done()
 			return
 		}
 		cmd := exec.Command("/bin/sh", "-c", command)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = ch, ch, ch.Stderr()
 		status := uint32(0)
-		if err := cmd.Run(); err != nil {
+		err := cmd.Run()
+		done()
+		if err != nil {
 			status = 1
 			var exit *exec.ExitError
 			if errors.As(err, &exit) {
