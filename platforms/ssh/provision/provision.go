@@ -44,7 +44,7 @@ func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error
 	if err != nil {
 		return &platforms.ConfigError{Err: fmt.Errorf("install-config.yaml: platform.ssh: %w", err)}
 	}
-	hosts := p.notInstalled(ctx, client, preflightHosts(c))
+	hosts := p.notInstalled(ctx, client, clusterHosts(c))
 	if len(hosts) == 0 {
 		return nil
 	}
@@ -71,15 +71,18 @@ func (p *Provisioner) notInstalled(ctx context.Context, h footprint.Host, hosts 
 	return out
 }
 
-// preflightHosts are the hosts c still installs onto: all of them, less
-// the bootstrap host once bootstrap-complete was recorded (it is reset).
-func preflightHosts(c *platforms.Cluster) []preflight.Host {
+// clusterHosts are c's hosts that run a node's units, in the order
+// platform.ssh lists them: the bootstrap host until bootstrap-complete
+// was recorded (then it is reset), and the masters and workers of
+// c.Machines() (only the masters while the workers are held back). The
+// preflight checks them and the waits ask them for failed units.
+func clusterHosts(c *platforms.Cluster) []preflight.Host {
+	shape := c.Machines()
 	var out []preflight.Host
 	for _, h := range c.Config.Platform.SSH.Hosts {
-		if h.Role == ssh.RoleBootstrap && c.BootstrapDone {
-			continue
+		if h.Role == ssh.RoleBootstrap && !c.BootstrapDone || slices.Contains(shape.All(), h.Name) {
+			out = append(out, preflight.Host{Name: h.Name, Address: h.Address, Role: preflight.Role(h.Role)})
 		}
-		out = append(out, preflight.Host{Name: h.Name, Address: h.Address, Role: preflight.Role(h.Role)})
 	}
 	return out
 }

@@ -121,8 +121,8 @@ func (f *fakeHosts) RunScript(_ context.Context, address, script string) ([]byte
 
 func TestFailedUnits(t *testing.T) {
 	c := exampleCluster(t)
-	hosts := hostAddresses(c)
-	if len(hosts) != 5 || hosts[0] != [2]string{"node1", "192.168.10.11"} || hosts[4] != [2]string{"node5", "192.168.10.15"} {
+	hosts := clusterHosts(c)
+	if len(hosts) != 5 || hosts[0].Name != "node1" || hosts[0].Address != "192.168.10.11" || hosts[4].Name != "node5" || hosts[4].Address != "192.168.10.15" {
 		t.Fatalf("hosts %q", hosts)
 	}
 	const list = "'systemctl' '--failed' '--no-legend' '--plain'"
@@ -138,8 +138,13 @@ func TestFailedUnits(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("failed units %+v, want %+v (node3 does not answer: left out)", got, want)
 	}
+	held := *c
+	held.Shape = machines.Shape{Masters: c.Machines().Masters}
+	if hosts := clusterHosts(&held); len(hosts) != 4 || hosts[3].Name != "node4" {
+		t.Errorf("workers held back: hosts %+v, want the bootstrap host and the masters", hosts)
+	}
 	c.BootstrapDone = true
-	if hosts := hostAddresses(c); len(hosts) != 4 || hosts[0][0] != "node2" {
+	if hosts := clusterHosts(c); len(hosts) != 4 || hosts[0].Name != "node2" {
 		t.Errorf("after bootstrap: hosts %q", hosts)
 	}
 }
@@ -174,14 +179,14 @@ func TestPreflightSkipsInstalledHosts(t *testing.T) {
 	f := recordedHosts{recorded: map[string]bool{"192.168.10.11": true, "192.168.10.12": true}, down: map[string]bool{"192.168.10.14": true}}
 	p := &Provisioner{Env: platforms.Env{Log: logrus.New()}}
 	var got []string
-	for _, h := range p.notInstalled(context.Background(), f, preflightHosts(c)) {
+	for _, h := range p.notInstalled(context.Background(), f, clusterHosts(c)) {
 		got = append(got, h.Name)
 	}
 	if !slices.Equal(got, []string{"node3", "node4", "node5"}) {
 		t.Errorf("hosts to check %q, want node3, node4 (down) and node5", got)
 	}
 	c.BootstrapDone = true
-	if hs := preflightHosts(c); len(hs) != 4 || hs[0].Name != "node2" {
+	if hs := clusterHosts(c); len(hs) != 4 || hs[0].Name != "node2" {
 		t.Errorf("after bootstrap-complete, the preflight's hosts: %+v", hs)
 	}
 }

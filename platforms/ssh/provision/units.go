@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/shellquote"
+	"github.com/kiln-project/kiln/platforms/ssh/preflight"
 )
 
 var _ platforms.UnitChecker = (*Provisioner)(nil)
@@ -27,37 +27,16 @@ func (p *Provisioner) FailedUnits(ctx context.Context, c *platforms.Cluster) ([]
 	if err != nil {
 		return nil, err
 	}
-	return failedUnits(ctx, client, hostAddresses(c)), nil
+	return failedUnits(ctx, client, clusterHosts(c)), nil
 }
 
-// hostAddresses lists the names and addresses of c's hosts that run a
-// node's units: the bootstrap host until bootstrap is done, then the
-// masters and workers of c.Machines(), in that order.
-func hostAddresses(c *platforms.Cluster) [][2]string {
-	var out [][2]string
-	for _, h := range c.Config.Platform.SSH.Hosts {
-		if h.Role == ssh.RoleBootstrap && !c.BootstrapDone {
-			out = append(out, [2]string{h.Name, h.Address})
-		}
-	}
-	shape := c.Machines()
-	for _, name := range shape.All() {
-		for _, h := range c.Config.Platform.SSH.Hosts {
-			if h.Name == name && h.Role != ssh.RoleBootstrap {
-				out = append(out, [2]string{h.Name, h.Address})
-			}
-		}
-	}
-	return out
-}
-
-// failedUnits asks each host of hosts (name, address) through r.
-func failedUnits(ctx context.Context, r scriptRunner, hosts [][2]string) []platforms.FailedUnit {
+// failedUnits asks each host of hosts through r.
+func failedUnits(ctx context.Context, r scriptRunner, hosts []preflight.Host) []platforms.FailedUnit {
 	addr := map[string]string{}
 	var names []string
 	for _, h := range hosts {
-		names = append(names, h[0])
-		addr[h[0]] = h[1]
+		names = append(names, h.Name)
+		addr[h.Name] = h.Address
 	}
 	return platforms.FailedUnitsOf(ctx, func(ctx context.Context, name string, argv ...string) ([]byte, error) {
 		out, err := r.RunScript(ctx, addr[name], quoteArgv(argv)+"\n")
