@@ -52,12 +52,15 @@ func (p *Provisioner) Gather(ctx context.Context, clusterDir, infraID, dir strin
 	if err != nil {
 		return err
 	}
+	addr := map[string]string{}
+	for _, h := range hosts {
+		addr[h.Name] = h.Address
+	}
+	run := hostRunner(client, addr)
 	var errs []error
 	for _, h := range hosts {
 		end := p.Env.Progress.Start(fmt.Sprintf("Gathering logs from %s (%s)", h.Name, h.Address))
-		err := platforms.GatherMachine(ctx, func(ctx context.Context, _ string, argv ...string) ([]byte, error) {
-			return client.RunScript(ctx, h.Address, quoteArgv(argv)+"\n")
-		}, h.Name, filepath.Join(dir, h.Name))
+		err := platforms.GatherMachine(ctx, run, h.Name, filepath.Join(dir, h.Name))
 		end(err)
 		errs = append(errs, err)
 	}

@@ -38,20 +38,22 @@ func failedUnits(ctx context.Context, r scriptRunner, hosts []preflight.Host) []
 		names = append(names, h.Name)
 		addr[h.Name] = h.Address
 	}
-	return platforms.FailedUnitsOf(ctx, func(ctx context.Context, name string, argv ...string) ([]byte, error) {
-		out, err := r.RunScript(ctx, addr[name], quoteArgv(argv)+"\n")
+	return platforms.FailedUnitsOf(ctx, hostRunner(r, addr), names)
+}
+
+// hostRunner runs a command on the host called name over r, at its
+// address in addr, as one shell command line: the platforms.RunFunc of
+// the diagnostics shared with the local platform.
+func hostRunner(r scriptRunner, addr map[string]string) platforms.RunFunc {
+	return func(ctx context.Context, name string, argv ...string) ([]byte, error) {
+		quoted := make([]string, len(argv))
+		for i, a := range argv {
+			quoted[i] = shellquote.Quote(a)
+		}
+		out, err := r.RunScript(ctx, addr[name], strings.Join(quoted, " ")+"\n")
 		if err != nil {
 			return nil, fmt.Errorf("host %s (%s): %w", name, addr[name], err)
 		}
 		return out, nil
-	}, names)
-}
-
-// quoteArgv is argv as one shell command line.
-func quoteArgv(argv []string) string {
-	quoted := make([]string, len(argv))
-	for i, a := range argv {
-		quoted[i] = shellquote.Quote(a)
 	}
-	return strings.Join(quoted, " ")
 }
