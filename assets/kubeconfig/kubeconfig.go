@@ -133,15 +133,18 @@ func externalServer(cfg *types.Config) string {
 	return serverURL(cfg.APIName())
 }
 
-// InternalServer is where the nodes reach the API: through the proxy on
-// their own loopback interface on a platform that runs one, else at
-// api-int, the platform's (or the user's) load balancer.
-func InternalServer(cfg *types.Config) string {
+// InternalAPI is host:port where the nodes reach the API: the proxy on
+// their own loopback interface on a platform that runs one, else api-int,
+// the platform's (or the user's) load balancer.
+func InternalAPI(cfg *types.Config) string {
 	if api, _, ok := cfg.NodeProxy(); ok {
-		return "https://" + api
+		return api
 	}
-	return serverURL(cfg.APIIntName())
+	return net.JoinHostPort(cfg.APIIntName(), strconv.Itoa(APIPort))
 }
+
+// InternalServer is the URL of InternalAPI.
+func InternalServer(cfg *types.Config) string { return "https://" + InternalAPI(cfg) }
 
 // localServer is the API on the same machine, for components on masters.
 func localServer() string { return serverURL("localhost") }

@@ -34,7 +34,7 @@ type Values struct {
 	ClusterDomain string
 	APIIntName    string
 	// InternalAPI is host:port where the nodes reach the API
-	// (kubeconfig.InternalServer).
+	// (kubeconfig.InternalAPI).
 	InternalAPI       string
 	InfraID           string
 	Platform          string
@@ -108,7 +108,7 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 		ClusterName:           c.Metadata.Name,
 		ClusterDomain:         c.ClusterDomain(),
 		APIIntName:            c.APIIntName(),
-		InternalAPI:           strings.TrimPrefix(kubeconfig.InternalServer(c), "https://"),
+		InternalAPI:           kubeconfig.InternalAPI(c),
 		InfraID:               cid.InfraID,
 		Platform:              c.PlatformName(),
 		NetworkType:           c.Networking.NetworkType,
