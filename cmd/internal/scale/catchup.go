@@ -148,6 +148,12 @@ func (r *Runner) retagControlPlane(ctx context.Context, node string, images map[
 		}
 		r.PKI.Manifest = string(manifest)
 	}
+	if r.Upgrader == nil {
+		// The platform cannot change a machine's files, and need not:
+		// canLoad refused any image other than the node's own release's,
+		// which its manifests name.
+		return nil
+	}
 	for _, c := range controlPlane()[1:] {
 		img, ok := images[c]
 		if !ok {

@@ -134,6 +134,9 @@ func TestCatchUp(t *testing.T) {
 		{name: "a master at the install-time release", master: true, new: m2,
 			cluster:  catchUpCluster{at: older, node: older},
 			wantEtcd: older.Image(release.Etcd)},
+		{name: "a master at the install-time release on a platform that cannot load", master: true, new: m2,
+			cluster:  catchUpCluster{at: older, node: older, noUpgrader: true},
+			wantEtcd: older.Image(release.Etcd)},
 		{name: "a master in an upgraded cluster", master: true, new: m2,
 			cluster: catchUpCluster{at: newer, node: older},
 			wantCalls: []string{
