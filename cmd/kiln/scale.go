@@ -14,11 +14,13 @@ func newScaleCmd(o *rootOptions) *cobra.Command {
 	so := scale.Options{}
 	cluster := &cobra.Command{
 		Use:   "cluster",
-		Short: "Converge the cluster of --dir to the replica counts wanted, showing the plan first",
+		Short: "Converge the cluster of --dir to the machines wanted, showing the plan first",
 		Long: `Converge the masters and workers of the cluster of --dir to the replica counts wanted:
 an edited install-config (--config, e.g. the output of 'kiln show install-config' with
 controlPlane.replicas or compute[0].replicas changed; any other change is refused) or
---masters/--workers. The plan is printed like Terraform's ("+ worker w-1", "- worker w-0",
+--masters/--workers. On platform ssh the machines are the hosts: add or remove master and
+worker entries of platform.ssh.hosts in --config (the hosts to install are checked over SSH
+first). The plan is printed like Terraform's ("+ worker w-1", "- worker w-0",
 "~ replace master m-2") and applied after you answer yes (or with --yes); --plan only prints it.
 
 Masters stay at 1, 3 or 5. A master joins etcd as a learner, votes once caught up, and
@@ -35,7 +37,7 @@ machine go. An interrupted scale resumes when run again. See docs/day-2.md.`,
 		},
 	}
 	f := cluster.Flags()
-	f.StringVar(&so.Config, "config", "", "an edited install-config whose controlPlane.replicas and compute[].replicas are wanted")
+	f.StringVar(&so.Config, "config", "", "an edited install-config whose controlPlane.replicas and compute[].replicas (and platform.ssh.hosts) are wanted")
 	f.IntVar(&so.Masters, "masters", -1, "masters wanted: 1, 3 or 5 (default: --config's, else unchanged)")
 	f.IntVar(&so.Workers, "workers", -1, "workers wanted (default: --config's, else unchanged)")
 	f.StringSliceVar(&so.Remove, "remove", nil, "machines to remove first when a count shrinks (default: the highest indexes)")

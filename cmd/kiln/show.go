@@ -7,6 +7,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/cmd/internal/install"
 	"github.com/kiln-project/kiln/graph"
 )
 
@@ -22,11 +24,11 @@ func newShowCmd(o *rootOptions) *cobra.Command {
 		Short: "Print the effective install-config (defaults applied; pull secret redacted)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ic, err := o.effectiveInstallConfig(cmd.Context())
+			cfg, err := o.effectiveInstallConfig(cmd.Context())
 			if err != nil {
 				return err
 			}
-			b, err := yaml.Marshal(installconfig.Redacted(ic.Config))
+			b, err := yaml.Marshal(installconfig.Redacted(cfg))
 			if err != nil {
 				return err
 			}
@@ -38,8 +40,10 @@ func newShowCmd(o *rootOptions) *cobra.Command {
 
 // effectiveInstallConfig is the install-config kiln would use: an
 // install-config.yaml in --dir (defaulted and validated; an edit wins, as in
-// `kiln create`), else the state file's.
-func (o *rootOptions) effectiveInstallConfig(ctx context.Context) (*installconfig.InstallConfig, error) {
+// `kiln create`), else the state file's; on the ssh platform with the
+// hosts a scale changed (install.EffectiveConfig), so that its output
+// edited is the next scale's --config.
+func (o *rootOptions) effectiveInstallConfig(ctx context.Context) (*types.Config, error) {
 	store, err := graph.Open(o.dir)
 	if err != nil {
 		return nil, err
@@ -48,5 +52,5 @@ func (o *rootOptions) effectiveInstallConfig(ctx context.Context) (*installconfi
 	if err := store.Fetch(ctx, ic); err != nil {
 		return nil, err
 	}
-	return ic, nil
+	return install.EffectiveConfig(o.dir, ic.Config)
 }

@@ -463,24 +463,7 @@ func assertEtcdMembers(t *testing.T, infraID string, masters int) {
 func assertPodNetwork(ctx context.Context, t *testing.T, client kubernetes.Interface, serverNode, clientNode string) {
 	t.Helper()
 	ns := "default"
-	kilnVol := corev1.Volume{Name: "kiln", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/usr/local/bin/kiln"}}}
-	mount := corev1.VolumeMount{Name: "kiln", MountPath: "/kiln", ReadOnly: true}
-	pod := func(name, node string, restart corev1.RestartPolicy, args ...string) *corev1.Pod {
-		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name}},
-			Spec: corev1.PodSpec{
-				NodeSelector:  map[string]string{"kubernetes.io/hostname": node},
-				Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-				RestartPolicy: restart,
-				Volumes:       []corev1.Volume{kilnVol},
-				Containers: []corev1.Container{{
-					Name: name, Image: release.Default().Image(release.Pause), ImagePullPolicy: corev1.PullNever,
-					Command: append([]string{"/kiln", "node", "probe"}, args...), VolumeMounts: []corev1.VolumeMount{mount},
-				}},
-			},
-		}
-	}
-	server := pod("probe-server", serverNode, corev1.RestartPolicyAlways, "--serve=:8080", "--body=hello from "+serverNode)
+	server := probePod("probe-server", serverNode, corev1.RestartPolicyAlways, "--serve=:8080", "--body=hello from "+serverNode)
 	if _, err := client.CoreV1().Pods(ns).Create(ctx, server, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -495,14 +478,23 @@ func assertPodNetwork(ctx context.Context, t *testing.T, client kubernetes.Inter
 	waitPod(ctx, t, client, ns, "probe-server", func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodRunning && len(p.Status.PodIP) > 0
 	})
+	assertProbeClient(ctx, t, client, "probe-client", clientNode, serverNode)
+}
+
+// assertProbeClient runs a client pod called name on clientNode that
+// resolves cluster DNS and gets the answer of assertPodNetwork's Service,
+// whose server runs on serverNode.
+func assertProbeClient(ctx context.Context, t *testing.T, client kubernetes.Interface, name, clientNode, serverNode string) {
+	t.Helper()
+	ns := "default"
 	// The client retries until the Service's endpoints are programmed.
-	clientPod := pod("probe-client", clientNode, corev1.RestartPolicyOnFailure,
+	clientPod := probePod(name, clientNode, corev1.RestartPolicyOnFailure,
 		"--resolve=kubernetes.default", "--get=http://probe.default.svc.cluster.local/")
 	if _, err := client.CoreV1().Pods(ns).Create(ctx, clientPod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitPod(ctx, t, client, ns, "probe-client", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
-	logs, err := client.CoreV1().Pods(ns).GetLogs("probe-client", &corev1.PodLogOptions{}).DoRaw(ctx)
+	waitPod(ctx, t, client, ns, name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	logs, err := client.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,6 +502,26 @@ func assertPodNetwork(ctx context.Context, t *testing.T, client kubernetes.Inter
 		if !strings.Contains(string(logs), want) {
 			t.Errorf("client pod log lacks %q:\n%s", want, logs)
 		}
+	}
+}
+
+// probePod is a pod in default on node running kiln's node probe (the
+// node's kiln binary in the pause image) with args.
+func probePod(name, node string, restart corev1.RestartPolicy, args ...string) *corev1.Pod {
+	kilnVol := corev1.Volume{Name: "kiln", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/usr/local/bin/kiln"}}}
+	mount := corev1.VolumeMount{Name: "kiln", MountPath: "/kiln", ReadOnly: true}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{
+			NodeSelector:  map[string]string{"kubernetes.io/hostname": node},
+			Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			RestartPolicy: restart,
+			Volumes:       []corev1.Volume{kilnVol},
+			Containers: []corev1.Container{{
+				Name: name, Image: release.Default().Image(release.Pause), ImagePullPolicy: corev1.PullNever,
+				Command: append([]string{"/kiln", "node", "probe"}, args...), VolumeMounts: []corev1.VolumeMount{mount},
+			}},
+		},
 	}
 }
 

@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +17,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/local/lb"
 	"github.com/kiln-project/kiln/platforms/ssh/footprint"
 )
 
@@ -33,7 +39,9 @@ const sshMasters = 3
 // Service answers across hosts; a master's host stops and the API still
 // serves, to the other hosts through their proxies and to the user at the
 // API VIP; the first master's host reboots and its Node is Ready again;
-// `kiln destroy cluster` resets every host, and each one's files, units,
+// on day 2 `kiln scale cluster` installs a new worker host in the first
+// worker's place and resets that one, then replaces a master (its host
+// reset and installed again); `kiln destroy cluster` resets every host, and each one's files, units,
 // processes, interfaces, rules, routes and mounts equal a snapshot taken
 // before the install.
 func TestSSHCluster(t *testing.T) {
@@ -45,14 +53,16 @@ func TestSSHCluster(t *testing.T) {
 	for i := range sshMasters {
 		names = append(names, fmt.Sprintf("e2essh-master-%d", i))
 	}
-	names = append(names, "e2essh-worker-0")
+	// The last host joins on day 2, in the first worker's place.
+	names = append(names, "e2essh-worker-0", "e2essh-worker-1")
 	f := startSSHHosts(t, 12, names, nil)
-	boot, masters, worker := f.Hosts[0], f.Hosts[1:1+sshMasters], f.Hosts[1+sshMasters]
+	boot, masters, worker, joiner := f.Hosts[0], f.Hosts[1:1+sshMasters], f.Hosts[1+sshMasters], f.Hosts[2+sshMasters]
+	installed := f.Hosts[:2+sshMasters]
 
 	dir := t.TempDir()
 	subnet := boot.Address[:strings.LastIndex(boot.Address, ".")+1]
 	var hosts strings.Builder
-	for i, h := range f.Hosts {
+	for i, h := range installed {
 		role := "master"
 		switch {
 		case i == 0:
@@ -116,8 +126,8 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 		t.Fatalf("create cluster: %v\n%s", err, lastLines(out, 60))
 	}
 	t.Logf("create cluster's steps:\n%s", lastLines(out, 70))
-	t.Logf("MEASURE create cluster on %d ssh hosts (1 bootstrap, %d masters, 1 worker): %s", len(f.Hosts), sshMasters, time.Since(start).Round(time.Second))
-	for _, want := range []string{"Checking " + fmt.Sprint(len(f.Hosts)) + " hosts over SSH", "Install complete!", "Time elapsed:"} {
+	t.Logf("MEASURE create cluster on %d ssh hosts (1 bootstrap, %d masters, 1 worker): %s", len(installed), sshMasters, time.Since(start).Round(time.Second))
+	for _, want := range []string{"Checking " + fmt.Sprint(len(installed)) + " hosts over SSH", "Install complete!", "Time elapsed:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("create cluster output lacks %q:\n%s", want, lastLines(out, 40))
 		}
@@ -132,7 +142,7 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 		got = append(got, fmt.Sprintf("%s ready=%v", n.Name, nodeReady(&n)))
 	}
 	var want []string
-	for _, h := range f.Hosts[1:] {
+	for _, h := range installed[1:] {
 		want = append(want, h.Name+" ready=true")
 	}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
@@ -143,12 +153,7 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	if rec, err := footprint.Recorded(ctx, f.Client, boot.Address); err != nil || rec {
 		t.Errorf("the bootstrap host keeps kiln's record after create (%v, %v)", rec, err)
 	}
-	for _, h := range f.Hosts[1:] {
-		out, err := f.Client.RunScript(ctx, h.Address, "cat "+footprint.APIProxyConfigFile)
-		if err != nil || strings.Contains(string(out), boot.Address+":") || !strings.Contains(string(out), masters[0].Address+":6443") {
-			t.Errorf("%s's API proxy configuration after create (%v): %s", h.Name, err, out)
-		}
-	}
+	assertProxies(ctx, t, f, installed[1:], masters, "after create")
 
 	// kiln gather bootstrap reads the masters' diagnostics over SSH (the
 	// bootstrap host is reset by now).
@@ -200,6 +205,10 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	waitNodeReadySince(ctx, t, client, masters[0].Name, rebooted, "after its host rebooted")
 	t.Logf("MEASURE %s's host rebooted: Node Ready again after %s", masters[0].Name, time.Since(rebooted).Round(time.Second))
 
+	if sshMasters > 1 {
+		scaleSSHCluster(ctx, t, kiln, dir, f, masters, worker, joiner)
+	}
+
 	infraID := readInfraID(t, dir)
 	start = time.Now()
 	out, err = runKiln(t, kiln, 15*time.Minute, "destroy", "cluster", "--dir", dir)
@@ -207,7 +216,7 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	if err != nil {
 		t.Fatalf("destroy cluster: %v\n%s", err, lastLines(out, 40))
 	}
-	t.Logf("MEASURE destroy cluster (%d hosts reset): %s", len(f.Hosts)-1, time.Since(start).Round(time.Second))
+	t.Logf("MEASURE destroy cluster (%d hosts reset): %s", len(installed)-1, time.Since(start).Round(time.Second))
 	if cache, err := platforms.CacheDir(os.Getenv); err == nil {
 		payloads := filepath.Join(cache, "ssh-payloads", infraID)
 		if _, err := os.Stat(payloads); !errors.Is(err, fs.ErrNotExist) {
@@ -221,6 +230,109 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	}
 	if after := snapshotHosts(t, f); after != before {
 		t.Errorf("the hosts after destroy differ from before the install:\n%s", lineDiff(before, after))
+	}
+}
+
+// scaleSSHCluster is TestSSHCluster's day 2: the host joiner joins as a
+// worker in worker's place (kiln show install-config, its hosts edited,
+// as kiln scale cluster --config), and worker is reset; a Service answers
+// on the new worker; then the last master is replaced (its etcd member
+// and host reset, the host installed and joined again). Every host's API
+// proxy lists exactly the masters after each.
+func scaleSSHCluster(ctx context.Context, t *testing.T, kiln, dir string, f *sshFleet, masters []sshHost, worker, joiner sshHost) {
+	t.Helper()
+	show := exec.CommandContext(ctx, kiln, "show", "install-config", "--dir", dir)
+	data, err := show.Output()
+	if err != nil {
+		t.Fatalf("show install-config: %v", err)
+	}
+	var cfg types.Config
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		t.Fatalf("show install-config: %v\n%s", err, data)
+	}
+	for i, h := range cfg.Platform.SSH.Hosts {
+		if h.Name == worker.Name {
+			cfg.Platform.SSH.Hosts[i] = ssh.Host{Name: joiner.Name, Address: joiner.Address, Role: ssh.RoleWorker}
+		}
+	}
+	if data, err = yaml.Marshal(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	edited := filepath.Join(t.TempDir(), "install-config.yaml")
+	if err := os.WriteFile(edited, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, err := runKiln(t, kiln, 20*time.Minute, "scale", "cluster", "--dir", dir, "--config", edited, "--yes")
+	if err != nil {
+		t.Fatalf("scale cluster --config (%s in %s's place): %v\n%s", joiner.Name, worker.Name, err, lastLines(out, 40))
+	}
+	t.Logf("MEASURE scale cluster: worker %s added, %s removed: %s", joiner.Name, worker.Name, time.Since(start).Round(time.Second))
+	for _, want := range []string{"+ worker " + joiner.Name, "- worker " + worker.Name, "Checking 1 hosts over SSH", "Scale complete: 3 masters, 1 workers"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("scale cluster output lacks %q:\n%s", want, lastLines(out, 40))
+		}
+	}
+	client := adminClient(t, dir)
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range nodes.Items {
+		got = append(got, fmt.Sprintf("%s ready=%v", n.Name, nodeReady(&n)))
+	}
+	var want []string
+	for _, h := range append(slices.Clone(masters), joiner) {
+		want = append(want, h.Name+" ready=true")
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("nodes after the scale %q, want %q", got, want)
+	}
+	if rec, err := footprint.Recorded(ctx, f.Client, worker.Address); err != nil || rec {
+		t.Errorf("the removed worker's host keeps kiln's record (%v, %v)", rec, err)
+	}
+	if shown, err := exec.CommandContext(ctx, kiln, "show", "install-config", "--dir", dir).Output(); err != nil ||
+		!strings.Contains(string(shown), joiner.Name) || strings.Contains(string(shown), worker.Name) {
+		t.Errorf("show install-config after the scale lists the hosts before it (%v):\n%s", err, shown)
+	}
+	assertProbeClient(ctx, t, client, "probe-client-joined", joiner.Name, masters[len(masters)-1].Name)
+	assertProxies(ctx, t, f, append(slices.Clone(masters), joiner), masters, "after the worker scale")
+
+	replaced := masters[len(masters)-1]
+	start = time.Now()
+	out, err = runKiln(t, kiln, 30*time.Minute, "scale", "cluster", "--dir", dir, "--replace", replaced.Name, "--yes")
+	if err != nil {
+		t.Fatalf("scale cluster --replace %s: %v\n%s", replaced.Name, err, lastLines(out, 40))
+	}
+	t.Logf("MEASURE scale cluster --replace %s: %s", replaced.Name, time.Since(start).Round(time.Second))
+	for _, want := range []string{"~ replace master " + replaced.Name, "Scale complete: 3 masters, 1 workers"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("scale cluster --replace output lacks %q:\n%s", want, lastLines(out, 40))
+		}
+	}
+	waitNodeReadySince(ctx, t, client, replaced.Name, start, "after its replacement")
+	assertProxies(ctx, t, f, append(slices.Clone(masters), joiner), masters, "after the master's replacement")
+}
+
+// assertProxies checks that the API proxy of each of hosts lists exactly
+// the masters' API servers.
+func assertProxies(ctx context.Context, t *testing.T, f *sshFleet, hosts, masters []sshHost, when string) {
+	t.Helper()
+	var want []string
+	for _, m := range masters {
+		want = append(want, m.Address+":6443")
+	}
+	for _, h := range hosts {
+		out, err := f.Client.RunScript(ctx, h.Address, "cat "+footprint.APIProxyConfigFile)
+		if err != nil {
+			t.Errorf("%s's API proxy configuration %s: %v", h.Name, when, err)
+			continue
+		}
+		var cfg lb.Config
+		if err := json.Unmarshal(out, &cfg); err != nil || len(cfg.Services) == 0 || !slices.Equal(cfg.Services[0].Backends, want) {
+			t.Errorf("%s's API proxy configuration %s (%v): %s; want the API backends %q", h.Name, when, err, out, want)
+		}
 	}
 }
 

@@ -32,7 +32,7 @@ func TestSSHPreflight(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	warnings, err := preflight.Run(ctx, hosts, f.Client)
+	warnings, err := preflight.Run(ctx, hosts, nil, f.Client)
 	t.Logf("MEASURE preflight of %d hosts over SSH: %s", len(hosts), time.Since(start).Round(time.Millisecond))
 	for _, w := range warnings {
 		t.Logf("warning: %s", w)

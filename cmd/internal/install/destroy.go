@@ -82,7 +82,7 @@ const (
 func generated() []string {
 	return []string{
 		graph.StateFileName, metadata.FileName, "bootstrap.ign", "master.ign", "worker.ign",
-		"auth", "manifests", "static-pods", ".kiln/terraform", bootstrapRecord, ShapeFile,
+		"auth", "manifests", "static-pods", ".kiln/terraform", bootstrapRecord, ShapeFile, HostsFile,
 		UpgradeJournalFile, UpgradeSnapshotDir,
 	}
 }

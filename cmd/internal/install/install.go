@@ -124,6 +124,9 @@ func Load(ctx context.Context, dir string, log logrus.FieldLogger, flags Timeout
 	if found {
 		c.Shape = rec.Shape
 	}
+	if c.Config, err = EffectiveConfig(abs, c.Config); err != nil {
+		return nil, exitcode.With(exitcode.Input, err)
+	}
 	c.Timeouts, err = timeouts(ic.Config.Timeouts, flags)
 	if err != nil {
 		return nil, exitcode.With(exitcode.Input, err)

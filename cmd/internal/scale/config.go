@@ -19,13 +19,28 @@ const redacted = "REDACTED"
 
 // Counts returns the replica counts of want, an edited copy of the
 // cluster's install-config cur, after checking that nothing but
-// controlPlane.replicas and compute[].replicas changed: any other change
-// is refused, each changed field named (kiln cannot apply it to a running
-// cluster).
+// controlPlane.replicas and compute[].replicas changed (and, on the ssh
+// platform, platform.ssh.hosts, which HostsChange checks): any other
+// change is refused, each changed field named (kiln cannot apply it to a
+// running cluster).
 func Counts(cur, want *types.Config) (masters, workers int, err error) {
+	if errs := changes(cur, want); len(errs) > 0 {
+		return 0, 0, errs.ToAggregate()
+	}
+	return want.MasterReplicas(), want.WorkerReplicas(), nil
+}
+
+// changes returns the fields of want, an edited copy of cur, that a scale
+// cannot apply, as Counts explains.
+func changes(cur, want *types.Config) field.ErrorList {
 	a, b := *cur, *want
 	if b.PullSecret == redacted {
 		b.PullSecret = a.PullSecret
+	}
+	if a.Platform.SSH != nil && b.Platform.SSH != nil {
+		s := *b.Platform.SSH
+		s.Hosts = a.Platform.SSH.Hosts
+		b.Platform.SSH = &s
 	}
 	if b.ControlPlane != nil && a.ControlPlane != nil {
 		cp := *b.ControlPlane
@@ -40,12 +55,9 @@ func Counts(cur, want *types.Config) (masters, workers int, err error) {
 	}
 	var errs field.ErrorList
 	for _, path := range changedFields(&a, &b) {
-		errs = append(errs, field.Forbidden(path, "only controlPlane.replicas and compute[].replicas can change on a running cluster"))
+		errs = append(errs, field.Forbidden(path, "only controlPlane.replicas, compute[].replicas and platform.ssh.hosts can change on a running cluster"))
 	}
-	if len(errs) > 0 {
-		return 0, 0, errs.ToAggregate()
-	}
-	return want.MasterReplicas(), want.WorkerReplicas(), nil
+	return append(errs, HostsChange(cur, want)...)
 }
 
 // changedFields returns the paths of the fields where a and b (two values

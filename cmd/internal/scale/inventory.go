@@ -3,6 +3,7 @@ package scale
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,8 +56,14 @@ func (r *Runner) unenroll(ctx context.Context, name string) error {
 // inventoryMachine is the inventory entry of the master or worker name; ok
 // is false when the platform assigns no addresses.
 func (r *Runner) inventoryMachine(name string) (m inventory.Machine, ok bool, err error) {
-	role, _, found := machines.Index(r.Cluster.InfraID, name)
-	if !found {
+	shape := r.Cluster.Machines()
+	var role string
+	switch {
+	case slices.Contains(shape.Masters, name):
+		role = machines.RoleMaster
+	case slices.Contains(shape.Workers, name):
+		role = machines.RoleWorker
+	default:
 		return m, false, fmt.Errorf("machine name %q is not a master or worker of %s", name, r.Cluster.InfraID)
 	}
 	addrs, ok, err := installconfig.MachineAddresses(r.Cluster.Config, r.Cluster.InfraID, name)

@@ -190,7 +190,7 @@ func clusterInventory(t *testing.T, r *Runner) *inventory.Inventory {
 // TestEnrollRefusesABrokenInventory: an inventory that does not parse is
 // not overwritten.
 func TestEnrollRefusesABrokenInventory(t *testing.T) {
-	r, _, _ := newTestRunner(t, 1, 0)
+	r, _, _ := newTestRunner(t, 1, 1)
 	r.Cluster.Config = localConfig()
 	broken := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: inventory.Namespace, Name: inventory.Name},
 		Data: map[string]string{inventory.Key: `{"machines": [{"name": "x"}]}`}}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 )
 
 // Request is what the user asks for: replica counts and, optionally, which
@@ -25,6 +26,15 @@ type Request struct {
 	Replace []string
 	// Force allows an even number of masters (any from 1).
 	Force bool
+	// Want names the masters and workers wanted, on a platform whose
+	// install-config names its machines (the ssh platform's hosts): the
+	// plan adds those the cluster lacks and removes those not named.
+	// Masters and Workers are then its counts, and Remove is unused.
+	Want *machines.Shape
+	// Hosts are the platform.ssh.hosts wanted (with Want), recorded in
+	// --dir before the plan runs: the machines added are installed on
+	// them.
+	Hosts []ssh.Host
 }
 
 // Op is what an Action does.
@@ -67,6 +77,12 @@ type Plan struct {
 	Actions  []Action
 }
 
+// Creates reports whether the plan creates a machine (an add or a
+// replacement).
+func (p *Plan) Creates() bool {
+	return slices.ContainsFunc(p.Actions, func(a Action) bool { return a.Op == OpAdd || a.Op == OpReplace })
+}
+
 // Empty reports whether the plan changes nothing.
 func (p *Plan) Empty() bool { return len(p.Actions) == 0 }
 
@@ -97,6 +113,9 @@ var validMasters = []int{1, 3, 5}
 // balancer, and machines whose join token is still recorded.
 // Every problem of req is reported at once, each with its flag.
 func MakePlan(infraID string, cur machines.Shape, req Request, pending, unjoined []string) (*Plan, error) {
+	if req.Want != nil {
+		req.Masters, req.Workers = len(req.Want.Masters), len(req.Want.Workers)
+	}
 	var errs field.ErrorList
 	switch {
 	case req.Masters < 1:
@@ -122,6 +141,22 @@ func MakePlan(infraID string, cur machines.Shape, req Request, pending, unjoined
 			errs = append(errs, field.Invalid(field.NewPath("--replace").Index(i), n, "also named by --remove"))
 		}
 	}
+	if req.Want != nil {
+		if len(req.Remove) > 0 {
+			errs = append(errs, field.Forbidden(field.NewPath("--remove"), "the machines wanted are named: leave out the ones to remove"))
+		}
+		for _, n := range pending {
+			if slices.Contains(req.Want.All(), n) {
+				errs = append(errs, field.Invalid(field.NewPath("platform", "ssh", "hosts"), n,
+					"an interrupted scale is removing it: finish that removal first (a --config without it), then add it again"))
+			}
+		}
+		for i, n := range req.Replace {
+			if !slices.Contains(req.Want.Masters, n) {
+				errs = append(errs, field.Invalid(field.NewPath("--replace").Index(i), n, "not a master wanted"))
+			}
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
@@ -133,18 +168,25 @@ func MakePlan(infraID string, cur machines.Shape, req Request, pending, unjoined
 			replaced = append(replaced, n)
 		}
 	}
-	masters, mActions := resize(infraID, machines.RoleMaster, cur.Masters, req.Masters, prefer(req.Remove, pending), replaced)
-	workers, wActions := resize(infraID, machines.RoleWorker, cur.Workers, req.Workers, prefer(req.Remove, pending), nil)
+	var masters, workers []string
+	var mActions, wActions []Action
+	if req.Want != nil {
+		masters, mActions = converge(machines.RoleMaster, cur.Masters, req.Want.Masters, pending)
+		workers, wActions = converge(machines.RoleWorker, cur.Workers, req.Want.Workers, pending)
+	} else {
+		masters, mActions = resize(infraID, machines.RoleMaster, cur.Masters, req.Masters, prefer(req.Remove, pending), replaced)
+		workers, wActions = resize(infraID, machines.RoleWorker, cur.Workers, req.Workers, prefer(req.Remove, pending), nil)
+	}
 	// Masters first, adds before removes so the control plane never
 	// shrinks below its size on the way; workers are added before any is
 	// drained, so its pods have somewhere to go.
 	var finishWorkers []Action
 	for _, n := range slices.Compact(slices.Sorted(slices.Values(unjoined))) {
-		switch role, _, _ := machines.Index(infraID, n); {
-		case role == machines.RoleMaster && slices.Contains(masters, n) && !slices.Contains(replaced, n):
-			p.Actions = append(p.Actions, Action{OpFinish, role, n})
-		case role == machines.RoleWorker && slices.Contains(workers, n):
-			finishWorkers = append(finishWorkers, Action{OpFinish, role, n})
+		switch {
+		case slices.Contains(cur.Masters, n) && slices.Contains(masters, n) && !slices.Contains(replaced, n):
+			p.Actions = append(p.Actions, Action{OpFinish, machines.RoleMaster, n})
+		case slices.Contains(cur.Workers, n) && slices.Contains(workers, n):
+			finishWorkers = append(finishWorkers, Action{OpFinish, machines.RoleWorker, n})
 		}
 	}
 	p.Actions = append(p.Actions, ordered(mActions)...)
@@ -192,6 +234,28 @@ func resize(infraID, role string, names []string, want int, preferred, keep []st
 		}
 	}
 	slices.SortFunc(out, func(a, b string) int { return cmp.Compare(index(infraID, a), index(infraID, b)) })
+	return out, acts
+}
+
+// converge returns the machines of role wanted, names, and the actions
+// from cur to them: the pending removals and the machines of cur not
+// wanted go, the wanted ones cur lacks come, in want's order.
+func converge(role string, cur, want, pending []string) ([]string, []Action) {
+	var out []string
+	var acts []Action
+	for _, n := range cur {
+		if slices.Contains(want, n) && !slices.Contains(pending, n) {
+			out = append(out, n)
+		} else {
+			acts = append(acts, Action{OpRemove, role, n})
+		}
+	}
+	for _, n := range want {
+		if !slices.Contains(cur, n) {
+			out = append(out, n)
+			acts = append(acts, Action{OpAdd, role, n})
+		}
+	}
 	return out, acts
 }
 

@@ -90,7 +90,9 @@ type Runner struct {
 func (r *Runner) record(removing []string) error {
 	r.Cluster.Shape = r.Cluster.Machines()
 	for _, names := range [][]string{r.Cluster.Shape.Masters, r.Cluster.Shape.Workers} {
-		slices.SortFunc(names, func(a, b string) int { return cmp.Compare(index(r.Cluster.InfraID, a), index(r.Cluster.InfraID, b)) })
+		// Stable: names that are not indexed (the ssh platform's hosts)
+		// keep their order.
+		slices.SortStableFunc(names, func(a, b string) int { return cmp.Compare(index(r.Cluster.InfraID, a), index(r.Cluster.InfraID, b)) })
 	}
 	return install.SaveShape(r.Cluster.Dir, install.ShapeRecord{Shape: r.Cluster.Shape, Removing: removing, Joining: r.Joining})
 }

@@ -18,7 +18,9 @@ import (
 
 	"github.com/kiln-project/kiln/assets/ignitionconfigs"
 	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/release"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
@@ -82,6 +84,19 @@ func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, 
 	if plan.Empty() || o.PlanOnly {
 		return nil
 	}
+	hosts := c.Config
+	if req.Hosts != nil {
+		hosts = install.WithHosts(c.Config, unionHosts(c.Config.Platform.SSH.Hosts, req.Hosts))
+	}
+	if plan.Creates() {
+		// The machines to create are checked before anything changes (a
+		// platform's preflight skips what runs already).
+		after := c.Cluster
+		after.Config, after.Shape, after.BootstrapDone = hosts, plan.To, true
+		if err := prov.Preflight(ctx, &after); err != nil {
+			return exitcode.With(exitcode.Infrastructure, err)
+		}
+	}
 	if o.Force {
 		fmt.Fprintln(out, "--force: a master removal may leave an even etcd member count or go ahead without a healthy majority; "+
 			strings.TrimPrefix(ForceOverrides, "--force: "))
@@ -91,7 +106,41 @@ func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, 
 			return exitcode.With(exitcode.Input, err)
 		}
 	}
-	return exitcode.With(exitcode.Install, r.Run(ctx, plan))
+	if req.Hosts != nil {
+		// The hosts before and after, until the scale is done: a host
+		// being removed is reset by name, a host added installed by its
+		// entry.
+		if err := install.SaveHosts(c.Dir, hosts.Platform.SSH.Hosts); err != nil {
+			return exitcode.With(exitcode.Install, err)
+		}
+		c.Config = hosts
+	}
+	if err := r.Run(ctx, plan); err != nil {
+		return exitcode.With(exitcode.Install, err)
+	}
+	return exitcode.With(exitcode.Install, settleHosts(c))
+}
+
+// settleHosts brings the hosts record of c, a cluster on the ssh platform
+// whose scale is done, down to the hosts it runs on: the bootstrap host's
+// entry and the hosts of its shape. A cluster without a record (no scale
+// changed its hosts) keeps none.
+func settleHosts(c *install.Cluster) error {
+	if c.Config.Platform.SSH == nil {
+		return nil
+	}
+	if _, found, err := install.LoadHosts(c.Dir); err != nil || !found {
+		return err
+	}
+	shape := c.Machines().All()
+	hosts := slices.DeleteFunc(slices.Clone(c.Config.Platform.SSH.Hosts), func(h ssh.Host) bool {
+		return h.Role != ssh.RoleBootstrap && !slices.Contains(shape, h.Name)
+	})
+	if err := install.SaveHosts(c.Dir, hosts); err != nil {
+		return err
+	}
+	c.Config = install.WithHosts(c.Config, hosts)
+	return nil
 }
 
 // ErrNotConfirmed is returned when the user does not answer yes.
@@ -123,6 +172,22 @@ func request(c *install.Cluster, o Options, pending []string) (Request, error) {
 		return len(slices.DeleteFunc(slices.Clone(names), func(n string) bool { return slices.Contains(pending, n) }))
 	}
 	req := Request{Masters: left(cur.Masters), Workers: left(cur.Workers), Remove: o.Remove, Replace: o.Replace, Force: o.Force}
+	named := c.Config.Platform.SSH != nil
+	if named {
+		var flags []string
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"--masters", o.Masters >= 0}, {"--workers", o.Workers >= 0}, {"--remove", len(o.Remove) > 0}} {
+			if f.set {
+				flags = append(flags, f.name)
+			}
+		}
+		if len(flags) > 0 {
+			return req, fmt.Errorf("%s: on platform ssh the hosts are the machines: list the ones wanted in platform.ssh.hosts of --config (kiln show install-config, edited)",
+				strings.Join(flags, ", "))
+		}
+	}
 	if o.Config != "" {
 		data, err := os.ReadFile(o.Config)
 		if err != nil {
@@ -134,6 +199,10 @@ func request(c *install.Cluster, o Options, pending []string) (Request, error) {
 		}
 		if req.Masters, req.Workers, err = Counts(c.Config, want); err != nil {
 			return req, fmt.Errorf("%s: %w", o.Config, err)
+		}
+		if named {
+			shape := configs.Shape(want, c.InfraID)
+			req.Want, req.Hosts = &shape, want.Platform.SSH.Hosts
 		}
 	}
 	if o.Masters >= 0 {

@@ -146,10 +146,12 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Check judges the observations of hosts (obs[i] is hosts[i]'s): it
-// returns warnings worth telling and an *Error with every problem of every
-// host, nil when there is none.
-func Check(hosts []Host, obs []Observation) (warnings []string, err error) {
+// Check judges the observations of hosts (obs[i] is hosts[i]'s), whose
+// machine-ids must differ from one another's and from installed's (the
+// machine-ids of the cluster's hosts installed already): it returns
+// warnings worth telling and an *Error with every problem of every host,
+// nil when there is none.
+func Check(hosts []Host, obs []Observation, installed map[Host]string) (warnings []string, err error) {
 	var probs []Problem
 	for i, h := range hosts {
 		problem := func(check, format string, args ...any) {
@@ -168,7 +170,20 @@ func Check(hosts []Host, obs []Observation) (warnings []string, err error) {
 	probs = append(probs, unique(hosts, obs, "hostname", func(f Facts) string { return f.Hostname },
 		"every node's name is its hostname: set a unique one (hostnamectl set-hostname)")...)
 	probs = append(probs, unique(hosts, obs, "machine-id", func(f Facts) string { return f.MachineID },
-		"hosts cloned from one image share it: run rm /etc/machine-id && systemd-machine-id-setup on the copies")...)
+		machineIDFix)...)
+	for i, h := range hosts {
+		var same []string
+		for other, id := range installed {
+			if obs[i].Err == nil && id == obs[i].Facts.MachineID && other != h {
+				same = append(same, other.Name)
+			}
+		}
+		if len(same) > 0 {
+			slices.Sort(same)
+			probs = append(probs, Problem{Host: h, Check: "machine-id", Message: fmt.Sprintf("machine-id %q is also that of %s, in the cluster already: %s",
+				obs[i].Facts.MachineID, strings.Join(same, ", "), machineIDFix)})
+		}
+	}
 	if len(probs) == 0 {
 		return warnings, nil
 	}
@@ -285,6 +300,9 @@ func checkClock(o Observation, problem func(check, format string, args ...any)) 
 			c.Sub(o.After).Round(time.Millisecond), MaxClockSkew)
 	}
 }
+
+// machineIDFix says how to give a cloned host a machine-id of its own.
+const machineIDFix = "hosts cloned from one image share it: run rm /etc/machine-id && systemd-machine-id-setup on the copies"
 
 // unique reports hosts whose key (a hostname, a machine-id) another host
 // has too, each naming the others.

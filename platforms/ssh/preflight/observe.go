@@ -3,6 +3,7 @@ package preflight
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -37,8 +38,32 @@ func Observe(ctx context.Context, hosts []Host, run Runner, now func() time.Time
 	return obs
 }
 
-// Run observes hosts and checks them: the warnings, and an *Error naming
-// every problem of every host.
-func Run(ctx context.Context, hosts []Host, run Runner) (warnings []string, err error) {
-	return Check(hosts, Observe(ctx, hosts, run, time.Now))
+// Run observes hosts and checks them, comparing their machine-ids with
+// those of installed (hosts of the cluster kiln installed already, which
+// are not checked again): the warnings, and an *Error naming every
+// problem of every host.
+func Run(ctx context.Context, hosts, installed []Host, run Runner) (warnings []string, err error) {
+	return Check(hosts, Observe(ctx, hosts, run, time.Now), MachineIDs(ctx, installed, run))
+}
+
+// MachineIDs reads the machine-id of each of hosts; a host that cannot be
+// read is left out.
+func MachineIDs(ctx context.Context, hosts []Host, run Runner) map[Host]string {
+	ids := map[Host]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := run.RunScript(ctx, h.Address, "cat /etc/machine-id\n")
+			if id := strings.TrimSpace(string(out)); err == nil && id != "" {
+				mu.Lock()
+				ids[h] = id
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return ids
 }

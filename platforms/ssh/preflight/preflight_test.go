@@ -174,7 +174,7 @@ func TestCheck(t *testing.T) {
 		}, want: []string{"boot-0 reach", "worker-3 name"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			warnings, err := Check(hosts(), observed(tt.changes))
+			warnings, err := Check(hosts(), observed(tt.changes), nil)
 			var got []string
 			if err != nil {
 				var e *Error
@@ -210,7 +210,7 @@ func TestErrorMessage(t *testing.T) {
 		3: func(o *Observation) {
 			o.Facts.OSName, o.Facts.OSVersion, o.Facts.Modules["xt_set"] = "Debian GNU/Linux 11 (bullseye)", "11", "missing"
 		},
-	}))
+	}), map[Host]string{{Name: "master-9", Address: "10.0.0.19", Role: Master}: good("worker-3").MachineID})
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -264,5 +264,38 @@ func TestObserve(t *testing.T) {
 	}
 	if o := obs[3]; o.Err == nil || !strings.Contains(o.Err.Error(), "connection refused") {
 		t.Errorf("unreachable host: %v", o.Err)
+	}
+}
+
+// idRunner answers cat /etc/machine-id by address; a host it does not
+// know refuses the connection.
+type idRunner map[string]string
+
+func (r idRunner) RunScript(_ context.Context, address, script string) ([]byte, error) {
+	if script != "cat /etc/machine-id\n" {
+		return nil, errors.New("not the machine-id script")
+	}
+	id, ok := r[address]
+	if !ok {
+		return nil, errors.New("connection refused")
+	}
+	return []byte(id + "\n"), nil
+}
+
+// TestMachineIDs: the installed hosts' machine-ids are read, a host that
+// does not answer left out, and a host to install with one of them is a
+// problem naming the installed host.
+func TestMachineIDs(t *testing.T) {
+	hs := hosts()
+	ids := MachineIDs(context.Background(), hs[1:], idRunner{"10.0.0.11": "aaa", "10.0.0.12": "bbb"})
+	if len(ids) != 2 || ids[hs[1]] != "aaa" || ids[hs[2]] != "bbb" {
+		t.Errorf("MachineIDs = %v", ids)
+	}
+	_, err := Check(hs[3:], observed(map[int]func(*Observation){0: func(o *Observation) { o.Facts.MachineID = "bbb" }})[:1], ids)
+	if err == nil || !strings.Contains(err.Error(), `machine-id "bbb" is also that of master-2, in the cluster already`) {
+		t.Errorf("a host cloned from an installed one: %v", err)
+	}
+	if _, err := Check(hs[3:], observed(nil)[3:], ids); err != nil {
+		t.Errorf("a host of its own: %v", err)
 	}
 }

@@ -44,12 +44,12 @@ func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error
 	if err != nil {
 		return &platforms.ConfigError{Err: fmt.Errorf("install-config.yaml: platform.ssh: %w", err)}
 	}
-	hosts := p.notInstalled(ctx, client, clusterHosts(c))
+	hosts, installed := p.notInstalled(ctx, client, clusterHosts(c))
 	if len(hosts) == 0 {
 		return nil
 	}
 	end := p.Env.Progress.Start(fmt.Sprintf("Checking %d hosts over SSH", len(hosts)))
-	warnings, err := preflight.Run(ctx, hosts, client)
+	warnings, err := preflight.Run(ctx, hosts, installed, client)
 	end(err)
 	for _, w := range warnings {
 		p.Env.Log.Warn(w)
@@ -58,17 +58,18 @@ func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error
 }
 
 // notInstalled returns the hosts of hosts that keep no record of kiln's
-// install, or cannot say (the preflight names a host it cannot reach).
-func (p *Provisioner) notInstalled(ctx context.Context, h footprint.Host, hosts []preflight.Host) []preflight.Host {
-	var out []preflight.Host
+// install, or cannot say (the preflight names a host it cannot reach),
+// and the others.
+func (p *Provisioner) notInstalled(ctx context.Context, h footprint.Host, hosts []preflight.Host) (check, installed []preflight.Host) {
 	for _, host := range hosts {
 		if rec, err := footprint.Recorded(ctx, h, host.Address); err == nil && rec {
 			p.Env.Log.Infof("Host %s (%s) is installed already: not checked again", host.Name, host.Address)
+			installed = append(installed, host)
 			continue
 		}
-		out = append(out, host)
+		check = append(check, host)
 	}
-	return out
+	return check, installed
 }
 
 // clusterHosts are c's hosts that run a node's units, in the order
@@ -179,15 +180,27 @@ func (p *Provisioner) dropBootstrapBackend(ctx context.Context, h footprint.Host
 		return err
 	}
 	end := p.Env.Progress.Start(fmt.Sprintf("Taking the bootstrap host out of %d hosts' API proxies", len(hosts)))
+	err = p.setProxies(ctx, h, hosts, nil, proxy)
+	end(err)
+	return err
+}
+
+// setProxies gives the API proxy of each of hosts the configuration
+// proxy, and names every host that failed; a host in leaving, about to
+// be reset, that fails is only warned about.
+func (p *Provisioner) setProxies(ctx context.Context, h footprint.Host, hosts []tfdata.SSHHost, leaving []string, proxy string) error {
 	var errs []error
 	for _, host := range hosts {
-		if err := footprint.SetAPIProxy(ctx, h, host.Address, []byte(proxy)); err != nil {
+		err := footprint.SetAPIProxy(ctx, h, host.Address, []byte(proxy))
+		switch {
+		case err == nil:
+		case slices.Contains(leaving, host.Name):
+			p.Env.Log.Warnf("host %s, about to be reset, keeps its old API proxy configuration: %v", host.Name, err)
+		default:
 			errs = append(errs, fmt.Errorf("host %s: %w", host.Name, err))
 		}
 	}
-	err = errors.Join(errs...)
-	end(err)
-	return err
+	return errors.Join(errs...)
 }
 
 // Destroy implements platforms.Provisioner: the cluster stage, then the
@@ -297,12 +310,22 @@ func Vars(c *platforms.Cluster, payload string) (tfdata.SSHVars, error) {
 // health-checked, so that a node reaches them as long as one of them
 // serves.
 func APIProxyConfig(c *types.Config, bootstrapDone bool) (string, error) {
-	var api, mcs []string
+	var addrs []string
 	for _, h := range c.Platform.SSH.Hosts {
 		if h.Role == ssh.RoleBootstrap && !bootstrapDone || h.Role == ssh.RoleMaster {
-			api = append(api, h.Address+":6443")
-			mcs = append(mcs, h.Address+":"+strconv.Itoa(nodelayout.MCSPort))
+			addrs = append(addrs, h.Address)
 		}
+	}
+	return proxyConfig(addrs)
+}
+
+// proxyConfig is the hosts' proxy configuration with the API and
+// machine-config servers at addrs as its backends.
+func proxyConfig(addrs []string) (string, error) {
+	var api, mcs []string
+	for _, a := range addrs {
+		api = append(api, a+":6443")
+		mcs = append(mcs, a+":"+strconv.Itoa(nodelayout.MCSPort))
 	}
 	cfg := lb.Config{Listen: "127.0.0.1", Services: []lb.Service{
 		{Name: "api", Port: ssh.APIProxyPort, Backends: api, Health: lb.CheckHTTPS, HealthPath: "/readyz"},

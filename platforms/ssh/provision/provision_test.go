@@ -35,7 +35,7 @@ func exampleCluster(t *testing.T) *platforms.Cluster {
 	return &platforms.Cluster{Config: cfg, InfraID: "rack-x1y2z", Bootstrap: []byte("b"), Master: []byte("m"), Worker: []byte("w")}
 }
 
-func names(hs []tfdata.SSHHost) []string {
+func hostList(hs []tfdata.SSHHost) []string {
 	var out []string
 	for _, h := range hs {
 		out = append(out, h.Name+"@"+h.Address)
@@ -52,10 +52,10 @@ func TestVars(t *testing.T) {
 	if v.Bootstrap == nil || v.Bootstrap.Name != "node1" || v.Bootstrap.IP != "192.168.10.11" {
 		t.Errorf("bootstrap %+v", v.Bootstrap)
 	}
-	if got := names(v.Masters); !slices.Equal(got, []string{"node2@192.168.10.12", "node3@192.168.10.13", "node4@192.168.10.14"}) {
+	if got := hostList(v.Masters); !slices.Equal(got, []string{"node2@192.168.10.12", "node3@192.168.10.13", "node4@192.168.10.14"}) {
 		t.Errorf("masters %q", got)
 	}
-	if got := names(v.Workers); !slices.Equal(got, []string{"node5@192.168.10.15"}) {
+	if got := hostList(v.Workers); !slices.Equal(got, []string{"node5@192.168.10.15"}) {
 		t.Errorf("workers %q", got)
 	}
 	if v.SSHUser != "root" || *v.SSHPort != 22 || v.SSHIdentityFile == nil || *v.SSHIdentityFile != "/root/.ssh/id_ed25519" ||
@@ -178,12 +178,16 @@ func TestPreflightSkipsInstalledHosts(t *testing.T) {
 	c := exampleCluster(t)
 	f := recordedHosts{recorded: map[string]bool{"192.168.10.11": true, "192.168.10.12": true}, down: map[string]bool{"192.168.10.14": true}}
 	p := &Provisioner{Env: platforms.Env{Log: logrus.New()}}
-	var got []string
-	for _, h := range p.notInstalled(context.Background(), f, clusterHosts(c)) {
+	var got, done []string
+	check, installed := p.notInstalled(context.Background(), f, clusterHosts(c))
+	for _, h := range check {
 		got = append(got, h.Name)
 	}
-	if !slices.Equal(got, []string{"node3", "node4", "node5"}) {
-		t.Errorf("hosts to check %q, want node3, node4 (down) and node5", got)
+	for _, h := range installed {
+		done = append(done, h.Name)
+	}
+	if !slices.Equal(got, []string{"node3", "node4", "node5"}) || !slices.Equal(done, []string{"node1", "node2"}) {
+		t.Errorf("hosts to check %q, want node3, node4 (down) and node5; installed %q, want node1, node2", got, done)
 	}
 	c.BootstrapDone = true
 	if hs := clusterHosts(c); len(hs) != 4 || hs[0].Name != "node2" {
@@ -219,8 +223,45 @@ func TestDropBootstrapBackend(t *testing.T) {
 	if err := p.dropBootstrapBackend(context.Background(), f, c, hosts); err == nil || !strings.Contains(err.Error(), "host node3") {
 		t.Errorf("a host that does not answer: %v", err)
 	}
+	// ... unless it is leaving (a master being removed, maybe dead).
+	f.calls = nil
+	if err := p.setProxies(context.Background(), f, hosts, []string{"node3"}, want); err != nil || len(f.calls) != 3 {
+		t.Errorf("a leaving host that does not answer: %v (asked %d hosts)", err, len(f.calls))
+	}
 }
 
 func (f *fakeHosts) PushDir(context.Context, string, string, string, func(int64)) error {
 	return errors.New("not pushed")
+}
+
+// TestAPIBackends checks that the masters behind the hosts' API proxies
+// are read back from the configuration the cluster stage recorded: by
+// name, in its order, without the bootstrap host or a host that is no
+// master of the cluster's shape.
+func TestAPIBackends(t *testing.T) {
+	c := exampleCluster(t)
+	withBoot, err := APIProxyConfig(c.Config, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := apiBackends(c, tfdata.SSHVars{APIProxy: &withBoot})
+	if want := []string{"node2", "node3", "node4"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("apiBackends = %q, %v; want %q", got, err, want)
+	}
+	two, err := proxyConfig(hostAddresses(c, []string{"node4", "node2"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = apiBackends(c, tfdata.SSHVars{APIProxy: &two})
+	if want := []string{"node4", "node2"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("apiBackends = %q, %v; want %q", got, err, want)
+	}
+	c.Shape = machines.Shape{Masters: []string{"node2", "node3"}, Workers: []string{"node5"}}
+	got, err = apiBackends(c, tfdata.SSHVars{APIProxy: &withBoot})
+	if want := []string{"node2", "node3"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("apiBackends with node4 out of the shape = %q, %v; want %q", got, err, want)
+	}
+	if _, err := apiBackends(c, tfdata.SSHVars{}); err == nil {
+		t.Error("apiBackends without a proxy configuration: no error")
+	}
 }

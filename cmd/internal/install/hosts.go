@@ -1,0 +1,75 @@
+package install
+
+import (
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
+)
+
+// HostsFile is where `kiln scale cluster` records, in --dir, the
+// platform.ssh.hosts of a cluster on the ssh platform once it changed
+// them: the hosts name the machines and give their addresses, and the
+// install-config in the state file is never changed (ShapeFile). While a
+// scale runs it lists the hosts before and after (a host being removed
+// keeps its entry until it is reset); once the scale is done, the hosts
+// after.
+const HostsFile = ".kiln/ssh-hosts.json"
+
+// LoadHosts reads dir's hosts record; found is false when there is none.
+func LoadHosts(dir string) (hosts []ssh.Host, found bool, err error) {
+	found, err = LoadRecord(dir, HostsFile, &hosts)
+	return hosts, found, err
+}
+
+// SaveHosts writes dir's hosts record atomically, following no symbolic
+// link in dir.
+func SaveHosts(dir string, hosts []ssh.Host) error {
+	return SaveRecord(dir, HostsFile, hosts)
+}
+
+// EffectiveConfig returns the install-config c of the cluster in dir with
+// dir's hosts record applied (WithHosts), or c itself when there is none.
+func EffectiveConfig(dir string, c *types.Config) (*types.Config, error) {
+	if c.Platform.SSH == nil {
+		return c, nil
+	}
+	hosts, found, err := LoadHosts(dir)
+	if err != nil || !found {
+		return c, err
+	}
+	return WithHosts(c, hosts), nil
+}
+
+// WithHosts returns a copy of c, an install-config of the ssh platform,
+// with hosts as its platform.ssh.hosts and the replica counts theirs
+// (controlPlane.replicas the master hosts; the first compute pool the
+// worker hosts, any other pool none), so that it validates as it did. c
+// is not changed.
+func WithHosts(c *types.Config, hosts []ssh.Host) *types.Config {
+	out := *c
+	s := *c.Platform.SSH
+	s.Hosts = append([]ssh.Host(nil), hosts...)
+	out.Platform.SSH = &s
+	var masters, workers int64
+	for _, h := range hosts {
+		switch h.Role {
+		case ssh.RoleMaster:
+			masters++
+		case ssh.RoleWorker:
+			workers++
+		}
+	}
+	if c.ControlPlane != nil {
+		cp := *c.ControlPlane
+		cp.Replicas = &masters
+		out.ControlPlane = &cp
+	}
+	out.Compute = append([]types.MachinePool(nil), c.Compute...)
+	for i := range out.Compute {
+		n := int64(0)
+		if i == 0 {
+			n = workers
+		}
+		out.Compute[i].Replicas = &n
+	}
+	return &out
+}
