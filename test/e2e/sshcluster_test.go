@@ -127,27 +127,10 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	}
 	t.Logf("create cluster's steps:\n%s", lastLines(out, 70))
 	t.Logf("MEASURE create cluster on %d ssh hosts (1 bootstrap, %d masters, 1 worker): %s", len(installed), sshMasters, time.Since(start).Round(time.Second))
-	for _, want := range []string{"Checking " + fmt.Sprint(len(installed)) + " hosts over SSH", "Install complete!", "Time elapsed:"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("create cluster output lacks %q:\n%s", want, lastLines(out, 40))
-		}
-	}
+	assertOutput(t, "create cluster", out, "Checking "+fmt.Sprint(len(installed))+" hosts over SSH", "Install complete!", "Time elapsed:")
 	client := adminClient(t, dir)
-	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, n := range nodes.Items {
-		got = append(got, fmt.Sprintf("%s ready=%v", n.Name, nodeReady(&n)))
-	}
-	var want []string
-	for _, h := range installed[1:] {
-		want = append(want, h.Name+" ready=true")
-	}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("nodes %q, want %q (the hosts' names, the bootstrap host gone)", got, want)
-	}
+	// The hosts' names, the bootstrap host gone.
+	assertNodes(ctx, t, client, installed[1:], "after create")
 	// The bootstrap host was reset: nothing of kiln's is left on it, and
 	// no host's API proxy sends to it any more.
 	if rec, err := footprint.Recorded(ctx, f.Client, boot.Address); err != nil || rec {
@@ -268,27 +251,9 @@ func scaleSSHCluster(ctx context.Context, t *testing.T, kiln, dir string, f *ssh
 		t.Fatalf("scale cluster --config (%s in %s's place): %v\n%s", joiner.Name, worker.Name, err, lastLines(out, 40))
 	}
 	t.Logf("MEASURE scale cluster: worker %s added, %s removed: %s", joiner.Name, worker.Name, time.Since(start).Round(time.Second))
-	for _, want := range []string{"+ worker " + joiner.Name, "- worker " + worker.Name, "Checking 1 hosts over SSH", "Scale complete: 3 masters, 1 workers"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("scale cluster output lacks %q:\n%s", want, lastLines(out, 40))
-		}
-	}
+	assertOutput(t, "scale cluster", out, "+ worker "+joiner.Name, "- worker "+worker.Name, "Checking 1 hosts over SSH", "Scale complete: 3 masters, 1 workers")
 	client := adminClient(t, dir)
-	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, n := range nodes.Items {
-		got = append(got, fmt.Sprintf("%s ready=%v", n.Name, nodeReady(&n)))
-	}
-	var want []string
-	for _, h := range append(slices.Clone(masters), joiner) {
-		want = append(want, h.Name+" ready=true")
-	}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("nodes after the scale %q, want %q", got, want)
-	}
+	assertNodes(ctx, t, client, append(slices.Clone(masters), joiner), "after the scale")
 	if rec, err := footprint.Recorded(ctx, f.Client, worker.Address); err != nil || rec {
 		t.Errorf("the removed worker's host keeps kiln's record (%v, %v)", rec, err)
 	}
@@ -306,13 +271,40 @@ func scaleSSHCluster(ctx context.Context, t *testing.T, kiln, dir string, f *ssh
 		t.Fatalf("scale cluster --replace %s: %v\n%s", replaced.Name, err, lastLines(out, 40))
 	}
 	t.Logf("MEASURE scale cluster --replace %s: %s", replaced.Name, time.Since(start).Round(time.Second))
-	for _, want := range []string{"~ replace master " + replaced.Name, "Scale complete: 3 masters, 1 workers"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("scale cluster --replace output lacks %q:\n%s", want, lastLines(out, 40))
-		}
-	}
+	assertOutput(t, "scale cluster --replace", out, "~ replace master "+replaced.Name, "Scale complete: 3 masters, 1 workers")
 	waitNodeReadySince(ctx, t, client, replaced.Name, start, "after its replacement")
 	assertProxies(ctx, t, f, append(slices.Clone(masters), joiner), masters, "after the master's replacement")
+}
+
+// assertOutput checks that the output out of the command what holds
+// each of wants.
+func assertOutput(t *testing.T, what, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s output lacks %q:\n%s", what, want, lastLines(out, 40))
+		}
+	}
+}
+
+// assertNodes checks that the cluster's Nodes are exactly hosts, all
+// Ready.
+func assertNodes(ctx context.Context, t *testing.T, client kubernetes.Interface, hosts []sshHost, when string) {
+	t.Helper()
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	for _, n := range nodes.Items {
+		got = append(got, fmt.Sprintf("%s ready=%v", n.Name, nodeReady(&n)))
+	}
+	for _, h := range hosts {
+		want = append(want, h.Name+" ready=true")
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("nodes %s %q, want %q", when, got, want)
+	}
 }
 
 // assertProxies checks that the API proxy of each of hosts lists exactly
