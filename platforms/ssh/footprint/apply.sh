@@ -6,7 +6,8 @@
 # config, base64), env (the node environment), config_file, env_file,
 # payload_units and modules (space-separated), modules_file, and for the
 # host's API proxy (none when proxy is empty) proxy (its configuration),
-# proxy_file, proxy_unit, proxy_unit_file and proxy_unit_text.
+# proxy_file, proxy_unit, proxy_unit_file and proxy_unit_text; and the
+# function put_file (putFileFn).
 set -eu
 if [ ! -e "$rec/recorded" ]; then
 	echo "footprint: $rec has no record: kiln records a host before it changes it" >&2
@@ -24,13 +25,8 @@ systemctl enable --quiet systemd-sysext.service
 systemd-sysext refresh >/dev/null
 if [ -n "$proxy" ]; then
 	mkdir -p "$(dirname "$proxy_file")"
-	rm -f "$proxy_file.tmp"
-	printf '%s' "$proxy" >"$proxy_file.tmp"
-	chmod 0644 "$proxy_file.tmp"
-	mv -f "$proxy_file.tmp" "$proxy_file"
-	rm -f "$proxy_unit_file.tmp"
-	printf '%s' "$proxy_unit_text" >"$proxy_unit_file.tmp"
-	mv -f "$proxy_unit_file.tmp" "$proxy_unit_file"
+	put_file "$proxy_file" 0644 "$proxy"
+	put_file "$proxy_unit_file" 0644 "$proxy_unit_text"
 fi
 systemctl daemon-reload
 if [ -n "$proxy" ]; then
@@ -42,10 +38,7 @@ mkdir -p "$(dirname "$config_file")" "$(dirname "$env_file")"
 rm -f "$config_file.tmp"
 printf '%s' "$config" | base64 -d >"$config_file.tmp"
 mv -f "$config_file.tmp" "$config_file"
-rm -f "$env_file.tmp"
-printf '%s' "$env" >"$env_file.tmp"
-chmod 0644 "$env_file.tmp"
-mv -f "$env_file.tmp" "$env_file"
+put_file "$env_file" 0644 "$env"
 # shellcheck disable=SC2086 # one word per unit
 systemctl enable --quiet $payload_units
 # shellcheck disable=SC2086

@@ -296,7 +296,7 @@ func TestSetAPIProxyScript(t *testing.T) {
 	rec, file := filepath.Join(dir, "rec"), filepath.Join(dir, "lb.json")
 	script := func(proxy string) string {
 		s := SetAPIProxyScript([]byte(proxy))
-		return assign(map[string]string{"rec": rec, "proxy": proxy, "proxy_file": file}) + s[strings.Index(s, setAPIProxyScript):]
+		return assign(map[string]string{"rec": rec, "proxy": proxy, "proxy_file": file}) + s[strings.Index(s, putFileFn):]
 	}
 	run := func(proxy string) string {
 		out, err := exec.Command("/bin/sh", "-c", script(proxy)).CombinedOutput()
@@ -334,5 +334,20 @@ func TestSetAPIProxyScript(t *testing.T) {
 	run(`{"through":"a link"}`)
 	if _, err := os.Stat(target); err == nil {
 		t.Error("the script wrote through a link")
+	}
+	// A link planted at the temporary file put_file writes first.
+	os.Remove(file)
+	if err := os.WriteFile(file, []byte(`{"old":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, file+".tmp"); err != nil {
+		t.Fatal(err)
+	}
+	run(`{"past":"a link"}`)
+	if _, err := os.Stat(target); err == nil {
+		t.Error("the script wrote through a link at its temporary file")
+	}
+	if b, _ := os.ReadFile(file); string(b) != `{"past":"a link"}` {
+		t.Errorf("the configuration is %q", b)
 	}
 }

@@ -145,7 +145,7 @@ func ApplyScript(config []byte, env string, proxy []byte) string {
 		"payload_units":   strings.Join(PayloadUnits, " "),
 		"modules":         strings.Join(preflight.ModuleNames(), " "),
 		"modules_file":    ModulesLoadFile,
-	}) + applyScript
+	}) + putFileFn + applyScript
 }
 
 // ResetScript is the script that resets a host by its record.
@@ -194,17 +194,26 @@ if [ ! -e "$rec/recorded" ] || [ ! -f "$proxy_file" ] || [ -L "$proxy_file" ]; t
 	echo "footprint: no API proxy configuration to replace"
 	exit 0
 fi
-rm -f "$proxy_file.tmp"
-printf '%s' "$proxy" >"$proxy_file.tmp"
-chmod 0644 "$proxy_file.tmp"
-mv -f "$proxy_file.tmp" "$proxy_file"
+put_file "$proxy_file" 0644 "$proxy"
 echo "footprint: API proxy configuration replaced"
+`
+
+// putFileFn is the shell function the scripts that write a file of kiln's
+// share: put_file FILE MODE TEXT replaces FILE with TEXT atomically (a
+// FILE.tmp beside it, renamed), removing FILE.tmp first, so that root
+// never writes through a link planted there.
+const putFileFn = `put_file() {
+	rm -f "$1.tmp"
+	printf '%s' "$3" >"$1.tmp"
+	chmod "$2" "$1.tmp"
+	mv -f "$1.tmp" "$1"
+}
 `
 
 // SetAPIProxyScript is the script that gives the host's API proxy the
 // configuration proxy.
 func SetAPIProxyScript(proxy []byte) string {
-	return assign(map[string]string{"rec": RecordDir, "proxy": string(proxy), "proxy_file": APIProxyConfigFile}) + setAPIProxyScript
+	return assign(map[string]string{"rec": RecordDir, "proxy": string(proxy), "proxy_file": APIProxyConfigFile}) + putFileFn + setAPIProxyScript
 }
 
 // SetAPIProxy gives the API proxy of the host at address the
