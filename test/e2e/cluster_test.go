@@ -141,7 +141,7 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 	}
 	assertPodNetwork(ctx, t, client, infraID+"-master-0", infraID+"-worker-0")
 	if networkType == "KilnVXLAN" {
-		assertOverlayRoutes(ctx, t, client)
+		assertOverlayRoutes(ctx, t, client, machine.NewManager(machine.Options{}).Exec)
 	}
 	if workers > 0 {
 		assertNetworkPolicy(ctx, t, client, infraID)
@@ -166,18 +166,17 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 	}
 }
 
-// assertOverlayRoutes checks, in every node machine, that the route to
-// each other node's pod CIDR goes through the kiln.vxlan tunnel and that
-// the CNI bridge's MTU leaves room for the VXLAN headers: the pod traffic
-// assertPodNetwork and assertNetworkPolicy saw crossed the overlay, not
-// host-gw routes.
-func assertOverlayRoutes(ctx context.Context, t *testing.T, client kubernetes.Interface) {
+// assertOverlayRoutes checks, on every node (a command run there by
+// exec), that the route to each other node's pod CIDR goes through the
+// kiln.vxlan tunnel and that the CNI bridge's MTU leaves room for the
+// VXLAN headers: the pod traffic assertPodNetwork and assertNetworkPolicy
+// saw crossed the overlay, not host-gw routes.
+func assertOverlayRoutes(ctx context.Context, t *testing.T, client kubernetes.Interface, exec func(ctx context.Context, node string, argv ...string) ([]byte, error)) {
 	t.Helper()
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr := machine.NewManager(machine.Options{})
 	for _, n := range nodes.Items {
 		for _, peer := range nodes.Items {
 			if peer.Name == n.Name || peer.Spec.PodCIDR == "" {
@@ -188,12 +187,12 @@ func assertOverlayRoutes(ctx context.Context, t *testing.T, client kubernetes.In
 				t.Fatalf("node %s: podCIDR %q: %v", peer.Name, peer.Spec.PodCIDR, err)
 			}
 			podIP := cidr.Masked().Addr().Next().Next().String() // host-local's first pod address
-			out, err := mgr.Exec(ctx, n.Name, "ip", "-o", "route", "get", podIP)
+			out, err := exec(ctx, n.Name, "ip", "-o", "route", "get", podIP)
 			if err != nil || !strings.Contains(string(out), " dev kiln.vxlan ") {
 				t.Errorf("%s: ip route get %s (a pod of %s) = %q, %v; want through kiln.vxlan", n.Name, podIP, peer.Name, out, err)
 			}
 		}
-		out, err := mgr.Exec(ctx, n.Name, "cat", "/sys/class/net/kiln.vxlan/mtu", "/etc/cni/net.d/10-kiln.conflist")
+		out, err := exec(ctx, n.Name, "cat", "/sys/class/net/kiln.vxlan/mtu", "/etc/cni/net.d/10-kiln.conflist")
 		if err != nil || !strings.HasPrefix(string(out), "1450\n") || !strings.Contains(string(out), `"mtu": 1450`) {
 			t.Errorf("%s: kiln.vxlan MTU and CNI config = %q, %v; want 1450 on both", n.Name, out, err)
 		}

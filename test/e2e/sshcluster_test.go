@@ -26,9 +26,6 @@ import (
 	"github.com/kiln-project/kiln/platforms/ssh/footprint"
 )
 
-// sshMasters is the number of masters of TestSSHCluster.
-const sshMasters = 3
-
 // TestSSHCluster installs a cluster onto plain Debian 12 test hosts (a
 // bootstrap host, sshMasters masters and a worker; systemd-nspawn
 // containers with sshd on a bridge, never kiln's node image) with
@@ -45,19 +42,52 @@ const sshMasters = 3
 // processes, interfaces, rules, routes and mounts equal a snapshot taken
 // before the install.
 func TestSSHCluster(t *testing.T) {
+	testSSHCluster(t, sshClusterOptions{name: "e2essh", third: 12, masters: 3, dayTwo: true})
+}
+
+// TestSSHClusterVXLAN installs a cluster of a master and a worker host
+// whose pod network is the KilnVXLAN overlay (hosts that reach each other
+// by IP only, docs/pod-network.md): the Service answers across hosts
+// through the tunnel on each host, the master's host reboots, and
+// `kiln destroy cluster` leaves every host as it was (the tunnel device
+// gone).
+func TestSSHClusterVXLAN(t *testing.T) {
+	testSSHCluster(t, sshClusterOptions{name: "e2esshvx", third: 13, masters: 1, networkType: "KilnVXLAN"})
+}
+
+// sshClusterOptions are the cluster a testSSHCluster installs.
+type sshClusterOptions struct {
+	// name is the cluster's name and its hosts' names' prefix.
+	name string
+	// third is the test hosts' subnet (startSSHHosts).
+	third int
+	// masters is the number of master hosts (and 1 worker).
+	masters int
+	// networkType is networking.networkType ("": the default).
+	networkType string
+	// dayTwo runs the scale steps (with 3 masters): one more host is
+	// booted for them.
+	dayTwo bool
+}
+
+// testSSHCluster is TestSSHCluster with o's cluster.
+func testSSHCluster(t *testing.T, o sshClusterOptions) {
 	requireMachineHost(t, "debootstrap")
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
 	kiln := buildStaticKiln(t)
-	names := []string{"e2essh-boot"}
-	for i := range sshMasters {
-		names = append(names, fmt.Sprintf("e2essh-master-%d", i))
+	names := []string{o.name + "-boot"}
+	for i := range o.masters {
+		names = append(names, fmt.Sprintf("%s-master-%d", o.name, i))
 	}
-	// The last host joins on day 2, in the first worker's place.
-	names = append(names, "e2essh-worker-0", "e2essh-worker-1")
-	f := startSSHHosts(t, 12, names, nil)
-	boot, masters, worker, joiner := f.Hosts[0], f.Hosts[1:1+sshMasters], f.Hosts[1+sshMasters], f.Hosts[2+sshMasters]
-	installed := f.Hosts[:2+sshMasters]
+	names = append(names, o.name+"-worker-0")
+	if o.dayTwo {
+		// The last host joins on day 2, in the first worker's place.
+		names = append(names, o.name+"-worker-1")
+	}
+	f := startSSHHosts(t, o.third, names, nil)
+	boot, masters, worker := f.Hosts[0], f.Hosts[1:1+o.masters], f.Hosts[1+o.masters]
+	installed := f.Hosts[:2+o.masters]
 
 	dir := t.TempDir()
 	subnet := boot.Address[:strings.LastIndex(boot.Address, ".")+1]
@@ -72,10 +102,14 @@ func TestSSHCluster(t *testing.T) {
 		}
 		fmt.Fprintf(&hosts, "    - {name: %s, address: %s, role: %s}\n", h.Name, h.Address, role)
 	}
+	networkType := ""
+	if o.networkType != "" {
+		networkType = "  networkType: " + o.networkType + "\n"
+	}
 	cfg := fmt.Sprintf(`apiVersion: kiln.dev/v1
 baseDomain: e2e.example.com
 metadata:
-  name: sshe2e
+  name: %s
 controlPlane:
   name: master
   replicas: %d
@@ -86,13 +120,13 @@ compute:
 networking:
   machineNetwork:
   - cidr: %s0/24
-platform:
+%splatform:
   ssh:
     identityFile: %s
     knownHostsFile: %s
     apiVIP: %s
     hosts:
-%s`, sshMasters, map[bool]string{true: "Slower", false: "Standard"}[sshMasters > 1], subnet, f.KeyFile, f.KnownHosts, masters[0].Address, hosts.String())
+%s`, o.name, o.masters, map[bool]string{true: "Slower", false: "Standard"}[o.masters > 1], subnet, networkType, f.KeyFile, f.KnownHosts, masters[0].Address, hosts.String())
 	if err := os.WriteFile(filepath.Join(dir, "install-config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +160,7 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 		t.Fatalf("create cluster: %v\n%s", err, lastLines(out, 60))
 	}
 	t.Logf("create cluster's steps:\n%s", lastLines(out, 70))
-	t.Logf("MEASURE create cluster on %d ssh hosts (1 bootstrap, %d masters, 1 worker): %s", len(installed), sshMasters, time.Since(start).Round(time.Second))
+	t.Logf("MEASURE create cluster on %d ssh hosts (1 bootstrap, %d masters, 1 worker%s): %s", len(installed), o.masters, map[bool]string{true: ", " + o.networkType}[o.networkType != ""], time.Since(start).Round(time.Second))
 	assertOutput(t, "create cluster", out, "Checking "+fmt.Sprint(len(installed))+" hosts over SSH", "Install complete!", "Time elapsed:")
 	client := adminClient(t, dir)
 	// The hosts' names, the bootstrap host gone.
@@ -155,8 +189,11 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	// A Service across hosts: the server on the last master, the client on
 	// the worker.
 	assertPodNetwork(ctx, t, client, masters[len(masters)-1].Name, worker.Name)
+	if o.networkType == "KilnVXLAN" {
+		assertOverlayRoutes(ctx, t, client, f.m.Exec)
+	}
 
-	if sshMasters > 1 {
+	if o.masters > 1 {
 		// A master's host stops: the API serves on, to the hosts through
 		// their proxies and to the user at the API VIP (the first master).
 		stopped := masters[1]
@@ -188,8 +225,8 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	waitNodeReadySince(ctx, t, client, masters[0].Name, rebooted, "after its host rebooted")
 	t.Logf("MEASURE %s's host rebooted: Node Ready again after %s", masters[0].Name, time.Since(rebooted).Round(time.Second))
 
-	if sshMasters > 1 {
-		scaleSSHCluster(ctx, t, kiln, dir, f, masters, worker, joiner)
+	if o.dayTwo && o.masters > 1 {
+		scaleSSHCluster(ctx, t, kiln, dir, f, masters, worker, f.Hosts[2+o.masters])
 	}
 
 	infraID := readInfraID(t, dir)
