@@ -27,7 +27,7 @@ import (
 )
 
 // TestSSHCluster installs a cluster onto plain Debian 12 test hosts (a
-// bootstrap host, sshMasters masters and a worker; systemd-nspawn
+// bootstrap host, three masters and a worker; systemd-nspawn
 // containers with sshd on a bridge, never kiln's node image) with
 // `kiln create cluster` on the ssh platform: preflight over SSH, the node
 // payload, the ssh platform's Terraform stages through kiln's kilnssh
