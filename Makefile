@@ -33,11 +33,15 @@ build:
 # (lock and crash tests) and the provider's round trips through Terraform
 # (every apply starts the race-built provider: 10x slower, past the default
 # test timeout on a busy host), which would take far longer than the default
-# test timeout; the second run covers them without the detector.
+# test timeout; the second run covers them without the detector. It runs
+# only the packages that have such tests (those that call testing.Short()
+# or use platforms/terraform/enginetest, which does): every other package
+# ran whole under the detector already (docs/benchmarks.md).
+LONG_TEST_PKGS = $(shell grep -rlE --include='*_test.go' 'testing\.Short\(\)|platforms/terraform/enginetest"' . | xargs -n1 dirname | sort -u)
 unit:
 	$(GO) vet ./...
 	$(GO) test -race -short ./...
-	$(GO) test ./...
+	$(GO) test $(LONG_TEST_PKGS)
 
 # Debian's Ignition 2.14, the one on the nodes, validates what kiln emits.
 validate-ignition: build
