@@ -1,5 +1,7 @@
 package platforms
 
+import "strings"
+
 // Progress reports long-running steps (builds, provisioning, waits) to the
 // user with their elapsed time. Implementations are safe for concurrent use.
 type Progress interface {
@@ -19,3 +21,12 @@ func (NoProgress) Start(string) func(error) { return func(error) {} }
 
 // Update implements Progress.
 func (NoProgress) Update(string) {}
+
+// NameList lists machine names for a progress line or a message: comma
+// separated, or "none".
+func NameList(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}

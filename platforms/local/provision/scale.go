@@ -3,7 +3,6 @@ package provision
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
@@ -45,7 +44,7 @@ func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) e
 	if err := p.setServiceLB(c, plan, &vars); err != nil {
 		return err
 	}
-	title := fmt.Sprintf("Applying the machines: masters %s; workers %s", names(plan.MasterNames), names(plan.WorkerNames))
+	title := fmt.Sprintf("Applying the machines: masters %s; workers %s", platforms.NameList(plan.MasterNames), platforms.NameList(plan.WorkerNames))
 	return p.apply(ctx, drv, []step{{terraform.StageCluster, title, vars}})
 }
 
@@ -63,7 +62,7 @@ func (p *Provisioner) SetAPIBackends(ctx context.Context, c *platforms.Cluster, 
 	}
 	vars.MasterNames, vars.MasterAddresses = plan.MasterNames, addrStrings(plan.Masters)
 	vars.BootstrapInLB = false
-	return p.apply(ctx, drv, []step{{terraform.StageNetwork, "Setting the API load balancer's backends to " + names(masters), vars}})
+	return p.apply(ctx, drv, []step{{terraform.StageNetwork, "Setting the API load balancer's backends to " + platforms.NameList(masters), vars}})
 }
 
 // APIBackends implements platforms.Scaler: the masters the network stage
@@ -123,12 +122,4 @@ func normalizeVars(v *tfdata.LocalVars) {
 	if len(v.WorkerNames) == 0 && len(v.WorkerAddresses) > 0 {
 		v.WorkerNames = machines.DefaultShape(v.InfraID, 0, len(v.WorkerAddresses)).Workers
 	}
-}
-
-// names lists machine names for a progress line.
-func names(ns []string) string {
-	if len(ns) == 0 {
-		return "none"
-	}
-	return strings.Join(ns, ", ")
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strings"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
@@ -52,7 +51,7 @@ func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) e
 		vars.WorkerIgnition = string(full)
 	}
 	shape := c.Machines()
-	end := p.Env.Progress.Start(fmt.Sprintf("Applying the hosts: masters %s; workers %s", names(shape.Masters), names(shape.Workers)))
+	end := p.Env.Progress.Start(fmt.Sprintf("Applying the hosts: masters %s; workers %s", platforms.NameList(shape.Masters), platforms.NameList(shape.Workers)))
 	err = drv.Apply(ctx, terraform.StageCluster, vars)
 	end(err)
 	return err
@@ -71,7 +70,7 @@ func (p *Provisioner) SetAPIBackends(ctx context.Context, c *platforms.Cluster, 
 	}
 	addrs := hostAddresses(c, masters)
 	if len(addrs) != len(masters) {
-		return fmt.Errorf("API backends %s: not all are hosts of platform.ssh.hosts", names(masters))
+		return fmt.Errorf("API backends %s: not all are hosts of platform.ssh.hosts", platforms.NameList(masters))
 	}
 	proxy, err := proxyConfig(addrs)
 	if err != nil {
@@ -88,7 +87,7 @@ func (p *Provisioner) SetAPIBackends(ctx context.Context, c *platforms.Cluster, 
 		}
 	}
 	hosts := slices.Concat(prev.Masters, prev.Workers)
-	end := p.Env.Progress.Start(fmt.Sprintf("Setting %d hosts' API proxies to %s", len(hosts), names(masters)))
+	end := p.Env.Progress.Start(fmt.Sprintf("Setting %d hosts' API proxies to %s", len(hosts), platforms.NameList(masters)))
 	if err = p.setProxies(ctx, client, hosts, leaving, proxy); err == nil {
 		prev.APIProxy = &proxy
 		err = drv.Apply(ctx, terraform.StageCluster, prev)
@@ -163,12 +162,4 @@ func hostAddresses(c *platforms.Cluster, names []string) []string {
 		}
 	}
 	return out
-}
-
-// names lists host names for a progress line.
-func names(ns []string) string {
-	if len(ns) == 0 {
-		return "none"
-	}
-	return strings.Join(ns, ", ")
 }
