@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/installconfigtest"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 )
 
@@ -16,14 +17,7 @@ import (
 // install-config's, with replica counts to match, that the state's
 // config is left as it was, and that the result validates.
 func TestEffectiveConfig(t *testing.T) {
-	data, err := os.ReadFile("../../../docs/examples/install-config-ssh.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := installconfig.ParseDefaulted(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := installconfigtest.SSHExample(t)
 	dir := t.TempDir()
 	if got, err := EffectiveConfig(dir, c); err != nil || got != c {
 		t.Fatalf("without a record: %p, %v; want the config itself", got, err)

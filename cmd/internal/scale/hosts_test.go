@@ -10,27 +10,12 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/installconfigtest"
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/cmd/internal/install"
 )
-
-// sshConfig is the install-config of docs/examples/install-config-ssh.yaml:
-// node1 the bootstrap host, node2-4 masters, node5 a worker.
-func sshConfig(t *testing.T) *types.Config {
-	t.Helper()
-	data, err := os.ReadFile("../../../docs/examples/install-config-ssh.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := installconfig.ParseDefaulted(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // edited returns a copy of c with its hosts changed by edit.
 func edited(c *types.Config, edit func(hosts []ssh.Host) []ssh.Host) *types.Config {
@@ -41,7 +26,7 @@ func edited(c *types.Config, edit func(hosts []ssh.Host) []ssh.Host) *types.Conf
 // hosts added and removed; and that every other change is refused at
 // once, each under its path.
 func TestHostsChange(t *testing.T) {
-	cur := sshConfig(t)
+	cur := installconfigtest.SSHExample(t)
 	swap := edited(cur, func(hs []ssh.Host) []ssh.Host {
 		hs[4] = ssh.Host{Name: "node6", Address: "192.168.10.16", Role: ssh.RoleWorker}
 		return append(hs, ssh.Host{Name: "node7", Address: "192.168.10.17", Role: ssh.RoleMaster})
@@ -81,7 +66,7 @@ func TestHostsChange(t *testing.T) {
 // TestCountsSSH checks that an ssh cluster's edited install-config may
 // change its hosts, within HostsChange, and nothing else but the counts.
 func TestCountsSSH(t *testing.T) {
-	cur := sshConfig(t)
+	cur := installconfigtest.SSHExample(t)
 	want := edited(cur, func(hs []ssh.Host) []ssh.Host {
 		return append(hs, ssh.Host{Name: "node6", Address: "192.168.10.16", Role: ssh.RoleWorker})
 	})
@@ -105,7 +90,7 @@ func TestCountsSSH(t *testing.T) {
 // the hosts of --config, and that the count flags are refused.
 func TestRequestSSH(t *testing.T) {
 	c := &install.Cluster{}
-	c.Config, c.InfraID = sshConfig(t), infra
+	c.Config, c.InfraID = installconfigtest.SSHExample(t), infra
 	_, err := request(c, Options{Masters: 5, Workers: -1, Remove: []string{"node5"}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "--masters, --remove: on platform ssh") {
 		t.Errorf("request with --masters and --remove = %v", err)
@@ -197,7 +182,7 @@ func TestUnionHosts(t *testing.T) {
 // that a cluster whose hosts no scale changed gets no record.
 func TestSettleHosts(t *testing.T) {
 	c := &install.Cluster{}
-	c.Dir, c.Config, c.InfraID = t.TempDir(), sshConfig(t), infra
+	c.Dir, c.Config, c.InfraID = t.TempDir(), installconfigtest.SSHExample(t), infra
 	if err := settleHosts(c); err != nil {
 		t.Fatal(err)
 	}

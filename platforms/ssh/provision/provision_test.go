@@ -13,7 +13,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/installconfigtest"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
@@ -24,15 +24,7 @@ import (
 // exampleCluster is the cluster of docs/examples/install-config-ssh.yaml.
 func exampleCluster(t *testing.T) *platforms.Cluster {
 	t.Helper()
-	data, err := os.ReadFile("../../../docs/examples/install-config-ssh.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := installconfig.ParseDefaulted(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &platforms.Cluster{Config: cfg, InfraID: "rack-x1y2z", Bootstrap: []byte("b"), Master: []byte("m"), Worker: []byte("w")}
+	return &platforms.Cluster{Config: installconfigtest.SSHExample(t), InfraID: "rack-x1y2z", Bootstrap: []byte("b"), Master: []byte("m"), Worker: []byte("w")}
 }
 
 func hostList(hs []tfdata.SSHHost) []string {
