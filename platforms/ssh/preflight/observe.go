@@ -3,7 +3,6 @@ package preflight
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 )
@@ -40,30 +39,20 @@ func Observe(ctx context.Context, hosts []Host, run Runner, now func() time.Time
 
 // Run observes hosts and checks them, comparing their machine-ids with
 // those of installed (hosts of the cluster kiln installed already, which
-// are not checked again): the warnings, and an *Error naming every
-// problem of every host.
+// are not checked again, only observed): the warnings, and an *Error
+// naming every problem of every host.
 func Run(ctx context.Context, hosts, installed []Host, run Runner) (warnings []string, err error) {
-	return Check(hosts, Observe(ctx, hosts, run, time.Now), MachineIDs(ctx, installed, run))
+	return Check(hosts, Observe(ctx, hosts, run, time.Now), MachineIDs(installed, Observe(ctx, installed, run, time.Now)))
 }
 
-// MachineIDs reads the machine-id of each of hosts; a host that cannot be
-// read is left out.
-func MachineIDs(ctx context.Context, hosts []Host, run Runner) map[Host]string {
+// MachineIDs returns the machine-id of each of hosts from its observation
+// (obs[i] is hosts[i]'s); a host that could not be observed is left out.
+func MachineIDs(hosts []Host, obs []Observation) map[Host]string {
 	ids := map[Host]string{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, h := range hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out, err := run.RunScript(ctx, h.Address, "cat /etc/machine-id\n")
-			if id := strings.TrimSpace(string(out)); err == nil && id != "" {
-				mu.Lock()
-				ids[h] = id
-				mu.Unlock()
-			}
-		}()
+	for i, h := range hosts {
+		if obs[i].Err == nil && obs[i].Facts.MachineID != "" {
+			ids[h] = obs[i].Facts.MachineID
+		}
 	}
-	wg.Wait()
 	return ids
 }

@@ -267,27 +267,14 @@ func TestObserve(t *testing.T) {
 	}
 }
 
-// idRunner answers cat /etc/machine-id by address; a host it does not
-// know refuses the connection.
-type idRunner map[string]string
-
-func (r idRunner) RunScript(_ context.Context, address, script string) ([]byte, error) {
-	if script != "cat /etc/machine-id\n" {
-		return nil, errors.New("not the machine-id script")
-	}
-	id, ok := r[address]
-	if !ok {
-		return nil, errors.New("connection refused")
-	}
-	return []byte(id + "\n"), nil
-}
-
-// TestMachineIDs: the installed hosts' machine-ids are read, a host that
-// does not answer left out, and a host to install with one of them is a
-// problem naming the installed host.
+// TestMachineIDs: the installed hosts' machine-ids are taken from their
+// observations, a host that did not answer left out, and a host to
+// install with one of them is a problem naming the installed host.
 func TestMachineIDs(t *testing.T) {
 	hs := hosts()
-	ids := MachineIDs(context.Background(), hs[1:], idRunner{"10.0.0.11": "aaa", "10.0.0.12": "bbb"})
+	facts := "clock=" + strconv.FormatInt(now.Unix(), 10) + "\nuid=0\nhostname=master\nmachineid="
+	run := scriptRunner{"10.0.0.11": facts + "aaa\n", "10.0.0.12": facts + "bbb\n"}
+	ids := MachineIDs(hs, Observe(context.Background(), hs, run, time.Now))
 	if len(ids) != 2 || ids[hs[1]] != "aaa" || ids[hs[2]] != "bbb" {
 		t.Errorf("MachineIDs = %v", ids)
 	}
