@@ -84,15 +84,17 @@ func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, 
 	if plan.Empty() || o.PlanOnly {
 		return nil
 	}
-	hosts := c.Config
+	// during is the install-config while the plan runs: on ssh, with the
+	// hosts before and after.
+	during := c.Config
 	if req.Hosts != nil {
-		hosts = install.WithHosts(c.Config, unionHosts(c.Config.Platform.SSH.Hosts, req.Hosts))
+		during = install.WithHosts(c.Config, unionHosts(c.Config.Platform.SSH.Hosts, req.Hosts))
 	}
 	if plan.Creates() {
 		// The machines to create are checked before anything changes (a
 		// platform's preflight skips what runs already).
 		after := c.Cluster
-		after.Config, after.Shape, after.BootstrapDone = hosts, plan.To, true
+		after.Config, after.Shape, after.BootstrapDone = during, plan.To, true
 		if err := prov.Preflight(ctx, &after); err != nil {
 			return exitcode.With(exitcode.Infrastructure, err)
 		}
@@ -110,10 +112,10 @@ func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, 
 		// The hosts before and after, until the scale is done: a host
 		// being removed is reset by name, a host added installed by its
 		// entry.
-		if err := install.SaveHosts(c.Dir, hosts.Platform.SSH.Hosts); err != nil {
+		if err := install.SaveHosts(c.Dir, during.Platform.SSH.Hosts); err != nil {
 			return exitcode.With(exitcode.Install, err)
 		}
-		c.Config = hosts
+		c.Config = during
 	}
 	if err := r.Run(ctx, plan); err != nil {
 		return exitcode.With(exitcode.Install, err)
