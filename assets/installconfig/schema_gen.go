@@ -78,6 +78,7 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "name", Type: "string", Ref: "", Doc: "name is the host's hostname, which its Node is named after; kiln checks that the host answers to it and leaves it unchanged."},
 			{Name: "address", Type: "string", Ref: "", Doc: "address is the host's IPv4 address in machineNetwork: where kiln reaches its SSH server, and the address its node and the other hosts use."},
 			{Name: "role", Type: "string", Ref: "", Doc: "role is bootstrap, master or worker."},
+			{Name: "joinAsWorker", Type: "boolean", Ref: "", Doc: "joinAsWorker has the bootstrap host (set on no other) join the cluster as a worker once the install no longer needs it: after bootstrap-complete the host is reset, then installed as a worker named after it, counted in the compute pools' replicas. kiln scale cluster --config may set or clear it on a running cluster."},
 		}},
 		"SshPlatform": {Doc: "SshPlatform configures the ssh platform: how kiln reaches the hosts, and the hosts.", Fields: []fieldDoc{
 			{Name: "user", Type: "string", Ref: "", Doc: "user logs in on every host (default root); another user must run sudo without a password, through which kiln runs its scripts as root."},
@@ -86,7 +87,7 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "knownHostsFile", Type: "string", Ref: "", Doc: "knownHostsFile holds the hosts' (and the bastion's) public keys, an absolute path (default ~/.ssh/known_hosts of the user running kiln); a host whose key is not there is refused, never trusted on first use."},
 			{Name: "bastion", Type: "string", Ref: "", Doc: "bastion is host[:port] of a jump host kiln dials the hosts through, with the same user and key; unset, kiln dials them directly."},
 			{Name: "apiVIP", Type: "string", Ref: "", Doc: "apiVIP is the address users reach the API at from outside the hosts: a virtual IP or load balancer of theirs in front of port 6443 of the masters, or one master's address. It is in the API server's certificate and the admin kubeconfig. Unset, the admin kubeconfig names api.<metadata.name>.<baseDomain>, which the user's DNS resolves to the masters. The hosts themselves never use it: each reaches the API through its own proxy on 127.0.0.1:6444."},
-			{Name: "hosts", Type: "[]object", Ref: "SshHost", Doc: "hosts are the cluster's machines: one bootstrap host, the masters (as many as controlPlane.replicas) and the workers (as many as the compute pools' replicas)."},
+			{Name: "hosts", Type: "[]object", Ref: "SshHost", Doc: "hosts are the cluster's machines: one bootstrap host, the masters (as many as controlPlane.replicas) and the workers (as many as the compute pools' replicas, the bootstrap host among them when it joins as a worker)."},
 		}},
 		"Timeouts": {Doc: "Timeouts bounds the waits of create cluster; values are Go durations (\"20m\").", Fields: []fieldDoc{
 			{Name: "bootstrap", Type: "string", Ref: "", Doc: "bootstrap bounds the wait for bootstrap-complete (default 30m)."},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/lb"
 	"github.com/kiln-project/kiln/platforms/ssh/footprint"
@@ -45,14 +46,15 @@ func TestSSHCluster(t *testing.T) {
 	testSSHCluster(t, sshClusterOptions{name: "e2essh", third: 12, masters: 3, dayTwo: true})
 }
 
-// TestSSHClusterVXLAN installs a cluster of a master and a worker host
-// whose pod network is the KilnVXLAN overlay (hosts that reach each other
-// by IP only, docs/pod-network.md): the Service answers across hosts
-// through the tunnel on each host, the master's host reboots, and
-// `kiln destroy cluster` leaves every host as it was (the tunnel device
-// gone).
+// TestSSHClusterVXLAN installs a cluster on two hosts, a master and the
+// bootstrap host, which joins as the worker once it has been reset
+// (joinAsWorker), whose pod network is the KilnVXLAN overlay (hosts that
+// reach each other by IP only, docs/pod-network.md): the Service answers
+// across hosts through the tunnel on each host, the master's host
+// reboots, and `kiln destroy cluster` leaves every host as it was (the
+// tunnel device gone, the bootstrap host reset twice).
 func TestSSHClusterVXLAN(t *testing.T) {
-	testSSHCluster(t, sshClusterOptions{name: "e2esshvx", third: 13, masters: 1, networkType: "KilnVXLAN"})
+	testSSHCluster(t, sshClusterOptions{name: "e2esshvx", third: 13, masters: 1, networkType: "KilnVXLAN", bootWorker: true})
 }
 
 // sshClusterOptions are the cluster a testSSHCluster installs.
@@ -63,6 +65,9 @@ type sshClusterOptions struct {
 	third int
 	// masters is the number of master hosts (and 1 worker).
 	masters int
+	// bootWorker has the bootstrap host join as the worker
+	// (joinAsWorker) instead of a worker host of its own.
+	bootWorker bool
 	// networkType is networking.networkType ("": the default).
 	networkType string
 	// dayTwo runs the scale steps (with 3 masters): one more host is
@@ -80,14 +85,21 @@ func testSSHCluster(t *testing.T, o sshClusterOptions) {
 	for i := range o.masters {
 		names = append(names, fmt.Sprintf("%s-master-%d", o.name, i))
 	}
-	names = append(names, o.name+"-worker-0")
+	if !o.bootWorker {
+		names = append(names, o.name+"-worker-0")
+	}
 	if o.dayTwo {
 		// The last host joins on day 2, in the first worker's place.
 		names = append(names, o.name+"-worker-1")
 	}
 	f := startSSHHosts(t, o.third, names, nil)
-	boot, masters, worker := f.Hosts[0], f.Hosts[1:1+o.masters], f.Hosts[1+o.masters]
-	installed := f.Hosts[:2+o.masters]
+	boot, masters := f.Hosts[0], f.Hosts[1:1+o.masters]
+	installed, worker := f.Hosts[:2+o.masters], f.Hosts[1+o.masters]
+	if o.bootWorker {
+		installed, worker = f.Hosts[:1+o.masters], boot
+	}
+	// The hosts with a node once the install is done.
+	nodes := append(slices.Clone(masters), worker)
 
 	dir := t.TempDir()
 	subnet := boot.Address[:strings.LastIndex(boot.Address, ".")+1]
@@ -95,6 +107,8 @@ func testSSHCluster(t *testing.T, o sshClusterOptions) {
 	for i, h := range installed {
 		role := "master"
 		switch {
+		case i == 0 && o.bootWorker:
+			role = "bootstrap, joinAsWorker: true"
 		case i == 0:
 			role = "bootstrap"
 		case h == worker:
@@ -160,17 +174,33 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 		t.Fatalf("create cluster: %v\n%s", err, lastLines(out, 60))
 	}
 	t.Logf("create cluster's steps:\n%s", lastLines(out, 70))
-	t.Logf("MEASURE create cluster on %d ssh hosts (1 bootstrap, %d masters, 1 worker%s): %s", len(installed), o.masters, map[bool]string{true: ", " + o.networkType}[o.networkType != ""], time.Since(start).Round(time.Second))
+	t.Logf("MEASURE create cluster on %d ssh hosts (1 bootstrap%s, %d masters%s%s): %s", len(installed),
+		map[bool]string{true: " joining as the worker"}[o.bootWorker], o.masters, map[bool]string{false: ", 1 worker"}[o.bootWorker],
+		map[bool]string{true: ", " + o.networkType}[o.networkType != ""], time.Since(start).Round(time.Second))
 	assertOutput(t, "create cluster", out, "Checking "+fmt.Sprint(len(installed))+" hosts over SSH", "Install complete!", "Time elapsed:")
 	client := adminClient(t, dir)
-	// The hosts' names, the bootstrap host gone.
-	assertNodes(ctx, t, client, installed[1:], "after create")
-	// The bootstrap host was reset: nothing of kiln's is left on it, and
-	// no host's API proxy sends to it any more.
-	if rec, err := footprint.Recorded(ctx, f.Client, boot.Address); err != nil || rec {
+	// The hosts' names, the bootstrap host's only as the worker it joined as.
+	assertNodes(ctx, t, client, nodes, "after create")
+	if o.bootWorker {
+		// Installed as the worker only once the bootstrap host was reset.
+		reset, joined := strings.Index(out, "Resetting the bootstrap host "+boot.Name), strings.LastIndex(out, fmt.Sprintf("Installing %d masters and 1 workers", o.masters))
+		if reset < 0 || joined < reset || !strings.Contains(out, fmt.Sprintf("Installing %d masters and 0 workers", o.masters)) {
+			t.Errorf("create cluster did not install the masters, reset the bootstrap host, then install it as the worker:\n%s", lastLines(out, 40))
+		}
+		// None of the bootstrap's keys outlived its reset: the worker
+		// there has the root CA's certificate alone.
+		keys := []string{nodelayout.PKIDir + "/ca.key", nodelayout.PKIDir + "/kubelet-serving-ca.key", nodelayout.PKIDir + "/sa.key",
+			nodelayout.EtcdPKIDir + "/ca.key", nodelayout.MCSConfigDir + "/tls.key"}
+		script := "for f in " + strings.Join(keys, " ") + `; do [ ! -e "$f" ] || echo "$f"; done; [ -e ` + nodelayout.PKIDir + "/ca.crt ] || echo no ca.crt"
+		if left, err := f.Client.RunScript(ctx, boot.Address, script); err != nil || len(left) > 0 {
+			t.Errorf("the bootstrap host as the worker: %q (%v); want no key of the bootstrap's and the CA certificate", left, err)
+		}
+	} else if rec, err := footprint.Recorded(ctx, f.Client, boot.Address); err != nil || rec {
+		// The bootstrap host was reset: nothing of kiln's is left on it.
 		t.Errorf("the bootstrap host keeps kiln's record after create (%v, %v)", rec, err)
 	}
-	assertProxies(ctx, t, f, installed[1:], masters, "after create")
+	// No host's API proxy sends to the bootstrap host's control plane.
+	assertProxies(ctx, t, f, nodes, masters, "after create")
 
 	// kiln gather bootstrap reads the masters' diagnostics over SSH (the
 	// bootstrap host is reset by now).
@@ -236,7 +266,7 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	if err != nil {
 		t.Fatalf("destroy cluster: %v\n%s", err, lastLines(out, 40))
 	}
-	t.Logf("MEASURE destroy cluster (%d hosts reset): %s", len(installed)-1, time.Since(start).Round(time.Second))
+	t.Logf("MEASURE destroy cluster (%d hosts reset): %s", len(nodes), time.Since(start).Round(time.Second))
 	if cache, err := platforms.CacheDir(os.Getenv); err == nil {
 		payloads := filepath.Join(cache, "ssh-payloads", infraID)
 		if _, err := os.Stat(payloads); !errors.Is(err, fs.ErrNotExist) {

@@ -199,6 +199,21 @@ func (c *Config) Addons() Addons {
 	return Addons{Storage: on(a.Storage), Metrics: on(a.Metrics), LoadBalancer: on(a.LoadBalancer), Registry: on(a.Registry)}
 }
 
+// BootstrapJoinsAsWorker reports whether the bootstrap machine becomes a
+// worker once it has been reset: on platform ssh, the bootstrap host with
+// joinAsWorker.
+func (c *Config) BootstrapJoinsAsWorker() bool {
+	if c.Platform.SSH == nil {
+		return false
+	}
+	for _, h := range c.Platform.SSH.Hosts {
+		if h.Role == ssh.RoleBootstrap && h.Worker() {
+			return true
+		}
+	}
+	return false
+}
+
 // SlowerControlPlane reports whether controlPlaneHardwareSpeed is Slower.
 func (c *Config) SlowerControlPlane() bool {
 	return c.ControlPlaneHardwareSpeed == HardwareSpeedSlower

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/cmd/internal/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/waitfor"
 	"github.com/kiln-project/kiln/platforms"
@@ -197,31 +198,47 @@ func TestCreateRunsEveryPhaseInOrder(t *testing.T) {
 // With controlPlaneHardwareSpeed Slower the first provision creates the
 // masters only, and the workers come once the bootstrap machine is
 // destroyed; a create resumed after bootstrap-complete creates every
-// machine at once, and Standard never holds workers.
+// machine at once, and Standard never holds workers. A bootstrap host
+// that joins as a worker (platform ssh) has provision run again once the
+// bootstrap machine is gone, with every machine both times (the ssh
+// provisioner leaves that host out of the workers until then).
 func TestSlowerHoldsWorkersUntilBootstrapIsGone(t *testing.T) {
 	masters := []string{"demo-x7k2p-master-0"}
 	all := machines.Shape{Masters: masters, Workers: []string{"demo-x7k2p-worker-0"}}
 	for _, tc := range []struct {
 		name      string
 		speed     string
+		joins     bool
 		resumed   bool
 		calls     []string
 		shapes    []machines.Shape
 		phaseWant string
 	}{
-		{"slower", types.HardwareSpeedSlower, false,
+		{"slower", types.HardwareSpeedSlower, false, false,
 			[]string{"preflight", "provision", "destroy-bootstrap", "provision(bootstrap done)"},
 			[]machines.Shape{{Masters: masters}, all}, "create the workers held back during bootstrap"},
-		{"slower resumed after bootstrap-complete", types.HardwareSpeedSlower, true,
+		{"slower resumed after bootstrap-complete", types.HardwareSpeedSlower, false, true,
 			[]string{"preflight(bootstrap done)", "provision(bootstrap done)", "destroy-bootstrap(bootstrap done)"},
 			[]machines.Shape{all}, "create the workers held back during bootstrap: skipped"},
-		{"standard", types.HardwareSpeedStandard, false,
+		{"standard", types.HardwareSpeedStandard, false, false,
 			[]string{"preflight", "provision", "destroy-bootstrap"},
+			[]machines.Shape{all}, "create the workers held back during bootstrap: skipped"},
+		{"bootstrap joins as a worker", types.HardwareSpeedStandard, true, false,
+			[]string{"preflight", "provision", "destroy-bootstrap", "provision(bootstrap done)"},
+			[]machines.Shape{all, all}, "create the workers held back during bootstrap"},
+		{"bootstrap joins as a worker, resumed after bootstrap-complete", types.HardwareSpeedStandard, true, true,
+			[]string{"preflight(bootstrap done)", "provision(bootstrap done)", "destroy-bootstrap(bootstrap done)"},
 			[]machines.Shape{all}, "create the workers held back during bootstrap: skipped"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, prov, api, logs := setup(t)
 			c.Config.ControlPlaneHardwareSpeed = tc.speed
+			if tc.joins {
+				c.Config.Platform.SSH = &ssh.Platform{Hosts: []ssh.Host{
+					{Name: all.Workers[0], Address: "192.168.10.10", Role: ssh.RoleBootstrap, JoinAsWorker: true},
+					{Name: masters[0], Address: "192.168.10.11", Role: ssh.RoleMaster},
+				}}
+			}
 			if tc.resumed {
 				prov.cluster.bootstrapComplete(context.Background())
 			}

@@ -23,6 +23,15 @@ func (c *Cluster) holdsWorkers() bool {
 	return !c.BootstrapDone && c.Config.SlowerControlPlane() && len(c.Machines().Workers) > 0
 }
 
+// provisionsLate reports whether provisionWorkers has machines to create
+// once the bootstrap machine is gone (bootstrap not done yet): the
+// workers held back, or the bootstrap machine itself, which joins as a
+// worker (the ssh platform's bootstrap host with joinAsWorker: provision
+// leaves it out of the workers until bootstrap-complete).
+func (c *Cluster) provisionsLate() bool {
+	return c.holdsWorkers() || !c.BootstrapDone && c.Config.BootstrapJoinsAsWorker()
+}
+
 // mastersOnly is c with its shape cut to the masters, for provision.
 func (c *Cluster) mastersOnly() *platforms.Cluster {
 	only := c.Cluster

@@ -42,7 +42,8 @@ func EffectiveConfig(dir string, c *types.Config) (*types.Config, error) {
 // WithHosts returns a copy of c, an install-config of the ssh platform,
 // with hosts as its platform.ssh.hosts and the replica counts theirs
 // (controlPlane.replicas the master hosts; the first compute pool the
-// worker hosts, any other pool none), so that it validates as it did. c
+// worker hosts, the bootstrap host among them when it joins as a worker;
+// any other pool none), so that it validates as it did. c
 // is not changed.
 func WithHosts(c *types.Config, hosts []ssh.Host) *types.Config {
 	out := *c
@@ -51,10 +52,10 @@ func WithHosts(c *types.Config, hosts []ssh.Host) *types.Config {
 	out.Platform.SSH = &s
 	var masters, workers int64
 	for _, h := range hosts {
-		switch h.Role {
-		case ssh.RoleMaster:
+		switch {
+		case h.Role == ssh.RoleMaster:
 			masters++
-		case ssh.RoleWorker:
+		case h.Worker():
 			workers++
 		}
 	}

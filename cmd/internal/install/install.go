@@ -236,7 +236,7 @@ func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API
 			return exitcode.With(exitcode.Internal, err)
 		}
 	}
-	held := c.holdsWorkers()
+	held, late := c.holdsWorkers(), c.provisionsLate()
 	// A failing phase exits with its kind's code (docs/exit-codes.md).
 	phases := []Phase{
 		checkCredentials{c, time.Now}, // input; skipped once bootstrap is done
@@ -245,7 +245,7 @@ func Create(ctx context.Context, c *Cluster, prov platforms.Provisioner, api API
 		waitAPI{c, api, exitcode.Bootstrap},
 		waitBootstrapComplete{c, api},   // bootstrap
 		destroyBootstrap{c, prov},       // infrastructure
-		provisionWorkers{c, prov, held}, // infrastructure; only when provision held the workers back
+		provisionWorkers{c, prov, late}, // infrastructure; only when provision held workers back
 		waitInstallComplete{c, api},     // install
 		checkPodNetwork{c, api, prov},   // install; only on platforms whose nodes run kiln's probe
 		retireJoinToken{c, api},         // install

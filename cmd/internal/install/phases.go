@@ -75,18 +75,19 @@ func (p provision) Run(ctx context.Context) error {
 
 // provisionWorkers creates the workers that provision held back, once the
 // bootstrap machine is gone: the same provisioning, now with every machine
-// and without the bootstrap machine. held is what Cluster.holdsWorkers
-// said when the create began.
+// and without the bootstrap machine (the ssh platform's bootstrap host,
+// reset, joins as a worker here when it has joinAsWorker). late is what
+// Cluster.provisionsLate said when the create began.
 type provisionWorkers struct {
 	c    *Cluster
 	prov platforms.Provisioner
-	held bool
+	late bool
 }
 
 func (provisionWorkers) Title() string       { return "create the workers held back during bootstrap" }
 func (provisionWorkers) Kind() exitcode.Kind { return exitcode.Infrastructure }
 func (p provisionWorkers) ShouldRun(context.Context) (bool, error) {
-	return p.held, nil
+	return p.late, nil
 }
 func (p provisionWorkers) Run(ctx context.Context) error {
 	p.c.BootstrapDone = true // bootstrap-complete was waited for and recorded

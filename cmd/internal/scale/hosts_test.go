@@ -58,6 +58,26 @@ func TestHostsChange(t *testing.T) {
 	if errs := HostsChange(cur, promoted); len(errs) != 1 || errs[0].Field != "platform.ssh.hosts[0].role" {
 		t.Errorf("the bootstrap host turned worker: %v", errs.ToAggregate())
 	}
+	joins := edited(cur, func(hs []ssh.Host) []ssh.Host {
+		hs[0].JoinAsWorker = true
+		return hs
+	})
+	if errs := HostsChange(cur, joins); len(errs) > 0 {
+		t.Errorf("the bootstrap host joining as a worker: %v", errs.ToAggregate())
+	}
+	if errs := HostsChange(joins, cur); len(errs) > 0 {
+		t.Errorf("the bootstrap host leaving as a worker: %v", errs.ToAggregate())
+	}
+	if m, w, err := Counts(cur, joins); err != nil || m != 3 || w != 2 {
+		t.Errorf("Counts with the bootstrap host joining = %d, %d, %v; want 3, 2", m, w, err)
+	}
+	moved := edited(joins, func(hs []ssh.Host) []ssh.Host {
+		hs[0].Address = "192.168.10.19"
+		return hs
+	})
+	if errs := HostsChange(cur, moved); len(errs) != 1 || errs[0].Field != "platform.ssh.hosts[0]" {
+		t.Errorf("the bootstrap host joining at another address: %v", errs.ToAggregate())
+	}
 	if errs := HostsChange(testConfig(1, 1), testConfig(3, 1)); len(errs) > 0 {
 		t.Errorf("a local cluster: %v", errs.ToAggregate())
 	}
@@ -175,6 +195,15 @@ func TestUnionHosts(t *testing.T) {
 	if want := []ssh.Host{{Name: "n1"}, {Name: "n4"}, {Name: "n2"}, {Name: "n3"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("unionHosts = %+v, want %+v", got, want)
 	}
+	// The bootstrap host leaving as a worker is one until the scale
+	// resets it; joining, it is one already.
+	joined := []ssh.Host{{Name: "n0", Role: ssh.RoleBootstrap, JoinAsWorker: true}}
+	left := []ssh.Host{{Name: "n0", Role: ssh.RoleBootstrap}}
+	for _, tc := range [][2][]ssh.Host{{joined, left}, {left, joined}} {
+		if got := unionHosts(tc[0], tc[1]); len(got) != 1 || !got[0].JoinAsWorker {
+			t.Errorf("unionHosts(%+v, %+v) = %+v; want the bootstrap host a worker", tc[0], tc[1], got)
+		}
+	}
 }
 
 // TestSettleHosts checks that once a scale is done the hosts record keeps
@@ -208,5 +237,18 @@ func TestSettleHosts(t *testing.T) {
 	}
 	if c.Config.WorkerReplicas() != 1 || len(c.Config.Platform.SSH.Hosts) != 5 {
 		t.Errorf("the cluster's config after: %+v", c.Config.Platform.SSH.Hosts)
+	}
+	// The bootstrap host joins as a worker after the scale exactly when
+	// the shape has it: the union had it join while it left.
+	for _, workers := range [][]string{{"node1", "node6"}, {"node6"}} {
+		c.Config.Platform.SSH.Hosts[0].JoinAsWorker = true
+		c.Shape.Workers = workers
+		if err := settleHosts(c); err != nil {
+			t.Fatal(err)
+		}
+		hosts, _, err := install.LoadHosts(c.Dir)
+		if joins := len(workers) == 2; err != nil || hosts[0].JoinAsWorker != joins || c.Config.WorkerReplicas() != len(workers) {
+			t.Errorf("workers %q: the bootstrap host's entry %+v (%v), %d worker replicas; want joinAsWorker %v", workers, hosts[0], err, c.Config.WorkerReplicas(), joins)
+		}
 	}
 }

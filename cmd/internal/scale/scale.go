@@ -125,8 +125,9 @@ func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, 
 
 // settleHosts brings the hosts record of c, a cluster on the ssh platform
 // whose scale is done, down to the hosts it runs on: the bootstrap host's
-// entry and the hosts of its shape. A cluster without a record (no scale
-// changed its hosts) keeps none.
+// entry, joining as a worker when its shape has it, and the hosts of its
+// shape. A cluster without a record (no scale changed its hosts) keeps
+// none.
 func settleHosts(c *install.Cluster) error {
 	if c.Config.Platform.SSH == nil {
 		return nil
@@ -138,6 +139,11 @@ func settleHosts(c *install.Cluster) error {
 	hosts := slices.DeleteFunc(slices.Clone(c.Config.Platform.SSH.Hosts), func(h ssh.Host) bool {
 		return h.Role != ssh.RoleBootstrap && !slices.Contains(shape, h.Name)
 	})
+	for i, h := range hosts {
+		if h.Role == ssh.RoleBootstrap {
+			hosts[i].JoinAsWorker = slices.Contains(shape, h.Name)
+		}
+	}
 	if err := install.SaveHosts(c.Dir, hosts); err != nil {
 		return err
 	}

@@ -74,18 +74,31 @@ func (p *Provisioner) notInstalled(ctx context.Context, h footprint.Host, hosts 
 
 // clusterHosts are c's hosts that run a node's units, in the order
 // platform.ssh lists them: the bootstrap host until bootstrap-complete
-// was recorded (then it is reset), and the masters and workers of
-// c.Machines() (only the masters while the workers are held back). The
-// preflight checks them and the waits ask them for failed units.
+// was recorded (then it is reset, and may come back as a worker), and
+// the masters and workers of c.Machines() (only the masters while the
+// workers are held back). The preflight checks them and the waits ask
+// them for failed units.
 func clusterHosts(c *platforms.Cluster) []preflight.Host {
 	shape := c.Machines()
 	var out []preflight.Host
 	for _, h := range c.Config.Platform.SSH.Hosts {
-		if h.Role == ssh.RoleBootstrap && !c.BootstrapDone || slices.Contains(shape.All(), h.Name) {
+		switch {
+		case h.Role == ssh.RoleBootstrap && !c.BootstrapDone:
 			out = append(out, preflight.Host{Name: h.Name, Address: h.Address, Role: preflight.Role(h.Role)})
+		case slices.Contains(shape.All(), h.Name):
+			out = append(out, preflight.Host{Name: h.Name, Address: h.Address, Role: preflight.Role(nodeRole(h))})
 		}
 	}
 	return out
+}
+
+// nodeRole is the role h's node has: the bootstrap host that joins as a
+// worker is one.
+func nodeRole(h ssh.Host) string {
+	if h.Role == ssh.RoleBootstrap {
+		return ssh.RoleWorker
+	}
+	return h.Role
 }
 
 // Provision implements platforms.Provisioner: the node payload of c's
@@ -262,7 +275,8 @@ func (p *Provisioner) ensurePayload(ctx context.Context, c *platforms.Cluster) (
 // Vars returns the stages' variables of c with the node payload at
 // payload: the bootstrap host until bootstrap-complete, and the masters
 // and workers of c.Machines() (only the masters while the workers are
-// held back).
+// held back; the bootstrap host that joins as a worker only after
+// bootstrap-complete).
 func Vars(c *platforms.Cluster, payload string) (tfdata.SSHVars, error) {
 	s := c.Config.Platform.SSH
 	known, err := knownHostsFile(s)
@@ -290,9 +304,12 @@ func Vars(c *platforms.Cluster, payload string) (tfdata.SSHVars, error) {
 	for _, h := range s.Hosts {
 		th := tfdata.SSHHost{Name: h.Name, Address: h.Address, IP: h.Address}
 		switch {
+		case h.Role == ssh.RoleBootstrap && !c.BootstrapDone:
+			v.Bootstrap = &th
 		case h.Role == ssh.RoleBootstrap:
-			if !c.BootstrapDone {
-				v.Bootstrap = &th
+			// Reset by then: a worker if it joins as one.
+			if slices.Contains(shape.Workers, h.Name) {
+				v.Workers = append(v.Workers, th)
 			}
 		case slices.Contains(shape.Masters, h.Name):
 			v.Masters = append(v.Masters, th)

@@ -71,6 +71,42 @@ func TestVars(t *testing.T) {
 	}
 }
 
+// TestBootstrapHostJoinsAsWorker: the bootstrap host with joinAsWorker is
+// the bootstrap host until bootstrap-complete, and no worker then (it is
+// busy); after it, a worker of the cluster stage, checked as one.
+func TestBootstrapHostJoinsAsWorker(t *testing.T) {
+	c := exampleCluster(t)
+	c.Config.Platform.SSH.Hosts[0].JoinAsWorker = true
+	two := int64(2)
+	c.Config.Compute[0].Replicas = &two
+	if got := c.Machines().Workers; !slices.Equal(got, []string{"node1", "node5"}) {
+		t.Fatalf("workers %q, want node1 (the bootstrap host) and node5", got)
+	}
+	v, err := Vars(c, "/cache/kiln-v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Bootstrap == nil || v.Bootstrap.Name != "node1" || !slices.Equal(hostList(v.Workers), []string{"node5@192.168.10.15"}) {
+		t.Errorf("during bootstrap: bootstrap %+v, workers %q; want node1 the bootstrap host only", v.Bootstrap, hostList(v.Workers))
+	}
+	if hs := clusterHosts(c); hs[0].Name != "node1" || hs[0].Role != "bootstrap" || len(hs) != 5 {
+		t.Errorf("during bootstrap, the preflight's hosts: %+v", hs)
+	}
+	c.BootstrapDone = true
+	if v, err = Vars(c, "/cache/kiln-v1"); err != nil {
+		t.Fatal(err)
+	}
+	if v.Bootstrap != nil || !slices.Equal(hostList(v.Workers), []string{"node1@192.168.10.11", "node5@192.168.10.15"}) {
+		t.Errorf("after bootstrap-complete: bootstrap %+v, workers %q; want node1 a worker", v.Bootstrap, hostList(v.Workers))
+	}
+	if hs := clusterHosts(c); hs[0].Name != "node1" || hs[0].Role != "worker" || len(hs) != 5 {
+		t.Errorf("after bootstrap-complete, the preflight's hosts: %+v; want node1 checked as a worker", hs)
+	}
+	if cfg, err := APIProxyConfig(c.Config, true); err != nil || strings.Contains(cfg, "192.168.10.11") {
+		t.Errorf("the proxies after bootstrap-complete: %s, %v; want node1 no backend", cfg, err)
+	}
+}
+
 func TestAPIProxyConfig(t *testing.T) {
 	c := exampleCluster(t)
 	data, err := APIProxyConfig(c.Config, false)

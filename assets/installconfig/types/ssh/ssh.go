@@ -62,7 +62,8 @@ type Platform struct {
 	// on 127.0.0.1:6444.
 	APIVIP string `json:"apiVIP,omitempty"`
 	// Hosts are the cluster's machines: one bootstrap host, the masters (as many as
-	// controlPlane.replicas) and the workers (as many as the compute pools' replicas).
+	// controlPlane.replicas) and the workers (as many as the compute pools' replicas, the
+	// bootstrap host among them when it joins as a worker).
 	Hosts []Host `json:"hosts"`
 }
 
@@ -76,4 +77,15 @@ type Host struct {
 	Address string `json:"address"`
 	// Role is bootstrap, master or worker.
 	Role string `json:"role"`
+	// JoinAsWorker has the bootstrap host (set on no other) join the cluster as a worker once
+	// the install no longer needs it: after bootstrap-complete the host is reset, then
+	// installed as a worker named after it, counted in the compute pools' replicas. kiln scale
+	// cluster --config may set or clear it on a running cluster.
+	JoinAsWorker bool `json:"joinAsWorker,omitempty"`
+}
+
+// Worker reports whether h is, or becomes after the install, a worker:
+// role worker, or the bootstrap host with JoinAsWorker.
+func (h Host) Worker() bool {
+	return h.Role == RoleWorker || h.Role == RoleBootstrap && h.JoinAsWorker
 }

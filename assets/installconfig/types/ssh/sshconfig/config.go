@@ -75,8 +75,9 @@ func (Config) Validate(c *types.Config, fp *field.Path) field.ErrorList {
 }
 
 // validateHosts checks the hosts: names and addresses valid and unique,
-// the addresses in the machine network, one bootstrap host, and as many
-// masters and workers as the pools' replicas.
+// the addresses in the machine network, one bootstrap host (the only one
+// that may join as a worker), and as many masters and workers as the
+// pools' replicas.
 func validateHosts(c *types.Config, fp *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	names, addrs := map[string]int{}, map[netip.Addr]int{}
@@ -108,7 +109,13 @@ func validateHosts(c *types.Config, fp *field.Path) field.ErrorList {
 		if !slices.Contains(ssh.Roles(), h.Role) {
 			errs = append(errs, field.NotSupported(hp.Child("role"), h.Role, ssh.Roles()))
 		}
+		if h.JoinAsWorker && h.Role != ssh.RoleBootstrap {
+			errs = append(errs, field.Invalid(hp.Child("joinAsWorker"), true, "only the bootstrap host joins as a worker after the install; a "+h.Role+" host is a node already"))
+		}
 		count[h.Role]++
+		if h.Role == ssh.RoleBootstrap && h.JoinAsWorker {
+			count[ssh.RoleWorker]++ // and a worker after the install
+		}
 	}
 	if n := count[ssh.RoleBootstrap]; n != 1 {
 		errs = append(errs, field.Invalid(fp, fmt.Sprintf("%d bootstrap hosts", n), "must have exactly one host with role bootstrap"))
@@ -119,19 +126,20 @@ func validateHosts(c *types.Config, fp *field.Path) field.ErrorList {
 	}
 	if n, want := count[ssh.RoleWorker], c.WorkerReplicas(); n != want {
 		errs = append(errs, field.Invalid(fp, fmt.Sprintf("%d worker hosts", n),
-			fmt.Sprintf("must have as many hosts with role worker as the compute pools' replicas (%d)", want)))
+			fmt.Sprintf("must have as many hosts with role worker, the bootstrap host among them when it has joinAsWorker, as the compute pools' replicas (%d)", want)))
 	}
 	return errs
 }
 
 // MachineNames implements configs.MachineNamer: the hosts' names by role,
-// in the order they are listed.
+// in the order they are listed; the bootstrap host is a worker when it
+// joins as one.
 func (Config) MachineNames(c *types.Config, _ string) (masters, workers []string) {
 	for _, h := range c.Platform.SSH.Hosts {
-		switch h.Role {
-		case ssh.RoleMaster:
+		switch {
+		case h.Role == ssh.RoleMaster:
 			masters = append(masters, h.Name)
-		case ssh.RoleWorker:
+		case h.Worker():
 			workers = append(workers, h.Name)
 		}
 	}
@@ -142,7 +150,7 @@ func (Config) MachineNames(c *types.Config, _ string) (masters, workers []string
 // the master or worker host called name.
 func (Config) MachineAddresses(c *types.Config, _, name string) ([]netip.Addr, error) {
 	h, ok := Host(c, name)
-	if !ok || h.Role == ssh.RoleBootstrap {
+	if !ok || h.Role != ssh.RoleMaster && !h.Worker() {
 		return nil, fmt.Errorf("no master or worker host is called %s in platform.ssh.hosts", name)
 	}
 	a, err := netip.ParseAddr(h.Address)

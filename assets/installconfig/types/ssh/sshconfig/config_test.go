@@ -63,6 +63,7 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 		ssh.Host{Name: "W_2", Address: "198.51.100.1", Role: "etcd"}, // bad name, outside, bad role
 		ssh.Host{Name: "w3", Address: "127.0.0.1", Role: "worker"},
 		ssh.Host{Name: "w4", Address: "2001:db8::1", Role: "bootstrap"},
+		ssh.Host{Name: "w5", Address: "192.0.2.25", Role: "worker", JoinAsWorker: true},
 	)
 	c.SSHKey = "ssh-ed25519 AAAA"
 	got := map[string]string{}
@@ -70,27 +71,28 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 		got[e.Field] += e.Error() + "\n"
 	}
 	for path, want := range map[string]string{
-		"platform.ssh.user":             "user name",
-		"platform.ssh.port":             "1-65535",
-		"platform.ssh.identityFile":     "absolute path",
-		"platform.ssh.knownHostsFile":   "absolute path",
-		"platform.ssh.bastion":          "port must be 1-65535",
-		"platform.ssh.apiVIP":           "IPv4 address or a DNS name",
-		"platform.ssh.hosts[5].name":    "also hosts[1]",
-		"platform.ssh.hosts[6].address": "also hosts[4]",
-		"platform.ssh.hosts[7].name":    "hostname",
-		"platform.ssh.hosts[7].address": "networking.machineNetwork (192.0.2.0/24)",
-		"platform.ssh.hosts[7].role":    `"etcd"`,
-		"platform.ssh.hosts[8].address": "not loopback",
-		"platform.ssh.hosts[9].address": "IPv4",
-		"platform.ssh.hosts":            "exactly one host with role bootstrap",
-		"sshKey":                        "kiln adds no user",
+		"platform.ssh.user":                   "user name",
+		"platform.ssh.port":                   "1-65535",
+		"platform.ssh.identityFile":           "absolute path",
+		"platform.ssh.knownHostsFile":         "absolute path",
+		"platform.ssh.bastion":                "port must be 1-65535",
+		"platform.ssh.apiVIP":                 "IPv4 address or a DNS name",
+		"platform.ssh.hosts[5].name":          "also hosts[1]",
+		"platform.ssh.hosts[6].address":       "also hosts[4]",
+		"platform.ssh.hosts[7].name":          "hostname",
+		"platform.ssh.hosts[7].address":       "networking.machineNetwork (192.0.2.0/24)",
+		"platform.ssh.hosts[7].role":          `"etcd"`,
+		"platform.ssh.hosts[8].address":       "not loopback",
+		"platform.ssh.hosts[9].address":       "IPv4",
+		"platform.ssh.hosts[10].joinAsWorker": "only the bootstrap host joins as a worker",
+		"platform.ssh.hosts":                  "exactly one host with role bootstrap",
+		"sshKey":                              "kiln adds no user",
 	} {
 		if !strings.Contains(got[path], want) {
 			t.Errorf("%s: %q, want it to say %q", path, got[path], want)
 		}
 	}
-	for _, want := range []string{"4 master hosts", "controlPlane.replicas (3)", "3 worker hosts", "compute pools' replicas (1)"} {
+	for _, want := range []string{"4 master hosts", "controlPlane.replicas (3)", "4 worker hosts", "compute pools' replicas (1)"} {
 		if !strings.Contains(got["platform.ssh.hosts"], want) {
 			t.Errorf("platform.ssh.hosts: %q, want it to say %q", got["platform.ssh.hosts"], want)
 		}
@@ -114,5 +116,33 @@ func TestMachineNamesAndAddresses(t *testing.T) {
 	}
 	if got := Hosts(c, ssh.RoleBootstrap); len(got) != 1 || got[0].Name != "boot" {
 		t.Errorf("Hosts(bootstrap) = %v", got)
+	}
+}
+
+// TestBootstrapJoinsAsWorker checks that the bootstrap host with
+// joinAsWorker is a worker machine, listed in order, with its address,
+// and counted in the compute pools' replicas.
+func TestBootstrapJoinsAsWorker(t *testing.T) {
+	c := config()
+	c.Platform.SSH.Hosts[0].JoinAsWorker = true
+	fp := field.NewPath("platform", "ssh")
+	if errs := (Config{}).Validate(c, fp); len(errs) != 1 || !strings.Contains(errs[0].Error(), "2 worker hosts") {
+		t.Errorf("one worker replica for two workers: %v", errs)
+	}
+	two := int64(2)
+	c.Compute[0].Replicas = &two
+	if errs := (Config{}).Validate(c, fp); len(errs) > 0 {
+		t.Errorf("two worker replicas: %v", errs)
+	}
+	if !c.BootstrapJoinsAsWorker() {
+		t.Errorf("BootstrapJoinsAsWorker = false")
+	}
+	m, w := Config{}.MachineNames(c, "infra-x")
+	if len(m) != 3 || !slices.Equal(w, []string{"boot", "w0"}) {
+		t.Errorf("MachineNames = %q, %q; want the bootstrap host first among the workers", m, w)
+	}
+	a, err := Config{}.MachineAddresses(c, "infra-x", "boot")
+	if err != nil || len(a) != 1 || a[0].String() != "192.0.2.10" {
+		t.Errorf("MachineAddresses(boot) = %v, %v", a, err)
 	}
 }
