@@ -47,7 +47,7 @@ func TestClusterHA(t *testing.T) {
 // install-complete; with metadata.json and the state file lost, destroy
 // --infra-id still removes everything. Its pod network is the KilnVXLAN
 // overlay (the HA cluster has the default KilnBridge), and after create its
-// worker is moved to a second L2 segment behind a router (splitSegments):
+// worker is moved to a second L2 segment behind a router (splitLocalSegments):
 // pods on different nodes reach each other through the kiln.vxlan tunnel
 // across the router.
 func TestClusterSingleMaster(t *testing.T) {
@@ -133,7 +133,7 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 	if networkType == "KilnVXLAN" && workers > 0 {
 		// Everything below runs with masters and workers on two L2
 		// segments joined by a router.
-		splitSegments(ctx, t, client, infraID, machineCIDR, masters, workers)
+		splitLocalSegments(ctx, t, client, infraID, machineCIDR, masters, workers)
 	}
 	assertPodNetwork(ctx, t, client, infraID+"-master-0", infraID+"-worker-0")
 	if networkType == "KilnVXLAN" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,6 +31,31 @@ const (
 	segRouter2 = 6         // and on segment 2 (a /32)
 )
 
+// segmentNode is a machine splitSegments places: its name (the machine's
+// and its Node's) and address.
+type segmentNode struct{ name, addr string }
+
+// splitLocalSegments is splitSegments for the local platform's cluster
+// infraID of masters and workers on machineCIDR, its machines' addresses
+// from kiln's own address plan.
+func splitLocalSegments(ctx context.Context, t *testing.T, client kubernetes.Interface, infraID, machineCIDR string, masters, workers int) {
+	t.Helper()
+	shape := machines.DefaultShape(infraID, masters, workers)
+	plan := &types.Config{Networking: &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: machineCIDR}}}}
+	nodes := func(names []string) []segmentNode {
+		var out []segmentNode
+		for _, name := range names {
+			_, a, err := localconfig.MachineAddress(plan, infraID, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, segmentNode{name, a.String()})
+		}
+		return out
+	}
+	splitSegments(ctx, t, client, machine.NewManager(machine.Options{}), machineCIDR, nodes(shape.Masters), nodes(shape.Workers))
+}
+
 // splitSegments moves the worker machines onto a second L2 segment: their
 // veths leave the cluster's bridge for segBridge, and the two segments are
 // joined only by a router (a network namespace with forwarding and proxy
@@ -40,28 +66,25 @@ const (
 // Only the overlay's encapsulated traffic, addressed node to node, crosses.
 // The host's own address stays on segment 1, so the workers reach the API
 // VIP through the router too. The split is undone before destroy.
-func splitSegments(ctx context.Context, t *testing.T, client kubernetes.Interface, infraID, machineCIDR string, masters, workers int) {
+// The machines are mgr's (systemd-nspawn containers whose host0 is a veth
+// on the bridge of machineCIDR, the local platform's machines and the ssh
+// platform's test hosts alike).
+func splitSegments(ctx context.Context, t *testing.T, client kubernetes.Interface, mgr *machine.Manager, machineCIDR string, masters, workers []segmentNode) {
 	t.Helper()
 	requireMachineHost(t, "ip")
 	cidr := netip.MustParsePrefix(machineCIDR)
-	mgr := machine.NewManager(machine.Options{})
-	shape := machines.DefaultShape(infraID, masters, workers)
-	masterNames, workerNames := shape.Masters, shape.Workers
+	var workerNames []string
+	addrs := map[string]string{}
 	veth := map[string]string{}
-	for _, name := range shape.All() {
-		veth[name] = hostVeth(ctx, t, mgr, name)
+	for _, n := range slices.Concat(masters, workers) {
+		addrs[n.name], veth[n.name] = n.addr, hostVeth(ctx, t, mgr, n.name)
 	}
-	bridge := linkMaster(t, veth[masterNames[0]])
+	for _, w := range workers {
+		workerNames = append(workerNames, w.name)
+	}
+	addr := func(name string) string { return addrs[name] }
+	bridge := linkMaster(t, veth[masters[0].name])
 	r1, r2 := nthAddr(cidr, segRouter1), nthAddr(cidr, segRouter2)
-	// Each machine's address, from kiln's own address plan.
-	plan := &types.Config{Networking: &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: machineCIDR}}}}
-	addr := func(name string) string {
-		_, a, err := localconfig.MachineAddress(plan, infraID, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a.String()
-	}
 
 	t.Cleanup(func() { joinSegments(t, bridge, veth, workerNames) })
 	ns := []string{"ip", "netns", "exec", segRouter}
@@ -104,7 +127,7 @@ func splitSegments(ctx context.Context, t *testing.T, client kubernetes.Interfac
 
 	// Each side now sees the other's address behind the router's MAC.
 	mac1, mac2 := routerMAC(t, "r1"), routerMAC(t, "r2")
-	master, masterIP := masterNames[0], addr(masterNames[0])
+	master, masterIP := masters[0].name, masters[0].addr
 	for _, w := range workerNames {
 		workerIP := addr(w)
 		if got := resolvedMAC(ctx, t, mgr, w, masterIP); got != mac2 {
@@ -118,7 +141,7 @@ func splitSegments(ctx context.Context, t *testing.T, client kubernetes.Interfac
 		}
 	}
 	t.Logf("workers %v on segment %s, masters on %s; routed through %s (%s, %s)", workerNames, segBridge, bridge, segRouter, r1, r2)
-	assertNodesReady(ctx, t, client, masters+workers)
+	assertNodesReady(ctx, t, client, len(masters)+len(workers))
 }
 
 // joinSegments puts the workers back on the cluster's bridge and removes

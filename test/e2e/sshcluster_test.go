@@ -49,10 +49,12 @@ func TestSSHCluster(t *testing.T) {
 // TestSSHClusterVXLAN installs a cluster on two hosts, a master and the
 // bootstrap host, which joins as the worker once it has been reset
 // (joinAsWorker), whose pod network is the KilnVXLAN overlay (hosts that
-// reach each other by IP only, docs/pod-network.md): the Service answers
-// across hosts through the tunnel on each host, the master's host
-// reboots, and `kiln destroy cluster` leaves every host as it was (the
-// tunnel device gone, the bootstrap host reset twice).
+// reach each other by IP only, docs/pod-network.md). The worker's host
+// then moves to a second L2 segment behind a router (splitSegments): the
+// Service answers across hosts through the tunnel on each host, the
+// master's host reboots, and `kiln destroy cluster`, through the router,
+// leaves every host as it was (the tunnel device gone, the bootstrap host
+// reset twice).
 func TestSSHClusterVXLAN(t *testing.T) {
 	testSSHCluster(t, sshClusterOptions{name: "e2esshvx", third: 13, masters: 1, networkType: "KilnVXLAN", bootWorker: true})
 }
@@ -216,6 +218,16 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 		}
 	}
 
+	if o.networkType == "KilnVXLAN" {
+		// Everything below runs with the worker's host on a second L2
+		// segment behind a router: only the overlay's traffic, node to
+		// node, can cross.
+		var ms []segmentNode
+		for _, m := range masters {
+			ms = append(ms, segmentNode{m.Name, m.Address})
+		}
+		splitSegments(ctx, t, client, f.m, subnet+"0/24", ms, []segmentNode{{worker.Name, worker.Address}})
+	}
 	// A Service across hosts: the server on the last master, the client on
 	// the worker.
 	assertPodNetwork(ctx, t, client, masters[len(masters)-1].Name, worker.Name)
