@@ -96,9 +96,10 @@ func testSSHCluster(t *testing.T, o sshClusterOptions) {
 	}
 	f := startSSHHosts(t, o.third, names, nil)
 	boot, masters := f.Hosts[0], f.Hosts[1:1+o.masters]
-	installed, worker := f.Hosts[:2+o.masters], f.Hosts[1+o.masters]
-	if o.bootWorker {
-		installed, worker = f.Hosts[:1+o.masters], boot
+	// The hosts create installs, and the worker among them.
+	installed, worker := f.Hosts[:1+o.masters], boot
+	if !o.bootWorker {
+		installed, worker = f.Hosts[:2+o.masters], f.Hosts[1+o.masters]
 	}
 	// The hosts with a node once the install is done.
 	nodes := append(slices.Clone(masters), worker)
@@ -366,8 +367,8 @@ func assertOutput(t *testing.T, what, out string, wants ...string) {
 	}
 }
 
-// assertNodes checks that the cluster's Nodes are exactly hosts, all
-// Ready.
+// assertNodes checks that the cluster's Nodes are exactly hosts (in any
+// order), all Ready.
 func assertNodes(ctx context.Context, t *testing.T, client kubernetes.Interface, hosts []sshHost, when string) {
 	t.Helper()
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -381,6 +382,7 @@ func assertNodes(ctx context.Context, t *testing.T, client kubernetes.Interface,
 	for _, h := range hosts {
 		want = append(want, h.Name+" ready=true")
 	}
+	slices.Sort(want) // the API lists Nodes by name
 	if !slices.Equal(got, want) {
 		t.Errorf("nodes %s %q, want %q", when, got, want)
 	}

@@ -20,17 +20,19 @@ units=$(
 	find /etc/systemd/system -maxdepth 1 -type f | sort | comm -13 "$rec/unit-files" - | sed 's|.*/||'
 )
 units=$(echo "$units" | tr ' ' '\n' | grep . | sort -u | tr '\n' ' ')
-# The units stop at once (one transaction), then the pods are killed, whose
-# processes are in kubepods.slice (kubelet's systemd cgroup driver): no
-# kubelet is left to start them again, and nothing of them is kept. The
-# runtime shims stay in containerd.service after it stops, so that is
-# killed whole.
+# The units stop at once (one transaction): no kubelet is left to start a
+# pod again. Then the runtime goes, killed whole (its shims stay in
+# containerd.service after it stops), before the pods: a container it was
+# still creating would otherwise start its `runc init` in a new scope after
+# the pods were killed and be left behind. Last the pods are killed, whose
+# processes are in kubepods.slice (kubelet's systemd cgroup driver), a
+# `runc init` caught mid-start among them; nothing of them is kept.
 # shellcheck disable=SC2046 # one word per unit
 systemctl stop $(echo "$units" | tr ' ' '\n' | grep -vx containerd.service) 2>/dev/null
-systemctl kill --signal=SIGKILL kubepods.slice 2>/dev/null
-systemctl stop kubepods.slice 2>/dev/null
 systemctl kill --signal=SIGKILL containerd.service 2>/dev/null
 systemctl stop containerd.service 2>/dev/null
+systemctl kill --signal=SIGKILL kubepods.slice 2>/dev/null
+systemctl stop kubepods.slice 2>/dev/null
 # shellcheck disable=SC2086 # one word per unit
 systemctl disable --quiet $units 2>/dev/null
 # Every file and link that appeared in /etc/systemd/system (the units,
