@@ -26,22 +26,32 @@ all: build
 # -buildvcs=auto stamps the commit (kiln version) in a git checkout, even
 # where GOFLAGS turns stamping off.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o $(BIN) ./cmd/kiln
+	$(STATIC) $(GO) build $(STATIC_FLAGS) -buildvcs=auto -o $(BIN) ./cmd/kiln
 
-# Unit tests run under the race detector (it needs cgo and a C compiler).
-# Under it, -short skips the tests that start hundreds of kiln processes
-# (lock and crash tests) and the provider's round trips through Terraform
-# (every apply starts the race-built provider: 10x slower, past the default
-# test timeout on a busy host), which would take far longer than the default
-# test timeout; the second run covers them without the detector. It runs
-# only the packages that have such tests (those that call testing.Short()
-# or use platforms/terraform/enginetest, which does): every other package
-# ran whole under the detector already (docs/benchmarks.md).
-LONG_TEST_PKGS = $(shell grep -rlE --include='*_test.go' 'testing\.Short\(\)|platforms/terraform/enginetest"' . | xargs -n1 dirname | sort -u)
+# Every build and test without the race detector compiles as kiln's binary
+# is built (no cgo, -trimpath): vet, the unit tests without the detector,
+# the end-to-end tests and the kiln they build then share one compiled copy
+# of the dependencies (k8s.io, etcd, Terraform's libraries) in the Go build
+# cache. With the default settings each of those would compile its own, a
+# few minutes apiece on a cold cache (docs/benchmarks.md).
+STATIC := CGO_ENABLED=0
+STATIC_FLAGS := -trimpath
+
+# Unit tests: every package without the race detector, as kiln is built
+# (sharing its compiled dependencies); then, under the detector (it needs
+# cgo and a C compiler), the packages whose code or tests start goroutines
+# or hold locks (RACE_PKGS: the ones it can find anything in). Under it,
+# -short skips the tests that start hundreds of kiln processes (lock and
+# crash tests) and the provider's round trips through Terraform (every
+# apply starts the race-built provider: 10x slower, past the default test
+# timeout on a busy host); the first run has them. Building every test
+# binary under the detector took about half of a cold make unit
+# (docs/benchmarks.md).
+RACE_PKGS = $(shell grep -rlE --include='*.go' '^\s*go [[:alpha:]_]|sync\.Mutex|sync\.RWMutex|sync\.WaitGroup|sync\.Once|errgroup|t\.Parallel' assets cmd data graph ignition platforms | xargs -n1 dirname | sort -u | sed 's|^|./|')
 unit:
-	$(GO) vet ./...
-	$(GO) test -race -short ./...
-	$(GO) test $(LONG_TEST_PKGS)
+	$(STATIC) $(GO) vet $(STATIC_FLAGS) ./...
+	$(STATIC) $(GO) test $(STATIC_FLAGS) ./...
+	$(GO) test -race -short $(RACE_PKGS)
 
 # Debian's Ignition 2.14, the one on the nodes, validates what kiln emits.
 validate-ignition: build
@@ -74,8 +84,25 @@ host-prep:
 
 # End-to-end tests: node image build and boot, machines, Terraform, and whole
 # clusters (3 masters + 1 worker, then 1 master), each destroyed afterwards.
-e2e: deps host-prep
-	KILN_E2E=1 $(GO) test ./test/e2e/ -v -count=1 -timeout 100m
+# The node image is built (or found cached) first; then, while the tests
+# run, the conformance suite the last cluster test runs is built (or found)
+# in the background at a lower priority: on a cold cache it takes the CPU
+# the clusters leave idle instead of holding up the end of the run
+# (docs/benchmarks.md). Its log is printed if it fails (the cluster test
+# then builds it again itself, and fails naming why).
+e2e: deps host-prep build
+	@mkdir -p $(E2E_LOG_DIR)
+	$(BIN) build node-image --dir $(E2E_LOG_DIR)
+	@pid=; if [ "$$KILN_E2E_CONFORMANCE" != 0 ] && [ "$$KILN_E2E_CLUSTER" != 0 ]; then \
+	  echo "building the conformance suite in the background (nice 10; log $(E2E_LOG_DIR)/conformance-build.log)"; \
+	  nice -n 10 $(BIN) build conformance --dir $(E2E_LOG_DIR) >$(E2E_LOG_DIR)/conformance-build.log 2>&1 & pid=$$!; \
+	fi; \
+	KILN_E2E=1 $(STATIC) $(GO) test $(STATIC_FLAGS) ./test/e2e/ -v -count=1 -timeout 100m; rc=$$?; \
+	if [ -n "$$pid" ] && ! wait $$pid; then echo "the background conformance build failed:"; tail -n 30 $(E2E_LOG_DIR)/conformance-build.log; fi; \
+	exit $$rc
+
+# Where make e2e's kiln builds keep their logs.
+E2E_LOG_DIR := _out/e2e
 
 # What make test and make test-all say when they are not run as root.
 NOT_ROOT = echo "not root: end-to-end and host tests skipped (they need root: machines are systemd-nspawn containers)"

@@ -265,12 +265,16 @@ func assertUserManifest(ctx context.Context, t *testing.T, client kubernetes.Int
 	}
 }
 
+// buildStaticKiln builds the kiln binary into a temporary directory, as
+// make build does (static, -trimpath): it runs inside machines and pods
+// too, and make e2e compiles the tests with the same settings, so the
+// build finds every package compiled in the Go build cache.
 func buildStaticKiln(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "kiln")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/kiln")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/kiln")
 	cmd.Dir = filepath.Join("..", "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // it runs inside machines and pods too
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/kiln: %v\n%s", err, out)
 	}

@@ -20,19 +20,6 @@ import (
 	tf "github.com/kiln-project/kiln/platforms/terraform"
 )
 
-// buildKiln builds the kiln binary, which serves the provider and the load
-// balancer, into a temporary directory.
-func buildKiln(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kiln")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/kiln")
-	cmd.Dir = filepath.Join("..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/kiln: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // bridgeAddrs returns the IPv4 addresses with prefix of link name, or nil
 // when it does not exist.
 func bridgeAddrs(t *testing.T, name string) []string {
@@ -91,7 +78,7 @@ func TestTerraformNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("engine: %s", engine)
-	kiln := buildKiln(t)
+	kiln := buildStaticKiln(t)
 	modules, err := tfdata.Platform("local")
 	if err != nil {
 		t.Fatal(err)
