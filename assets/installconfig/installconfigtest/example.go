@@ -3,7 +3,6 @@ package installconfigtest
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
@@ -15,11 +14,7 @@ import (
 // in 192.168.10.0/24.
 func SSHExample(t testing.TB) *types.Config {
 	t.Helper()
-	_, self, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("installconfigtest: no source path to find docs/examples from")
-	}
-	data, err := os.ReadFile(filepath.Join(filepath.Dir(self), "..", "..", "..", "docs", "examples", "install-config-ssh.yaml"))
+	data, err := os.ReadFile(filepath.Join(moduleRoot(t), "docs", "examples", "install-config-ssh.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,4 +23,26 @@ func SSHExample(t testing.TB) *types.Config {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// moduleRoot returns the directory holding go.mod, found upwards from the
+// working directory (go test runs a test in its package's directory). The
+// source path the binary was compiled from is no help: make unit builds
+// the tests with -trimpath.
+func moduleRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("installconfigtest: no go.mod above the working directory")
+		}
+		dir = parent
+	}
 }
