@@ -65,8 +65,9 @@ func splitLocalSegments(ctx context.Context, t *testing.T, client kubernetes.Int
 // node's address, on-link) could not work: the router knows no pod CIDR.
 // Only the overlay's encapsulated traffic, addressed node to node, crosses.
 // The host's own address stays on segment 1, so the workers reach the API
-// VIP through the router too. The split is undone before destroy.
-// The machines are mgr's (systemd-nspawn containers whose host0 is a veth
+// VIP through the router too. The split is undone when the test ends (the
+// local test's destroy runs after that; the ssh test destroys its cluster
+// through the router). The machines are mgr's (systemd-nspawn containers whose host0 is a veth
 // on the bridge of machineCIDR, the local platform's machines and the ssh
 // platform's test hosts alike).
 func splitSegments(ctx context.Context, t *testing.T, client kubernetes.Interface, mgr *machine.Manager, machineCIDR string, masters, workers []segmentNode) {
