@@ -275,8 +275,8 @@ func (p *Provisioner) ensurePayload(ctx context.Context, c *platforms.Cluster) (
 // Vars returns the stages' variables of c with the node payload at
 // payload: the bootstrap host until bootstrap-complete, and the masters
 // and workers of c.Machines() (only the masters while the workers are
-// held back; the bootstrap host that joins as a worker only after
-// bootstrap-complete).
+// held back; the bootstrap host that joins as a worker, among the
+// workers of the shape, only after bootstrap-complete).
 func Vars(c *platforms.Cluster, payload string) (tfdata.SSHVars, error) {
 	s := c.Config.Platform.SSH
 	known, err := knownHostsFile(s)
@@ -306,11 +306,6 @@ func Vars(c *platforms.Cluster, payload string) (tfdata.SSHVars, error) {
 		switch {
 		case h.Role == ssh.RoleBootstrap && !c.BootstrapDone:
 			v.Bootstrap = &th
-		case h.Role == ssh.RoleBootstrap:
-			// Reset by then: a worker if it joins as one.
-			if slices.Contains(shape.Workers, h.Name) {
-				v.Workers = append(v.Workers, th)
-			}
 		case slices.Contains(shape.Masters, h.Name):
 			v.Masters = append(v.Masters, th)
 		case slices.Contains(shape.Workers, h.Name):
