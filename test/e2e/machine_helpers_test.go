@@ -71,11 +71,25 @@ func debootstrapRootfs(t *testing.T, name string, include []string, finish func(
 	if _, err := exec.LookPath("debootstrap"); err != nil {
 		t.Skip("end-to-end test needs debootstrap (apt-get install debootstrap) to build its " + name)
 	}
-	tmp := dir + ".tmp"
-	os.RemoveAll(tmp)
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Test processes run at once (two go test runs, or tests made
+	// parallel) build the tree once: the first holds the lock, the others
+	// find the tree when they get it.
+	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatalf("locking %s: %v", lock.Name(), err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "etc/os-release")); err == nil {
+		return dir
+	}
+	tmp := dir + ".tmp"
+	os.RemoveAll(tmp)
 	start := time.Now()
 	cmd := exec.Command("debootstrap", "--variant=minbase", "--include="+strings.Join(include, ","), "bookworm", tmp, debianMirror())
 	out, err := cmd.CombinedOutput()
