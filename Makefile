@@ -46,13 +46,12 @@ STATIC_FLAGS := -trimpath
 # apply starts the race-built provider: 10x slower, past the default test
 # timeout on a busy host); the first run has them. Building every test
 # binary under the detector took about half of a cold make unit
-# (docs/benchmarks.md). UNIT_TIMEOUT is each test binary's timeout.
+# (docs/benchmarks.md).
 RACE_PKGS = $(shell grep -rlE --include='*.go' '^\s*go [[:alpha:]_]|sync\.Mutex|sync\.RWMutex|sync\.WaitGroup|sync\.Once|errgroup|t\.Parallel' assets cmd data graph ignition platforms | xargs -n1 dirname | sort -u | sed 's|^|./|')
-UNIT_TIMEOUT ?= 10m
 unit:
 	$(STATIC) $(GO) vet $(STATIC_FLAGS) ./...
-	$(STATIC) $(GO) test $(STATIC_FLAGS) -timeout $(UNIT_TIMEOUT) ./...
-	$(GO) test -race -short -timeout $(UNIT_TIMEOUT) $(RACE_PKGS)
+	$(STATIC) $(GO) test $(STATIC_FLAGS) ./...
+	$(GO) test -race -short $(RACE_PKGS)
 
 # Debian's Ignition 2.14, the one on the nodes, validates what kiln emits.
 validate-ignition: build
@@ -91,35 +90,15 @@ host-prep:
 # the clusters leave idle instead of holding up the end of the run
 # (docs/benchmarks.md). Its log is printed if it fails (the cluster test
 # then builds it again itself, and fails naming why).
-# With E2E_UNIT=1 (make test and make test-all as root) the unit tests
-# run in the background too, at a lower priority still (nice 15; each
-# test binary may take UNIT_BESIDE_TIMEOUT, as it gets only the CPU the
-# rest leaves): they are off the end-to-end tests' path, which needs the
-# node image first, and would otherwise add their whole time (about 20 min
-# on a cold Go cache) before it. Their log is printed whole at the end,
-# and their failure fails the target.
-# UNIT_BESIDE is that run; through a variable, so that make -n prints the
-# recipe instead of running it (make runs a line naming $$(MAKE) even then).
-UNIT_BESIDE_TIMEOUT := 45m
-UNIT_BESIDE = $(MAKE) --no-print-directory unit UNIT_TIMEOUT=$(UNIT_BESIDE_TIMEOUT)
 e2e: deps host-prep build
 	@mkdir -p $(E2E_LOG_DIR)
 	$(BIN) build node-image --dir $(E2E_LOG_DIR)
-	@pid=; upid=; if [ "$(E2E_UNIT)" = 1 ]; then \
-	  echo "running the unit tests in the background (nice 15; log $(E2E_LOG_DIR)/unit.log)"; \
-	  nice -n 15 $(UNIT_BESIDE) >$(E2E_LOG_DIR)/unit.log 2>&1 & upid=$$!; \
-	fi; \
-	if [ "$$KILN_E2E_CONFORMANCE" != 0 ] && [ "$$KILN_E2E_CLUSTER" != 0 ]; then \
+	@pid=; if [ "$$KILN_E2E_CONFORMANCE" != 0 ] && [ "$$KILN_E2E_CLUSTER" != 0 ]; then \
 	  echo "building the conformance suite in the background (nice 10; log $(E2E_LOG_DIR)/conformance-build.log)"; \
 	  nice -n 10 $(BIN) build conformance --dir $(E2E_LOG_DIR) >$(E2E_LOG_DIR)/conformance-build.log 2>&1 & pid=$$!; \
 	fi; \
 	KILN_E2E=1 $(STATIC) $(GO) test $(STATIC_FLAGS) ./test/e2e/ -v -count=1 -timeout 100m; rc=$$?; \
 	if [ -n "$$pid" ] && ! wait $$pid; then echo "the background conformance build failed:"; tail -n 30 $(E2E_LOG_DIR)/conformance-build.log; fi; \
-	if [ -n "$$upid" ]; then \
-	  if wait $$upid; then urc=0; else urc=$$?; fi; \
-	  echo "=== the unit tests, run in the background ($(E2E_LOG_DIR)/unit.log):"; cat $(E2E_LOG_DIR)/unit.log; \
-	  if [ $$urc != 0 ]; then echo "FAIL: the unit tests (make unit exited $$urc)"; rc=1; else echo "the unit tests: PASS"; fi; \
-	fi; \
 	exit $$rc
 
 # Where make e2e's kiln builds keep their logs.
@@ -128,24 +107,23 @@ E2E_LOG_DIR := _out/e2e
 # What make test and make test-all say when they are not run as root.
 NOT_ROOT = echo "not root: end-to-end and host tests skipped (they need root: machines are systemd-nspawn containers)"
 
-# The unit tests; as root, the end-to-end tests with the unit tests run
-# beside them (E2E_UNIT), then the host test when its VM is built
+# As root: the end-to-end tests, then the host test when its VM is built
 # already (every machine after its first make host-test or make test-all):
 # under emulation it takes about 50 min on these 2-core machines, more
 # than a cold make test can add within CI's budget. Without its VM it
 # prints a SKIP line naming it (docs/benchmarks.md, "The host test").
-test:
-	@if [ "$(UID)" = 0 ]; then $(MAKE) --no-print-directory deps validate-ignition e2e deps-vm E2E_UNIT=1 && \
+test: unit
+	@if [ "$(UID)" = 0 ]; then $(MAKE) --no-print-directory deps validate-ignition e2e deps-vm && \
 	test/host/run.sh --if-cached; \
-	else $(MAKE) --no-print-directory unit && $(NOT_ROOT); fi
+	else $(NOT_ROOT); fi
 
 # make test with the host test whether or not its VM is built, and the
 # tests of the older Kubernetes release (a cluster of it, an upgrade from
 # it) whether or not its node image is
 # built (KILN_E2E_RELEASES=1; as root).
-test-all:
-	@if [ "$(UID)" = 0 ]; then KILN_E2E_RELEASES=1 $(MAKE) --no-print-directory deps validate-ignition e2e host-test E2E_UNIT=1; \
-	else $(MAKE) --no-print-directory unit && $(NOT_ROOT); fi
+test-all: unit
+	@if [ "$(UID)" = 0 ]; then KILN_E2E_RELEASES=1 $(MAKE) --no-print-directory deps validate-ignition e2e host-test; \
+	else $(NOT_ROOT); fi
 
 # kiln on a host that is what users have: a Debian 12 VM (debootstrap, stock
 # kernel, systemd, cgroup v2) under qemu with TCG, no network; 1 master + 1
