@@ -49,6 +49,58 @@ func TestE2EComponentSources(t *testing.T) {
 	}
 }
 
+// TestE2EModuleSelectsTheNodeImageVersions checks what lets e2e.test and
+// kubectl reuse the packages the node image's Kubernetes build compiled:
+// the conformance module lists every command of the kubernetes component
+// as a tool and replaces the same staging modules with the same versions,
+// so that both module graphs select the same version of each shared
+// module, and -trimpath names (and the Go build cache keys) their packages
+// alike. Without the tools, five staging modules resolved to v0.0.0 there
+// and about 500 packages compiled a second time.
+func TestE2EModuleSelectsTheNodeImageVersions(t *testing.T) {
+	files, err := e2eComponent(release.Default()).sources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2eMod := string(files["go.mod"])
+	k8sMod := string(componentFiles(t, "kubernetes")["go.mod"])
+	e2eTools := goModBlock(t, e2eMod, "tool")
+	for _, c := range components(release.Default()) {
+		if c.Name != "kubernetes" {
+			continue
+		}
+		for _, p := range c.Packages {
+			if !slices.Contains(e2eTools, p) {
+				t.Errorf("the conformance module's tools lack %s, a command of the kubernetes component", p)
+			}
+		}
+	}
+	if got, want := goModBlock(t, e2eMod, "replace"), goModBlock(t, k8sMod, "replace"); !reflect.DeepEqual(got, want) {
+		t.Errorf("the conformance module replaces\n%s\nthe kubernetes component\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// goModBlock returns the lines of go.mod's `name ( ... )` block, trimmed,
+// without comments and blank lines.
+func goModBlock(t *testing.T, mod, name string) []string {
+	t.Helper()
+	_, rest, ok := strings.Cut(mod, "\n"+name+" (\n")
+	if !ok {
+		t.Fatalf("go.mod has no %s block:\n%s", name, mod)
+	}
+	body, _, ok := strings.Cut(rest, "\n)")
+	if !ok {
+		t.Fatalf("go.mod's %s block is not closed", name)
+	}
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "//") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 func TestE2ETestCmd(t *testing.T) {
 	c := e2eComponent(release.Default())
 	cmd := e2eTestCmd("/usr/local/go/bin/go", "/cache", c, "/src", "/out")
