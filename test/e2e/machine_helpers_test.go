@@ -17,6 +17,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 )
 
@@ -77,14 +78,11 @@ func debootstrapRootfs(t *testing.T, name string, include []string, finish func(
 	// Test processes run at once (two go test runs, or tests made
 	// parallel) build the tree once: the first holds the lock, the others
 	// find the tree when they get it.
-	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	unlock, err := atomicfile.Lock(cache, dir+".lock")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatalf("locking %s: %v", lock.Name(), err)
-	}
+	defer unlock()
 	if _, err := os.Stat(filepath.Join(dir, "etc/os-release")); err == nil {
 		return dir
 	}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
@@ -150,13 +149,9 @@ func (m *Manager) lock(name string) (func(), error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_RDWR, 0o600)
+	unlock, err := atomicfile.Lock(m.stateRoot, filepath.Join(dir, name))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("machine %s: %w", name, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking machine %s: %w", name, err)
-	}
-	return func() { f.Close() }, nil
+	return unlock, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/release"
 	dataconformance "github.com/kiln-project/kiln/data/conformance"
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // Conformance is the upstream conformance suite of the pinned Kubernetes
@@ -100,7 +101,7 @@ func EnsureConformance(ctx context.Context, opts Options) (*Conformance, error) 
 	if b.goErr != nil {
 		return nil, &PreconditionError{fmt.Errorf("the conformance suite is built from source: %w", b.goErr)}
 	}
-	unlock, err := lock(filepath.Join(b.cache, "conformance.lock"))
+	unlock, err := atomicfile.Lock(b.cache, filepath.Join(b.cache, "conformance.lock"))
 	if err != nil {
 		return nil, err
 	}

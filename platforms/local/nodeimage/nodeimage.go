@@ -9,12 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -91,7 +91,7 @@ func Ensure(ctx context.Context, opts Options) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lock(filepath.Join(b.cache, "nodeimage.lock"))
+	unlock, err := atomicfile.Lock(b.cache, filepath.Join(b.cache, "nodeimage.lock"))
 	if err != nil {
 		return nil, err
 	}
@@ -300,16 +300,3 @@ func findGo() (string, error) {
 type nopWriter struct{}
 
 func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
-
-// lock takes an exclusive lock on path, waiting for other holders.
-func lock(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil
-}

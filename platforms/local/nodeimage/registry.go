@@ -38,7 +38,7 @@ func EnsureRegistry(ctx context.Context, opts Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	unlock, err := lock(filepath.Join(b.cache, "registry.lock"))
+	unlock, err := atomicfile.Lock(b.cache, filepath.Join(b.cache, "registry.lock"))
 	if err != nil {
 		return "", err
 	}
