@@ -219,7 +219,15 @@ func createScaleEcho(ctx context.Context, t *testing.T, client kubernetes.Interf
 		// replacement of an evicted pod back on the worker being drained,
 		// where it was still serving when its Node was deleted.
 		spec.Tolerations = nil
-		spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 3}}}
+		// The sleep is how long every node's kube-proxy has to drop the
+		// endpoint once it turns terminating, before the server stops.
+		// 3 s was too short once, in a cold make test with the
+		// conformance build beside the cluster (2026-12-01): a NodePort
+		// probe was refused 2.7 s after the evicted pod's endpoint turned
+		// terminating, the other pod ready all along, so a node still
+		// sent it to the stopping pod. 10 s is the low end of what
+		// workloads use for the same purpose.
+		spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 10}}}
 		spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1,
 			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}}}
 		svc.Type = corev1.ServiceTypeNodePort

@@ -1,7 +1,10 @@
 package nodeimage
 
 import (
+	"errors"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -9,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/platforms"
 )
 
 func TestE2EComponentSources(t *testing.T) {
@@ -51,33 +55,92 @@ func TestE2EComponentSources(t *testing.T) {
 
 // TestE2EModuleSelectsTheNodeImageVersions checks what lets e2e.test and
 // kubectl reuse the packages the node image's Kubernetes build compiled:
-// the conformance module lists every command of the kubernetes component
-// as a tool and replaces the same staging modules with the same versions,
-// so that both module graphs select the same version of each shared
-// module, and -trimpath names (and the Go build cache keys) their packages
-// alike. Without the tools, five staging modules resolved to v0.0.0 there
-// and about 500 packages compiled a second time.
+// the conformance module replaces the same staging modules with the same
+// versions as the kubernetes component, and both select the same version
+// of every module they share, so that -trimpath names (and the Go build
+// cache keys) their packages alike. The second half resolves both modules
+// with `go list` from the kiln cache's module cache, so it runs only where a
+// node image was built (it needs no network).
 func TestE2EModuleSelectsTheNodeImageVersions(t *testing.T) {
-	files, err := e2eComponent(release.Default()).sources()
+	rel := release.Default()
+	e2e := e2eComponent(rel)
+	e2eFiles, err := e2e.sources()
 	if err != nil {
 		t.Fatal(err)
 	}
-	e2eMod := string(files["go.mod"])
-	k8sMod := string(componentFiles(t, "kubernetes")["go.mod"])
-	e2eTools := goModBlock(t, e2eMod, "tool")
-	for _, c := range components(release.Default()) {
-		if c.Name != "kubernetes" {
-			continue
+	var k8s component
+	for _, c := range components(rel) {
+		if c.Name == "kubernetes" {
+			k8s = c
 		}
-		for _, p := range c.Packages {
-			if !slices.Contains(e2eTools, p) {
-				t.Errorf("the conformance module's tools lack %s, a command of the kubernetes component", p)
+	}
+	k8sFiles := componentFiles(t, "kubernetes")
+	if got, want := goModBlock(t, string(e2eFiles["go.mod"]), "replace"), goModBlock(t, string(k8sFiles["go.mod"]), "replace"); !reflect.DeepEqual(got, want) {
+		t.Errorf("the conformance module replaces\n%s\nthe kubernetes component\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	goBin, err := findGo()
+	if err != nil {
+		t.Skip(err)
+	}
+	cache, err := platforms.CacheDir(os.Getenv)
+	if err != nil {
+		t.Skip(err)
+	}
+	if !exists(filepath.Join(cache, "go", "mod", "cache", "download", "k8s.io", "kubernetes", "@v", rel.Kubernetes+".zip")) {
+		t.Skipf("no k8s.io/kubernetes %s in %s's module cache (a node image build fills it)", rel.Kubernetes, cache)
+	}
+	k8sMods := selectedModules(t, goBin, cache, k8sFiles, k8s.Packages)
+	// e2e.test with its test dependencies, then the other programs.
+	e2eMods := selectedModules(t, goBin, cache, e2eFiles, []string{"-test", e2ePackage})
+	maps.Copy(e2eMods, selectedModules(t, goBin, cache, e2eFiles, e2e.Packages))
+	shared := 0
+	for m, v := range e2eMods {
+		if kv, ok := k8sMods[m]; ok {
+			shared++
+			if kv != v {
+				t.Errorf("%s: %s in the conformance module, %s in the kubernetes component's: their packages compile twice", m, v, kv)
 			}
 		}
 	}
-	if got, want := goModBlock(t, e2eMod, "replace"), goModBlock(t, k8sMod, "replace"); !reflect.DeepEqual(got, want) {
-		t.Errorf("the conformance module replaces\n%s\nthe kubernetes component\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	if shared < 100 {
+		t.Errorf("the modules share only %d modules", shared)
 	}
+}
+
+// selectedModules resolves the module of files offline from the kiln
+// cache's module cache and returns the version it selects of each module
+// that provides one of the packages' dependencies.
+func selectedModules(t *testing.T, goBin, cache string, files map[string][]byte, args []string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(goBin, append([]string{"list", "-deps", "-f", "{{with .Module}}{{.Path}} {{.Version}}{{end}}"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), goEnv(cache, false)...)
+	cmd.Env = append(cmd.Env, "GOPROXY=off", "GOCACHE="+t.TempDir())
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("go list in %s: %v\n%s", dir, err, stderr)
+	}
+	mods := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if path, version, ok := strings.Cut(l, " "); ok && version != "" {
+			mods[path] = version
+		}
+	}
+	return mods
 }
 
 // goModBlock returns the lines of go.mod's `name ( ... )` block, trimmed,
