@@ -1,6 +1,7 @@
 package nodeimage
 
 import (
+	"bytes"
 	"errors"
 	"maps"
 	"os"
@@ -132,6 +133,11 @@ func selectedModules(t *testing.T, goBin, cache string, files map[string][]byte,
 		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = ee.Stderr
 		}
+		if bytes.Contains(stderr, []byte("module lookup disabled by GOPROXY=off")) {
+			// A node image built, the conformance suite never: its
+			// modules (ginkgo, gomega) are not in the cache.
+			t.Skipf("the kiln cache's module cache lacks a module of %v (kiln build conformance fills it):\n%s", args, lastLine(stderr))
+		}
 		t.Fatalf("go list in %s: %v\n%s", dir, err, stderr)
 	}
 	mods := map[string]string{}
@@ -141,6 +147,12 @@ func selectedModules(t *testing.T, goBin, cache string, files map[string][]byte,
 		}
 	}
 	return mods
+}
+
+// lastLine returns b's last non-empty line.
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
 }
 
 // goModBlock returns the lines of go.mod's `name ( ... )` block, trimmed,
