@@ -335,16 +335,21 @@ func (b *builder) stageComponent(c component) (componentJob, error) {
 	if job.Tmp, err = scratch(dir); err != nil {
 		return job, err
 	}
+	return job, writeModule(job.src(), files)
+}
+
+// writeModule writes a rendered module's files (c.sources) into dir.
+func writeModule(dir string, files map[string][]byte) error {
 	for name, data := range files {
-		p := filepath.Join(job.src(), filepath.FromSlash(name))
+		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return job, err
+			return err
 		}
 		if err := os.WriteFile(p, data, 0o644); err != nil {
-			return job, err
+			return err
 		}
 	}
-	return job, nil
+	return nil
 }
 
 // ensureComponent builds c unless its cache entry exists.

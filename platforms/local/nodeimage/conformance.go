@@ -263,14 +263,8 @@ func (b *builder) ensureE2EBinaries(ctx context.Context, c component, files map[
 		return "", err
 	}
 	src := filepath.Join(tmp, "src")
-	for name, data := range files {
-		p := filepath.Join(src, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			return "", err
-		}
+	if err := writeModule(src, files); err != nil {
+		return "", err
 	}
 	out := filepath.Join(tmp, "bin")
 	run := runner{log: b.log, update: b.progress.Update}

@@ -41,16 +41,8 @@ func TestE2EComponentSources(t *testing.T) {
 	}
 	// The node image's kubernetes component must not see the conformance
 	// module: its sources, and so the node image key, stay as they were.
-	for _, k := range components(release.Default()) {
-		if k.Name == "kubernetes" {
-			kf, err := k.sources()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.Contains(string(kf["go.mod"]), "conformance") {
-				t.Error("the kubernetes component renders the conformance module")
-			}
-		}
+	if strings.Contains(string(componentFiles(t, "kubernetes")["go.mod"]), "conformance") {
+		t.Error("the kubernetes component renders the conformance module")
 	}
 }
 
@@ -69,12 +61,7 @@ func TestE2EModuleSelectsTheNodeImageVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var k8s component
-	for _, c := range components(rel) {
-		if c.Name == "kubernetes" {
-			k8s = c
-		}
-	}
+	k8s := componentNamed(t, "kubernetes")
 	k8sFiles := componentFiles(t, "kubernetes")
 	if got, want := goModBlock(t, string(e2eFiles["go.mod"]), "replace"), goModBlock(t, string(k8sFiles["go.mod"]), "replace"); !reflect.DeepEqual(got, want) {
 		t.Errorf("the conformance module replaces\n%s\nthe kubernetes component\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -115,13 +102,8 @@ func TestE2EModuleSelectsTheNodeImageVersions(t *testing.T) {
 func selectedModules(t *testing.T, goBin, cache string, files map[string][]byte, args []string) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
-	for name, data := range files {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := writeModule(dir, files); err != nil {
+		t.Fatal(err)
 	}
 	cmd := exec.Command(goBin, append([]string{"list", "-deps", "-f", "{{with .Module}}{{.Path}} {{.Version}}{{end}}"}, args...)...)
 	cmd.Dir = dir

@@ -80,20 +80,26 @@ func TestLocalPathHelper(t *testing.T) {
 	}
 }
 
-// componentFiles returns the rendered module of the component named name.
-func componentFiles(t *testing.T, name string) map[string][]byte {
+// componentNamed returns the default release's component named name.
+func componentNamed(t *testing.T, name string) component {
 	t.Helper()
 	for _, c := range components(release.Default()) {
 		if c.Name == name {
-			files, err := c.sources()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return files
+			return c
 		}
 	}
 	t.Fatalf("no component %s", name)
-	return nil
+	return component{}
+}
+
+// componentFiles returns the rendered module of the component named name.
+func componentFiles(t *testing.T, name string) map[string][]byte {
+	t.Helper()
+	files, err := componentNamed(t, name).sources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 func keys(m map[string][]byte) []string {
