@@ -215,7 +215,7 @@ func newStopCmd(o *rootOptions) *cobra.Command {
 		Annotations: map[string]string{lockAnnotation: ""}}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "cluster",
-		Short: "Shut the cluster of --dir down cleanly: workers, then masters one at a time, then the API load balancer",
+		Short: "Shut the cluster of --dir down cleanly: workers, then masters one at a time, then the API load balancer (on the ssh platform, the node on each host; the hosts run on)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := o.openCluster(cmd.Context(), install.Timeouts{}, 0)

@@ -40,4 +40,7 @@ type SSHHost struct {
 	Address string `json:"address"`
 	// IP is its node IP (KILN_NODE_IP).
 	IP string `json:"ip"`
+	// State is whether its node is to run, "running" or "stopped"
+	// (platforms.DesiredStates); "" is running.
+	State string `json:"state,omitempty"`
 }

@@ -156,7 +156,14 @@ func (d *Driver) Destroy(ctx context.Context, stage string, vars any) error {
 // LastVars reads into vars the variables stage was last applied with; the
 // error satisfies errors.Is(err, fs.ErrNotExist) for a stage never applied.
 func (d *Driver) LastVars(stage string, vars any) error {
-	data, err := atomicfile.ReadFile(d.o.Dir, filepath.Join(d.StageDir(stage), varFileName))
+	return LastVars(d.o.Dir, stage, vars)
+}
+
+// LastVars reads into vars the variables stage of the cluster in dir was
+// last applied with, as Driver.LastVars, with no engine: a cheap read for
+// what asks often (the waits' machine states).
+func LastVars(dir, stage string, vars any) error {
+	data, err := atomicfile.ReadFile(dir, filepath.Join(dir, filepath.FromSlash(workDirName), stage, varFileName))
 	if err != nil {
 		return err
 	}

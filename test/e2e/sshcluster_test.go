@@ -51,12 +51,14 @@ func TestSSHCluster(t *testing.T) {
 // (joinAsWorker), whose pod network is the KilnVXLAN overlay (hosts that
 // reach each other by IP only, docs/pod-network.md). The worker's host
 // then moves to a second L2 segment behind a router (splitSegments): the
-// Service answers across hosts through the tunnel on each host, the
-// master's host reboots, and `kiln destroy cluster`, through the router,
-// leaves every host as it was (the tunnel device gone, the bootstrap host
-// reset twice).
+// Service answers across hosts through the tunnel on each host; `kiln
+// stop cluster` stops both nodes, the master's host reboots with its node
+// stopped, and `kiln start cluster` brings the cluster back
+// (restartSSHCluster); the master's host reboots, and `kiln destroy
+// cluster`, through the router, leaves every host as it was (the tunnel
+// device gone, the bootstrap host reset twice).
 func TestSSHClusterVXLAN(t *testing.T) {
-	testSSHCluster(t, sshClusterOptions{name: "e2esshvx", third: 13, masters: 1, networkType: "KilnVXLAN", bootWorker: true})
+	testSSHCluster(t, sshClusterOptions{name: "e2esshvx", third: 13, masters: 1, networkType: "KilnVXLAN", bootWorker: true, restart: true})
 }
 
 // sshClusterOptions are the cluster a testSSHCluster installs.
@@ -75,6 +77,10 @@ type sshClusterOptions struct {
 	// dayTwo runs the scale steps (with 3 masters): one more host is
 	// booted for them.
 	dayTwo bool
+	// restart runs kiln stop cluster and kiln start cluster
+	// (restartSSHCluster), the first master's host rebooted while its
+	// node is stopped.
+	restart bool
 }
 
 // testSSHCluster is TestSSHCluster with o's cluster.
@@ -234,6 +240,9 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	assertPodNetwork(ctx, t, client, masters[len(masters)-1].Name, worker.Name)
 	if o.networkType == "KilnVXLAN" {
 		assertOverlayRoutes(ctx, t, client, f.m.Exec)
+	}
+	if o.restart {
+		restartSSHCluster(ctx, t, kiln, dir, f, client, nodes, masters[0], worker.Name, masters[len(masters)-1].Name)
 	}
 
 	if o.masters > 1 {

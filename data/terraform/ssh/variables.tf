@@ -44,9 +44,10 @@ variable "bootstrap" {
     name    = string
     address = string
     ip      = string
+    state   = optional(string, "running")
   })
   default     = null
-  description = "The temporary bootstrap host: name, SSH address and node IP; null once it is reset."
+  description = "The temporary bootstrap host: name, SSH address, node IP and whether its node runs (running or stopped); null once it is reset."
 }
 
 variable "masters" {
@@ -54,10 +55,11 @@ variable "masters" {
     name    = string
     address = string
     ip      = string
+    state   = optional(string, "running")
   }))
   default     = []
   nullable    = false
-  description = "The masters: name, SSH address and node IP; none when null."
+  description = "The masters: name, SSH address, node IP and whether each node runs (running or stopped); none when null."
 }
 
 variable "workers" {
@@ -65,10 +67,11 @@ variable "workers" {
     name    = string
     address = string
     ip      = string
+    state   = optional(string, "running")
   }))
   default     = []
   nullable    = false
-  description = "The workers: name, SSH address and node IP; none when null."
+  description = "The workers: name, SSH address, node IP and whether each node runs (running or stopped); none when null."
 }
 
 variable "bootstrap_ignition" {

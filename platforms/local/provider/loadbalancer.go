@@ -21,6 +21,7 @@ import (
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/lb"
+	"github.com/kiln-project/kiln/platforms/tfstate"
 )
 
 var (
@@ -107,7 +108,7 @@ func (r *loadBalancerResource) Schema(_ context.Context, _ resource.SchemaReques
 			"ca_file": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(""),
 				Description: "CA bundle the API health check verifies with; unverified when empty."},
 			"pid":   schema.Int64Attribute{Computed: true, Description: "Process id of the load balancer."},
-			"state": stateAttribute("load balancer"),
+			"state": tfstate.Attribute("load balancer"),
 		},
 	}
 }
@@ -164,7 +165,7 @@ func (r *loadBalancerResource) start(ctx context.Context, m *loadBalancerModel) 
 // setState writes the model's configuration and starts (or reloads) the
 // process, or stops it, as the model's state says.
 func (r *loadBalancerResource) setState(ctx context.Context, m *loadBalancerModel) error {
-	want, err := desiredState(m.State)
+	want, err := tfstate.Desired(m.State)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/machine"
+	"github.com/kiln-project/kiln/platforms/tfstate"
 )
 
 var (
@@ -138,7 +139,7 @@ func (r *machineResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 					"target":    schema.StringAttribute{Required: true},
 					"read_only": schema.BoolAttribute{Optional: true},
 				}}},
-			"state": stateAttribute("machine"),
+			"state": tfstate.Attribute("machine"),
 		},
 	}
 }
@@ -162,7 +163,7 @@ func (r *machineResource) Create(ctx context.Context, req resource.CreateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	want, err := desiredState(m.State)
+	want, err := tfstate.Desired(m.State)
 	var s machine.Spec
 	if err == nil {
 		s, err = m.spec(ctx, r.b.Settings.ImageDir)
@@ -214,7 +215,7 @@ func (r *machineResource) Update(ctx context.Context, req resource.UpdateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	want, err := desiredState(m.State)
+	want, err := tfstate.Desired(m.State)
 	var s machine.Spec
 	if err == nil {
 		s, err = m.spec(ctx, r.b.Settings.ImageDir)

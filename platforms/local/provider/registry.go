@@ -17,6 +17,7 @@ import (
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/lb"
 	"github.com/kiln-project/kiln/platforms/local/registry"
+	"github.com/kiln-project/kiln/platforms/tfstate"
 )
 
 var (
@@ -88,7 +89,7 @@ func (r *registryResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				Description: "TCP port, on listen and on 127.0.0.1. Changes in place like listen."},
 			"binary": schema.StringAttribute{Required: true,
 				Description: "Host path of the registry binary (kiln's build, in kiln's cache). Changes in place: the next start runs it."},
-			"state": stateAttribute("registry"),
+			"state": tfstate.Attribute("registry"),
 		},
 	}
 }
@@ -104,7 +105,7 @@ func (r *registryResource) Configure(_ context.Context, req resource.ConfigureRe
 // left alone, unless restart: then it is stopped first, so that it serves
 // the configuration just written.
 func (r *registryResource) setState(ctx context.Context, m *registryModel, restart bool) error {
-	want, err := desiredState(m.State)
+	want, err := tfstate.Desired(m.State)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/lb"
 	"github.com/kiln-project/kiln/platforms/local/servicelb"
+	"github.com/kiln-project/kiln/platforms/tfstate"
 )
 
 var (
@@ -114,7 +115,7 @@ func (r *serviceLBResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 				Description: "Address of each master and worker by machine name: the only backends. Changes in place."},
 			"kubeconfig": schema.StringAttribute{Required: true, Sensitive: true, PlanModifiers: str,
 				Description: "Admin kubeconfig the controller watches the API with; written 0600 beside its configuration."},
-			"state": stateAttribute("controller"),
+			"state": tfstate.Attribute("controller"),
 		},
 	}
 }
@@ -128,7 +129,7 @@ func (r *serviceLBResource) Configure(_ context.Context, req resource.ConfigureR
 // (a running controller reads its machines again by itself) or stops it,
 // as the model's state says.
 func (r *serviceLBResource) setState(ctx context.Context, m *serviceLBModel) error {
-	want, err := desiredState(m.State)
+	want, err := tfstate.Desired(m.State)
 	if err != nil {
 		return err
 	}

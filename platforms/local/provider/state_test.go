@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -44,27 +43,6 @@ func TestUpgradeRunning(t *testing.T) {
 	for _, bad := range []string{`{"running":"yes"}`, `[]`} {
 		if out, err := upgradeRunning([]byte(bad)); err == nil {
 			t.Errorf("upgradeRunning(%s) = %s, want an error", bad, out)
-		}
-	}
-}
-
-func TestDesiredStateValidator(t *testing.T) {
-	for _, tt := range []struct {
-		v    types.String
-		fail bool
-	}{
-		{types.StringValue("running"), false},
-		{types.StringValue("stopped"), false},
-		{types.StringValue("absent"), true},
-		{types.StringValue("Running"), true},
-		{types.StringValue(""), true},
-		{types.StringNull(), false},
-		{types.StringUnknown(), false},
-	} {
-		var resp validator.StringResponse
-		desiredStateValidator{}.ValidateString(context.Background(), validator.StringRequest{Path: path.Root("state"), ConfigValue: tt.v}, &resp)
-		if resp.Diagnostics.HasError() != tt.fail {
-			t.Errorf("state %s: diagnostics %v, want an error: %v", tt.v, resp.Diagnostics, tt.fail)
 		}
 	}
 }

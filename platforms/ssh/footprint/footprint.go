@@ -15,6 +15,10 @@
 // restores what was, deletes the interfaces, tables, chains and routes the
 // cluster made, puts the sysctls back, unmerges the payload and removes the
 // record last, so an interrupted reset runs again.
+//
+// Between the two, Stop stops the node on a host (its units, disabled so
+// that a reboot keeps it stopped, and every pod) and keeps everything
+// else; Start starts it again.
 package footprint
 
 import (

@@ -112,6 +112,8 @@ func TestScripts(t *testing.T) {
 		"record": record,
 		"apply":  apply,
 		"reset":  ResetScript(),
+		"stop":   StopScript(),
+		"start":  StartScript(),
 	}
 	for name, s := range scripts {
 		if out, err := exec.Command("/bin/sh", "-n", "-c", s).CombinedOutput(); err != nil {

@@ -96,22 +96,6 @@ func Reset(ctx context.Context, h Host, address string) error {
 	return nil
 }
 
-// Recorded reports whether the host at address keeps a record of kiln's
-// install: false after a reset, or on a host kiln never installed onto.
-func Recorded(ctx context.Context, h Host, address string) (bool, error) {
-	out, err := h.RunScript(ctx, address, "if [ -e "+shellquote.Quote(RecordDir+"/recorded")+" ]; then echo recorded; else echo none; fi")
-	if err != nil {
-		return false, fmt.Errorf("reading the host's record: %w%s", err, quoted(out))
-	}
-	switch strings.TrimSpace(string(out)) {
-	case "recorded":
-		return true, nil
-	case "none":
-		return false, nil
-	}
-	return false, fmt.Errorf("reading the host's record: unexpected answer %q", out)
-}
-
 // RecordScript is the script that records what a host has before
 // installing fp and the extension directory extension onto it.
 func RecordScript(fp Footprint, extension string) string {
@@ -154,7 +138,7 @@ func ResetScript() string {
 		"rec":            RecordDir,
 		"route_protocol": nodelayout.PodRouteProtocol,
 		"iptables_undo":  iptablesUndo,
-	}) + resetScript
+	}) + unitsFn + resetScript
 }
 
 // assign returns shell assignments of vars, in name order.

@@ -4,22 +4,16 @@
 # ones that were present, deletes the interfaces, nftables tables, iptables
 # rules and chains, ipsets and routes the cluster made, puts the sysctls
 # back and stops the targets that were not active. The record goes last:
-# a reset cut short runs again. Set by kiln before this: rec,
-# route_protocol (the node agent's routes), iptables_undo
-# (iptables-undo.awk).
+# a reset cut short runs again. A host whose node kiln stopped is reset
+# the same way. Set by kiln before this: rec, route_protocol (the node
+# agent's routes), iptables_undo (iptables-undo.awk); and the function
+# kiln_units (unitsFn).
 set -u
 if [ ! -e "$rec/recorded" ]; then
 	echo "footprint: no record in $rec: nothing of kiln's on this host"
 	exit 0
 fi
-# The units kiln named, and every unit file that appeared in
-# /etc/systemd/system since: a master's or worker's config is a pointer,
-# and its units come with the full config Ignition fetched.
-units=$(
-	cat "$rec/units"
-	find /etc/systemd/system -maxdepth 1 -type f | sort | comm -13 "$rec/unit-files" - | sed 's|.*/||'
-)
-units=$(echo "$units" | tr ' ' '\n' | grep . | sort -u | tr '\n' ' ')
+units=$(kiln_units)
 # The units stop at once (one transaction): no kubelet is left to start a
 # pod again. Then the runtime goes, killed whole (its shims stay in
 # containerd.service after it stops), before the pods: a container it was

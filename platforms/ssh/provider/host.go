@@ -12,7 +12,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/ssh/footprint"
+	"github.com/kiln-project/kiln/platforms/tfstate"
 )
 
 var (
@@ -35,6 +37,7 @@ type hostModel struct {
 	Env      types.Map    `tfsdk:"env"`
 	Payload  types.String `tfsdk:"payload"`
 	APIProxy types.String `tfsdk:"api_proxy"`
+	State    types.String `tfsdk:"state"`
 }
 
 // Metadata implements resource.Resource.
@@ -42,8 +45,12 @@ func (r *hostResource) Metadata(_ context.Context, req resource.MetadataRequest,
 	resp.TypeName = req.ProviderTypeName + "_host"
 }
 
-// Schema implements resource.Resource. Every attribute forces replacement:
-// a host is installed once, and replacing it resets it first.
+// Schema implements resource.Resource. Every attribute but state forces
+// replacement: a host is installed once, and replacing it resets it
+// first. state changes in place: "stopped" stops the node on the host
+// (its units and pods, kept disabled across the host's reboots), keeping
+// everything kiln put there; "running" starts it again. Read reports
+// the node's state from the host's record.
 func (r *hostResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	str := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	resp.Schema = schema.Schema{
@@ -62,6 +69,7 @@ func (r *hostResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 				Description: "The configuration of the host's proxy to the API and machine-config servers (kiln lb's JSON), which every component of the node reaches them through; no proxy when unset."},
 			"payload": schema.StringAttribute{Required: true, PlanModifiers: str,
 				Description: "The node payload's directory on the machine running kiln (nodeimage.Image.WriteSysext); its name is the extension's on the host."},
+			"state": tfstate.Attribute("node on the host"),
 		},
 	}
 }
@@ -106,32 +114,70 @@ func (r *hostResource) Create(ctx context.Context, req resource.CreateRequest, r
 		resp.Diagnostics.AddError(fmt.Sprintf("installing host %s (%s)", name, address), err.Error())
 		return
 	}
+	if want, err := tfstate.Desired(m.State); err != nil || want != platforms.MachineRunning {
+		if err == nil {
+			err = r.setState(ctx, address, want)
+		}
+		if err != nil {
+			resp.Diagnostics.AddError(fmt.Sprintf("installing host %s (%s)", name, address), err.Error())
+			return
+		}
+	}
 	m.ID = types.StringValue(address)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
 // Read implements resource.Resource: a host that no longer keeps kiln's
 // record (reset by hand) leaves the state, so the next plan installs it
-// again; a host that does not answer keeps its state, with a warning.
+// again; one whose node kiln stopped is state = "stopped"; a host that
+// does not answer keeps its state, with a warning.
 func (r *hostResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var m hostModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ok, err := footprint.Recorded(ctx, r.h, m.Address.ValueString())
+	st, err := footprint.State(ctx, r.h, m.Address.ValueString())
 	switch {
 	case err != nil:
 		resp.Diagnostics.AddWarning(fmt.Sprintf("host %s (%s) not read", m.Name.ValueString(), m.Address.ValueString()), err.Error())
-	case !ok:
+	case st == platforms.MachineAbsent:
 		resp.State.RemoveResource(ctx)
+	default:
+		m.State = types.StringValue(st.String())
+		resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 	}
 }
 
-// Update implements resource.Resource; every attribute forces replacement,
-// so Terraform never calls it.
-func (r *hostResource) Update(_ context.Context, _ resource.UpdateRequest, resp *resource.UpdateResponse) {
-	resp.Diagnostics.AddError("kilnssh_host", "every attribute of this resource forces replacement; update is never planned")
+// Update implements resource.Resource: every attribute but state forces
+// replacement, so an update stops or starts the node on the host.
+func (r *hostResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var m hostModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	want, err := tfstate.Desired(m.State)
+	if err == nil {
+		err = r.setState(ctx, m.Address.ValueString(), want)
+	}
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("setting host %s (%s) %s", m.Name.ValueString(), m.Address.ValueString(), m.State.ValueString()), err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// setState starts the node on the host at address or stops it, as want
+// says.
+func (r *hostResource) setState(ctx context.Context, address string, want platforms.MachineState) error {
+	switch want {
+	case platforms.MachineRunning:
+		return footprint.Start(ctx, r.h, address)
+	case platforms.MachineStopped:
+		return footprint.Stop(ctx, r.h, address)
+	}
+	return &platforms.StateError{Word: want.String(), Allowed: platforms.DesiredStates()}
 }
 
 // Delete implements resource.Resource.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,8 @@ func (f fakeHost) path(address string, name ...string) string {
 	return filepath.Join(append([]string{f.dir, address}, name...)...)
 }
 
-// RunScript answers footprint's scripts by what they print.
+// RunScript answers footprint's scripts by what they print; a node
+// stopped has a file "stopped".
 func (f fakeHost) RunScript(_ context.Context, address, script string) ([]byte, error) {
 	if err := os.MkdirAll(f.path(address), 0o755); err != nil {
 		return nil, err
@@ -52,11 +54,25 @@ func (f fakeHost) RunScript(_ context.Context, address, script string) ([]byte, 
 	_, recErr := os.Stat(f.path(address, "recorded"))
 	recorded := recErr == nil
 	switch {
-	case strings.Contains(script, "then echo recorded; else echo none; fi"):
-		if recorded {
-			return []byte("recorded\n"), nil
+	case strings.Contains(script, "then echo absent;"):
+		_, err := os.Stat(f.path(address, "stopped"))
+		switch {
+		case !recorded:
+			return []byte("absent\n"), nil
+		case err == nil:
+			return []byte("stopped\n"), nil
 		}
-		return []byte("none\n"), nil
+		return []byte("running\n"), nil
+	case strings.Contains(script, "footprint: node stopped"):
+		if !recorded {
+			return []byte("no record"), errors.New("exit status 1")
+		}
+		return nil, os.WriteFile(f.path(address, "stopped"), nil, 0o644)
+	case strings.Contains(script, "footprint: node started"):
+		if !recorded {
+			return []byte("no record"), errors.New("exit status 1")
+		}
+		return nil, os.RemoveAll(f.path(address, "stopped"))
 	case strings.Contains(script, "footprint: recorded $("):
 		if recorded {
 			return nil, nil
@@ -104,7 +120,8 @@ func (f fakeHost) read(address, name string) string {
 // TestHostsThroughEngine applies and destroys the ssh platform's stages
 // with a real engine, kiln's driver and this provider over fake hosts:
 // each host installed with its role's config and environment, a plan
-// after that changes nothing, a host reset by hand installed again, the
+// after that changes nothing, a host reset by hand installed again, a
+// host's node stopped and started in place (and found started by hand), the
 // bootstrap stage destroyed alone, every host reset by destroy, and a
 // second destroy doing nothing.
 func TestHostsThroughEngine(t *testing.T) {
@@ -160,6 +177,41 @@ func TestHostsThroughEngine(t *testing.T) {
 	}
 	if got := fake.read("192.0.2.21", "config.ign"); got != ign("worker") {
 		t.Errorf("worker after the re-apply: config %q", got)
+	}
+
+	// The worker's node stopped, in place; then started by hand (drift
+	// that the next plan shows), and by apply.
+	stopped := vars
+	stopped.Workers = []tfdata.SSHHost{{Name: "w0", Address: "192.0.2.21", IP: "10.0.0.21", State: "stopped"}}
+	if changes, err := d.Plan(ctx, tf.StageCluster, stopped); err != nil || !reflect.DeepEqual(changes, map[string][]string{`kilnssh_host.worker["w0"]`: {"update"}}) {
+		t.Errorf("plan with the worker stopped: changes %v, %v; want the worker's update in place", changes, err)
+	}
+	if err := d.Apply(ctx, tf.StageCluster, stopped); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(fake.path("192.0.2.21", "stopped")); err != nil {
+		t.Errorf("the worker's node was not stopped: %v", err)
+	}
+	if fake.read("192.0.2.21", "config.ign") != ign("worker") || fake.read("192.0.2.11", "stopped") != "" {
+		t.Error("stopping the worker's node reinstalled it, or touched the master")
+	}
+	if changes, err := d.Plan(ctx, tf.StageCluster, stopped); err != nil || len(changes) > 0 {
+		t.Errorf("plan after the stop: changes %v, %v; want none", changes, err)
+	}
+	if err := os.Remove(fake.path("192.0.2.21", "stopped")); err != nil {
+		t.Fatal(err)
+	}
+	if changes, err := d.Plan(ctx, tf.StageCluster, stopped); err != nil || len(changes) != 1 {
+		t.Errorf("plan with the worker's node started by hand: changes %v, %v; want the worker's", changes, err)
+	}
+	if err := d.Apply(ctx, tf.StageCluster, stopped); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Apply(ctx, tf.StageCluster, vars); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(fake.path("192.0.2.21", "stopped")); !os.IsNotExist(err) {
+		t.Errorf("the worker's node was not started again: %v", err)
 	}
 
 	// The bootstrap stage alone, then the rest.

@@ -103,7 +103,8 @@ func nodeRole(h ssh.Host) string {
 
 // Provision implements platforms.Provisioner: the node payload of c's
 // release, then the bootstrap stage (until bootstrap-complete) and the
-// cluster stage, which install every host.
+// cluster stage, which install every host, and start the node of any
+// host that kiln stop cluster stopped.
 func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error {
 	drv, err := p.driver(ctx, c.Dir)
 	if err != nil {
@@ -126,25 +127,14 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 		return &platforms.ConfigError{Err: err}
 	}
 	boot := sshconfig.Hosts(c.Config, ssh.RoleBootstrap)
-	steps := []struct {
-		stage, title string
-		vars         tfdata.SSHVars
-	}{
+	steps := []step{
 		{terraform.StageBootstrap, fmt.Sprintf("Installing the bootstrap host %s", boot[0].Name), vars},
 		{terraform.StageCluster, fmt.Sprintf("Installing %d masters and %d workers", len(vars.Masters), len(vars.Workers)), vars},
 	}
 	if c.BootstrapDone {
 		steps = steps[1:]
 	}
-	for _, s := range steps {
-		end := p.Env.Progress.Start(s.title)
-		err := drv.Apply(ctx, s.stage, s.vars)
-		end(err)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.applySteps(ctx, drv, steps)
 }
 
 // DestroyBootstrap implements platforms.Provisioner: the bootstrap stage

@@ -177,8 +177,9 @@ func TestFailedUnits(t *testing.T) {
 	}
 }
 
-// recordedHosts answers whether a host keeps kiln's record: recorded by
-// address, "none" for the others; a host in down does not answer.
+// recordedHosts answers a host's state from kiln's record: running for
+// the recorded addresses, absent for the others; a host in down does not
+// answer.
 type recordedHosts struct {
 	recorded, down map[string]bool
 }
@@ -190,9 +191,9 @@ func (r recordedHosts) RunScript(_ context.Context, address, script string) ([]b
 	case !strings.Contains(script, footprint.RecordDir):
 		return nil, fmt.Errorf("unexpected script %q", script)
 	case r.recorded[address]:
-		return []byte("recorded\n"), nil
+		return []byte("running\n"), nil
 	}
-	return []byte("none\n"), nil
+	return []byte("absent\n"), nil
 }
 
 func (recordedHosts) PushDir(context.Context, string, string, string, func(int64)) error {

@@ -8,6 +8,7 @@ resource "kilnssh_host" "bootstrap" {
   ignition  = var.bootstrap_ignition
   payload   = var.payload
   api_proxy = var.api_proxy
+  state     = var.bootstrap.state
   env = {
     KILN_ROLE    = "bootstrap"
     KILN_NODE_IP = var.bootstrap.ip

@@ -10,6 +10,7 @@ resource "kilnssh_host" "master" {
   ignition  = var.master_ignition
   payload   = var.payload
   api_proxy = var.api_proxy
+  state     = each.value.state
   env = {
     KILN_ROLE    = "master"
     KILN_NODE_IP = each.value.ip
@@ -27,6 +28,7 @@ resource "kilnssh_host" "worker" {
   ignition  = var.worker_ignition
   payload   = var.payload
   api_proxy = var.api_proxy
+  state     = each.value.state
   env = {
     KILN_ROLE    = "worker"
     KILN_NODE_IP = each.value.ip
