@@ -114,14 +114,15 @@ func (r *hostResource) Create(ctx context.Context, req resource.CreateRequest, r
 		resp.Diagnostics.AddError(fmt.Sprintf("installing host %s (%s)", name, address), err.Error())
 		return
 	}
-	if want, err := tfstate.Desired(m.State); err != nil || want != platforms.MachineRunning {
-		if err == nil {
-			err = r.setState(ctx, address, want)
-		}
-		if err != nil {
-			resp.Diagnostics.AddError(fmt.Sprintf("installing host %s (%s)", name, address), err.Error())
-			return
-		}
+	// A host planned stopped from the start (one reset by hand while
+	// kiln stop cluster applies) is installed, then its node stopped.
+	want, err := tfstate.Desired(m.State)
+	if err == nil && want == platforms.MachineStopped {
+		err = footprint.Stop(ctx, r.h, address)
+	}
+	if err != nil {
+		resp.Diagnostics.AddError(fmt.Sprintf("installing host %s (%s)", name, address), err.Error())
+		return
 	}
 	m.ID = types.StringValue(address)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
