@@ -94,7 +94,7 @@ func TestBootstrapNamesCrashLoopingPod(t *testing.T) {
 		pod("kiln-system", "etcd-installer-master-0", crashLoop(5, "starting\nexec /usr/local/bin/kiln: no such file or directory\n")),
 		pod("default", "user-app", crashLoop(9, "not kiln's")),
 	)
-	err := w.BootstrapComplete(context.Background(), 50*time.Millisecond)
+	err := w.BootstrapComplete(context.Background(), timesOut)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a timeout", err)
 	}
@@ -122,7 +122,7 @@ func TestInstallNamesCrashLoopingPodFromItsLogs(t *testing.T) {
 		}},
 	}
 	createPods(t, client, pod("local-path-storage", "local-path-provisioner-abc", cs))
-	err := w.InstallComplete(context.Background(), 1, 50*time.Millisecond)
+	err := w.InstallComplete(context.Background(), 1, timesOut)
 	const want = "pod local-path-storage/local-path-provisioner-abc crash-looping (3 restarts): fake logs"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want it to name %q", err, want)
@@ -144,7 +144,7 @@ func TestHealthyClusterNamesNoProblem(t *testing.T) {
 	w.Machines = func(context.Context) (map[string]platforms.MachineState, error) {
 		return map[string]platforms.MachineState{"m-0": platforms.MachineRunning}, nil
 	}
-	err := w.BootstrapComplete(context.Background(), 50*time.Millisecond)
+	err := w.BootstrapComplete(context.Background(), timesOut)
 	if err == nil {
 		t.Fatal("no timeout")
 	}
@@ -182,19 +182,19 @@ func TestProblemPriority(t *testing.T) {
 	endpoint := "API load balancer: no backend passes its health check: 10.0.0.10:6443: context deadline exceeded\n"
 	w.Endpoint = func(context.Context) string { return endpoint }
 
-	err := w.BootstrapComplete(context.Background(), 40*time.Millisecond)
+	err := w.BootstrapComplete(context.Background(), timesOut)
 	if err == nil || !strings.Contains(err.Error(), "last state: machine c-worker-0 is stopped; ") {
 		t.Errorf("a stopped machine does not come first: %v", err)
 	}
 
 	stopped = false
-	err = w.BootstrapComplete(context.Background(), 40*time.Millisecond)
+	err = w.BootstrapComplete(context.Background(), timesOut)
 	if err == nil || !strings.Contains(err.Error(), "last state: API load balancer: no backend passes its health check: 10.0.0.10:6443: context deadline exceeded; 0 nodes registered") {
 		t.Errorf("the API endpoint's problem does not come next: %v", err)
 	}
 
 	endpoint = ""
-	err = w.BootstrapComplete(context.Background(), 40*time.Millisecond)
+	err = w.BootstrapComplete(context.Background(), timesOut)
 	want := "last state: machine c-master-0: unit kubelet.service failed: E1123 kubelet: " + strings.Repeat("x", maxLine-len("E1123 kubelet: ")) + "...; "
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v\nwant the first failed unit, its last line cut: %q", err, want)
@@ -204,7 +204,7 @@ func TestProblemPriority(t *testing.T) {
 	}
 
 	w.Units = nil
-	err = w.BootstrapComplete(context.Background(), 40*time.Millisecond)
+	err = w.BootstrapComplete(context.Background(), timesOut)
 	if err == nil || !strings.Contains(err.Error(), "last state: pod kiln-system/etcd-installer-master-0 crash-looping (5 restarts): boom; 0 nodes registered") {
 		t.Errorf("err = %v, want the crash-looping pod", err)
 	}
@@ -245,7 +245,7 @@ func TestAPIWaitNamesEndpointProblem(t *testing.T) {
 	w.Endpoint = func(context.Context) string {
 		return "the API load balancer is not running (its log: /var/lib/kiln/lb/c/lb.log)"
 	}
-	_, err = w.API(context.Background(), srv.URL, 100*time.Millisecond)
+	_, err = w.API(context.Background(), srv.URL, timesOut)
 	want := "last state: the API load balancer is not running (its log: /var/lib/kiln/lb/c/lb.log); API not ready: "
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want it to contain %q", err, want)
@@ -255,7 +255,7 @@ func TestAPIWaitNamesEndpointProblem(t *testing.T) {
 	}
 
 	w.Endpoint = func(context.Context) string { return "" }
-	_, err = w.API(context.Background(), srv.URL, 50*time.Millisecond)
+	_, err = w.API(context.Background(), srv.URL, timesOut)
 	if err == nil || strings.Contains(err.Error(), "load balancer") {
 		t.Errorf("with no endpoint problem: err = %v", err)
 	}
@@ -297,7 +297,7 @@ func TestInstallNamesPodThatDoesNotStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := w.InstallComplete(context.Background(), 1, 50*time.Millisecond)
+	err := w.InstallComplete(context.Background(), 1, timesOut)
 	const want = `pod kube-system/kube-proxy-dgxqb on worker-0 not started after 3m0s: FailedMount: MountVolume.SetUp failed for volume "lib-modules" : mkdir /lib/modules: read-only file system`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want it to name %q", err, want)

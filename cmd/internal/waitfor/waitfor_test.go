@@ -26,6 +26,12 @@ import (
 	"github.com/kiln-project/kiln/platforms"
 )
 
+// timesOut is the timeout of a wait that a test expects to run out. A
+// wait keeps only what a check that finished before its deadline saw, so
+// it is long enough for the first check to finish on a machine starved
+// of CPU (a test run beside a build).
+const timesOut = 300 * time.Millisecond
+
 func waiter() (*Waiter, *fake.Clientset, *bytes.Buffer) {
 	var out bytes.Buffer
 	log := logrus.New()
@@ -69,7 +75,7 @@ func TestBootstrapComplete(t *testing.T) {
 
 func TestBootstrapTimeout(t *testing.T) {
 	w, _, _ := waiter()
-	err := w.BootstrapComplete(context.Background(), 30*time.Millisecond)
+	err := w.BootstrapComplete(context.Background(), timesOut)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a timeout", err)
 	}
@@ -95,7 +101,7 @@ func TestInstallComplete(t *testing.T) {
 	renewLease(t, client, "m-0", time.Now())
 	renewLease(t, client, "w-0", time.Now())
 	// One node is not Ready: the wait times out as an install error.
-	err := w.InstallComplete(ctx, 2, 40*time.Millisecond)
+	err := w.InstallComplete(ctx, 2, timesOut)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 of 2 nodes Ready; not up: w-0 (not Ready)") {
 		t.Fatalf("err = %v", err)
 	}
@@ -106,12 +112,12 @@ func TestInstallComplete(t *testing.T) {
 
 	// A Ready node whose kubelet stopped renewing its lease is not up.
 	renewLease(t, client, "w-0", time.Now().Add(-LeaseFresh-5*time.Second))
-	err = w.InstallComplete(ctx, 2, 40*time.Millisecond)
+	err = w.InstallComplete(ctx, 2, timesOut)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not up: w-0 (kubelet lease renewed 25s ago)") {
 		t.Fatalf("stale lease: err = %v", err)
 	}
 	client.CoordinationV1().Leases("kube-node-lease").Delete(ctx, "w-0", metav1.DeleteOptions{})
-	err = w.InstallComplete(ctx, 2, 40*time.Millisecond)
+	err = w.InstallComplete(ctx, 2, timesOut)
 	if err == nil || !strings.Contains(err.Error(), "w-0 (no kubelet lease)") {
 		t.Fatalf("no lease: err = %v", err)
 	}
@@ -120,7 +126,7 @@ func TestInstallComplete(t *testing.T) {
 	// After a restart, a lease still fresh but renewed before it is not
 	// enough.
 	w.RequireRenewalSince(time.Now())
-	err = w.InstallComplete(ctx, 2, 40*time.Millisecond)
+	err = w.InstallComplete(ctx, 2, timesOut)
 	if err == nil || !strings.Contains(err.Error(), "m-0 (kubelet lease not renewed since the start), w-0 (kubelet lease not renewed since the start)") {
 		t.Fatalf("leases older than the start: err = %v", err)
 	}
@@ -137,7 +143,7 @@ func TestInstallComplete(t *testing.T) {
 		Status:     appsv1.DaemonSetStatus{NumberReady: 1, DesiredNumberScheduled: 2},
 	}
 	client.AppsV1().DaemonSets("kube-system").Create(ctx, router, metav1.CreateOptions{})
-	err = w.InstallComplete(ctx, 2, 40*time.Millisecond)
+	err = w.InstallComplete(ctx, 2, timesOut)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "NetworkPolicy controller (kube-router) not running on every node") {
 		t.Fatalf("kube-router on 1 of 2 nodes: err = %v", err)
 	}
@@ -163,7 +169,7 @@ func TestInstallComplete(t *testing.T) {
 	// An absent machine (not created yet) is waited for, and named.
 	states["m-0"] = platforms.MachineAbsent
 	states["w-1"] = platforms.MachineRunning
-	err = w.InstallComplete(ctx, 2, 40*time.Millisecond)
+	err = w.InstallComplete(ctx, 2, timesOut)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 of 2 nodes Ready; not up: m-0 (machine absent), w-1 (not registered)") {
 		t.Fatalf("machine absent: err = %v", err)
 	}

@@ -127,7 +127,10 @@ func TestIdleTimeout(t *testing.T) {
 		eventually(t, "the proxy to let the connection go", func() bool { return active(b, "svc") == 0 })
 	})
 	t.Run("one direction busy", func(t *testing.T) {
-		const ticks = 30 // 600 ms of one byte every 20 ms: three idle timeouts
+		// A longer idle timeout here: the backend's pauses must stay far
+		// below it even when this test starves beside a build.
+		const idle = 500 * time.Millisecond
+		const ticks = 75 // 1.5 s of one byte every 20 ms: three idle timeouts
 		s := tcpService("svc", tickServer(t, ticks))
 		s.IdleTimeoutMillis = int(idle / time.Millisecond)
 		b, _ := balancer(t, s)
