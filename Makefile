@@ -11,7 +11,8 @@ UID := $(shell id -u)
 # gcc, libc6-dev, pkg-config and libseccomp-dev: the node image's runc is built
 # with cgo, linked statically with libseccomp (platforms/local/nodeimage).
 # skopeo is the OCI client the end-to-end tests push to a cluster's registry with.
-HOST_PACKAGES := debootstrap systemd-container iproute2 iptables ignition zstd ca-certificates gcc make libc6-dev bzip2 pkg-config libseccomp-dev skopeo
+# nftables: test/guard.sh, the stray-packet guard the end-to-end suite runs under.
+HOST_PACKAGES := debootstrap systemd-container iproute2 iptables nftables ignition zstd ca-certificates gcc make libc6-dev bzip2 pkg-config libseccomp-dev skopeo
 # make host-test boots a Debian 12 VM under qemu (TCG) to run kiln in it.
 VM_PACKAGES := qemu-system-x86 qemu-utils
 # Machines share the host's inotify instances (about 32 each, docs/local-platform.md).
@@ -152,23 +153,28 @@ destroy: build
 bench: deps host-prep build
 	test/bench/cluster.sh
 
+# KILN_GUARD=1 runs make conformance, conformance-subset and netpol under
+# the stray-packet guard (test/guard.sh run): they fail when a packet of a
+# cluster or test network crossed the host's default-route interface.
+GUARD = $(if $(filter 1,$(KILN_GUARD)),test/guard.sh run)
+
 # The upstream Kubernetes conformance suite ([Conformance] specs of e2e.test
 # at the pinned release), built offline and cached, against $(CLUSTER_DIR)'s
 # cluster (created with 3 masters + 2 workers when there is none) or
 # KUBECONFIG. Needs root; docs/conformance.md.
 conformance: deps host-prep build
-	GO=$(GO) CLUSTER_DIR=$(CLUSTER_DIR) test/conformance/run.sh full
+	GO=$(GO) CLUSTER_DIR=$(CLUSTER_DIR) $(GUARD) test/conformance/run.sh full
 
 # The short subset the end-to-end suite runs (unless KILN_E2E_CONFORMANCE=0).
 conformance-subset: deps host-prep build
-	GO=$(GO) CLUSTER_DIR=$(CLUSTER_DIR) test/conformance/run.sh subset
+	GO=$(GO) CLUSTER_DIR=$(CLUSTER_DIR) $(GUARD) test/conformance/run.sh subset
 
 # The upstream NetworkPolicy specs ([Feature:NetworkPolicy] of the same
 # e2e.test) against $(CLUSTER_DIR)'s cluster (3 masters + 2 workers when
 # there is none) or KUBECONFIG; prints "netpol: P passed, F failed, S
 # skipped of N" (docs/conformance.md).
 netpol: deps host-prep build
-	GO=$(GO) CLUSTER_DIR=$(CLUSTER_DIR) test/conformance/run.sh netpol
+	GO=$(GO) CLUSTER_DIR=$(CLUSTER_DIR) $(GUARD) test/conformance/run.sh netpol
 
 clean:
 	rm -rf bin

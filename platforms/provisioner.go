@@ -10,6 +10,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/platforms/netroute"
 )
 
 // Cluster is what provisioning needs from the assets.
@@ -195,4 +196,23 @@ type Scaler interface {
 	SetAPIBackends(ctx context.Context, c *Cluster, masters []string) error
 	// APIBackends returns the masters the API load balancer sends to.
 	APIBackends(ctx context.Context, c *Cluster) ([]string, error)
+}
+
+// Router is an optional ability of a Provisioner: the policy that every
+// dial of kiln's to an address of c (its API, machines, etcd) passes
+// before a packet is sent, so that none leaves through a route that is not
+// the cluster's (docs/security.md, "Addresses kiln dials").
+type Router interface {
+	// DialPolicy returns the policy of c's addresses.
+	DialPolicy(c *Cluster) (netroute.Policy, error)
+}
+
+// DialPolicy returns prov's policy for c's addresses when prov is a
+// Router (prov may be nil), else netroute.Anywhere: a platform without
+// one reaches its addresses through the user's own routes.
+func DialPolicy(prov Provisioner, c *Cluster) (netroute.Policy, error) {
+	if r, ok := prov.(Router); ok {
+		return r.DialPolicy(c)
+	}
+	return netroute.Anywhere{}, nil
 }

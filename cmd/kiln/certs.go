@@ -28,6 +28,10 @@ func newCertsCmd(o *rootOptions) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Dir, opts.Now, opts.Log = o.dir, time.Now(), o.log
+			var err error
+			if opts.Dial, err = o.readOnlyDialer(); err != nil {
+				return err
+			}
 			return certs.CheckExpiration(cmd.Context(), o.stdout, opts)
 		},
 	}

@@ -33,10 +33,13 @@ func newKubectlCmd(o *rootOptions) *cobra.Command {
 		Example:     "  kiln kubectl --dir mycluster -- get nodes -o wide\n  kiln kubectl --dir mycluster -- -n kube-system logs -f deploy/coredns",
 		Args:        cobra.ArbitraryArgs,
 		Annotations: map[string]string{debugLogAnnotation: debugLogNone},
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := kubectlCommand(o.dir, os.Getenv, os.Environ(), args)
 			if err != nil {
 				return err
+			}
+			if err := o.checkAPIRoute(cmd.Context(), filepath.Join(o.dir, kubeconfig.AdminPath)); err != nil {
+				return exitcode.With(exitcode.Infrastructure, fmt.Errorf("the cluster's API: %w", err))
 			}
 			return fmt.Errorf("run %s: %w", c.Path, c.Exec())
 		},

@@ -356,7 +356,7 @@ func createProbeService(ctx context.Context, t *testing.T, client kubernetes.Int
 }
 
 func httpGet(url string) (string, error) {
-	c := http.Client{Timeout: 3 * time.Second}
+	c := http.Client{Timeout: 3 * time.Second, Transport: clusterTransport()}
 	resp, err := c.Get(url)
 	if err != nil {
 		return "", err

@@ -359,7 +359,7 @@ func startMonitor(ctx context.Context, t *testing.T, client kubernetes.Interface
 	m := &monitor{cancel: cancel, cms: cms}
 	// A new connection per probe: a kept-alive one stays pinned (conntrack)
 	// to the pod it first reached, and hangs once that pod is gone.
-	httpc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	httpc := &http.Client{Timeout: 2 * time.Second, Transport: clusterTransport()}
 	tick := func(what string, f func(n int) error, stats func(p *phase) *probeStats) {
 		defer m.wg.Done()
 		for n := 1; ctx.Err() == nil; n++ {

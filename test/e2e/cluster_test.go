@@ -395,6 +395,7 @@ func adminClient(t *testing.T, dir string) kubernetes.Interface {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rc.Dial = clusterDial
 	c, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)

@@ -394,8 +394,9 @@ func assertEtcdRuns(ctx context.Context, t *testing.T, infraID, masterIP string,
 	if err != nil || !pool.AppendCertsFromPEM(pem[etcdCAFile]) {
 		t.Fatalf("%s's etcd client certificate: %v", master, err)
 	}
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}}}
+	tr := clusterTransport()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	resp, err := hc.Get("https://" + net.JoinHostPort(masterIP, "2379") + "/version")
 	if err != nil {
 		t.Fatalf("etcd /version on %s: %v", master, err)

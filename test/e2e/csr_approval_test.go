@@ -148,6 +148,7 @@ func adminClientConfig(t *testing.T, dir string) (kubernetes.Interface, *rest.Co
 	if err != nil {
 		t.Fatal(err)
 	}
+	rc.Dial = clusterDial
 	return kubernetes.NewForConfigOrDie(rc), rc
 }
 

@@ -120,7 +120,7 @@ func nodeAddresses(ctx context.Context, t *testing.T, client kubernetes.Interfac
 // expects body. Each probe opens a new connection: one kept alive rides
 // its conntrack entry and answers after the rules that let it in are gone.
 func nodePortGetter(port, body string) func(ip string) error {
-	httpc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	httpc := &http.Client{Timeout: 3 * time.Second, Transport: clusterTransport()}
 	return func(ip string) error {
 		resp, err := httpc.Get("http://" + net.JoinHostPort(ip, port) + "/")
 		if err != nil {
@@ -150,7 +150,7 @@ func waitNodePort(ctx context.Context, get func(ip string) error, ip string) err
 // kubeProxySynced is when the kube-proxy on the node at ip last synced
 // its IPv4 rules, from its healthz.
 func kubeProxySynced(ip string) (time.Time, error) {
-	c := http.Client{Timeout: 3 * time.Second}
+	c := http.Client{Timeout: 3 * time.Second, Transport: clusterTransport()}
 	resp, err := c.Get("http://" + net.JoinHostPort(ip, strconv.Itoa(kubeProxyHealthzPort)) + "/healthz")
 	if err != nil {
 		return time.Time{}, err

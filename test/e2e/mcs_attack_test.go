@@ -239,6 +239,6 @@ func getConfig(host, role, token string) (int, string, error) {
 func insecureClient() *http.Client {
 	return &http.Client{
 		Timeout:   3 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // the attacker's view
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DialContext: clusterDial}, //nolint:gosec // the attacker's view
 	}
 }

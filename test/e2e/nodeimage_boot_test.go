@@ -116,13 +116,13 @@ func TestNodeImageBoot(t *testing.T) {
 	})
 	t.Logf("MEASURE images imported %s after Create", time.Since(boot).Round(time.Millisecond))
 
-	etcdClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: ca.tlsClient(t, pki["apiserver-etcd-client.crt"], pki["apiserver-etcd-client.key"])}}
+	etcdClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: ca.tlsClient(t, pki["apiserver-etcd-client.crt"], pki["apiserver-etcd-client.key"]), DialContext: clusterDial}}
 	waitFor(t, ctx, 6*time.Minute, fmt.Sprintf("etcd health over TLS at https://%s:2379/health", ip), func() (bool, string) {
 		body, err := get(etcdClient, "https://"+ip+":2379/health")
 		return err == nil && strings.Contains(body, `"health":"true"`), fmt.Sprint(body, err)
 	})
 	t.Logf("MEASURE etcd healthy %s after Create", time.Since(boot).Round(time.Millisecond))
-	apiClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: ca.tlsClient(t, nil, nil)}}
+	apiClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: ca.tlsClient(t, nil, nil), DialContext: clusterDial}}
 	waitFor(t, ctx, 6*time.Minute, fmt.Sprintf("kube-apiserver /healthz over TLS at https://%s:6443/healthz", ip), func() (bool, string) {
 		body, err := get(apiClient, "https://"+ip+":6443/healthz")
 		return err == nil && body == "ok", fmt.Sprint(body, err)

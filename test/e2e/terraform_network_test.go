@@ -129,7 +129,9 @@ func TestTerraformNetwork(t *testing.T) {
 		t.Fatalf("bridge %s addresses: %q, want %s1/24", bridge, got, subnet)
 	}
 	for _, port := range []string{"6443", "22623"} {
-		c, err := net.DialTimeout("tcp", net.JoinHostPort(subnet+"1", port), 2*time.Second)
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		c, err := clusterDial(dctx, "tcp", net.JoinHostPort(subnet+"1", port))
+		cancel()
 		if err != nil {
 			t.Errorf("load balancer on %s1:%s: %v", subnet, port, err)
 			continue

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/cmd/internal/exitcode"
+	"github.com/kiln-project/kiln/platforms/netroute"
 )
 
 // Options configure CheckExpiration.
@@ -31,6 +32,10 @@ type Options struct {
 	Now time.Time
 	// Log receives warnings (e.g. no admin kubeconfig).
 	Log logrus.FieldLogger
+	// Dial opens every connection to the cluster (its API, each kubelet):
+	// the cluster's route policy (netroute), so a node's address is dialed
+	// only through a route of the cluster's own.
+	Dial netroute.Dialer
 }
 
 // CheckExpiration prints the table of every certificate of o.Dir and, with
@@ -69,11 +74,12 @@ func fromAdminKubeconfig(ctx context.Context, o Options) ([]Entry, error) {
 		return nil, fmt.Errorf("%s: %w", kubeconfig.AdminPath, err)
 	}
 	rc.Timeout = o.Timeout
+	rc.Dial = o.Dial.DialContext
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", kubeconfig.AdminPath, err)
 	}
-	nodes, err := FromCluster(ctx, client, o.Timeout)
+	nodes, err := FromCluster(ctx, client, o.Dial, o.Timeout)
 	if err != nil {
 		return nil, fmt.Errorf("nodes' certificates: %w", err)
 	}

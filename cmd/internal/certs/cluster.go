@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kiln-project/kiln/platforms/netroute"
 )
 
 // defaultKubeletPort is the kubelet's port when a Node does not report it.
@@ -33,7 +35,7 @@ const nodeUserPrefix = "system:node:"
 //     issued CSRs after an hour).
 //
 // Only listing Nodes is an error; dial and CSR problems become entries.
-func FromCluster(ctx context.Context, client kubernetes.Interface, timeout time.Duration) ([]Entry, error) {
+func FromCluster(ctx context.Context, client kubernetes.Interface, dial netroute.Dialer, timeout time.Duration) ([]Entry, error) {
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list Nodes: %w", err)
@@ -44,7 +46,7 @@ func FromCluster(ctx context.Context, client kubernetes.Interface, timeout time.
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		name := "node/" + n.Name + " kubelet serving"
-		served, err := servedCert(ctx, n, timeout)
+		served, err := servedCert(ctx, n, dial, timeout)
 		switch fromCSR := issued[signerNode{certificatesv1.KubeletServingSignerName, n.Name}]; {
 		case err == nil:
 			out = append(out, Entry{Name: name, Cert: served})
@@ -99,7 +101,7 @@ func issuedCerts(ctx context.Context, client kubernetes.Interface) (map[signerNo
 }
 
 // servedCert reads the certificate a Node's kubelet presents.
-func servedCert(ctx context.Context, n *corev1.Node, timeout time.Duration) (*x509.Certificate, error) {
+func servedCert(ctx context.Context, n *corev1.Node, dial netroute.Dialer, timeout time.Duration) (*x509.Certificate, error) {
 	var ip string
 	for _, a := range n.Status.Addresses {
 		if a.Type == corev1.NodeInternalIP {
@@ -114,23 +116,27 @@ func servedCert(ctx context.Context, n *corev1.Node, timeout time.Duration) (*x5
 	if port == 0 {
 		port = defaultKubeletPort
 	}
-	return DialCert(ctx, net.JoinHostPort(ip, strconv.Itoa(port)), timeout)
+	return DialCert(ctx, dial, net.JoinHostPort(ip, strconv.Itoa(port)), timeout)
 }
 
 // DialCert returns the leaf certificate the TLS server at addr presents. It
 // does not verify it (it reports on it, whatever it is) and sends no data.
-func DialCert(ctx context.Context, addr string, timeout time.Duration) (*x509.Certificate, error) {
+// The connection is opened through dial.
+func DialCert(ctx context.Context, dial netroute.Dialer, addr string, timeout time.Duration) (*x509.Certificate, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// Not verified on purpose: an untrusted or expired certificate is what
 	// this must report; nothing is sent over the connection.
-	d := &tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	raw, err := dial.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
 	}
+	conn := tls.Client(raw, &tls.Config{InsecureSkipVerify: true})
 	defer conn.Close()
-	peers := conn.(*tls.Conn).ConnectionState().PeerCertificates
+	if err := conn.HandshakeContext(ctx); err != nil {
+		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	}
+	peers := conn.ConnectionState().PeerCertificates
 	if len(peers) == 0 {
 		return nil, fmt.Errorf("%s presented no certificate", addr)
 	}

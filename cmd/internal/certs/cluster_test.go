@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kiln-project/kiln/platforms/netroute"
 )
 
 // kubeletNode is a Node whose kubelet listens on 127.0.0.1:port.
@@ -65,7 +67,7 @@ func TestFromCluster(t *testing.T) {
 		&certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "pending"},
 			Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: certificatesv1.KubeletServingSignerName}},
 	)
-	entries, err := FromCluster(context.Background(), cs, 2*time.Second)
+	entries, err := FromCluster(context.Background(), cs, netroute.Dialer{}, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"net"
 	"os"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // Client is the part of an etcd client membership changes use;
@@ -40,22 +42,34 @@ func Dial(endpoints []string, caFile, certFile, keyFile string) (*clientv3.Clien
 	if err != nil {
 		return nil, err
 	}
-	return DialPEM(endpoints, ca, cert, key)
+	return DialPEM(endpoints, ca, cert, key, nil)
 }
 
-// DialPEM is Dial with the CA, certificate and key given as PEM.
-func DialPEM(endpoints []string, ca, cert, key []byte) (*clientv3.Client, error) {
+// DialFunc opens a TCP connection to host:port; kiln's commands pass one
+// that refuses an address no route of the cluster's own leads to
+// (netroute.Dialer).
+type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
+// DialPEM is Dial with the CA, certificate and key given as PEM; every
+// connection goes through dial (a plain dial when nil).
+func DialPEM(endpoints []string, ca, cert, key []byte, dial DialFunc) (*clientv3.Client, error) {
 	tc, err := TLSConfig(ca, cert, key)
 	if err != nil {
 		return nil, err
 	}
-	return clientv3.New(clientv3.Config{
+	cfg := clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: dialTimeout,
 		TLS:         tc,
 		// The etcd client's own logging stays out of kiln's output.
 		Logger: zap.NewNop(),
-	})
+	}
+	if dial != nil {
+		cfg.DialOptions = []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			return dial(ctx, "tcp", addr)
+		})}
+	}
+	return clientv3.New(cfg)
 }
 
 // TLSConfig is the client side of etcd's mutual TLS: the client

@@ -131,3 +131,33 @@ func targetFromState(dir string) (Target, error) {
 	}
 	return Target{InfraID: cid.InfraID, Platform: ic.Config.PlatformName()}, nil
 }
+
+// StateCluster returns the cluster of dir's state as far as its addresses
+// go - its effective install-config and infra ID - for the commands that
+// only read --dir (certs check-expiration, kubectl) to build its route
+// policy (Cluster.Dialer); found is false when dir's state holds no
+// cluster.
+func StateCluster(dir string) (c *Cluster, found bool, err error) {
+	if _, err := os.Stat(filepath.Join(dir, graph.StateFileName)); errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	store, err := graph.Open(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	cid, ic := &clusterid.ClusterID{}, &installconfig.InstallConfig{}
+	for _, a := range []graph.Asset{cid, ic} {
+		if ok, err := store.FromState(a); err != nil || !ok {
+			return nil, false, err
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	cfg, err := EffectiveConfig(abs, ic.Config)
+	if err != nil {
+		return nil, false, err
+	}
+	return &Cluster{Cluster: platforms.Cluster{Dir: abs, Config: cfg, InfraID: cid.InfraID}}, true, nil
+}

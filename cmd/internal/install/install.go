@@ -21,6 +21,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kiln-project/kiln/assets/bootstraptoken"
@@ -34,6 +35,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/internal/waitfor"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/netroute"
 )
 
 // Default waits, used when neither install-config timeouts nor flags set them.
@@ -188,7 +190,11 @@ type API struct {
 // count a node whose machine does not run; when it can list failed units
 // on its machines, the waits name the first one.
 func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress, prov platforms.Provisioner) (API, error) {
-	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	dial, err := c.Dialer(prov)
+	if err != nil {
+		return API{}, err
+	}
+	rc, err := c.RestConfig(dial)
 	if err != nil {
 		return API{}, err
 	}
@@ -213,6 +219,31 @@ func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress, prov 
 		}
 	}
 	return API{Waits: w, Server: rc.Host, Client: client}, nil
+}
+
+// Dialer returns what every connection of kiln's to c's addresses (its
+// API, its machines, etcd on its masters) is opened through: prov's
+// policy (platforms.DialPolicy; prov may be nil) decides, before a packet
+// is sent, whether a route of the cluster's own leads there. A local
+// cluster's API before its bridge exists is "not reachable yet", not a
+// connection through the host's default route.
+func (c *Cluster) Dialer(prov platforms.Provisioner) (netroute.Dialer, error) {
+	policy, err := platforms.DialPolicy(prov, &c.Cluster)
+	if err != nil {
+		return netroute.Dialer{}, exitcode.With(exitcode.Input, err)
+	}
+	return netroute.Dialer{Policy: policy}, nil
+}
+
+// RestConfig returns the admin kubeconfig's client configuration, every
+// connection opened through dial.
+func (c *Cluster) RestConfig(dial netroute.Dialer) (*rest.Config, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.Dial = dial.DialContext
+	return rc, nil
 }
 
 // Nodes is the number of nodes install-complete waits for: the machines of

@@ -14,7 +14,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kiln-project/kiln/assets/ignitionconfigs"
 	"github.com/kiln-project/kiln/assets/installconfig"
@@ -29,6 +28,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/internal/install"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/netroute"
 )
 
 // Options are the flags of kiln scale cluster.
@@ -56,7 +56,11 @@ func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, 
 	if !ok {
 		return exitcode.With(exitcode.Input, fmt.Errorf("platform %s cannot add or remove machines", c.Config.PlatformName()))
 	}
-	r, err := newRunner(ctx, c, scaler, o, log, progress, out)
+	dial, err := c.Dialer(prov)
+	if err != nil {
+		return err
+	}
+	r, err := newRunner(ctx, c, scaler, dial, o, log, progress, out)
 	if err != nil {
 		return err
 	}
@@ -225,7 +229,7 @@ func request(c *install.Cluster, o Options, pending []string) (Request, error) {
 // newRunner loads what a scale needs from --dir's state: the etcd CA and a
 // client certificate, the masters' etcd static pod and full config, and
 // the bootstrap token.
-func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler, o Options, log logrus.FieldLogger,
+func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler, dial netroute.Dialer, o Options, log logrus.FieldLogger,
 	progress platforms.Progress, out io.Writer) (*Runner, error) {
 	store, err := graph.Open(c.Dir, graph.WithLogger(log))
 	if err != nil {
@@ -247,7 +251,7 @@ func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler,
 	if !strings.Contains(manifest, manifests.EtcdInitialClusterMarker) {
 		return nil, exitcode.With(exitcode.Input, fmt.Errorf("the masters' etcd static pod in the state has no %s", manifests.EtcdInitialClusterMarker))
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	rc, err := c.RestConfig(dial)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +271,7 @@ func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler,
 		Kube:     kube,
 		Rest:     rc,
 		Etcd: func(endpoints []string) (Etcd, error) {
-			return etcdmembers.DialPEM(endpoints, ca.Cert, client.Cert, client.Key)
+			return etcdmembers.DialPEM(endpoints, ca.Cert, client.Cert, client.Key, dial.DialContext)
 		},
 		PKI:            EtcdPKI{CA: &ca.CertKey, Client: &client.CertKey, Manifest: manifest},
 		Configs:        map[string][]byte{machines.RoleMaster: master.Config, machines.RoleWorker: worker.Config},

@@ -15,7 +15,6 @@ import (
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kiln-project/kiln/assets/release"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
@@ -25,6 +24,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/internal/scale"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/netroute"
 )
 
 // Flags are the flags of kiln upgrade cluster.
@@ -71,7 +71,11 @@ func Upgrade(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	}
 	resuming := found && j.Begun != nil
 
-	rc, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	dial, err := c.Dialer(prov)
+	if err != nil {
+		return err
+	}
+	rc, err := c.RestConfig(dial)
 	if err != nil {
 		return exitcode.With(exitcode.Input, err)
 	}
@@ -79,7 +83,7 @@ func Upgrade(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	if err != nil {
 		return exitcode.With(exitcode.Input, err)
 	}
-	etcd, clusterVersion, err := dialEtcd(ctx, c.Dir, kube)
+	etcd, clusterVersion, err := dialEtcd(ctx, c.Dir, kube, dial)
 	if err != nil {
 		return exitcode.With(exitcode.Install, err)
 	}
@@ -181,8 +185,9 @@ func warnStoredObjects(ctx context.Context, rc *rest.Config, kube kubernetes.Int
 
 // dialEtcd connects to the members on every master, with the API server's
 // etcd client certificate from dir's state; clusterVersion asks them for
-// etcd's cluster version with the same certificate.
-func dialEtcd(ctx context.Context, dir string, kube kubernetes.Interface) (c *clientv3.Client, clusterVersion func(context.Context) (string, error), err error) {
+// etcd's cluster version with the same certificate; every connection goes
+// through dial.
+func dialEtcd(ctx context.Context, dir string, kube kubernetes.Interface, dial netroute.Dialer) (c *clientv3.Client, clusterVersion func(context.Context) (string, error), err error) {
 	store, err := graph.Open(dir)
 	if err != nil {
 		return nil, nil, err
@@ -201,11 +206,11 @@ func dialEtcd(ctx context.Context, dir string, kube kubernetes.Interface) (c *cl
 	if err != nil {
 		return nil, nil, err
 	}
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tc, DialContext: dial.DialContext}}
 	clusterVersion = func(ctx context.Context) (string, error) {
 		return etcdmembers.ClusterVersion(ctx, hc, endpoints)
 	}
-	c, err = etcdmembers.DialPEM(endpoints, ca.Cert, client.Cert, client.Key)
+	c, err = etcdmembers.DialPEM(endpoints, ca.Cert, client.Cert, client.Key, dial.DialContext)
 	return c, clusterVersion, err
 }
 

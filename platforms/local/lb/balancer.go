@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/platforms/netroute"
 )
 
 // dialTimeout bounds a connection attempt to one backend.
@@ -42,6 +45,11 @@ type service struct {
 	backends atomic.Pointer[[]*backend]
 	next     atomic.Uint64
 	stop     context.CancelFunc
+	// dial connects to backends, health checks included: only through
+	// the interface holding the listen address (the cluster's bridge), so
+	// no connection to a machine's address leaves through another route
+	// once the bridge is gone (netroute.Beside).
+	dialer netroute.Dialer
 	limits
 }
 
@@ -93,7 +101,7 @@ func (b *Balancer) Apply(cfg *Config) error {
 			if err != nil {
 				return fmt.Errorf("service %s: %w", s.Name, err)
 			}
-			svc = &service{name: s.Name, ln: ln}
+			svc = &service{name: s.Name, ln: ln, dialer: backendDialer(cfg.Listen)}
 			b.services[key] = svc
 			b.wg.Add(1)
 			go b.accept(svc)
@@ -109,10 +117,20 @@ func (b *Balancer) Apply(cfg *Config) error {
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
-			b.checkLoop(ctx, svc, s)
+			b.checkLoop(ctx, svc, s, svc.dialer)
 		}()
 	}
 	return nil
+}
+
+// backendDialer returns the dialer of the backends of services listening
+// on listen.
+func backendDialer(listen string) netroute.Dialer {
+	var policy netroute.Policy = netroute.Anywhere{}
+	if a, err := netip.ParseAddr(listen); err == nil && !a.IsUnspecified() {
+		policy = netroute.Beside{Addr: a}
+	}
+	return netroute.Dialer{Policy: policy}
 }
 
 // mergeBackends returns backends for addrs, reusing old entries (and their
@@ -239,7 +257,9 @@ func (svc *service) dial() (net.Conn, *backend) {
 	start := svc.next.Add(1) - 1
 	for i := range hs {
 		be := hs[(start+uint64(i))%uint64(len(hs))]
-		c, err := net.DialTimeout("tcp", be.addr, dialTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+		c, err := svc.dialer.DialContext(ctx, "tcp", be.addr)
+		cancel()
 		if err == nil {
 			return c, be
 		}

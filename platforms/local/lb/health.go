@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kiln-project/kiln/platforms/netroute"
 )
 
 // Bounds of one health check's timeout, which is the check interval
@@ -81,18 +83,20 @@ func gradeOf(err error) failure {
 // errors carry their grade (checkError).
 type checker func(ctx context.Context, addr string) error
 
-// dialForCheck connects to addr, grading a failure as unreachable.
-func dialForCheck(ctx context.Context, network, addr string) (net.Conn, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, &checkError{grade: unreachable, err: err}
+// checkDialer connects through d, grading a failure as unreachable.
+func checkDialer(d netroute.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, &checkError{grade: unreachable, err: err}
+		}
+		return c, nil
 	}
-	return c, nil
 }
 
-// newChecker returns the checker of service s.
-func newChecker(s Service) (checker, error) {
+// newChecker returns the checker of service s, connecting through d.
+func newChecker(s Service, d netroute.Dialer) (checker, error) {
+	dialForCheck := checkDialer(d)
 	switch s.Health {
 	case CheckTCP:
 		return func(ctx context.Context, addr string) error {
@@ -137,8 +141,8 @@ func newChecker(s Service) (checker, error) {
 
 // checkLoop checks the service's backends as cfg says, now and then every
 // interval until ctx is done, logging each change of health.
-func (b *Balancer) checkLoop(ctx context.Context, svc *service, cfg Service) {
-	check, err := newChecker(cfg)
+func (b *Balancer) checkLoop(ctx context.Context, svc *service, cfg Service, d netroute.Dialer) {
+	check, err := newChecker(cfg, d)
 	if err != nil {
 		b.log.Errorf("%s: health check: %v; no backend will be used", cfg.Name, err)
 		return

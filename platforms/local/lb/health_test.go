@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/platforms/netroute"
 )
 
 // The checkers grade what they saw: no TCP connection, a "not ready"
@@ -40,11 +42,11 @@ func TestCheckGrades(t *testing.T) {
 	okSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	t.Cleanup(okSrv.Close)
 
-	https, err := newChecker(Service{Name: "api", Health: CheckHTTPS, HealthPath: "/readyz"})
+	https, err := newChecker(Service{Name: "api", Health: CheckHTTPS, HealthPath: "/readyz"}, netroute.Dialer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tcp, err := newChecker(Service{Name: "mcs", Health: CheckTCP})
+	tcp, err := newChecker(Service{Name: "mcs", Health: CheckTCP}, netroute.Dialer{})
 	if err != nil {
 		t.Fatal(err)
 	}

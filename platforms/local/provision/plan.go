@@ -45,6 +45,15 @@ func BridgeName(infraID string) string {
 	return "kiln-" + suffix
 }
 
+// bridgeOf returns the bridge of the cluster infraID: platform.local's
+// bridgeName, else BridgeName's default.
+func bridgeOf(c *types.Config, infraID string) string {
+	if c.Platform.Local != nil && c.Platform.Local.BridgeName != "" {
+		return c.Platform.Local.BridgeName
+	}
+	return BridgeName(infraID)
+}
+
 // NewPlan lays out the machines of shape on c's machine network, with the
 // addresses of localconfig.MachineAddress: a machine keeps its address whatever
 // else is added or removed.
@@ -56,10 +65,7 @@ func NewPlan(c *types.Config, infraID string, shape machines.Shape) (*Plan, erro
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Bridge: c.Platform.Local.BridgeName, CIDR: cidr}
-	if p.Bridge == "" {
-		p.Bridge = BridgeName(infraID)
-	}
+	p := &Plan{Bridge: bridgeOf(c, infraID), CIDR: cidr}
 	if p.VIP, err = netip.ParseAddr(c.APIVIP()); err != nil {
 		return nil, fmt.Errorf("platform.local.apiVIP: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms/local/lb"
+	"github.com/kiln-project/kiln/platforms/netroute"
 )
 
 // Files of the process in the cluster's load balancer directory.
@@ -132,6 +133,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if err != nil {
 		return err
 	}
+	// The API (the VIP on the bridge) only through the bridge: once the
+	// bridge is gone, the watch's reconnects send nothing elsewhere.
+	rest.Dial = netroute.Dialer{Policy: netroute.Through{Interface: cfg.Bridge}}.DialContext
 	client, err := kubernetes.NewForConfig(rest)
 	if err != nil {
 		return err

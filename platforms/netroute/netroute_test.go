@@ -1,0 +1,142 @@
+package netroute
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+// fakeRoutes answers route lookups from a table: destination -> interface.
+func fakeRoutes(table map[string]string) func(netip.Addr) (Route, error) {
+	return func(a netip.Addr) (Route, error) {
+		ifc, ok := table[a.String()]
+		if !ok {
+			return Route{Dest: a}, ErrNoRoute
+		}
+		return Route{Dest: a, Source: netip.MustParseAddr("192.0.2.2"), Interface: ifc}, nil
+	}
+}
+
+func TestThroughDecides(t *testing.T) {
+	routes := fakeRoutes(map[string]string{
+		"10.66.205.1":  "kiln-abc", // the API VIP on the bridge
+		"10.66.205.11": "kiln-abc", // a machine behind it
+		"10.66.9.1":    "eth0",     // the bridge is gone: the default route
+	})
+	p := Through{Interface: "kiln-abc", Lookup: routes}
+	for _, tc := range []struct {
+		addr string
+		ok   bool
+		why  string
+	}{
+		{"10.66.205.1", true, ""},
+		{"10.66.205.11", true, ""},
+		{"10.66.9.1", false, "leaves through eth0"},
+		{"10.99.0.1", false, "no route at all"},
+	} {
+		err := p.Check(netip.MustParseAddr(tc.addr))
+		if tc.ok != (err == nil) {
+			t.Errorf("%s: err = %v, want allowed %v", tc.addr, err, tc.ok)
+			continue
+		}
+		if err == nil {
+			continue
+		}
+		var ue *UnreachableError
+		if !errors.As(err, &ue) || ue.Addr.String() != tc.addr || !strings.Contains(ue.Why, tc.why) {
+			t.Errorf("%s: err = %#v, want *UnreachableError saying %q", tc.addr, err, tc.why)
+		}
+	}
+}
+
+// The kernel's own answer for this host's loopback: the interface holding
+// the source address is lo, and an interface that does not exist never
+// matches.
+func TestLookupAndThroughOnLoopback(t *testing.T) {
+	lo := loopbackName(t)
+	r, err := Lookup(netip.MustParseAddr("127.0.0.7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Interface != lo || !r.Source.IsLoopback() {
+		t.Fatalf("Lookup(127.0.0.7) = %+v, want source on %s", r, lo)
+	}
+	if err := (Through{Interface: lo}).Check(netip.MustParseAddr("127.0.0.7")); err != nil {
+		t.Errorf("through %s: %v", lo, err)
+	}
+	if err := (Through{Interface: "kiln-nosuch"}).Check(netip.MustParseAddr("127.0.0.7")); err == nil {
+		t.Error("through a missing bridge: allowed")
+	}
+	if err := (Beside{Addr: netip.MustParseAddr("127.0.0.1")}).Check(netip.MustParseAddr("127.0.0.9")); err != nil {
+		t.Errorf("beside 127.0.0.1: %v", err)
+	}
+	// No interface holds a documentation address: a daemon whose listen
+	// address is gone dials nothing.
+	err = (Beside{Addr: netip.MustParseAddr("198.51.100.77")}).Check(netip.MustParseAddr("127.0.0.9"))
+	var ue *UnreachableError
+	if !errors.As(err, &ue) || !strings.Contains(ue.Why, "no interface holds 198.51.100.77") {
+		t.Errorf("beside a vanished address: %v", err)
+	}
+}
+
+func loopbackName(t *testing.T) string {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range ifs {
+		if i.Flags&net.FlagLoopback != 0 {
+			return i.Name
+		}
+	}
+	t.Skip("no loopback interface")
+	return ""
+}
+
+func TestOnlyDeclared(t *testing.T) {
+	resolve := func(_ context.Context, host string) ([]netip.Addr, error) {
+		if host == "api.rack.example.com" {
+			return []netip.Addr{netip.MustParseAddr("10.20.0.100")}, nil
+		}
+		return nil, errors.New("no such host")
+	}
+	o := Only{Addrs: []netip.Addr{netip.MustParseAddr("10.20.0.11")}, Names: []string{"api.rack.example.com"}, Resolve: resolve}
+	for addr, ok := range map[string]bool{"10.20.0.11": true, "10.20.0.100": true, "10.20.0.12": false, "203.0.113.5": false} {
+		if err := o.Check(netip.MustParseAddr(addr)); ok != (err == nil) {
+			t.Errorf("%s: err = %v, want allowed %v", addr, err, ok)
+		}
+	}
+}
+
+// A refused dial never reaches the dial function: nothing is sent. An
+// allowed one dials the checked address, not the name again.
+func TestDialerSendsNothingWhenRefused(t *testing.T) {
+	var dialed []string
+	d := Dialer{
+		Policy: Through{Interface: "kiln-abc", Lookup: fakeRoutes(map[string]string{"10.66.205.1": "kiln-abc", "10.66.9.1": "eth0"})},
+		Dial: func(_ context.Context, _, address string) (net.Conn, error) {
+			dialed = append(dialed, address)
+			return nil, errors.New("fake dial")
+		},
+		Resolve: func(context.Context, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("10.66.9.1"), netip.MustParseAddr("10.66.205.1")}, nil
+		},
+	}
+	_, err := d.DialContext(context.Background(), "tcp", "10.66.9.1:6443")
+	var ue *UnreachableError
+	if !errors.As(err, &ue) || len(dialed) != 0 {
+		t.Fatalf("refused dial: err %v, dialed %v", err, dialed)
+	}
+	if _, err := d.DialContext(context.Background(), "tcp", "api.example:6443"); err == nil || err.Error() != "fake dial" {
+		t.Fatalf("allowed dial: %v", err)
+	}
+	if len(dialed) != 1 || dialed[0] != "10.66.205.1:6443" {
+		t.Fatalf("dialed %v, want [10.66.205.1:6443]", dialed)
+	}
+	if err := CheckURLHost(context.Background(), d.Policy, "10.66.9.1:6443"); !errors.As(err, &ue) {
+		t.Fatalf("CheckURLHost through eth0: %v", err)
+	}
+}
