@@ -1,7 +1,8 @@
 // Package platforms holds the contracts between kiln's commands and the
 // platforms' provisioning: Provisioner, the infrastructure that commands
 // create and destroy, with its optional abilities (Scaler, Restarter,
-// MachineStater, UnitChecker, EndpointChecker, ImageLoader, Gatherer),
+// MachineStater, UnitChecker, EndpointChecker, ImageLoader, Gatherer,
+// Router),
 // Cluster, what provisioning needs from the assets, and the helpers both
 // share. The
 // platforms' install-config logic is not here: it stands on the ground
@@ -61,7 +62,10 @@
 //  3. If kiln provisions its infrastructure (none has no provisioning):
 //     package platforms/<name>/provision implementing Provisioner and the
 //     optional abilities it supports, registered with one entry in
-//     platforms/provisioners. Only commands import it.
+//     platforms/provisioners. Only commands import it. Router says which
+//     routes lead to the cluster's addresses (platforms/netroute): every
+//     dial of kiln's to them passes its policy first; without it, kiln
+//     dials them through any route.
 //  4. If it provisions through Terraform: its modules under
 //     data/terraform/<name>/, added to the //go:embed line of
 //     data/terraform/terraform.go; the provisioner gets them with

@@ -239,7 +239,7 @@ func (d Dialer) DialContext(ctx context.Context, network, address string) (net.C
 	var refused error
 	for _, a := range addrs {
 		if err := policy.Check(a); err != nil {
-			refused = cmpErr(refused, err)
+			refused = firstErr(refused, err)
 			continue
 		}
 		dial := d.Dial
@@ -252,24 +252,32 @@ func (d Dialer) DialContext(ctx context.Context, network, address string) (net.C
 	return nil, refused
 }
 
-// cmpErr keeps the first error.
-func cmpErr(first, err error) error {
+// firstErr keeps the first error.
+func firstErr(first, err error) error {
 	if first != nil {
 		return first
 	}
 	return err
 }
 
+// resolve returns the addresses of host (an address itself, or a name):
+// at least one, or an error.
 func (d Dialer) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{a.Unmap()}, nil
 	}
-	if d.Resolve != nil {
-		return d.Resolve(ctx, host)
+	lookup := d.Resolve
+	if lookup == nil {
+		lookup = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
 	}
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	addrs, err := lookup(ctx, host)
 	if err != nil {
 		return nil, err
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("%s has no address", host)
 	}
 	for i := range addrs {
 		addrs[i] = addrs[i].Unmap()
@@ -291,11 +299,11 @@ func CheckURLHost(ctx context.Context, p Policy, hostport string) error {
 	}
 	var refused error
 	for _, a := range addrs {
-		if err := p.Check(a); err == nil {
+		err := p.Check(a)
+		if err == nil {
 			return nil
-		} else {
-			refused = cmpErr(refused, err)
 		}
+		refused = firstErr(refused, err)
 	}
 	return refused
 }

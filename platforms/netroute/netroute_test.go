@@ -140,3 +140,14 @@ func TestDialerSendsNothingWhenRefused(t *testing.T) {
 		t.Fatalf("CheckURLHost through eth0: %v", err)
 	}
 }
+
+// A name that resolves to nothing is an error, never a nil connection.
+func TestDialerNameWithoutAddress(t *testing.T) {
+	d := Dialer{
+		Dial:    func(context.Context, string, string) (net.Conn, error) { t.Fatal("dialed"); return nil, nil },
+		Resolve: func(context.Context, string) ([]netip.Addr, error) { return nil, nil },
+	}
+	if c, err := d.DialContext(context.Background(), "tcp", "api.example:6443"); c != nil || err == nil {
+		t.Fatalf("DialContext = %v, %v; want an error", c, err)
+	}
+}
