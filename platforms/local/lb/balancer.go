@@ -124,10 +124,14 @@ func (b *Balancer) Apply(cfg *Config) error {
 }
 
 // backendDialer returns the dialer of the backends of services listening
-// on listen.
+// on listen. A balancer on a cluster's own address (the local platform's
+// API VIP on its bridge) dials only beside it (netroute.Beside); one on
+// loopback or on every address (the ssh hosts' API proxy on 127.0.0.1,
+// whose masters are the user's hosts) dials its backends through the
+// host's routes.
 func backendDialer(listen string) netroute.Dialer {
 	var policy netroute.Policy = netroute.Anywhere{}
-	if a, err := netip.ParseAddr(listen); err == nil && !a.IsUnspecified() {
+	if a, err := netip.ParseAddr(listen); err == nil && !a.IsUnspecified() && !a.IsLoopback() {
 		policy = netroute.Beside{Addr: a}
 	}
 	return netroute.Dialer{Policy: policy}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -208,5 +209,21 @@ func TestUsableFallsBackToReachableBackends(t *testing.T) {
 		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 			t.Errorf("%s: usable backends %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The local platform's balancer, on the VIP, dials its backends only
+// beside it; the ssh hosts' API proxy, on loopback, dials the masters
+// through the host's routes (with Beside it would reach none of them).
+func TestBackendDialerPolicy(t *testing.T) {
+	for listen, beside := range map[string]bool{"10.66.0.1": true, "127.0.0.1": false, "0.0.0.0": false, "::1": false} {
+		_, ok := backendDialer(listen).Policy.(netroute.Beside)
+		if ok != beside {
+			t.Errorf("listen %s: policy %#v, want beside it: %v", listen, backendDialer(listen).Policy, beside)
+		}
+	}
+	// On loopback, a backend that is not on loopback is allowed.
+	if err := backendDialer("127.0.0.1").Policy.Check(netip.MustParseAddr("10.200.12.12")); err != nil {
+		t.Errorf("API proxy on loopback to a master: %v", err)
 	}
 }
