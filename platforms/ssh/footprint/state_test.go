@@ -122,6 +122,7 @@ func TestStopAndStart(t *testing.T) {
 		"stop kubepods.slice",
 		"kill --signal=SIGKILL containerd.service",
 		"stop containerd.service",
+		"reset-failed containerd.service",
 		"kill --signal=SIGKILL kubepods.slice",
 		"stop kubepods.slice",
 	}
