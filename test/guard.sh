@@ -17,7 +17,7 @@
 # Each such packet's far address, protocol and port go into a dynamic set,
 # so `check` names the first destinations, not only a count.
 #
-# The guarded networks (GUARD_NETS): every block kiln's clusters and the
+# The guarded networks ($nets): every block kiln's clusters and the
 # end-to-end tests use on these machines - the machine networks 10.66.0.0/16,
 # the test hosts' segments 10.200.0.0 - 10.249.255.255 (freeSubnet in
 # test/e2e), the default pod network 10.128.0.0/14 and service network
