@@ -117,6 +117,8 @@ func assertRestart(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 		t.Fatalf("deleting bridge %s: %v: %s", bridge, err, out)
 	}
 
+	assertNothingSentWithoutBridge(t, kiln, dir)
+
 	runMeasured(t, kiln, 20*time.Minute, "start cluster after a host reboot, to every node Ready", "start", "cluster", "--dir", dir)
 	assertNodesReady(ctx, t, client, masters+1)
 	assertEtcdMembers(t, infraID, masters)
@@ -349,4 +351,24 @@ func stageLines(out string) string {
 		}
 	}
 	return strings.Join(keep, "\n")
+}
+
+// assertNothingSentWithoutBridge runs what a user runs after a host reboot,
+// before `kiln start cluster`, while the cluster's bridge is gone: the API
+// VIP's route then leads through the host's default route, so kiln must
+// refuse to dial it (docs/security.md, "Addresses kiln dials"; the suite's
+// packet guard counts any packet that leaves). kiln kubectl exits 3 naming
+// the refusal; wait-for gives up as any failed wait does (exit 5).
+func assertNothingSentWithoutBridge(t *testing.T, kiln, dir string) {
+	t.Helper()
+	out, err := runKiln(t, kiln, time.Minute, "kubectl", "--dir", dir, "--", "get", "nodes")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(out, "is not reachable yet") {
+		t.Errorf("kiln kubectl with the bridge gone: %v, want exit 3 saying the API is not reachable yet\n%s", err, lastLines(out, 10))
+	}
+	out, err = runKiln(t, kiln, time.Minute, "wait-for", "install-complete", "--dir", dir, "--install-timeout", "10s")
+	if !errors.As(err, &exit) || exit.ExitCode() != 5 {
+		t.Errorf("wait-for install-complete with the bridge gone: %v, want exit 5\n%s", err, lastLines(out, 10))
+	}
+	t.Logf("with the bridge gone, wait-for said:\n%s", lastLines(out, 3))
 }

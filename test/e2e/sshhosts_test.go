@@ -208,7 +208,8 @@ func (f *sshFleet) stop(t *testing.T) {
 // snapshotScript prints what installing onto a host changes: the files
 // under /etc, /usr, /var/lib and /opt with their sizes (but systemd's own
 // timestamps and seeds), the systemd units' states, the processes (but the
-// snapshot's own: sshd's session, the shell; sshd's count of logins under
+// snapshot's own: sshd's session, the shell, its pipeline's commands, also
+// when ps sees one exiting with its name in brackets; sshd's count of logins under
 // way; root's login session and user manager, where pam_systemd makes
 // them), the network interfaces (without the index of a veth's peer, which
 // a test host's restart changes), the nftables ruleset, the routes and the
@@ -218,7 +219,7 @@ find /etc /usr /var/lib /opt \( -type f -o -type l \) -printf '%p %s\n' | grep -
 echo '# units'
 systemctl list-units --all --no-legend --plain | awk '{print $1, $3, $4}' | grep -v -e '^session-[0-9]*\.scope ' -e '^user' | sort
 echo '# processes'
-ps -eo user=,args= | grep -v -e '^root *sshd: root' -e '^root *ps -eo' -e '^root */bin/sh -s' -e '^root *grep ' -e '^root *sed ' -e '^root *sort$' -e '^root *(sd-pam)' -e '^root */lib/systemd/systemd --user' | sed 's/\[listener\].*/[listener]/' | sort
+ps -eo user=,args= | grep -v -e '^root *sshd: root' -e '^root *ps -eo' -e '^root */bin/sh -s' -e '^root *grep ' -e '^root *sed ' -e '^root *sort$' -e '^root *\[\(awk\|find\|grep\|sed\|sort\)\]$' -e '^root *(sd-pam)' -e '^root */lib/systemd/systemd --user' | sed 's/\[listener\].*/[listener]/' | sort
 echo '# interfaces'
 ip -o link show | awk '{print $2, $3}' | sed 's/@if[0-9]*:/:/' | sort
 echo '# nftables'

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -39,9 +40,25 @@ func findLink(ctx context.Context, r Runner, name string) (*ipLink, error) {
 	return nil, nil
 }
 
+// HoldRouteMetric is the metric of the unreachable route EnsureBridge
+// holds for the bridge's network. The bridge's own route (metric 0) wins
+// while the bridge is there; once it is gone (deleted, or down), packets to
+// the network meet the unreachable route, and fail on this host instead of
+// leaving through its default route: a socket of a killed load balancer
+// still retransmitting to a dead machine, or any dial of the host's
+// (docs/security.md, "Addresses kiln dials").
+const HoldRouteMetric = 9999
+
+// holdRouteArgv adds ("replace") or removes ("del") the unreachable route
+// of network.
+func holdRouteArgv(verb string, network netip.Prefix) []string {
+	return []string{"ip", "route", verb, "unreachable", network.String(), "metric", strconv.Itoa(HoldRouteMetric)}
+}
+
 // EnsureBridge creates the host bridge name with the host's address on it
-// (gatewayCIDR, e.g. "10.66.0.1/24") and brings it up. It is idempotent;
-// an existing interface of that name that is not a bridge is an error. No
+// (gatewayCIDR, e.g. "10.66.0.1/24"), brings it up and holds its network
+// with an unreachable route (HoldRouteMetric). It is idempotent; an
+// existing interface of that name that is not a bridge is an error. No
 // route or NAT beyond the host is set up: machines reach each other and the
 // host only.
 func EnsureBridge(ctx context.Context, r Runner, name, gatewayCIDR string) error {
@@ -65,7 +82,7 @@ func EnsureBridge(ctx context.Context, r Runner, name, gatewayCIDR string) error
 	if !hasAddr(link, pfx) {
 		cmds = append(cmds, []string{"ip", "addr", "add", pfx.String(), "dev", name})
 	}
-	cmds = append(cmds, []string{"ip", "link", "set", "dev", name, "up"})
+	cmds = append(cmds, []string{"ip", "link", "set", "dev", name, "up"}, holdRouteArgv("replace", pfx.Masked()))
 	for _, c := range cmds {
 		if err := runQuiet(ctx, r, c); err != nil {
 			return fmt.Errorf("setting up bridge %s: %w", name, err)
@@ -92,7 +109,8 @@ func hasAddr(l *ipLink, pfx netip.Prefix) bool {
 	return false
 }
 
-// DeleteBridge deletes the host bridge name; an absent bridge is fine.
+// DeleteBridge deletes the host bridge name and the unreachable routes
+// EnsureBridge held for its networks; an absent bridge is fine.
 func DeleteBridge(ctx context.Context, r Runner, name string) error {
 	link, err := findLink(ctx, r, name)
 	if err != nil {
@@ -103,6 +121,16 @@ func DeleteBridge(ctx context.Context, r Runner, name string) error {
 	}
 	if link.LinkInfo == nil || link.LinkInfo.InfoKind != "bridge" {
 		return fmt.Errorf("interface %s is not a bridge; not deleting it", name)
+	}
+	// The unreachable routes of its networks go first (one that is gone
+	// already is fine): nothing of kiln's stays in the routing table.
+	for _, a := range link.AddrInfo {
+		if a.Family != "inet" {
+			continue
+		}
+		if pfx, err := netip.ParsePrefix(fmt.Sprintf("%s/%d", a.Local, a.PrefixLen)); err == nil {
+			_ = runQuiet(ctx, r, holdRouteArgv("del", pfx.Masked()))
+		}
 	}
 	if err := runQuiet(ctx, r, linkDeleteArgv(name)); err != nil {
 		return fmt.Errorf("deleting bridge %s: %w", name, err)

@@ -22,11 +22,12 @@ func TestEnsureBridge(t *testing.T) {
 			"ip link add name kiln0 type bridge stp_state 0",
 			"ip addr add 10.66.0.1/24 dev kiln0",
 			"ip link set dev kiln0 up",
+			"ip route replace unreachable 10.66.0.0/24 metric 9999",
 		}, ""},
 		{"present with address", `[{"ifname":"kiln0","linkinfo":{"info_kind":"bridge"},"addr_info":[{"family":"inet","local":"10.66.0.1","prefixlen":24}]}]`,
-			"10.66.0.1/24", []string{ipShow, "ip link set dev kiln0 up"}, ""},
+			"10.66.0.1/24", []string{ipShow, "ip link set dev kiln0 up", "ip route replace unreachable 10.66.0.0/24 metric 9999"}, ""},
 		{"present, other prefix", `[{"ifname":"kiln0","linkinfo":{"info_kind":"bridge"},"addr_info":[{"family":"inet","local":"10.66.0.1","prefixlen":16}]}]`,
-			"10.66.0.1/24", []string{ipShow, "ip addr add 10.66.0.1/24 dev kiln0", "ip link set dev kiln0 up"}, ""},
+			"10.66.0.1/24", []string{ipShow, "ip addr add 10.66.0.1/24 dev kiln0", "ip link set dev kiln0 up", "ip route replace unreachable 10.66.0.0/24 metric 9999"}, ""},
 		{"not a bridge", `[{"ifname":"kiln0","linkinfo":{"info_kind":"veth"},"addr_info":[]}]`,
 			"10.66.0.1/24", []string{ipShow}, "host"},
 		{"bad address", `[]`, "10.66.0.1", nil, "invalid"},
@@ -72,6 +73,8 @@ func TestDeleteBridge(t *testing.T) {
 		wantErr bool
 	}{
 		{"present", `[{"ifname":"kiln0","linkinfo":{"info_kind":"bridge"}}]`, []string{ipShow, "ip link delete dev kiln0"}, false},
+		{"present with its network held", `[{"ifname":"kiln0","linkinfo":{"info_kind":"bridge"},"addr_info":[{"family":"inet","local":"10.66.0.1","prefixlen":24},{"family":"inet6","local":"fe80::1","prefixlen":64}]}]`,
+			[]string{ipShow, "ip route del unreachable 10.66.0.0/24 metric 9999", "ip link delete dev kiln0"}, false},
 		{"absent", `[{"ifname":"eth0"}]`, []string{ipShow}, false},
 		{"not a bridge", `[{"ifname":"kiln0","linkinfo":{"info_kind":"dummy"}}]`, []string{ipShow}, true},
 	}

@@ -153,7 +153,7 @@ func preflight(opts PreflightOptions, p hostProbe) (Report, error) {
 	}
 	r.Notes = append(r.Notes,
 		"host sysctls are left alone: machines see the values kubelet wants (vm.overcommit_memory=1, kernel.panic=10, kernel.panic_on_oops=1) through read-only files bound over /proc/sys inside each machine",
-		"host changes while machines exist: one bridge, one veth, one overlay mount and one cgroup per hierarchy per machine; no routes, NAT or forwarding; all removed on destroy")
+		"host changes while machines exist: one bridge with an unreachable route holding its network (so nothing for it leaves through another route once the bridge is gone), one veth, one overlay mount and one cgroup per hierarchy per machine; no other routes, no NAT or forwarding; all removed on destroy")
 	if len(r.Problems) > 0 {
 		return r, &PreflightError{Problems: r.Problems}
 	}
