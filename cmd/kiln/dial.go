@@ -46,8 +46,8 @@ func (o *rootOptions) checkAPIRoute(ctx context.Context, kubeconfig string) erro
 		return nil // kubectl says what is wrong with it
 	}
 	u, err := url.Parse(rc.Host)
-	if err != nil || u.Host == "" {
+	if err != nil || u.Hostname() == "" {
 		return nil
 	}
-	return netroute.CheckURLHost(ctx, d.Policy, u.Host)
+	return d.CheckHost(ctx, u.Hostname())
 }

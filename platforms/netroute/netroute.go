@@ -228,9 +228,32 @@ func (d Dialer) DialContext(ctx context.Context, network, address string) (net.C
 	if err != nil {
 		return nil, err
 	}
-	addrs, err := d.resolve(ctx, host)
+	a, err := d.allowed(ctx, host)
 	if err != nil {
 		return nil, err
+	}
+	dial := d.Dial
+	if dial == nil {
+		var nd net.Dialer
+		dial = nd.DialContext
+	}
+	return dial(ctx, network, net.JoinHostPort(a.String(), port))
+}
+
+// CheckHost checks host (an address or a name, which is resolved) against
+// the policy without dialing it, for callers that hand it to another
+// program (kubectl) instead of dialing it themselves.
+func (d Dialer) CheckHost(ctx context.Context, host string) error {
+	_, err := d.allowed(ctx, host)
+	return err
+}
+
+// allowed returns the first address of host that the policy allows, else
+// the policy's error for the first address.
+func (d Dialer) allowed(ctx context.Context, host string) (netip.Addr, error) {
+	addrs, err := d.resolve(ctx, host)
+	if err != nil {
+		return netip.Addr{}, err
 	}
 	policy := d.Policy
 	if policy == nil {
@@ -238,26 +261,15 @@ func (d Dialer) DialContext(ctx context.Context, network, address string) (net.C
 	}
 	var refused error
 	for _, a := range addrs {
-		if err := policy.Check(a); err != nil {
-			refused = firstErr(refused, err)
-			continue
+		err := policy.Check(a)
+		if err == nil {
+			return a, nil
 		}
-		dial := d.Dial
-		if dial == nil {
-			var nd net.Dialer
-			dial = nd.DialContext
+		if refused == nil {
+			refused = err
 		}
-		return dial(ctx, network, net.JoinHostPort(a.String(), port))
 	}
-	return nil, refused
-}
-
-// firstErr keeps the first error.
-func firstErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
+	return netip.Addr{}, refused
 }
 
 // resolve returns the addresses of host (an address itself, or a name):
@@ -283,27 +295,4 @@ func (d Dialer) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 		addrs[i] = addrs[i].Unmap()
 	}
 	return addrs, nil
-}
-
-// CheckURLHost checks the host of a URL's host[:port] part (such as a
-// kubeconfig's server) against p, resolving a name, for callers that hand
-// the URL to another program (kubectl) instead of dialing it themselves.
-func CheckURLHost(ctx context.Context, p Policy, hostport string) error {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	addrs, err := Dialer{}.resolve(ctx, strings.Trim(host, "[]"))
-	if err != nil {
-		return err
-	}
-	var refused error
-	for _, a := range addrs {
-		err := p.Check(a)
-		if err == nil {
-			return nil
-		}
-		refused = firstErr(refused, err)
-	}
-	return refused
 }

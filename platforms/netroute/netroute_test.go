@@ -136,8 +136,8 @@ func TestDialerSendsNothingWhenRefused(t *testing.T) {
 	if len(dialed) != 1 || dialed[0] != "10.66.205.1:6443" {
 		t.Fatalf("dialed %v, want [10.66.205.1:6443]", dialed)
 	}
-	if err := CheckURLHost(context.Background(), d.Policy, "10.66.9.1:6443"); !errors.As(err, &ue) {
-		t.Fatalf("CheckURLHost through eth0: %v", err)
+	if err := d.CheckHost(context.Background(), "10.66.9.1"); !errors.As(err, &ue) {
+		t.Fatalf("CheckHost through eth0: %v", err)
 	}
 }
 

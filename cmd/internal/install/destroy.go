@@ -114,22 +114,31 @@ func cleanDir(dir string, log logrus.FieldLogger) error {
 // targetFromState names the cluster from the state file when metadata.json
 // is gone: the cluster ID and install-config are kept there.
 func targetFromState(dir string) (Target, error) {
-	if _, err := os.Stat(filepath.Join(dir, graph.StateFileName)); errors.Is(err, fs.ErrNotExist) {
-		return Target{}, ErrNothingToDestroy
-	}
-	store, err := graph.Open(dir)
+	cid, ic, err := identityFromState(dir)
 	if err != nil {
 		return Target{}, err
 	}
-	cid, ic := &clusterid.ClusterID{}, &installconfig.InstallConfig{}
-	foundID, err := store.FromState(cid)
-	if err != nil || !foundID {
-		return Target{}, exitcode.With(exitcode.Input, ErrNoMetadata)
-	}
-	if ok, err := store.FromState(ic); err != nil || !ok {
-		return Target{}, exitcode.With(exitcode.Input, ErrNoMetadata)
-	}
 	return Target{InfraID: cid.InfraID, Platform: ic.Config.PlatformName()}, nil
+}
+
+// identityFromState reads the cluster ID and install-config kept in dir's
+// state file: ErrNothingToDestroy when dir has no state file, ErrNoMetadata
+// (an input error) when the state lacks either.
+func identityFromState(dir string) (*clusterid.ClusterID, *installconfig.InstallConfig, error) {
+	if _, err := os.Stat(filepath.Join(dir, graph.StateFileName)); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, ErrNothingToDestroy
+	}
+	store, err := graph.Open(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	cid, ic := &clusterid.ClusterID{}, &installconfig.InstallConfig{}
+	for _, a := range []graph.Asset{cid, ic} {
+		if ok, err := store.FromState(a); err != nil || !ok {
+			return nil, nil, exitcode.With(exitcode.Input, ErrNoMetadata)
+		}
+	}
+	return cid, ic, nil
 }
 
 // StateCluster returns the cluster of dir's state as far as its addresses
@@ -138,18 +147,12 @@ func targetFromState(dir string) (Target, error) {
 // policy (Cluster.Dialer); found is false when dir's state holds no
 // cluster.
 func StateCluster(dir string) (c *Cluster, found bool, err error) {
-	if _, err := os.Stat(filepath.Join(dir, graph.StateFileName)); errors.Is(err, fs.ErrNotExist) {
+	cid, ic, err := identityFromState(dir)
+	if errors.Is(err, ErrNothingToDestroy) || errors.Is(err, ErrNoMetadata) {
 		return nil, false, nil
 	}
-	store, err := graph.Open(dir)
 	if err != nil {
 		return nil, false, err
-	}
-	cid, ic := &clusterid.ClusterID{}, &installconfig.InstallConfig{}
-	for _, a := range []graph.Asset{cid, ic} {
-		if ok, err := store.FromState(a); err != nil || !ok {
-			return nil, false, err
-		}
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {

@@ -45,7 +45,7 @@ type service struct {
 	backends atomic.Pointer[[]*backend]
 	next     atomic.Uint64
 	stop     context.CancelFunc
-	// dial connects to backends, health checks included: only through
+	// dialer connects to backends, health checks included: only through
 	// the interface holding the listen address (the cluster's bridge), so
 	// no connection to a machine's address leaves through another route
 	// once the bridge is gone (netroute.Beside).
@@ -117,7 +117,7 @@ func (b *Balancer) Apply(cfg *Config) error {
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
-			b.checkLoop(ctx, svc, s, svc.dialer)
+			b.checkLoop(ctx, svc, s)
 		}()
 	}
 	return nil

@@ -139,10 +139,11 @@ func newChecker(s Service, d netroute.Dialer) (checker, error) {
 	return nil, fmt.Errorf("unknown health check %q", s.Health)
 }
 
-// checkLoop checks the service's backends as cfg says, now and then every
-// interval until ctx is done, logging each change of health.
-func (b *Balancer) checkLoop(ctx context.Context, svc *service, cfg Service, d netroute.Dialer) {
-	check, err := newChecker(cfg, d)
+// checkLoop checks the service's backends as cfg says, through the
+// service's dialer, now and then every interval until ctx is done, logging
+// each change of health.
+func (b *Balancer) checkLoop(ctx context.Context, svc *service, cfg Service) {
+	check, err := newChecker(cfg, svc.dialer)
 	if err != nil {
 		b.log.Errorf("%s: health check: %v; no backend will be used", cfg.Name, err)
 		return
