@@ -3,12 +3,14 @@ package lb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,12 +22,7 @@ import (
 // The checkers grade what they saw: no TCP connection, a "not ready"
 // answer, or no answer in time.
 func TestCheckGrades(t *testing.T) {
-	gone, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	goneAddr := gone.Addr().String()
-	gone.Close()
+	goneAddr := refusingAddr(t)
 	notReadySrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "etcd member removed", http.StatusInternalServerError)
 	}))
@@ -34,9 +31,12 @@ func TestCheckGrades(t *testing.T) {
 	slowSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-release:
+			io.WriteString(w, "ok")
 		case <-r.Context().Done():
+			// The client gave up: answering now would race its
+			// transport, which may still read a 200 that came late.
+			panic(http.ErrAbortHandler)
 		}
-		io.WriteString(w, "ok")
 	}))
 	t.Cleanup(slowSrv.Close)
 	t.Cleanup(func() { close(release) })
@@ -76,6 +76,27 @@ func TestCheckGrades(t *testing.T) {
 	if err := https(context.Background(), hostOf(okSrv)); err != nil {
 		t.Errorf("https to a ready backend: %v", err)
 	}
+}
+
+// refusingAddr returns a loopback address that refuses connections for the
+// rest of the test: a socket bound to it that never listens holds the port,
+// so no other test or process can take it over (a closed listener's port
+// can be reused at once).
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }
 
 // gradedChecks returns a quiet Balancer and a failed check of each grade:
