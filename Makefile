@@ -9,7 +9,7 @@ UID := $(shell id -u)
 # systemd-container runs machines, ignition provides ignition-validate;
 # gcc, make, libc6-dev and bzip2 build the conformance suite's BusyBox.
 # gcc, libc6-dev, pkg-config and libseccomp-dev: the node image's runc is built
-# with cgo, linked statically with libseccomp (platforms/local/nodeimage).
+# with cgo, linked statically with libseccomp (platforms/nodeimage).
 # skopeo is the OCI client the end-to-end tests push to a cluster's registry with.
 # nftables: test/guard.sh, the stray-packet guard the end-to-end suite runs under.
 HOST_PACKAGES := debootstrap systemd-container iproute2 iptables nftables ignition zstd ca-certificates gcc make libc6-dev bzip2 pkg-config libseccomp-dev skopeo

@@ -10,28 +10,12 @@
 //
 // # Layers
 //
-// Every import arrow of kiln points to the same floor or a lower one,
-// lowest first:
-//
-//  0. the ground floor, packages that import nothing of kiln's above it:
-//     data/..., graph/atomicfile (with its test helper),
-//     ignition/nodelayout, ignition/mcsauth, assets/installconfig/types and
-//     the packages under it (the schema, each platform's section and config
-//     logic, the list of platforms in types/configs, the machine naming in
-//     types/machines), assets/release, assets/manifests/inventory and
-//     assets/internal/yamlkeys;
-//  1. graph, the asset engine, and its test helpers graph/...;
-//  2. ignition and assets/...;
-//  3. platforms/..., provisioning;
-//  4. cmd/...;
-//  5. test/....
-//
-// A package's own tests count as the package; external test packages
-// (package x_test) import what they like, since nothing imports them. So
-// assets never import anything under platforms/, and a platform's
-// provisioning reads the install-config through the ground floor.
-// test/layering fails on an arrow that points up and on a package that is
-// on no floor; it holds the same table.
+// Every import arrow of kiln points to the same floor or a lower one; the
+// floors are written once, in the table of test/layering, which fails on
+// an arrow that points up and on a package that is on no floor. platforms
+// is floor 3: assets never import anything under platforms/, and a
+// platform's provisioning reads the install-config through the ground
+// floor.
 //
 // # Adding a platform
 //

@@ -4,7 +4,7 @@
 // runs. A Release is one Kubernetes release with its etcd and CoreDNS
 // (Releases lists them, newest first; install-config's kubernetesVersion
 // chooses one); the other pins are shared by every release. The node image
-// builder (platforms/local/nodeimage) builds exactly a release's versions,
+// builder (platforms/nodeimage) builds exactly a release's versions,
 // and the manifests refer to images only through Release.Image, so the two
 // cannot drift.
 //

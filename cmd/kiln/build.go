@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-project/kiln/assets/release"
-	"github.com/kiln-project/kiln/cmd/internal/exitcode"
-	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 // newBuildCmd groups the commands that build what kiln installs from.

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kiln-project/kiln/cmd/internal/exitcode"
-	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 // The build command classifies node image errors: what the user fixes

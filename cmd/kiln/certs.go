@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-project/kiln/cmd/internal/certs"
+	"github.com/kiln-project/kiln/cmd/cluster/certs"
 )
 
 // newCertsCmd is `kiln certs`: reports on the cluster's certificates. It

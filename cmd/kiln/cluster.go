@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-project/kiln/assets/targets"
-	"github.com/kiln-project/kiln/cmd/internal/exitcode"
-	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
+	"github.com/kiln-project/kiln/cmd/cluster/install"
 	"github.com/kiln-project/kiln/cmd/internal/kubectl"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"

@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/cmd/cluster/install"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/netroute"
 )

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
-	"github.com/kiln-project/kiln/cmd/internal/exitcode"
+	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 )
 
 // newExplainCmd is `kiln explain installconfig[.path]`.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-project/kiln/cmd/internal/exitcode"
-	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
+	"github.com/kiln-project/kiln/cmd/cluster/install"
 )
 
 // errNothingToGather is gather's error in a --dir that names no cluster.

@@ -12,11 +12,11 @@ import (
 	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/assets/metadata"
 	"github.com/kiln-project/kiln/assets/release"
-	"github.com/kiln-project/kiln/cmd/internal/exitcode"
+	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/kubectl"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 // newKubectlCmd is `kiln kubectl`: the cluster release's own kubectl,

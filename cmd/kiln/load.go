@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/cmd/cluster/install"
 )
 
 func newLoadCmd(o *rootOptions) *cobra.Command {

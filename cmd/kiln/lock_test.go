@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kiln-project/kiln/cmd/internal/exitcode"
+	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/crashtest"
 )

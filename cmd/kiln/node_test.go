@@ -15,8 +15,8 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/tls/tlstest"
-	"github.com/kiln-project/kiln/cmd/internal/exitcode"
-	"github.com/kiln-project/kiln/cmd/internal/node/netd"
+	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
+	"github.com/kiln-project/kiln/cmd/node/netd"
 )
 
 // A kubeconfig naming the kubelet's client certificate, as the kubelet's

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-project/kiln/cmd/internal/exitcode"
+	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/platforms/local/provider"
 	sshprovider "github.com/kiln-project/kiln/platforms/ssh/provider"
 )

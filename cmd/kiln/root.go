@@ -16,7 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
-	"github.com/kiln-project/kiln/cmd/internal/exitcode"
+	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/status"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"

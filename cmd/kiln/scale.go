@@ -3,8 +3,8 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-project/kiln/cmd/internal/install"
-	"github.com/kiln-project/kiln/cmd/internal/scale"
+	"github.com/kiln-project/kiln/cmd/cluster/install"
+	"github.com/kiln-project/kiln/cmd/cluster/scale"
 )
 
 // newScaleCmd is `kiln scale cluster`: day-2 changes of the machines.

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 
-	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/cmd/cluster/install"
 	"github.com/kiln-project/kiln/platforms"
 )
 

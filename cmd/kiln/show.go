@@ -8,7 +8,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types"
-	"github.com/kiln-project/kiln/cmd/internal/install"
+	"github.com/kiln-project/kiln/cmd/cluster/install"
 	"github.com/kiln-project/kiln/graph"
 )
 

@@ -6,10 +6,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-project/kiln/assets/release"
-	"github.com/kiln-project/kiln/cmd/internal/exitcode"
-	"github.com/kiln-project/kiln/cmd/internal/install"
-	"github.com/kiln-project/kiln/cmd/internal/scale"
-	"github.com/kiln-project/kiln/cmd/internal/upgrade"
+	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
+	"github.com/kiln-project/kiln/cmd/cluster/install"
+	"github.com/kiln-project/kiln/cmd/cluster/scale"
+	"github.com/kiln-project/kiln/cmd/cluster/upgrade"
 )
 
 // newUpgradeCmd is `kiln upgrade cluster`: move a running cluster to a

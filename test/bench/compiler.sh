@@ -33,7 +33,7 @@ build_kubeadm() { # $1: output binary
   local src major minor ld p
   src=$(mktemp -d)
   # The node image's wrapper module, rendered as kiln renders it
-  # (platforms/local/nodeimage: component.sources).
+  # (platforms/nodeimage: component.sources).
   sed -e "s/{{.Version}}/$version/g" -e "s/{{.StagingVersion}}/$staging/g" \
     data/components/kubernetes/go.mod.in > "$src/go.mod"
   cp data/components/kubernetes/go.sum.in "$src/go.sum"
@@ -45,7 +45,7 @@ build_kubeadm() { # $1: output binary
     ld+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
   done
   mkdir -p "$(dirname "$1")"
-  # goEnv in platforms/local/nodeimage/components.go.
+  # goEnv in platforms/nodeimage/components.go.
   (cd "$src" && env CGO_ENABLED=0 GOOS=linux GOARCH="$(go env GOARCH)" GOFLAGS=-mod=mod GOWORK=off \
     GOTOOLCHAIN=local GOCACHE="$cache/go/build" GOMODCACHE="$cache/go/mod" \
     nice -n 10 go build -trimpath -ldflags "$ld" -o "$1.tmp" k8s.io/kubernetes/cmd/kubeadm)

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kiln-project/kiln/assets/release"
-	"github.com/kiln-project/kiln/platforms/local/lb"
+	"github.com/kiln-project/kiln/platforms/lb"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 	"github.com/kiln-project/kiln/platforms/local/provider"
 	"github.com/kiln-project/kiln/platforms/local/registry"

@@ -25,7 +25,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/platforms/local/machine"
-	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 // TestClusterUpgrade creates 3 masters + 2 workers at the older release,

@@ -18,7 +18,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/platforms/local/machine"
-	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 // TestNodeImageBoot is the node image smoke test: one machine booted from

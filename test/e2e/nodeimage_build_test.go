@@ -14,7 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kiln-project/kiln/assets/release"
-	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 // requireNodeImageHost skips unless the node image can be built here. A

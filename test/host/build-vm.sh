@@ -13,7 +13,7 @@
 # $XDG_CACHE_HOME/kiln, else ~/.cache/kiln): rootfs/, vmlinuz, initrd.img and
 # vm.json. <key> hashes this script (package list, configuration) and the
 # Debian mirror, the first bookworm "deb" source of the host's apt, as the node
-# image build uses (platforms/local/nodeimage/mirror.go): the base is rebuilt
+# image build uses (platforms/nodeimage/mirror.go): the base is rebuilt
 # only when one of them changes. Needs root and debootstrap.
 set -euo pipefail
 suite=bookworm

@@ -20,7 +20,7 @@ import (
 
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local/lb"
+	"github.com/kiln-project/kiln/platforms/lb"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 	tf "github.com/kiln-project/kiln/platforms/terraform"
 	"github.com/kiln-project/kiln/platforms/terraform/enginetest"

@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/kiln-project/kiln/platforms/local/lb"
+	"github.com/kiln-project/kiln/platforms/lb"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 	"github.com/kiln-project/kiln/platforms/local/registry"
 	"github.com/kiln-project/kiln/platforms/terraform"

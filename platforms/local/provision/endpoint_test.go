@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kiln-project/kiln/platforms/local/lb"
+	"github.com/kiln-project/kiln/platforms/lb"
 )
 
 // TestEndpointProblem: nothing is said of a cluster whose load balancer

@@ -11,8 +11,8 @@ import (
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/machine"
-	"github.com/kiln-project/kiln/platforms/local/nodeimage"
 	"github.com/kiln-project/kiln/platforms/local/provider"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 	"github.com/kiln-project/kiln/platforms/terraform"
 )
 

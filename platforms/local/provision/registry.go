@@ -13,8 +13,8 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local/nodeimage"
 	"github.com/kiln-project/kiln/platforms/local/registry"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 // setRegistry sets the network stage's variables of c's image registry

@@ -17,8 +17,8 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local/nodeimage"
 	"github.com/kiln-project/kiln/platforms/local/registry"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 // registryProvisioner returns a provisioner with its load balancer files

@@ -18,7 +18,7 @@ import (
 	"github.com/kiln-project/kiln/assets/kubeconfig"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 	"github.com/kiln-project/kiln/platforms/terraform"
 	"github.com/kiln-project/kiln/platforms/terraform/terraformtest"
 )

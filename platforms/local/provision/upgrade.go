@@ -11,7 +11,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local/nodeimage"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 var _ platforms.Upgrader = (*Provisioner)(nil)

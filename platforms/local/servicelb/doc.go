@@ -7,7 +7,7 @@
 // cluster's host bridge (a /32, so nothing else routes there), listens on
 // the Service's TCP ports on that address only and proxies each connection
 // to the Service's node port on a node that passes a TCP health check (the
-// API load balancer's proxy, platforms/local/lb). A node is reached at the
+// API load balancer's proxy, platforms/lb). A node is reached at the
 // address kiln assigned its machine (Machines), never at one the Node
 // reports; a proxied connection idle both ways for DefaultIdleTimeout is
 // closed, and each port proxies at most DefaultMaxConns connections at

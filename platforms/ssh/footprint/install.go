@@ -51,7 +51,7 @@ type Machine struct {
 	// Payload is the node payload's directory on this machine; its name
 	// (nodeimage.SysextName) is the extension's name on the host.
 	Payload string
-	// APIProxy is the configuration (platforms/local/lb's JSON) of the
+	// APIProxy is the configuration (platforms/lb's JSON) of the
 	// host's proxy to the API and the machine-config servers
 	// (APIProxyUnit), or nil for none.
 	APIProxy []byte

@@ -17,7 +17,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local/lb"
+	"github.com/kiln-project/kiln/platforms/lb"
 	"github.com/kiln-project/kiln/platforms/ssh/footprint"
 )
 

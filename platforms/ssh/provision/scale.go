@@ -13,7 +13,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh/sshconfig"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
-	"github.com/kiln-project/kiln/platforms/local/lb"
+	"github.com/kiln-project/kiln/platforms/lb"
 	"github.com/kiln-project/kiln/platforms/terraform"
 )
 
