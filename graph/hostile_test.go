@@ -16,6 +16,7 @@ import (
 
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // nonce is an asset whose every generation differs, like a CA: outputs made
@@ -56,7 +57,7 @@ func nonceTarget() graph.Target {
 func checkNonces(t *testing.T, dir string) {
 	t.Helper()
 	var st graph.State
-	if err := json.Unmarshal([]byte(readFile(t, dir, graph.StateFileName)), &st); err != nil {
+	if err := json.Unmarshal([]byte(readFile(t, dir, installdir.State)), &st); err != nil {
 		t.Fatal(err)
 	}
 	var n nonce
@@ -107,7 +108,7 @@ func TestInterruptedWriteIsFinishedByTheNextRun(t *testing.T) {
 func assertClean(t *testing.T, dir string) {
 	t.Helper()
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && (strings.HasPrefix(d.Name(), ".kiln-tmp-") || d.Name() == graph.JournalFileName || d.Name() == graph.LockFileName) {
+		if err == nil && (strings.HasPrefix(d.Name(), ".kiln-tmp-") || d.Name() == installdir.Journal || d.Name() == installdir.Lock) {
 			t.Errorf("%s left in --dir", p)
 		}
 		return nil
@@ -123,9 +124,9 @@ func TestDamagedStateEntryIsAnInputError(t *testing.T) {
 	if err := s.Persist(ctx, target(&fileAsset[sIC]{}, &fileAsset[sMan]{})); err != nil {
 		t.Fatal(err)
 	}
-	name := filepath.Join(dir, graph.StateFileName)
+	name := filepath.Join(dir, installdir.State)
 	var st map[string]any
-	if err := json.Unmarshal([]byte(readFile(t, dir, graph.StateFileName)), &st); err != nil {
+	if err := json.Unmarshal([]byte(readFile(t, dir, installdir.State)), &st); err != nil {
 		t.Fatal(err)
 	}
 	st["assets"].(map[string]any)["key1"].(map[string]any)["value"] = "!!!"
@@ -160,7 +161,7 @@ func TestStateFileModeIsEnforcedOnEveryRun(t *testing.T) {
 	if err := s.Persist(ctx, target(&fileAsset[sIC]{})); err != nil {
 		t.Fatal(err)
 	}
-	name := filepath.Join(dir, graph.StateFileName)
+	name := filepath.Join(dir, installdir.State)
 	if err := os.Chmod(name, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -18,13 +18,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
-
-// JournalFileName is the redo journal of a run writing --dir (0600; it holds
-// secrets). It exists only while a run writes, or after a run that was
-// killed or failed while writing: the next kiln finishes that run from it
-// before anything else (see docs/crash-safety.md).
-const JournalFileName = ".kiln_journal.json"
 
 // journalVersion is the format version of the journal.
 const journalVersion = 1
@@ -39,7 +34,7 @@ type journal struct {
 	Started time.Time `json:"started"`
 	// Writes are the target's files to write.
 	Writes []journalFile `json:"writes,omitempty"`
-	// Consumes are the files to move into ConsumedDir, with their content.
+	// Consumes are the files to move into installdir.Consumed, with their content.
 	Consumes []journalFile `json:"consumes,omitempty"`
 	// State is the new content of the state file.
 	State json.RawMessage `json:"state"`
@@ -63,15 +58,15 @@ func (j *journal) paths() []string {
 		ps = append(ps, f.Path)
 	}
 	for _, f := range j.Consumes {
-		ps = append(ps, f.Path, path.Join(ConsumedDir, f.Path))
+		ps = append(ps, f.Path, path.Join(installdir.Consumed, f.Path))
 	}
 	return ps
 }
 
 // readJournal reads dir's journal; it returns nil when there is none.
 func readJournal(dir string) (*journal, error) {
-	name := filepath.Join(dir, JournalFileName)
-	b, err := ReadFile(dir, JournalFileName, JournalInput)
+	name := filepath.Join(dir, installdir.Journal)
+	b, err := ReadFile(dir, installdir.Journal, JournalInput)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -84,7 +79,7 @@ func readJournal(dir string) (*journal, error) {
 			err = fmt.Errorf("format version %d, this kiln reads version %d", j.Version, journalVersion)
 		}
 		return nil, &InputError{Err: fmt.Errorf("%s: %w: it records an interrupted kiln run that this kiln cannot finish; "+
-			"finish it with the kiln that wrote it, or remove %s and %s and start again", name, err, name, StateFileName)}
+			"finish it with the kiln that wrote it, or remove %s and %s and start again", name, err, name, installdir.State)}
 	}
 	for _, p := range j.paths() {
 		if !fs.ValidPath(p) || p == "." {
@@ -122,7 +117,7 @@ func (s *Store) commit(j *journal) error {
 	if err := s.checkLinks(j); err != nil {
 		return err
 	}
-	if err := s.w.Write(filepath.Join(s.dir, JournalFileName), b, 0o600); err != nil {
+	if err := s.w.Write(filepath.Join(s.dir, installdir.Journal), b, 0o600); err != nil {
 		return fmt.Errorf("cannot write to %s: %w", s.dir, err)
 	}
 	if err := s.replay(j); err != nil {
@@ -130,7 +125,7 @@ func (s *Store) commit(j *journal) error {
 			return err
 		}
 		return fmt.Errorf("%w; what kiln was writing is kept in %s: fix the cause and run kiln again to finish writing it",
-			err, filepath.Join(s.dir, JournalFileName))
+			err, filepath.Join(s.dir, installdir.Journal))
 	}
 	return nil
 }
@@ -173,8 +168,8 @@ func (s *Store) replay(j *journal) error {
 			return err
 		}
 	}
-	name := filepath.Join(s.dir, StateFileName)
-	if old, err := ReadFile(s.dir, StateFileName, StateInput); err != nil || !bytes.Equal(old, j.State) {
+	name := filepath.Join(s.dir, installdir.State)
+	if old, err := ReadFile(s.dir, installdir.State, StateInput); err != nil || !bytes.Equal(old, j.State) {
 		if err := final.Write(name, j.State, 0o600); err != nil {
 			return err
 		}
@@ -182,7 +177,7 @@ func (s *Store) replay(j *journal) error {
 	if err := final.Commit(); err != nil {
 		return err
 	}
-	return s.w.Remove(filepath.Join(s.dir, JournalFileName))
+	return s.w.Remove(filepath.Join(s.dir, installdir.Journal))
 }
 
 // replayWrite queues one of the target's files in b unless it is there
@@ -202,7 +197,7 @@ func (s *Store) replayWrite(b *atomicfile.Batch, j *journal, f journalFile) erro
 	return b.Write(full, f.Data, f.Mode)
 }
 
-// replayCopy queues in b the copy of one consumed file into ConsumedDir
+// replayCopy queues in b the copy of one consumed file into installdir.Consumed
 // unless it is there already, and tells whether the original is still in
 // place, to be removed once the copy is durable.
 func (s *Store) replayCopy(b *atomicfile.Batch, j *journal, f journalFile) (exists bool, err error) {
@@ -213,7 +208,7 @@ func (s *Store) replayCopy(b *atomicfile.Batch, j *journal, f journalFile) (exis
 	}
 	// consumedMode, not f.Mode: a journal an older kiln wrote may carry
 	// the original's mode.
-	dst := path.Join(ConsumedDir, f.Path)
+	dst := path.Join(installdir.Consumed, f.Path)
 	fullDst := filepath.Join(s.dir, filepath.FromSlash(dst))
 	if h, mode, ok := s.fileHash(dst); !ok || h != want || mode != consumedMode {
 		if err := b.Write(fullDst, f.Data, consumedMode); err != nil {
@@ -238,7 +233,7 @@ func (s *Store) removeConsumed(b *atomicfile.Batch, f journalFile) error {
 			return err
 		}
 	}
-	s.log.Infof("Consumed %s; a copy is in %s", f.Path, path.Join(ConsumedDir, f.Path))
+	s.log.Infof("Consumed %s; a copy is in %s", f.Path, path.Join(installdir.Consumed, f.Path))
 	return nil
 }
 
@@ -261,7 +256,7 @@ func (s *Store) recover(st *State) error {
 	for _, e := range st.Assets {
 		for p := range e.Disk {
 			if fs.ValidPath(p) {
-				dirs = append(dirs, path.Dir(p), path.Dir(path.Join(ConsumedDir, p)))
+				dirs = append(dirs, path.Dir(p), path.Dir(path.Join(installdir.Consumed, p)))
 			}
 		}
 	}
@@ -293,9 +288,9 @@ func (s *Store) recover(st *State) error {
 			return nil
 		}
 		s.log.Warnf("Finishing `kiln create %s`, interrupted at %s, from %s",
-			j.Target, j.Started.Local().Format(time.DateTime), filepath.Join(s.dir, JournalFileName))
+			j.Target, j.Started.Local().Format(time.DateTime), filepath.Join(s.dir, installdir.Journal))
 		if err := s.checkLinks(j); err != nil {
-			return fmt.Errorf("cannot finish the interrupted kiln run recorded in %s: %w", filepath.Join(s.dir, JournalFileName), err)
+			return fmt.Errorf("cannot finish the interrupted kiln run recorded in %s: %w", filepath.Join(s.dir, installdir.Journal), err)
 		}
 		return s.replay(j)
 	})
@@ -325,7 +320,7 @@ func (s *Store) exclusive(fn func() error) error {
 // replace one: the *atomicfile.SymlinkError names the link. The writes
 // themselves refuse links too; checking first leaves --dir as it was.
 func (s *Store) checkLinks(j *journal) error {
-	for _, p := range append([]string{JournalFileName, StateFileName}, j.paths()...) {
+	for _, p := range append([]string{installdir.Journal, installdir.State}, j.paths()...) {
 		if err := atomicfile.CheckNoSymlink(s.dir, filepath.Join(s.dir, filepath.FromSlash(p))); err != nil {
 			return err
 		}

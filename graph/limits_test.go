@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // sizedAsset loads every file matching its pattern, as files of its kind of
@@ -153,8 +154,8 @@ func TestOversizedStateIsRefused(t *testing.T) {
 		name  string
 		input graph.Input
 	}{
-		{graph.StateFileName, graph.StateInput},
-		{graph.JournalFileName, graph.JournalInput},
+		{installdir.State, graph.StateInput},
+		{installdir.Journal, graph.JournalInput},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -13,6 +13,7 @@ import (
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/graph/atomicfile/atomicfiletest"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // outsideDir is a directory outside --dir that planted links point into:
@@ -101,21 +102,21 @@ func TestSymlinksInDirAreRefused(t *testing.T) {
 			run: func(t *testing.T, dir string) error {
 				return persist(t, dir, target(&fileAsset[sIC]{}, &fileAsset[sMan]{}))
 			}},
-		{name: "state file (kiln show chmods it)", link: graph.StateFileName,
+		{name: "state file (kiln show chmods it)", link: installdir.State,
 			plant: func(t *testing.T, dir, out string) {
-				symlink(t, filepath.Join(out, "state.json"), filepath.Join(dir, graph.StateFileName))
+				symlink(t, filepath.Join(out, "state.json"), filepath.Join(dir, installdir.State))
 			},
 			run: func(t *testing.T, dir string) error { _, err := graph.Open(dir); return err }},
-		{name: "journal", link: graph.JournalFileName,
+		{name: "journal", link: installdir.Journal,
 			plant: func(t *testing.T, dir, out string) {
-				symlink(t, filepath.Join(out, "precious"), filepath.Join(dir, graph.JournalFileName))
+				symlink(t, filepath.Join(out, "precious"), filepath.Join(dir, installdir.Journal))
 			},
 			run: func(t *testing.T, dir string) error { _, err := graph.Open(dir); return err }},
-		{name: "planted journal writing through a linked directory", link: "x", also: graph.JournalFileName,
+		{name: "planted journal writing through a linked directory", link: "x", also: installdir.Journal,
 			plant: func(t *testing.T, dir, out string) {
 				j := fmt.Sprintf(`{"version": 1, "target": "t", "started": "2025-01-02T03:04:05Z",
 					"writes": [{"path": "x/evil", "mode": 511, "data": "ZXZpbAo="}], "state": %s}`, `{"version": 1, "assets": {}}`)
-				if err := os.WriteFile(filepath.Join(dir, graph.JournalFileName), []byte(j), 0o600); err != nil {
+				if err := os.WriteFile(filepath.Join(dir, installdir.Journal), []byte(j), 0o600); err != nil {
 					t.Fatal(err)
 				}
 				symlink(t, out, filepath.Join(dir, "x"))
@@ -124,9 +125,9 @@ func TestSymlinksInDirAreRefused(t *testing.T) {
 		{name: "consumed-files directory", link: ".kiln", prepare: firstRun,
 			plant: func(t *testing.T, dir, out string) { symlink(t, out, filepath.Join(dir, ".kiln")) },
 			run:   func(t *testing.T, dir string) error { return persist(t, dir, target(&fileAsset[sIgn]{})) }},
-		{name: "lock file", link: graph.LockFileName,
+		{name: "lock file", link: installdir.Lock,
 			plant: func(t *testing.T, dir, out string) {
-				symlink(t, filepath.Join(out, "precious"), filepath.Join(dir, graph.LockFileName))
+				symlink(t, filepath.Join(out, "precious"), filepath.Join(dir, installdir.Lock))
 			},
 			run: func(t *testing.T, dir string) error {
 				l, err := graph.LockDir(dir, "kiln test")

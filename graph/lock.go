@@ -14,13 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
-
-// LockFileName is the lock file a kiln writing --dir holds (flock(2)) and
-// names itself in. The kernel releases the lock when its holder dies, however
-// it dies, so a lock is never stale; the holder removes the file when it
-// finishes.
-const LockFileName = ".kiln.lock"
 
 // Holder is what a kiln holding the lock of --dir writes into the lock file.
 type Holder struct {
@@ -65,7 +60,7 @@ type Lock struct {
 // it, the error is a *BusyError, at once: kiln never waits for another run
 // to finish.
 func LockDir(dir, command string) (*Lock, error) {
-	l := &Lock{path: filepath.Join(dir, LockFileName)}
+	l := &Lock{path: filepath.Join(dir, installdir.Lock)}
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
@@ -137,7 +132,7 @@ func (l *Lock) Unlock() error {
 // heldHere tells whether this process holds the lock of dir (through a Lock
 // of its caller's): the lock file then names this process.
 func heldHere(dir string) bool {
-	f, err := atomicfile.OpenFile(dir, filepath.Join(dir, LockFileName), os.O_RDONLY, 0)
+	f, err := atomicfile.OpenFile(dir, filepath.Join(dir, installdir.Lock), os.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}

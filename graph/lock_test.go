@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // D2: one lock per --dir; the second kiln is told who holds it.
@@ -79,7 +80,7 @@ func TestLockOfKilledHolderIsFree(t *testing.T) {
 	}
 	cmd.Process.Kill() // SIGKILL: no clean-up runs
 	cmd.Wait()
-	if _, err := os.Stat(filepath.Join(dir, graph.LockFileName)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, installdir.Lock)); err != nil {
 		t.Fatalf("the killed holder's lock file is gone (%v): the test proves nothing", err)
 	}
 	l, err := graph.LockDir(dir, "kiln destroy cluster")

@@ -14,13 +14,10 @@ import (
 	"time"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
-// ConsumedDir is where Persist keeps a copy of each consumed file, below
-// --dir: .kiln/consumed/<path>.
-const ConsumedDir = ".kiln/consumed"
-
-// consumedMode is the mode of every copy in ConsumedDir, whatever the
+// consumedMode is the mode of every copy in installdir.Consumed, whatever the
 // original's: install-config.yaml holds the pull secret, manifests may hold
 // Secrets, and the user's 0644 must not outlive the file it was set on.
 const consumedMode fs.FileMode = 0o600
@@ -39,7 +36,7 @@ type Target struct {
 // to .kiln/consumed/<path>: ignition-configs consumes install-config.yaml
 // and the manifests) and saves the state file. Every value is computed
 // before the first write, so an error in any asset leaves --dir untouched.
-// The writes are recorded in a journal first (JournalFileName), so a run
+// The writes are recorded in a journal first (installdir.Journal), so a run
 // killed while writing is finished by the next one: --dir never holds a mix
 // of two runs (docs/crash-safety.md).
 func (s *Store) Persist(ctx context.Context, t Target) error {
@@ -87,7 +84,7 @@ func (s *Store) Persist(ctx context.Context, t Target) error {
 	if j.State, err = s.newState(); err != nil {
 		return err
 	}
-	old, _ := ReadFile(s.dir, StateFileName, StateInput)
+	old, _ := ReadFile(s.dir, installdir.State, StateInput)
 	if len(j.Writes) == 0 && len(j.Consumes) == 0 && string(old) == string(j.State) {
 		return nil // nothing changed: leave --dir (and every mtime) alone
 	}
@@ -95,7 +92,7 @@ func (s *Store) Persist(ctx context.Context, t Target) error {
 }
 
 // consumed lists the files of writable assets read from --dir this run, and
-// not part of the target, which Persist moves into ConsumedDir.
+// not part of the target, which Persist moves into installdir.Consumed.
 func (s *Store) consumed(inTarget map[string]bool) ([]journalFile, error) {
 	s.mu.Lock()
 	ids := slices.Sorted(maps.Keys(s.nodes))
@@ -118,13 +115,13 @@ func (s *Store) consumed(inTarget map[string]bool) ([]journalFile, error) {
 	return out, nil
 }
 
-// enforceConsumedMode sets every copy in ConsumedDir that others may read
+// enforceConsumedMode sets every copy in installdir.Consumed that others may read
 // back to consumedMode (an older kiln kept the original's mode) and returns
 // their paths relative to dir. It follows no symbolic link below dir: a
-// link on the way to ConsumedDir is an *atomicfile.SymlinkError, and each
+// link on the way to installdir.Consumed is an *atomicfile.SymlinkError, and each
 // copy is changed through a descriptor opened without following one.
 func enforceConsumedMode(dir string) ([]string, error) {
-	root := filepath.Join(dir, filepath.FromSlash(ConsumedDir))
+	root := filepath.Join(dir, filepath.FromSlash(installdir.Consumed))
 	if err := atomicfile.CheckNoSymlink(dir, root); err != nil {
 		return nil, err
 	}

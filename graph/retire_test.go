@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // oldDir returns a --dir as an earlier kiln left it: its state file also
@@ -38,7 +39,7 @@ func oldDir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, graph.StateFileName), b, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, installdir.State), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "auth/old-secret", "hunter2\n")
@@ -72,7 +73,7 @@ func TestRetiredAssetsLeaveTheStateAndDependentsStay(t *testing.T) {
 			}
 			after := snapshot(t, dir)
 			for _, m := range []map[string]string{before, after} {
-				delete(m, graph.StateFileName)
+				delete(m, installdir.State)
 			}
 			if !reflect.DeepEqual(before, after) {
 				t.Errorf("--dir changed besides the state file:\nbefore %v\nafter  %v", before, after)
@@ -85,7 +86,7 @@ func TestRetiredAssetsLeaveTheStateAndDependentsStay(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, kept := st.Assets["old/secret"]
-			raw := readFile(t, dir, graph.StateFileName)
+			raw := readFile(t, dir, installdir.State)
 			if kept != tc.wantKept || strings.Contains(raw, "hunter2") != tc.wantKept {
 				t.Errorf("state file keeps old/secret: %v, want %v:\n%s", kept, tc.wantKept, raw)
 			}

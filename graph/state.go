@@ -10,10 +10,8 @@ import (
 	"slices"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
-
-// StateFileName is the state file kept in --dir.
-const StateFileName = ".kiln_state.json"
 
 // stateVersion is the format version of the state file.
 const stateVersion = 1
@@ -47,7 +45,7 @@ func ReadState(dir string) (*State, error) { return readState(dir) }
 // readState reads dir's state file; a missing file is an empty state.
 func readState(dir string) (*State, error) {
 	st := &State{Version: stateVersion, Assets: map[string]*StateEntry{}}
-	b, err := ReadFile(dir, StateFileName, StateInput)
+	b, err := ReadFile(dir, installdir.State, StateInput)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
@@ -55,11 +53,11 @@ func readState(dir string) (*State, error) {
 		return nil, err
 	}
 	if err := json.Unmarshal(b, st); err != nil {
-		return nil, &InputError{Err: fmt.Errorf("%s: %w", filepath.Join(dir, StateFileName), err)}
+		return nil, &InputError{Err: fmt.Errorf("%s: %w", filepath.Join(dir, installdir.State), err)}
 	}
 	if st.Version != stateVersion {
 		return nil, &InputError{Err: fmt.Errorf("%s: format version %d, this kiln reads version %d",
-			filepath.Join(dir, StateFileName), st.Version, stateVersion)}
+			filepath.Join(dir, installdir.State), st.Version, stateVersion)}
 	}
 	if st.Assets == nil {
 		st.Assets = map[string]*StateEntry{}
@@ -94,7 +92,7 @@ const stateMode fs.FileMode = 0o600
 // widened it; it reports whether it did. The file is opened without
 // following a link, and changed through that descriptor.
 func enforceStateMode(dir string) (bool, error) {
-	f, err := atomicfile.OpenFile(dir, filepath.Join(dir, StateFileName), os.O_RDONLY, 0)
+	f, err := atomicfile.OpenFile(dir, filepath.Join(dir, installdir.State), os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -111,7 +109,7 @@ func enforceStateMode(dir string) (bool, error) {
 
 // decodeError is a state entry that does not decode into its asset.
 func decodeError(dir, id string, err error) error {
-	name := filepath.Join(dir, StateFileName)
+	name := filepath.Join(dir, installdir.State)
 	return &InputError{Err: fmt.Errorf("%s: the value of asset %s is damaged (%v); restore %s from a backup, "+
 		"or delete its %q entry to have kiln generate %s, and everything made from it, again", name, id, err, name, id, id)}
 }

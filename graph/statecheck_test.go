@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 type (
@@ -48,9 +49,9 @@ func TestStateEntryFailingItsCheckIsAnInputError(t *testing.T) {
 	if err := s.Persist(ctx, tgt()); err != nil {
 		t.Fatal(err)
 	}
-	name := filepath.Join(dir, graph.StateFileName)
+	name := filepath.Join(dir, installdir.State)
 	var st map[string]any
-	if err := json.Unmarshal([]byte(readFile(t, dir, graph.StateFileName)), &st); err != nil {
+	if err := json.Unmarshal([]byte(readFile(t, dir, installdir.State)), &st); err != nil {
 		t.Fatal(err)
 	}
 	st["assets"].(map[string]any)["ca"].(map[string]any)["value"] = map[string]any{"value": "garbled"}

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // Store resolves assets for one --dir. It generates what is missing or
@@ -96,7 +97,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		return nil, err
 	} else if fixed {
 		s.log.Warnf("%s was readable by others; set it back to mode 0600 (it holds every private key)",
-			filepath.Join(dir, StateFileName))
+			filepath.Join(dir, installdir.State))
 	}
 	if fixed, err := enforceConsumedMode(dir); err != nil {
 		return nil, err

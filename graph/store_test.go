@@ -14,6 +14,7 @@ import (
 	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 func open(t *testing.T, dir string, opts ...graph.Option) (*graph.Store, *logtest.Hook) {
@@ -147,7 +148,7 @@ func TestPersistRoundTripRegeneratesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, dir)
-	st, err := os.Stat(filepath.Join(dir, graph.StateFileName))
+	st, err := os.Stat(filepath.Join(dir, installdir.State))
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("state file: %v, mode %v; want 0600", err, st)
 	}

@@ -9,15 +9,12 @@ import (
 
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/ignition"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 var _ graph.WritableAsset = (*Bootstrap)(nil)
-
-// BootstrapFile is the bootstrap machine's config in --dir. It holds private
-// keys: mode 0600.
-const BootstrapFile = "bootstrap.ign"
 
 // Bootstrap is bootstrap.ign: BootstrapBase (the temporary control plane
 // as static pods, the machine-config server with the full master and worker
@@ -71,7 +68,7 @@ func (b *Bootstrap) Generate(_ context.Context, p graph.Parents) error {
 	if err != nil {
 		return err
 	}
-	b.File = &graph.File{Path: BootstrapFile, Data: data, Mode: 0o600}
+	b.File = &graph.File{Path: installdir.Ignition("bootstrap"), Data: data, Mode: 0o600}
 	return nil
 }
 
@@ -80,11 +77,11 @@ func (b *Bootstrap) Files() []*graph.File { return []*graph.File{b.File} }
 
 // Load implements graph.WritableAsset: a bootstrap.ign on disk is used as is.
 func (b *Bootstrap) Load(f graph.FileFetcher) (bool, error) {
-	return loadIgnition(f, BootstrapFile, 0o600, &b.File)
+	return loadIgnition(f, installdir.Ignition("bootstrap"), 0o600, &b.File)
 }
 
 // String keeps the keys in the config out of formatted output.
-func (b *Bootstrap) String() string { return BootstrapFile }
+func (b *Bootstrap) String() string { return installdir.Ignition("bootstrap") }
 
 // InputKind implements graph.Sized.
 func (*Bootstrap) InputKind() graph.Input { return graph.IgnitionInput }

@@ -12,6 +12,7 @@ import (
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/ignition"
 	"github.com/kiln-project/kiln/ignition/mcsauth"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
@@ -68,7 +69,7 @@ func (b *BootstrapBase) Generate(_ context.Context, p graph.Parents) error {
 	addFileSet(&cfg, nodelayout.StaticPodDir, bootPods.Files(), 0o644)
 	etcd := fileNamed(masterPods.Files(), "etcd.yaml")
 	if etcd == nil {
-		p := manifests.StaticPodsDir + "/master/etcd.yaml"
+		p := installdir.StaticPods + "/master/etcd.yaml"
 		return &graph.InputError{Err: &manifests.MissingFileError{Path: p, Dir: path.Dir(p)}}
 	}
 	ignition.AddFile(&cfg, nodelayout.MasterEtcdManifest, 0o644, etcd.Data)

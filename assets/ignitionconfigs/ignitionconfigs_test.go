@@ -17,6 +17,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/ignition"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
@@ -103,7 +104,7 @@ func editInstallConfig(t *testing.T, dir, old, new string) {
 // served returns the full config the machine-config server in c serves for role.
 func served(t *testing.T, c types.Config, role string) types.Config {
 	t.Helper()
-	raw, ok, err := ignition.FileContents(c, "/etc/kiln/mcs/"+role+".ign")
+	raw, ok, err := ignition.FileContents(c, "/etc/kiln/mcs/"+installdir.Ignition(role))
 	if err != nil || !ok {
 		t.Fatalf("no served %s config: %v", role, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/ignition"
 )
 
@@ -125,7 +126,7 @@ func TestKubeletServingCAStaysWithKubeletClients(t *testing.T) {
 func TestOldStateGetsAKubeletServingCA(t *testing.T) {
 	dir := newDir(t)
 	persist(t, dir, targets.IgnitionConfigs())
-	path := filepath.Join(dir, graph.StateFileName)
+	path := filepath.Join(dir, installdir.State)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/ignitionconfigs"
 	"github.com/kiln-project/kiln/assets/targets"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/ignition"
 	"github.com/kiln-project/kiln/ignition/mcsauth"
 )
@@ -22,7 +23,7 @@ func TestPointerTokensOpenOnlyTheirRole(t *testing.T) {
 	persist(t, dir, targets.IgnitionConfigs())
 	header := map[string]string{}
 	for _, role := range []string{ignitionconfigs.RoleMaster, ignitionconfigs.RoleWorker} {
-		path := filepath.Join(dir, role+".ign")
+		path := filepath.Join(dir, installdir.Ignition(role))
 		info, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_3/types"
 
 	"github.com/kiln-project/kiln/assets/targets"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/ignition"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
@@ -34,7 +35,7 @@ func TestSSHNodesUseTheirOwnProxy(t *testing.T) {
 	}
 	persist(t, dir, targets.IgnitionConfigs())
 	for _, role := range []string{"master", "worker"} {
-		raw, err := os.ReadFile(filepath.Join(dir, role+".ign"))
+		raw, err := os.ReadFile(filepath.Join(dir, installdir.Ignition(role)))
 		if err != nil {
 			t.Fatal(err)
 		}

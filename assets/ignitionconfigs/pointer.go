@@ -11,6 +11,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/ignition"
 	"github.com/kiln-project/kiln/ignition/mcsauth"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
@@ -44,7 +45,7 @@ func (ptr *pointer) generate(p graph.Parents, role string) error {
 	if err != nil {
 		return err
 	}
-	ptr.File = &graph.File{Path: role + ".ign", Data: data, Mode: 0o600}
+	ptr.File = &graph.File{Path: installdir.Ignition(role), Data: data, Mode: 0o600}
 	return nil
 }
 
@@ -52,5 +53,5 @@ func (ptr *pointer) generate(p graph.Parents, role string) error {
 func (ptr *pointer) Files() []*graph.File { return []*graph.File{ptr.File} }
 
 func (ptr *pointer) load(f graph.FileFetcher, role string) (bool, error) {
-	return loadIgnition(f, role+".ign", 0o600, &ptr.File)
+	return loadIgnition(f, installdir.Ignition(role), 0o600, &ptr.File)
 }

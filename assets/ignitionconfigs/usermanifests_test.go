@@ -14,6 +14,7 @@ import (
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/ignition"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
@@ -115,7 +116,7 @@ func TestUserManifestsInBootstrap(t *testing.T) {
 		if !ok || string(list) != "manifests/05-early.yaml\nmanifests/50-my-namespace.yaml\n" {
 			t.Errorf("run %d: %s = %q, %v", run, nodelayout.BootstrapUserManifestsList, list, ok)
 		}
-		if _, err := os.Stat(filepath.Join(dir, graph.ConsumedDir, "manifests/50-my-namespace.yaml")); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, installdir.Consumed, "manifests/50-my-namespace.yaml")); err != nil {
 			t.Errorf("run %d: the added manifest was not consumed like kiln's: %v", run, err)
 		}
 		persist(t, dir, targets.IgnitionConfigs())

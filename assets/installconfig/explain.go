@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // typeDoc documents one struct type of the schema.
@@ -45,7 +46,7 @@ func Explain(path string) (string, error) {
 	}
 	var b strings.Builder
 	if len(parts) == 1 {
-		fmt.Fprintf(&b, "KIND:  InstallConfig (%s)\n\n", FileName)
+		fmt.Fprintf(&b, "KIND:  InstallConfig (%s)\n\n", installdir.InstallConfig)
 	} else {
 		fmt.Fprintf(&b, "FIELD: %s <%s>\n\n", strings.Join(parts[1:], "."), kind)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 var _ graph.WritableAsset = (*InstallConfig)(nil)
@@ -29,7 +30,7 @@ const fileMode fs.FileMode = 0o600
 
 // ErrNoConfig is the error when neither --dir, the state file nor standard
 // input gives an install-config; it says how to provide one.
-var ErrNoConfig error = &graph.InputError{Err: errors.New("no " + FileName +
+var ErrNoConfig error = &graph.InputError{Err: errors.New("no " + installdir.InstallConfig +
 	" in --dir: write one (`kiln explain installconfig` lists the fields), pipe one in " +
 	"(`kiln create install-config < my-config.yaml`) or run `kiln create install-config` in a terminal to answer a few questions")}
 
@@ -94,7 +95,7 @@ func (a *InstallConfig) Files() []*graph.File {
 // Load implements graph.WritableAsset: it parses, defaults and validates
 // install-config.yaml in --dir.
 func (a *InstallConfig) Load(f graph.FileFetcher) (bool, error) {
-	file, err := f.FetchByName(FileName)
+	file, err := f.FetchByName(installdir.InstallConfig)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -136,7 +137,7 @@ func (a *InstallConfig) set(c *types.Config, parseErrs field.ErrorList) error {
 		return err
 	}
 	a.Config = c
-	a.File = &graph.File{Path: FileName, Data: data, Mode: fileMode}
+	a.File = &graph.File{Path: installdir.InstallConfig, Data: data, Mode: fileMode}
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 func TestGenerateWithoutInputSaysHowToCreateOne(t *testing.T) {
@@ -39,7 +40,7 @@ func TestGenerateReadsPipedYAML(t *testing.T) {
 	if err := a.Generate(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if a.Config.MasterReplicas() != DefaultControlPlaneReplicas || a.File.Path != FileName || a.File.Mode != 0o600 {
+	if a.Config.MasterReplicas() != DefaultControlPlaneReplicas || a.File.Path != installdir.InstallConfig || a.File.Mode != 0o600 {
 		t.Errorf("asset = %+v, file %s %o", a.Config, a.File.Path, a.File.Mode)
 	}
 	if !strings.Contains(string(a.File.Data), "networkType: KilnBridge") {
@@ -148,10 +149,10 @@ func TestLoad(t *testing.T) {
 	if found, err := a.Load(fetcher{}); found || err != nil {
 		t.Errorf("Load without a file = %v, %v", found, err)
 	}
-	if found, err := a.Load(fetcher{FileName: string(data)}); !found || err != nil || a.Config.Metadata.Name != "dev" {
+	if found, err := a.Load(fetcher{installdir.InstallConfig: string(data)}); !found || err != nil || a.Config.Metadata.Name != "dev" {
 		t.Errorf("Load = %v, %v", found, err)
 	}
-	if _, err := a.Load(fetcher{FileName: "bogus: 1\n"}); !graph.IsInputError(err) {
+	if _, err := a.Load(fetcher{installdir.InstallConfig: "bogus: 1\n"}); !graph.IsInputError(err) {
 		t.Errorf("Load of a bad file = %v, want an input error", err)
 	}
 }
@@ -168,7 +169,7 @@ func TestRedacted(t *testing.T) {
 
 func TestLoadReportsParseAndValidationErrorsTogether(t *testing.T) {
 	a := &InstallConfig{}
-	_, err := a.Load(fetcher{FileName: "apiVersion: x\nfoo: 1\nmetadata: {name: 12}\n"})
+	_, err := a.Load(fetcher{installdir.InstallConfig: "apiVersion: x\nfoo: 1\nmetadata: {name: 12}\n"})
 	var ve *ValidationError
 	if !errors.As(err, &ve) {
 		t.Fatalf("err = %v, want a ValidationError", err)

@@ -15,10 +15,8 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/internal/yamlkeys"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
-
-// FileName is the install-config file in --dir.
-const FileName = "install-config.yaml"
 
 // ValidationError is every problem found in one install-config file, as
 // data: tests and callers read Errs; Error prints one problem per line.
@@ -43,7 +41,7 @@ func invalid(errs field.ErrorList) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return &graph.InputError{Err: &ValidationError{File: FileName, Errs: errs}}
+	return &graph.InputError{Err: &ValidationError{File: installdir.InstallConfig, Errs: errs}}
 }
 
 // Parse decodes install-config YAML strictly: an unknown field, a value
@@ -54,16 +52,16 @@ func invalid(errs field.ErrorList) error {
 func Parse(data []byte) (*types.Config, error) {
 	j, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return nil, &graph.InputError{Err: fmt.Errorf("%s: %w", FileName, err)}
+		return nil, &graph.InputError{Err: fmt.Errorf("%s: %w", installdir.InstallConfig, err)}
 	}
 	var tree any
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.UseNumber()
 	if err := dec.Decode(&tree); err != nil {
-		return nil, &graph.InputError{Err: fmt.Errorf("%s: %w", FileName, err)}
+		return nil, &graph.InputError{Err: fmt.Errorf("%s: %w", installdir.InstallConfig, err)}
 	}
 	if tree == nil {
-		return nil, &graph.InputError{Err: fmt.Errorf("%s: the file is empty", FileName)}
+		return nil, &graph.InputError{Err: fmt.Errorf("%s: the file is empty", installdir.InstallConfig)}
 	}
 	var shape field.ErrorList
 	for _, d := range yamlkeys.Find(data) {
@@ -72,7 +70,7 @@ func Parse(data []byte) (*types.Config, error) {
 	shape = append(shape, checkShape(tree, reflect.TypeFor[types.Config](), nil)...)
 	c := &types.Config{}
 	if err := json.Unmarshal(j, c); err != nil && len(shape) == 0 {
-		return nil, &graph.InputError{Err: fmt.Errorf("%s: %w", FileName, err)}
+		return nil, &graph.InputError{Err: fmt.Errorf("%s: %w", installdir.InstallConfig, err)}
 	}
 	return c, invalid(shape)
 }

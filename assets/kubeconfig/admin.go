@@ -6,12 +6,10 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 var _ graph.WritableAsset = (*Admin)(nil)
-
-// AdminPath is the admin kubeconfig in --dir.
-const AdminPath = "auth/kubeconfig"
 
 // Admin is the user's cluster-admin kubeconfig, auth/kubeconfig: user
 // system:admin (group system:masters) with the admin client certificate,
@@ -37,7 +35,7 @@ func (k *Admin) Generate(_ context.Context, p graph.Parents) error {
 		return err
 	}
 	return k.generate(entry{
-		path:    AdminPath,
+		path:    installdir.AdminKubeconfig,
 		cluster: ic.Config.Metadata.Name,
 		server:  externalServer(ic.Config),
 		ca:      ca.Cert,
@@ -47,4 +45,4 @@ func (k *Admin) Generate(_ context.Context, p graph.Parents) error {
 }
 
 // Load reuses a kubeconfig the user put at auth/kubeconfig.
-func (k *Admin) Load(f graph.FileFetcher) (bool, error) { return k.load(f, AdminPath) }
+func (k *Admin) Load(f graph.FileFetcher) (bool, error) { return k.load(f, installdir.AdminKubeconfig) }

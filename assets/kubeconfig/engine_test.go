@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // credentialAssets are the assets of this package.
@@ -55,7 +56,7 @@ func TestEngineRoundTrip(t *testing.T) {
 	if w := persist(t, dir); len(w) > 0 {
 		t.Errorf("first run warned: %s", w[0].Message)
 	}
-	paths := []string{AdminPath, KubeletBootstrapPath, LocalhostPath, KubeControllerManagerPath, KubeSchedulerPath}
+	paths := []string{installdir.AdminKubeconfig, installdir.KubeletBootstrapKubeconfig, installdir.LocalhostKubeconfig, installdir.ControllerManagerKubeconfig, installdir.SchedulerKubeconfig}
 	first := map[string][]byte{}
 	for _, p := range paths {
 		full := filepath.Join(dir, p)
@@ -68,7 +69,7 @@ func TestEngineRoundTrip(t *testing.T) {
 		}
 		first[p], _ = os.ReadFile(full)
 	}
-	rc, err := clientcmd.RESTConfigFromKubeConfig(first[AdminPath])
+	rc, err := clientcmd.RESTConfigFromKubeConfig(first[installdir.AdminKubeconfig])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/kiln-project/kiln/assets/bootstraptoken"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -54,15 +55,15 @@ func kubeconfigTests() []struct {
 		a                              asset
 		cert                           string
 	}{
-		{"admin-vip", "192.168.126.10", AdminPath, "https://192.168.126.10:6443", "", &Admin{}, "admin-client"},
-		{"admin-vip6", "fd00::10", AdminPath, "https://[fd00::10]:6443", "", &Admin{}, "admin-client"},
-		{"admin-dns", "", AdminPath, "https://api.demo.example.test:6443", "", &Admin{}, "admin-client"},
-		{"kubelet-bootstrap", "192.168.126.10", KubeletBootstrapPath, "https://api-int.demo.example.test:6443",
+		{"admin-vip", "192.168.126.10", installdir.AdminKubeconfig, "https://192.168.126.10:6443", "", &Admin{}, "admin-client"},
+		{"admin-vip6", "fd00::10", installdir.AdminKubeconfig, "https://[fd00::10]:6443", "", &Admin{}, "admin-client"},
+		{"admin-dns", "", installdir.AdminKubeconfig, "https://api.demo.example.test:6443", "", &Admin{}, "admin-client"},
+		{"kubelet-bootstrap", "192.168.126.10", installdir.KubeletBootstrapKubeconfig, "https://api-int.demo.example.test:6443",
 			"abcdef.0123456789abcdef", &KubeletBootstrap{}, ""},
-		{"localhost", "", LocalhostPath, "https://localhost:6443", "", &Localhost{}, "admin-client"},
-		{"kube-controller-manager", "", KubeControllerManagerPath, "https://localhost:6443", "",
+		{"localhost", "", installdir.LocalhostKubeconfig, "https://localhost:6443", "", &Localhost{}, "admin-client"},
+		{"kube-controller-manager", "", installdir.ControllerManagerKubeconfig, "https://localhost:6443", "",
 			&KubeControllerManager{}, "kube-controller-manager-client"},
-		{"kube-scheduler", "", KubeSchedulerPath, "https://localhost:6443", "", &KubeScheduler{}, "kube-scheduler-client"},
+		{"kube-scheduler", "", installdir.SchedulerKubeconfig, "https://localhost:6443", "", &KubeScheduler{}, "kube-scheduler-client"},
 	}
 }
 
@@ -117,9 +118,9 @@ func TestLoad(t *testing.T) {
 		wantErr   bool
 	}{
 		{"absent", fakeFetcher{}, false, false},
-		{"valid", fakeFetcher{AdminPath: valid.File.Data}, true, false},
-		{"not YAML", fakeFetcher{AdminPath: []byte("{")}, true, true},
-		{"no current context", fakeFetcher{AdminPath: []byte("apiVersion: v1\nkind: Config\n")}, true, true},
+		{"valid", fakeFetcher{installdir.AdminKubeconfig: valid.File.Data}, true, false},
+		{"not YAML", fakeFetcher{installdir.AdminKubeconfig: []byte("{")}, true, true},
+		{"no current context", fakeFetcher{installdir.AdminKubeconfig: []byte("apiVersion: v1\nkind: Config\n")}, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,12 +6,10 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 var _ graph.WritableAsset = (*KubeControllerManager)(nil)
-
-// KubeControllerManagerPath is the kube-controller-manager kubeconfig in --dir.
-const KubeControllerManagerPath = "auth/kubeconfig-kube-controller-manager"
 
 // KubeControllerManager is kube-controller-manager's kubeconfig
 // (--kubeconfig, --authentication-kubeconfig, --authorization-kubeconfig) on
@@ -37,7 +35,7 @@ func (k *KubeControllerManager) Generate(_ context.Context, p graph.Parents) err
 		return err
 	}
 	return k.generate(entry{
-		path:    KubeControllerManagerPath,
+		path:    installdir.ControllerManagerKubeconfig,
 		cluster: ic.Config.Metadata.Name,
 		server:  localServer(),
 		ca:      ca.Cert,
@@ -48,5 +46,5 @@ func (k *KubeControllerManager) Generate(_ context.Context, p graph.Parents) err
 
 // Load reuses a kubeconfig the user put at auth/kubeconfig-kube-controller-manager.
 func (k *KubeControllerManager) Load(f graph.FileFetcher) (bool, error) {
-	return k.load(f, KubeControllerManagerPath)
+	return k.load(f, installdir.ControllerManagerKubeconfig)
 }

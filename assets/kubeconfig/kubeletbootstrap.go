@@ -9,12 +9,10 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 var _ graph.WritableAsset = (*KubeletBootstrap)(nil)
-
-// KubeletBootstrapPath is the kubelet bootstrap kubeconfig in --dir.
-const KubeletBootstrapPath = "auth/kubeconfig-kubelet-bootstrap"
 
 // KubeletBootstrap is the kubeconfig kubelet starts with on every node
 // (--bootstrap-kubeconfig): the bootstrap token, server
@@ -41,7 +39,7 @@ func (k *KubeletBootstrap) Generate(_ context.Context, p graph.Parents) error {
 		return err
 	}
 	return k.generate(entry{
-		path:    KubeletBootstrapPath,
+		path:    installdir.KubeletBootstrapKubeconfig,
 		cluster: ic.Config.Metadata.Name,
 		server:  InternalServer(ic.Config),
 		ca:      ca.Cert,
@@ -52,5 +50,5 @@ func (k *KubeletBootstrap) Generate(_ context.Context, p graph.Parents) error {
 
 // Load reuses a kubeconfig the user put at auth/kubeconfig-kubelet-bootstrap.
 func (k *KubeletBootstrap) Load(f graph.FileFetcher) (bool, error) {
-	return k.load(f, KubeletBootstrapPath)
+	return k.load(f, installdir.KubeletBootstrapKubeconfig)
 }

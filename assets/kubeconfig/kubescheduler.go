@@ -6,12 +6,10 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 var _ graph.WritableAsset = (*KubeScheduler)(nil)
-
-// KubeSchedulerPath is the kube-scheduler kubeconfig in --dir.
-const KubeSchedulerPath = "auth/kubeconfig-kube-scheduler"
 
 // KubeScheduler is kube-scheduler's kubeconfig (--kubeconfig,
 // --authentication-kubeconfig, --authorization-kubeconfig) on the bootstrap
@@ -37,7 +35,7 @@ func (k *KubeScheduler) Generate(_ context.Context, p graph.Parents) error {
 		return err
 	}
 	return k.generate(entry{
-		path:    KubeSchedulerPath,
+		path:    installdir.SchedulerKubeconfig,
 		cluster: ic.Config.Metadata.Name,
 		server:  localServer(),
 		ca:      ca.Cert,
@@ -47,4 +45,6 @@ func (k *KubeScheduler) Generate(_ context.Context, p graph.Parents) error {
 }
 
 // Load reuses a kubeconfig the user put at auth/kubeconfig-kube-scheduler.
-func (k *KubeScheduler) Load(f graph.FileFetcher) (bool, error) { return k.load(f, KubeSchedulerPath) }
+func (k *KubeScheduler) Load(f graph.FileFetcher) (bool, error) {
+	return k.load(f, installdir.SchedulerKubeconfig)
+}

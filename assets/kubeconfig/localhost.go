@@ -6,12 +6,10 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 var _ graph.WritableAsset = (*Localhost)(nil)
-
-// LocalhostPath is the localhost admin kubeconfig in --dir.
-const LocalhostPath = "auth/kubeconfig-localhost"
 
 // Localhost is a cluster-admin kubeconfig for https://localhost:6443, for
 // bootkube and kubectl on the bootstrap machine and the masters, which
@@ -36,7 +34,7 @@ func (k *Localhost) Generate(_ context.Context, p graph.Parents) error {
 		return err
 	}
 	return k.generate(entry{
-		path:    LocalhostPath,
+		path:    installdir.LocalhostKubeconfig,
 		cluster: ic.Config.Metadata.Name,
 		server:  localServer(),
 		ca:      ca.Cert,
@@ -46,4 +44,6 @@ func (k *Localhost) Generate(_ context.Context, p graph.Parents) error {
 }
 
 // Load reuses a kubeconfig the user put at auth/kubeconfig-localhost.
-func (k *Localhost) Load(f graph.FileFetcher) (bool, error) { return k.load(f, LocalhostPath) }
+func (k *Localhost) Load(f graph.FileFetcher) (bool, error) {
+	return k.load(f, installdir.LocalhostKubeconfig)
+}

@@ -36,6 +36,7 @@ import (
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/graphtest"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // localConfig sets its own pod and service networks, so the test sees them
@@ -118,7 +119,7 @@ func renderAll(t *testing.T, config string) map[string][]byte {
 		t.Errorf("%s: mode %o, want 0600: it holds the token", bootstrapTokenPath, st.Mode().Perm())
 	}
 	files := map[string][]byte{}
-	for _, sub := range []string{ManifestsDir, StaticPodsDir} {
+	for _, sub := range []string{ManifestsDir, installdir.StaticPods} {
 		err := filepath.WalkDir(filepath.Join(dir, sub), func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
@@ -333,7 +334,7 @@ func checkInventory(t *testing.T, tc manifestCase, perFile map[string][]string) 
 	}
 	for _, role := range []string{"bootstrap", "master"} {
 		for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-			want[path.Join(StaticPodsDir, role, c+".yaml")] = []string{"Pod/kube-system/" + c}
+			want[path.Join(installdir.StaticPods, role, c+".yaml")] = []string{"Pod/kube-system/" + c}
 		}
 	}
 	for p, keys := range want {
@@ -458,7 +459,7 @@ func checkStaticPods(t *testing.T, tc manifestCase, role string, objs map[string
 	}
 	pods := map[string]*corev1.Pod{}
 	for name, image := range images {
-		p := find[*corev1.Pod](t, objs, path.Join(StaticPodsDir, role, name+".yaml"), "Pod/kube-system/"+name)
+		p := find[*corev1.Pod](t, objs, path.Join(installdir.StaticPods, role, name+".yaml"), "Pod/kube-system/"+name)
 		pods[name] = p
 		if !p.Spec.HostNetwork || p.Spec.PriorityClassName != "system-node-critical" || len(p.Spec.Containers) != 1 {
 			t.Errorf("%s/%s: hostNetwork %v, priority class %q, %d containers; want a host-network, node-critical pod with one container",

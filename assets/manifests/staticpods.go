@@ -5,11 +5,8 @@ import (
 	"path"
 
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
-
-// StaticPodsDir is the folder of --dir that holds the control plane's
-// static pods, one sub-folder per role.
-const StaticPodsDir = "static-pods"
 
 // EtcdInitialClusterMarker stands in the masters' etcd manifest for the
 // --initial-cluster value, which bootkube fills in when it adds the member.
@@ -38,14 +35,14 @@ func (s *staticPods) generate(p graph.Parents, role string, bootstrap bool) erro
 	if err := p.Get(v); err != nil {
 		return err
 	}
-	return s.render(path.Join(StaticPodsDir, role), staticPodData{Values: v, Bootstrap: bootstrap}, staticPodTemplates...)
+	return s.render(path.Join(installdir.StaticPods, role), staticPodData{Values: v, Bootstrap: bootstrap}, staticPodTemplates...)
 }
 
 // loadRole loads static-pods/<role>/ from disk. Every file of the role is
 // required (a control plane without its API server or etcd never comes up),
 // so one deleted while others remain is an error naming it.
 func (s *staticPods) loadRole(f graph.FileFetcher, role string) (bool, error) {
-	paths := targetPaths(path.Join(StaticPodsDir, role), staticPodTemplates)
+	paths := targetPaths(path.Join(installdir.StaticPods, role), staticPodTemplates)
 	found, err := s.load(f, paths, CheckPod)
 	if !found || err != nil {
 		return found, err

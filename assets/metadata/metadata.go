@@ -14,12 +14,10 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/internal/adopted"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 var _ graph.WritableAsset = (*Metadata)(nil)
-
-// FileName is the asset's file in --dir.
-const FileName = "metadata.json"
 
 // Content is the content of metadata.json.
 type Content struct {
@@ -75,7 +73,7 @@ func (m *Metadata) Generate(_ context.Context, p graph.Parents) error {
 	if err != nil {
 		return err
 	}
-	m.File = &graph.File{Path: FileName, Data: append(data, '\n')}
+	m.File = &graph.File{Path: installdir.Metadata, Data: append(data, '\n')}
 	return nil
 }
 
@@ -84,7 +82,7 @@ func (m *Metadata) Files() []*graph.File { return []*graph.File{m.File} }
 
 // Load implements graph.WritableAsset.
 func (m *Metadata) Load(f graph.FileFetcher) (bool, error) {
-	file, err := f.FetchByName(FileName)
+	file, err := f.FetchByName(installdir.Metadata)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -114,10 +112,10 @@ func (m *Metadata) CheckAdopted(_ context.Context, p graph.Parents) error {
 func Parse(data []byte) (Content, error) {
 	var c Content
 	if err := json.Unmarshal(data, &c); err != nil {
-		return Content{}, fmt.Errorf("%s: %w", FileName, err)
+		return Content{}, fmt.Errorf("%s: %w", installdir.Metadata, err)
 	}
 	if c.InfraID == "" {
-		return Content{}, fmt.Errorf("%s: infraID is empty", FileName)
+		return Content{}, fmt.Errorf("%s: infraID is empty", installdir.Metadata)
 	}
 	return c, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/internal/adopted"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // create runs the targets into dir, from config.
@@ -35,7 +36,7 @@ func create(t *testing.T, dir string, targets ...graph.Target) error {
 // are adopted by the next run as if the user had put them there.
 func forget(t *testing.T, dir string, ids ...string) {
 	t.Helper()
-	name := filepath.Join(dir, graph.StateFileName)
+	name := filepath.Join(dir, installdir.State)
 	b, err := os.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // oldPassword is the kubeadmin password of the --dir of an earlier kiln.
@@ -74,7 +75,7 @@ func ageState(t *testing.T, dir string, dependents ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, graph.StateFileName), b, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, installdir.State), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -94,7 +95,7 @@ func writeFile(t *testing.T, dir, name, data string) {
 // checkRetired fails unless dir's state file has shed the kubeadmin assets.
 func checkRetired(t *testing.T, dir string) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, graph.StateFileName))
+	raw, err := os.ReadFile(filepath.Join(dir, installdir.State))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,14 +116,14 @@ func TestOldDirWithKubeadminPasswordResumes(t *testing.T) {
 	ageState(t, dir, "ignition/bootstrap")
 	writeFile(t, dir, "auth/kubeadmin-password", oldPassword+"\n")
 	before := snapshot(t, dir)
-	delete(before, filepath.Join(dir, graph.StateFileName))
+	delete(before, filepath.Join(dir, installdir.State))
 
 	s := persistAll(t, dir, IgnitionConfigs())
 	if g := s.Generated(); len(g) > 0 {
 		t.Errorf("the old --dir regenerated %v, want nothing", g)
 	}
 	after := snapshot(t, dir)
-	delete(after, filepath.Join(dir, graph.StateFileName))
+	delete(after, filepath.Join(dir, installdir.State))
 	if !maps.Equal(before, after) {
 		t.Errorf("resuming the old --dir changed files besides the state file")
 	}

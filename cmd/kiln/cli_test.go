@@ -16,6 +16,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // kilnExe is the name under which the test binary runs kiln's main in a
@@ -42,6 +43,7 @@ func TestMain(m *testing.M) {
 //	replace PATH OLD NEW     replace OLD by NEW in PATH (Go escapes such as \n allowed)
 //	snapshot                 remember every file and link under $WORK (but testscript's $WORK/.tmp)
 //	unchanged [-log]         $WORK is byte-for-byte, mode and mtime as at snapshot (-log: but .kiln.log)
+//	declared DIR             every path under DIR is one that installdir.Layout declares
 func TestCLIScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir: filepath.Join("..", "..", "test", "cli"),
@@ -57,6 +59,7 @@ func TestCLIScripts(t *testing.T) {
 			"replace":   cmdReplace,
 			"snapshot":  cmdSnapshot,
 			"unchanged": cmdUnchanged,
+			"declared":  cmdDeclared,
 		},
 	})
 }
@@ -161,7 +164,7 @@ func cmdUnchanged(ts *testscript.TestScript, neg bool, args []string) {
 	before, now := maps.Clone(before), snapshot(ts)
 	if len(args) == 1 {
 		for _, m := range []map[string]string{before, now} {
-			maps.DeleteFunc(m, func(k, _ string) bool { return filepath.Base(k) == debugLogName })
+			maps.DeleteFunc(m, func(k, _ string) bool { return filepath.Base(k) == installdir.DebugLog })
 		}
 	}
 	var changed []string
@@ -175,6 +178,28 @@ func cmdUnchanged(ts *testscript.TestScript, neg bool, args []string) {
 	if len(changed) > 0 {
 		slices.Sort(changed)
 		ts.Fatalf("$WORK changed since snapshot: %s", strings.Join(changed, ", "))
+	}
+}
+
+func cmdDeclared(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: declared DIR")
+	}
+	dir := ts.MkAbs(args[0])
+	var stray []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if !installdir.Covers(filepath.ToSlash(rel)) {
+			stray = append(stray, rel)
+		}
+		return nil
+	})
+	ts.Check(err)
+	if len(stray) > 0 {
+		ts.Fatalf("%s holds paths that installdir.Layout does not declare: %s", args[0], strings.Join(stray, ", "))
 	}
 }
 

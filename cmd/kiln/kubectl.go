@@ -9,12 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/assets/metadata"
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/internal/kubectl"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
@@ -38,7 +38,7 @@ func newKubectlCmd(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := o.checkAPIRoute(cmd.Context(), filepath.Join(o.dir, kubeconfig.AdminPath)); err != nil {
+			if err := o.checkAPIRoute(cmd.Context(), filepath.Join(o.dir, installdir.AdminKubeconfig)); err != nil {
 				return exitcode.With(exitcode.Infrastructure, fmt.Errorf("the cluster's API: %w", err))
 			}
 			return fmt.Errorf("run %s: %w", c.Path, c.Exec())
@@ -57,13 +57,13 @@ func newKubectlCmd(o *rootOptions) *cobra.Command {
 // cluster's admin kubeconfig. A missing kubeconfig or kubectl is an input
 // error that says how to get it.
 func kubectlCommand(dir string, getenv func(string) string, environ, args []string) (kubectl.Command, error) {
-	config, err := filepath.Abs(filepath.Join(dir, kubeconfig.AdminPath))
+	config, err := filepath.Abs(filepath.Join(dir, installdir.AdminKubeconfig))
 	if err != nil {
 		return kubectl.Command{}, err
 	}
 	if _, err := os.Stat(config); errors.Is(err, fs.ErrNotExist) {
 		return kubectl.Command{}, exitcode.With(exitcode.Input, fmt.Errorf(
-			"--dir %s has no %s: create the cluster there first (kiln create cluster --dir %s)", dir, kubeconfig.AdminPath, dir))
+			"--dir %s has no %s: create the cluster there first (kiln create cluster --dir %s)", dir, installdir.AdminKubeconfig, dir))
 	}
 	cache, err := platforms.CacheDir(getenv)
 	if err != nil {
@@ -85,7 +85,7 @@ func kubectlCommand(dir string, getenv func(string) string, environ, args []stri
 // read as every file of --dir is (graph.ReadFile: no symbolic link, no
 // FIFO, bounded size).
 func clusterRelease(dir string) release.Release {
-	data, err := graph.ReadFile(dir, metadata.FileName, graph.OtherInput)
+	data, err := graph.ReadFile(dir, installdir.Metadata, graph.OtherInput)
 	if err != nil {
 		return release.Default()
 	}

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kiln-project/kiln/assets/metadata"
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
@@ -59,7 +59,7 @@ func TestKubectlCommand(t *testing.T) {
 
 	// A cluster whose metadata.json names the older release gets that
 	// release's kubectl, and none while only the default's is cached.
-	write(filepath.Join(dir, metadata.FileName), `{"infraID": "d-abcde", "kubernetesVersion": "v1.35.4"}`, 0o644)
+	write(filepath.Join(dir, installdir.Metadata), `{"infraID": "d-abcde", "kubernetesVersion": "v1.35.4"}`, 0o644)
 	if _, err := kubectlCommand(dir, getenv, environ, args); !errors.As(err, new(*nodeimage.NotCachedError)) {
 		t.Errorf("a v1.35.4 cluster with only %s's kubectl cached: %v, want a *nodeimage.NotCachedError", release.Default().Kubernetes, err)
 	}

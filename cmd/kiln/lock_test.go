@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
-	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/crashtest"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // TestKilnProcess runs kiln with the arguments in KILN_TEST_ARGS when set:
@@ -84,7 +84,7 @@ func TestConcurrentCreateIgnitionConfigs(t *testing.T) {
 			inconsistent++
 			t.Errorf("trial %d: %s", i, problem)
 		}
-		for _, f := range []string{graph.LockFileName, graph.JournalFileName} {
+		for _, f := range []string{installdir.Lock, installdir.Journal} {
 			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 				t.Errorf("trial %d: %s left in --dir", i, f)
 			}

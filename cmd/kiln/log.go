@@ -14,6 +14,7 @@ import (
 
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // debugLog collects every log entry. It buffers until open() names a file
@@ -98,7 +99,7 @@ func (o *rootOptions) openDebugLog() {
 		o.log.Warnf("cannot create %s: %v", o.dir, err)
 		return
 	}
-	if err := o.debug.open(o.dir, filepath.Join(o.dir, debugLogName)); err != nil {
+	if err := o.debug.open(o.dir, filepath.Join(o.dir, installdir.DebugLog)); err != nil {
 		o.log.Warnf("cannot write the debug log: %v", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // Long-running agents keep no debug log in memory and write none to --dir.
@@ -19,8 +21,8 @@ func TestNodeCommandsKeepNoDebugLog(t *testing.T) {
 	if o.debug.buf.Len() != 0 || !o.debug.disabled {
 		t.Errorf("node agent buffered %d bytes of debug log", o.debug.buf.Len())
 	}
-	if _, err := os.Stat(filepath.Join(dir, debugLogName)); !os.IsNotExist(err) {
-		t.Errorf("node agent wrote %s: %v", debugLogName, err)
+	if _, err := os.Stat(filepath.Join(dir, installdir.DebugLog)); !os.IsNotExist(err) {
+		t.Errorf("node agent wrote %s: %v", installdir.DebugLog, err)
 	}
 	// version, explain and graph never touch --dir (it is often the
 	// current directory, not an install dir).
@@ -29,8 +31,8 @@ func TestNodeCommandsKeepNoDebugLog(t *testing.T) {
 		if code := execute(context.Background(), o, append([]string{"--dir", dir}, args...)); code != 0 {
 			t.Fatal(code)
 		}
-		if _, err := os.Stat(filepath.Join(dir, debugLogName)); !os.IsNotExist(err) {
-			t.Errorf("%v wrote %s: %v", args, debugLogName, err)
+		if _, err := os.Stat(filepath.Join(dir, installdir.DebugLog)); !os.IsNotExist(err) {
+			t.Errorf("%v wrote %s: %v", args, installdir.DebugLog, err)
 		}
 	}
 	// An ordinary command still keeps its debug log in --dir.
@@ -39,7 +41,7 @@ func TestNodeCommandsKeepNoDebugLog(t *testing.T) {
 	if code := execute(context.Background(), o, []string{"--dir", dir, "create", "install-config"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	if _, err := os.Stat(filepath.Join(dir, debugLogName)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, installdir.DebugLog)); err != nil {
 		t.Errorf("create install-config kept no debug log: %v", err)
 	}
 }

@@ -20,10 +20,8 @@ import (
 	"github.com/kiln-project/kiln/cmd/internal/status"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
-
-// debugLogName is the debug log kept in --dir.
-const debugLogName = ".kiln.log"
 
 // rootOptions is what every subcommand shares: the directory it works in,
 // the logger (console at --log-level, debug file at every level) and the
@@ -118,7 +116,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 			o.dirMissing = errors.Is(err, fs.ErrNotExist)
 			// The debug log is appended to, not replaced: refuse a link
 			// there before anything runs, rather than write through it.
-			if err := atomicfile.CheckNoSymlink(o.dir, filepath.Join(o.dir, debugLogName)); err != nil {
+			if err := atomicfile.CheckNoSymlink(o.dir, filepath.Join(o.dir, installdir.DebugLog)); err != nil {
 				return err
 			}
 			if mode == debugLogStream {

@@ -21,13 +21,14 @@ import (
 	"strings"
 
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // CheckCerts verifies every certificate in every output of dir (all files
 // but the state file and .kiln/) against the CAs in dir's state file, and
 // returns what is wrong, or "". needCerts says the outputs must hold some.
 func CheckCerts(dir string, needCerts bool) string {
-	stateBytes, err := os.ReadFile(filepath.Join(dir, graph.StateFileName))
+	stateBytes, err := os.ReadFile(filepath.Join(dir, installdir.State))
 	if err != nil {
 		return err.Error()
 	}
@@ -59,7 +60,7 @@ func CheckCerts(dir string, needCerts bool) string {
 		return err.Error()
 	}
 	for _, p := range files {
-		if p == graph.StateFileName || strings.HasPrefix(p, ".kiln/") {
+		if p == installdir.State || strings.HasPrefix(p, ".kiln/") {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(dir, p))

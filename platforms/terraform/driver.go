@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // Stages of a cluster, each a root module with its own state, applied in this
@@ -32,7 +33,6 @@ const (
 
 // Names of the files the driver keeps under <dir>/.kiln/terraform.
 const (
-	workDirName   = ".kiln/terraform"
 	cliConfigName = "kiln.tfrc"
 	mirrorName    = "providers"
 	varFileName   = "kiln.tfvars.json"
@@ -83,7 +83,7 @@ func engineFiles() []string {
 
 // root returns Dir/.kiln/terraform.
 func (d *Driver) root() string {
-	return filepath.Join(d.o.Dir, filepath.FromSlash(workDirName))
+	return filepath.Join(d.o.Dir, filepath.FromSlash(installdir.Terraform))
 }
 
 // StageDir returns the working directory of stage, which holds its state
@@ -163,7 +163,7 @@ func (d *Driver) LastVars(stage string, vars any) error {
 // last applied with, as Driver.LastVars, with no engine: a cheap read for
 // what asks often (the waits' machine states).
 func LastVars(dir, stage string, vars any) error {
-	data, err := atomicfile.ReadFile(dir, filepath.Join(dir, filepath.FromSlash(workDirName), stage, varFileName))
+	data, err := atomicfile.ReadFile(dir, filepath.Join(dir, filepath.FromSlash(installdir.Terraform), stage, varFileName))
 	if err != nil {
 		return err
 	}

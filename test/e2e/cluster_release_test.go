@@ -13,6 +13,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/metadata"
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // olderRelease is the release TestClusterOlderRelease installs.
@@ -44,7 +45,7 @@ func TestClusterOlderRelease(t *testing.T) {
 	out, _ := createCluster(t, kiln, dir)
 	t.Logf("create cluster at %s: %s", olderRelease, time.Since(start).Round(time.Second))
 
-	data, err := os.ReadFile(filepath.Join(dir, metadata.FileName))
+	data, err := os.ReadFile(filepath.Join(dir, installdir.Metadata))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/metadata"
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 	"github.com/kiln-project/kiln/platforms/local/provider"
 )
@@ -79,7 +80,7 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 	t.Cleanup(func() {
 		if interrupt {
 			// Lose what names the cluster: destroy must find it by its infra ID.
-			os.Remove(filepath.Join(dir, metadata.FileName))
+			os.Remove(filepath.Join(dir, installdir.Metadata))
 			os.Remove(filepath.Join(dir, ".kiln_state.json"))
 		}
 		assertDestroyed(t, kiln, dir, infraID, interrupt)
@@ -378,7 +379,7 @@ func signalAt(t *testing.T, kiln, marker string, after time.Duration, sig os.Sig
 
 func readInfraID(t *testing.T, dir string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, metadata.FileName))
+	data, err := os.ReadFile(filepath.Join(dir, installdir.Metadata))
 	if err != nil {
 		t.Fatalf("metadata.json: %v", err)
 	}

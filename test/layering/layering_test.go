@@ -57,6 +57,7 @@ func table() []floor {
 		{0, "ground floor", []string{
 			"data/...",
 			"graph/atomicfile/...",
+			"graph/installdir",
 			"ignition/nodelayout",
 			"ignition/mcsauth",
 			"assets/installconfig/types/...",

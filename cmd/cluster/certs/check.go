@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/platforms/netroute"
 )
 
@@ -64,20 +64,20 @@ func CheckExpiration(ctx context.Context, w io.Writer, o Options) error {
 // fromAdminKubeconfig reads the nodes' certificates with Dir's admin
 // kubeconfig; without one there is nothing to report (a warning).
 func fromAdminKubeconfig(ctx context.Context, o Options) ([]Entry, error) {
-	path := filepath.Join(o.Dir, filepath.FromSlash(kubeconfig.AdminPath))
+	path := filepath.Join(o.Dir, filepath.FromSlash(installdir.AdminKubeconfig))
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		o.Log.Warnf("no %s in --dir: the nodes' certificates are not shown", kubeconfig.AdminPath)
+		o.Log.Warnf("no %s in --dir: the nodes' certificates are not shown", installdir.AdminKubeconfig)
 		return nil, nil
 	}
 	rc, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", kubeconfig.AdminPath, err)
+		return nil, fmt.Errorf("%s: %w", installdir.AdminKubeconfig, err)
 	}
 	rc.Timeout = o.Timeout
 	rc.Dial = o.Dial.DialContext
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", kubeconfig.AdminPath, err)
+		return nil, fmt.Errorf("%s: %w", installdir.AdminKubeconfig, err)
 	}
 	nodes, err := FromCluster(ctx, client, o.Dial, o.Timeout)
 	if err != nil {

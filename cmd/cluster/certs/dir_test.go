@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // writeFiles writes name -> content under dir.
@@ -88,7 +88,7 @@ func TestFromDir(t *testing.T) {
 	}
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string][]byte{
-		graph.StateFileName:            stateJSON,
+		installdir.State:               stateJSON,
 		"tls/root-ca.crt":              root.pemOf(),   // the state's: listed once
 		"tls/apiserver.crt":            edited.pemOf(), // edited by the user: listed too
 		"tls/apiserver.key":            []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"),
@@ -135,7 +135,7 @@ func TestFromDirWithoutState(t *testing.T) {
 	if len(entries) != 1 || entries[0].Name != "tls/root-ca.crt" {
 		t.Errorf("entries = %v", entries)
 	}
-	if _, err := os.Stat(filepath.Join(dir, graph.StateFileName)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, installdir.State)); err == nil {
 		t.Error("FromDir created a state file")
 	}
 }

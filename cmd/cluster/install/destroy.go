@@ -17,6 +17,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -37,7 +38,7 @@ type Target struct {
 // how a cluster whose metadata.json was lost is destroyed, by its machines'
 // names, on the default platform).
 func FindTarget(dir, infraID string) (Target, error) {
-	data, err := graph.ReadFile(dir, metadata.FileName, graph.OtherInput)
+	data, err := graph.ReadFile(dir, installdir.Metadata, graph.OtherInput)
 	if errors.Is(err, fs.ErrNotExist) {
 		if infraID != "" {
 			return Target{InfraID: infraID, Platform: configs.Default()}, nil
@@ -53,7 +54,7 @@ func FindTarget(dir, infraID string) (Target, error) {
 	}
 	t := Target{InfraID: m.InfraID, Platform: m.PlatformName}
 	if infraID != "" && infraID != m.InfraID {
-		return Target{}, exitcode.With(exitcode.Input, fmt.Errorf("--infra-id %s does not match %s's infraID %s", infraID, metadata.FileName, m.InfraID))
+		return Target{}, exitcode.With(exitcode.Input, fmt.Errorf("--infra-id %s does not match %s's infraID %s", infraID, installdir.Metadata, m.InfraID))
 	}
 	return t, nil
 }
@@ -70,30 +71,13 @@ func Destroy(ctx context.Context, dir string, t Target, prov platforms.Provision
 	return cleanDir(dir, log)
 }
 
-// What kiln upgrade cluster writes into --dir: its journal, and the etcd
-// snapshots it takes (each holds every Secret of the cluster, so a destroy
-// removes them with the cluster).
-const (
-	UpgradeJournalFile = ".kiln/upgrade.json"
-	UpgradeSnapshotDir = "upgrade"
-)
-
-// generated returns the paths kiln writes into --dir, removed after a destroy.
-func generated() []string {
-	return []string{
-		graph.StateFileName, metadata.FileName, "bootstrap.ign", "master.ign", "worker.ign",
-		"auth", "manifests", "static-pods", ".kiln/terraform", bootstrapRecord, ShapeFile, HostsFile,
-		UpgradeJournalFile, UpgradeSnapshotDir,
-	}
-}
-
 // cleanDir puts install-config.yaml back and removes what kiln generated,
 // following no symbolic link in dir: a link among the generated paths is
 // removed itself, never what it points to.
 func cleanDir(dir string, log logrus.FieldLogger) error {
 	w := &atomicfile.Writer{Root: dir}
-	ic := filepath.Join(dir, "install-config.yaml")
-	consumed := graph.ConsumedDir + "/install-config.yaml"
+	ic := filepath.Join(dir, installdir.InstallConfig)
+	consumed := installdir.Consumed + "/" + installdir.InstallConfig
 	if _, err := os.Lstat(ic); errors.Is(err, fs.ErrNotExist) {
 		if data, err := graph.ReadFile(dir, consumed, graph.InstallConfigInput); err == nil {
 			if err := w.Write(ic, data, 0o600); err != nil {
@@ -103,7 +87,7 @@ func cleanDir(dir string, log logrus.FieldLogger) error {
 		}
 	}
 	var errs []error
-	for _, p := range generated() {
+	for _, p := range installdir.RemovedByDestroy() {
 		if err := w.RemoveAll(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
 			errs = append(errs, err)
 		}
@@ -125,7 +109,7 @@ func targetFromState(dir string) (Target, error) {
 // state file: ErrNothingToDestroy when dir has no state file, ErrNoMetadata
 // (an input error) when the state lacks either.
 func identityFromState(dir string) (*clusterid.ClusterID, *installconfig.InstallConfig, error) {
-	if _, err := os.Stat(filepath.Join(dir, graph.StateFileName)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, installdir.State)); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, ErrNothingToDestroy
 	}
 	store, err := graph.Open(dir)

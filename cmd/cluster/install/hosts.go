@@ -3,27 +3,20 @@ package install
 import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
-
-// HostsFile is where `kiln scale cluster` records, in --dir, the
-// platform.ssh.hosts of a cluster on the ssh platform once it changed
-// them: the hosts name the machines and give their addresses, and the
-// install-config in the state file is never changed (ShapeFile). While a
-// scale runs it lists the hosts before and after (a host being removed
-// keeps its entry until it is reset); once the scale is done, the hosts
-// after.
-const HostsFile = ".kiln/ssh-hosts.json"
 
 // LoadHosts reads dir's hosts record; found is false when there is none.
 func LoadHosts(dir string) (hosts []ssh.Host, found bool, err error) {
-	found, err = LoadRecord(dir, HostsFile, &hosts)
+	found, err = graph.LoadRecord(dir, installdir.Hosts, &hosts)
 	return hosts, found, err
 }
 
 // SaveHosts writes dir's hosts record atomically, following no symbolic
 // link in dir.
 func SaveHosts(dir string, hosts []ssh.Host) error {
-	return SaveRecord(dir, HostsFile, hosts)
+	return graph.SaveRecord(dir, installdir.Hosts, hosts)
 }
 
 // EffectiveConfig returns the install-config c of the cluster in dir with

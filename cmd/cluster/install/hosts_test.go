@@ -11,6 +11,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/installconfigtest"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // TestEffectiveConfig checks that the hosts a scale recorded replace the
@@ -27,7 +28,7 @@ func TestEffectiveConfig(t *testing.T) {
 	if err := SaveHosts(dir, hosts); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := os.Stat(filepath.Join(dir, HostsFile)); err != nil || st.Mode().Perm() != 0o600 {
+	if st, err := os.Stat(filepath.Join(dir, installdir.Hosts)); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("the hosts record: %v, %v; want mode 0600", st, err)
 	}
 	got, err := EffectiveConfig(dir, c)

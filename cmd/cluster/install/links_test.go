@@ -15,6 +15,7 @@ import (
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/graph/atomicfile/atomicfiletest"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -43,7 +44,7 @@ func TestDirWritersRefuseSymlinks(t *testing.T) {
 	}{
 		{name: "shape record", link: ".kiln", dir: true,
 			run: func(dir string) error { return SaveShape(dir, ShapeRecord{}) }},
-		{name: "shape record file", link: ShapeFile,
+		{name: "shape record file", link: installdir.Shape,
 			run: func(dir string) error { return SaveShape(dir, ShapeRecord{}) }},
 		{name: "bootstrap-complete record", link: ".kiln", dir: true,
 			run: func(dir string) error { return (&Cluster{Cluster: platforms.Cluster{Dir: dir}}).recordBootstrap() }},

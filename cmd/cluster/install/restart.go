@@ -12,17 +12,13 @@ import (
 
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/platforms"
 )
 
-// bootstrapRecord is the file in --dir recording that bootstrap-complete
-// was seen: after a host reboot the API is down, and a create resumed then
-// must still know the bootstrap machine is gone for good.
-const bootstrapRecord = ".kiln/bootstrap-complete"
-
 // bootstrapRecorded reports whether bootstrap-complete was recorded in --dir.
 func (c *Cluster) bootstrapRecorded() bool {
-	_, err := os.Stat(filepath.Join(c.Dir, filepath.FromSlash(bootstrapRecord)))
+	_, err := os.Stat(filepath.Join(c.Dir, filepath.FromSlash(installdir.BootstrapRecord)))
 	return err == nil
 }
 
@@ -32,7 +28,7 @@ func (c *Cluster) recordBootstrap() error {
 		return nil
 	}
 	w := &atomicfile.Writer{Root: c.Dir}
-	return w.Write(filepath.Join(c.Dir, filepath.FromSlash(bootstrapRecord)), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
+	return w.Write(filepath.Join(c.Dir, filepath.FromSlash(installdir.BootstrapRecord)), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
 }
 
 // restarter returns prov as a platforms.Restarter, or an input error for a

@@ -5,15 +5,12 @@ import (
 	"io/fs"
 	"path/filepath"
 
-	"github.com/kiln-project/kiln/cmd/cluster/install"
+	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
-// JournalFile is where an upgrade records, in --dir, what it has begun,
-// before it changes anything: a re-run after an interrupt reads it first.
-const JournalFile = install.UpgradeJournalFile
-
-// Journal is the content of JournalFile.
+// Journal is the content of installdir.UpgradeJournal.
 type Journal struct {
 	// To is the Kubernetes version the upgrade moves to.
 	To string `json:"to"`
@@ -34,19 +31,19 @@ type Begun struct {
 
 // LoadJournal reads dir's journal; found is false when there is none.
 func LoadJournal(dir string) (j Journal, found bool, err error) {
-	found, err = install.LoadRecord(dir, JournalFile, &j)
+	found, err = graph.LoadRecord(dir, installdir.UpgradeJournal, &j)
 	return j, found, err
 }
 
 // SaveJournal writes dir's journal atomically, following no link in dir.
 func SaveJournal(dir string, j Journal) error {
-	return install.SaveRecord(dir, JournalFile, j)
+	return graph.SaveRecord(dir, installdir.UpgradeJournal, j)
 }
 
 // RemoveJournal removes dir's journal once the upgrade is complete.
 func RemoveJournal(dir string) error {
 	w := &atomicfile.Writer{Root: dir}
-	err := w.Remove(filepath.Join(dir, filepath.FromSlash(JournalFile)))
+	err := w.Remove(filepath.Join(dir, filepath.FromSlash(installdir.UpgradeJournal)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kiln-project/kiln/graph/installdir"
 )
 
 // killed is what fakeNodes panics with to stop a run where a kill -9 would.
@@ -425,7 +427,7 @@ func TestJournalIsPrivateAndFollowsNoLink(t *testing.T) {
 	if err := SaveJournal(dir, Journal{To: "v1.36.3"}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := os.Stat(filepath.Join(dir, JournalFile))
+	st, err := os.Stat(filepath.Join(dir, installdir.UpgradeJournal))
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("journal: %v, %v", st, err)
 	}

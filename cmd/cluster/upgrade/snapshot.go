@@ -13,13 +13,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/kiln-project/kiln/cmd/cluster/install"
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/installdir"
 )
-
-// SnapshotDir is the directory of --dir that holds the etcd snapshots an
-// upgrade takes before its first change; kiln destroy cluster removes it.
-const SnapshotDir = install.UpgradeSnapshotDir
 
 // Snapshotter is the part of an etcd client that takes a snapshot;
 // *clientv3.Client has it.
@@ -40,7 +36,7 @@ func Snapshot(ctx context.Context, c Snapshotter, dir, label string, now time.Ti
 		return "", 0, fmt.Errorf("etcd snapshot: %w", err)
 	}
 	defer resp.Snapshot.Close()
-	name := filepath.Join(dir, SnapshotDir, fmt.Sprintf("etcd-%s-%s.db", label, now.UTC().Format("20060102T150405Z")))
+	name := filepath.Join(dir, installdir.UpgradeSnapshots, fmt.Sprintf("etcd-%s-%s.db", label, now.UTC().Format("20060102T150405Z")))
 	var size int64
 	w := &atomicfile.Writer{Root: dir}
 	err = w.WriteFunc(name, 0o600, func(out io.Writer) error {

@@ -23,6 +23,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/cluster/install"
 	"github.com/kiln-project/kiln/cmd/cluster/scale"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/netroute"
 )
@@ -67,7 +68,7 @@ func Upgrade(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 		return exitcode.With(exitcode.Input, err)
 	}
 	if found && j.To != to.Kubernetes {
-		return exitcode.With(exitcode.Input, fmt.Errorf("an upgrade to %s is under way (%s): finish it first with kiln upgrade cluster --to %s", j.To, JournalFile, j.To))
+		return exitcode.With(exitcode.Input, fmt.Errorf("an upgrade to %s is under way (%s): finish it first with kiln upgrade cluster --to %s", j.To, installdir.UpgradeJournal, j.To))
 	}
 	resuming := found && j.Begun != nil
 

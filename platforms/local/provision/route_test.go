@@ -15,8 +15,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/kiln-project/kiln/assets/kubeconfig"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/nodeimage"
 	"github.com/kiln-project/kiln/platforms/terraform"
@@ -207,7 +207,7 @@ func newRouteFixture(t *testing.T) *routeFixture {
 	if err := os.MkdirAll(filepath.Join(dir, "auth"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, kubeconfig.AdminPath), []byte("apiVersion: v1\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, installdir.AdminKubeconfig), []byte("apiVersion: v1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := planConfig(3, 1)

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/kiln-project/kiln/assets/kubeconfig"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/provider"
 	"github.com/kiln-project/kiln/platforms/local/servicelb"
@@ -40,7 +40,7 @@ func (p *Provisioner) setServiceLB(c *platforms.Cluster, plan *Plan, v *tfdata.L
 	}
 	// Read without following a link in --dir: the controller acts with
 	// these credentials, so they must be the cluster's own.
-	kc, err := atomicfile.ReadFile(c.Dir, filepath.Join(c.Dir, filepath.FromSlash(kubeconfig.AdminPath)))
+	kc, err := atomicfile.ReadFile(c.Dir, filepath.Join(c.Dir, filepath.FromSlash(installdir.AdminKubeconfig)))
 	if err != nil {
 		return fmt.Errorf("the LoadBalancer Service controller needs the admin kubeconfig: %w", err)
 	}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
-	"github.com/kiln-project/kiln/assets/kubeconfig"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -28,7 +28,7 @@ func TestSetServiceLB(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "auth"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, kubeconfig.AdminPath), []byte("apiVersion: v1\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, installdir.AdminKubeconfig), []byte("apiVersion: v1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p := &Provisioner{}

@@ -1,0 +1,170 @@
+// Package installdir owns the layout of kiln's --dir: every path kiln reads
+// or writes there is declared here, once, with what `kiln destroy cluster`
+// does with it (Layout). Paths are slash-separated and relative to --dir;
+// callers join them with filepath.FromSlash. It stands on the ground floor
+// and imports nothing of kiln's, so the asset engine, the assets, the
+// provisioners and the commands all name --dir's files through it.
+package installdir
+
+import "strings"
+
+// The user's input.
+const (
+	// InstallConfig is the install-config. When a later target consumes it,
+	// it moves to Consumed; destroy puts it back.
+	InstallConfig = "install-config.yaml"
+)
+
+// The asset engine's own files (package graph).
+const (
+	// State is the state file: every generated asset with its content hash.
+	State = ".kiln_state.json"
+	// Journal is the store's write journal while a write of several files
+	// is under way; the next run finishes or rolls back what it names.
+	Journal = ".kiln_journal.json"
+	// Lock is the lock file one kiln at a time holds on --dir.
+	Lock = ".kiln.lock"
+	// Consumed holds the files a later target consumed (install-config,
+	// manifests), kept for `destroy` and for the user.
+	Consumed = ".kiln/consumed"
+)
+
+// What the assets write.
+const (
+	// Metadata is metadata.json: what destroy needs to find the cluster.
+	Metadata = "metadata.json"
+	// Auth is the folder of the kubeconfigs and the kubeadmin password.
+	Auth = "auth"
+	// AdminKubeconfig is the cluster administrator's kubeconfig.
+	AdminKubeconfig = Auth + "/kubeconfig"
+	// KubeletBootstrapKubeconfig is the kubelets' bootstrap kubeconfig.
+	KubeletBootstrapKubeconfig = Auth + "/kubeconfig-kubelet-bootstrap"
+	// LocalhostKubeconfig is the admin kubeconfig that reaches the API at
+	// localhost, for use on a master.
+	LocalhostKubeconfig = Auth + "/kubeconfig-localhost"
+	// ControllerManagerKubeconfig and SchedulerKubeconfig are the control
+	// plane components' kubeconfigs.
+	ControllerManagerKubeconfig = Auth + "/kubeconfig-kube-controller-manager"
+	SchedulerKubeconfig         = Auth + "/kubeconfig-kube-scheduler"
+	// Manifests is the folder of the manifests bootkube applies.
+	Manifests = "manifests"
+	// StaticPods is the folder of the control plane's static pods.
+	StaticPods = "static-pods"
+)
+
+// What the commands write after the assets.
+const (
+	// DebugLog is the debug log every command appends to.
+	DebugLog = ".kiln.log"
+	// Terraform is the Terraform working folder: CLI config, variables,
+	// state and plan of each stage.
+	Terraform = ".kiln/terraform"
+	// BootstrapRecord records that bootstrap-complete was seen: after a
+	// host reboot the API is down, and a create resumed then must still
+	// know the bootstrap machine is gone for good.
+	BootstrapRecord = ".kiln/bootstrap-complete"
+	// Shape records the machines a cluster runs once `kiln scale cluster`
+	// changed them, with the journal of a change under way; the
+	// install-config in the state file is never changed.
+	Shape = ".kiln/shape.json"
+	// Hosts records the platform.ssh.hosts of an ssh cluster once a scale
+	// changed them.
+	Hosts = ".kiln/ssh-hosts.json"
+	// UpgradeJournal is the journal of `kiln upgrade cluster`.
+	UpgradeJournal = ".kiln/upgrade.json"
+	// UpgradeSnapshots holds the etcd snapshots an upgrade takes; each
+	// holds every Secret of the cluster.
+	UpgradeSnapshots = "upgrade"
+	// LogBundlePrefix begins the name of each `kiln gather bootstrap`
+	// bundle: <prefix><UTC time>.tar.gz.
+	LogBundlePrefix = "log-bundle-"
+)
+
+// Ignition returns the Ignition config of the machines of role
+// ("bootstrap", "master" or "worker"): the bootstrap machine's full config,
+// the masters' and workers' pointer configs.
+func Ignition(role string) string { return role + ".ign" }
+
+// Fate is what `kiln destroy cluster` does with a path once the cluster's
+// machines are gone.
+type Fate int
+
+// The fates.
+const (
+	// Kept paths stay: the user's input, the debug log, the lock, the
+	// consumed files and the gathered bundles.
+	Kept Fate = iota
+	// Removed paths are deleted (a link among them is removed itself,
+	// never what it points to), so the same --dir can create a new
+	// cluster.
+	Removed
+	// Restored paths are put back from Consumed when they were consumed.
+	Restored
+)
+
+// Entry is one path of --dir's layout.
+type Entry struct {
+	// Path is slash-separated, relative to --dir; a folder's entry covers
+	// everything under it.
+	Path string
+	// Destroy is what `kiln destroy cluster` does with it.
+	Destroy Fate
+}
+
+// Layout returns every path of --dir's layout, each with its fate; a
+// path inside a listed folder (AdminKubeconfig in Auth) is covered by the
+// folder's entry.
+func Layout() []Entry {
+	return []Entry{
+		{InstallConfig, Restored},
+		{State, Removed},
+		{Journal, Kept},
+		{Lock, Kept},
+		{Consumed, Kept},
+		{Metadata, Removed},
+		{Ignition("bootstrap"), Removed},
+		{Ignition("master"), Removed},
+		{Ignition("worker"), Removed},
+		{Auth, Removed},
+		{Manifests, Removed},
+		{StaticPods, Removed},
+		{DebugLog, Kept},
+		{Terraform, Removed},
+		{BootstrapRecord, Removed},
+		{Shape, Removed},
+		{Hosts, Removed},
+		{UpgradeJournal, Removed},
+		{UpgradeSnapshots, Removed},
+		{LogBundlePrefix + "*.tar.gz", Kept},
+	}
+}
+
+// RemovedByDestroy returns the paths of Layout that destroy removes, in
+// Layout's order.
+func RemovedByDestroy() []string {
+	var out []string
+	for _, e := range Layout() {
+		if e.Destroy == Removed {
+			out = append(out, e.Path)
+		}
+	}
+	return out
+}
+
+// Covers reports whether Layout declares p (slash-separated, relative to
+// --dir): p is an entry, lies inside a folder's entry, is a folder on the
+// way to an entry (.kiln), or matches the log bundles' pattern.
+func Covers(p string) bool {
+	for _, e := range Layout() {
+		if base, ok := strings.CutSuffix(e.Path, "*.tar.gz"); ok {
+			if strings.HasPrefix(p, base) && strings.HasSuffix(p, ".tar.gz") && !strings.Contains(p, "/") {
+				return true
+			}
+			continue
+		}
+		if p == e.Path || strings.HasPrefix(p, e.Path+"/") || strings.HasPrefix(e.Path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
