@@ -38,7 +38,13 @@
 //     configs.MachineAddresser when the platform gives its machines
 //     addresses that follow from the install-config, and
 //     configs.MachineNamer when the install-config names them (the ssh
-//     platform's hosts). It imports only
+//     platform's hosts). Its other differences are optional abilities
+//     too, which shared code asks through package configs and never by
+//     the platform's name: configs.APIAddresser (an API VIP of its
+//     section), configs.NodeProxier (nodes reach the API through a proxy
+//     of their own, not api-int), configs.AddonProvider (add-ons and an
+//     image registry) and configs.BootstrapWorker (the bootstrap machine
+//     joins as a worker). It imports only
 //     packages under assets/installconfig/types. Register it with one entry
 //     in configs.Platforms (assets/installconfig/types/configs/configs.go),
 //     where the survey, defaulting and validation find it (the first entry
@@ -60,10 +66,4 @@
 //     hidden kiln commands), one command each, added in cmd/kiln/root.go;
 //     the local node image is built by `kiln build node-image`
 //     (cmd/kiln/build.go).
-//
-// The accessors Config.APIVIP, Config.Addons and Config.ImageRegistry of
-// package types read the local section (APIVIP the ssh section too); a
-// platform with an API VIP, add-ons or an image registry of its own adds
-// its case there, and Config.NodeProxy says whether its nodes reach the
-// API through a proxy of their own instead of api-int (ssh).
 package platforms

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/bootstraptoken"
 	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/installdir"
@@ -36,7 +37,7 @@ func (ptr *pointer) generate(p graph.Parents, role string) error {
 		return err
 	}
 	server := net.JoinHostPort(ic.Config.APIIntName(), strconv.Itoa(nodelayout.MCSPort))
-	if _, mcs, ok := ic.Config.NodeProxy(); ok {
+	if _, mcs, ok := configs.NodeProxy(ic.Config); ok {
 		server = mcs
 	}
 	url := fmt.Sprintf("https://%s/config/%s", server, role)

@@ -2,6 +2,7 @@ package ignitionconfigs
 
 import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 )
 
 // registryHost is one containerd hosts.toml of a node (common.bu): the
@@ -22,7 +23,7 @@ type registryHost struct {
 // for its own name, which leads to it over plain HTTP, and one per
 // mirrored registry, which tries it first. None without the registry.
 func registryHosts(c *types.Config) []registryHost {
-	r, ok := c.ImageRegistry()
+	r, ok := configs.ImageRegistry(c)
 	if !ok {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/internal/adopted"
 	"github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
@@ -127,7 +128,7 @@ func serverURL(host string) string {
 // kubeconfig works on a host that cannot resolve api.<name>.<baseDomain>;
 // else that name.
 func externalServer(cfg *types.Config) string {
-	if vip := cfg.APIVIP(); vip != "" {
+	if vip := configs.APIVIP(cfg); vip != "" {
 		return serverURL(vip)
 	}
 	return serverURL(cfg.APIName())
@@ -137,7 +138,7 @@ func externalServer(cfg *types.Config) string {
 // their own loopback interface on a platform that runs one, else api-int,
 // the platform's (or the user's) load balancer.
 func InternalAPI(cfg *types.Config) string {
-	if api, _, ok := cfg.NodeProxy(); ok {
+	if api, _, ok := configs.NodeProxy(cfg); ok {
 		return api
 	}
 	return net.JoinHostPort(cfg.APIIntName(), strconv.Itoa(APIPort))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/graph"
 )
 
@@ -53,7 +54,7 @@ func (m *CSRApprover) Generate(_ context.Context, p graph.Parents) error {
 // name whatever the machine inventory says.
 func CSRApproverDenyFlags(c *types.Config) []string {
 	flags := []string{"--deny-name=" + c.APIName(), "--deny-name=" + c.APIIntName(), "--deny-domain=" + ClusterDNSDomain}
-	if vip := c.APIVIP(); vip != "" {
+	if vip := configs.APIVIP(c); vip != "" {
 		flags = append(flags, "--deny-ip="+vip)
 	}
 	if c.Networking == nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/kiln-project/kiln/assets/clusterid"
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/assets/tls"
@@ -138,7 +139,7 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 			MetricsServer:         rel.Image(release.MetricsServer),
 			KubeRouter:            rel.Image(release.KubeRouter),
 		},
-		Addons: c.Addons(),
+		Addons: configs.Addons(c),
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/graph"
 )
 
@@ -76,7 +77,7 @@ func apiServerSANs(cfg *types.Config) (dns []string, ips []net.IP) {
 	if ip := cfg.FirstServiceIP(); ip.IsValid() {
 		ips = append(ips, net.IP(ip.AsSlice()))
 	}
-	dns, ips = appendHost(dns, ips, cfg.APIVIP())
+	dns, ips = appendHost(dns, ips, configs.APIVIP(cfg))
 	return dns, append(ips, loopbackIPs()...)
 }
 

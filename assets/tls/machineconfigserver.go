@@ -5,6 +5,7 @@ import (
 	"crypto/x509/pkix"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/graph"
 )
 
@@ -36,10 +37,10 @@ func (c *MachineConfigServer) Generate(ctx context.Context, p graph.Parents) err
 		return err
 	}
 	dns := []string{ic.Config.APIIntName()}
-	if _, _, ok := ic.Config.NodeProxy(); ok {
+	if _, _, ok := configs.NodeProxy(ic.Config); ok {
 		dns = append(dns, "localhost")
 	}
-	dns, ips := appendHost(dns, nil, ic.Config.APIVIP())
+	dns, ips := appendHost(dns, nil, configs.APIVIP(ic.Config))
 	return c.signed(ctx, p, &RootCA{}, certSpec{
 		Subject:  pkix.Name{CommonName: "machine-config-server"},
 		DNSNames: dns,

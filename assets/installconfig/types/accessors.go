@@ -1,9 +1,7 @@
 package types
 
 import (
-	"net"
 	"net/netip"
-	"strconv"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/none"
@@ -79,30 +77,6 @@ func (c *Config) MachineNetworkCIDRs() []netip.Prefix {
 		}
 	}
 	return out
-}
-
-// APIVIP is the address the API is reached at when the platform section
-// sets one (platform.local.apiVIP, platform.ssh.apiVIP); "" otherwise.
-func (c *Config) APIVIP() string {
-	switch {
-	case c.Platform.Local != nil:
-		return c.Platform.Local.APIVIP
-	case c.Platform.SSH != nil:
-		return c.Platform.SSH.APIVIP
-	}
-	return ""
-}
-
-// NodeProxy returns host:port of the API and of the machine-config server
-// as every node reaches them through the proxy on its own loopback
-// interface, when the platform runs one (ssh); ok is false on a platform
-// whose nodes reach both at api-int (its DNS name for the load balancer).
-func (c *Config) NodeProxy() (api, machineConfig string, ok bool) {
-	if c.Platform.SSH == nil {
-		return "", "", false
-	}
-	return net.JoinHostPort("localhost", strconv.Itoa(ssh.APIProxyPort)),
-		net.JoinHostPort("localhost", strconv.Itoa(ssh.MachineConfigProxyPort)), true
 }
 
 // MasterReplicas is controlPlane.replicas (0 when unset).
@@ -182,36 +156,6 @@ type Addons struct {
 	LoadBalancer bool
 	// Registry is the image registry on the host.
 	Registry bool
-}
-
-// Addons returns the add-ons of the cluster: on the local platform each one
-// that platform.local.addons does not switch off; none elsewhere.
-func (c *Config) Addons() Addons {
-	l := c.Platform.Local
-	if l == nil {
-		return Addons{}
-	}
-	on := func(b *bool) bool { return b == nil || *b }
-	a := l.Addons
-	if a == nil {
-		a = &local.Addons{}
-	}
-	return Addons{Storage: on(a.Storage), Metrics: on(a.Metrics), LoadBalancer: on(a.LoadBalancer), Registry: on(a.Registry)}
-}
-
-// BootstrapJoinsAsWorker reports whether the bootstrap machine becomes a
-// worker once it has been reset: on platform ssh, the bootstrap host with
-// joinAsWorker.
-func (c *Config) BootstrapJoinsAsWorker() bool {
-	if c.Platform.SSH == nil {
-		return false
-	}
-	for _, h := range c.Platform.SSH.Hosts {
-		if h.Role == ssh.RoleBootstrap && h.Worker() {
-			return true
-		}
-	}
-	return false
 }
 
 // SlowerControlPlane reports whether controlPlaneHardwareSpeed is Slower.

@@ -2,7 +2,6 @@ package types
 
 import (
 	"net/netip"
-	"slices"
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
@@ -29,7 +28,6 @@ func TestAccessors(t *testing.T) {
 		{"ServiceNetworkCIDR", c.ServiceNetworkCIDR().String(), "172.30.0.0/16"},
 		{"FirstServiceIP", c.FirstServiceIP().String(), "172.30.0.1"},
 		{"DNSServiceIP", c.DNSServiceIP().String(), "172.30.0.10"},
-		{"APIVIP", c.APIVIP(), "10.66.0.1"},
 		{"PlatformName", c.PlatformName(), "local"},
 	}
 	for _, ch := range checks {
@@ -50,47 +48,5 @@ func TestAccessors(t *testing.T) {
 	small := &Config{Networking: &Networking{ServiceNetwork: []string{"10.0.0.0/29"}}}
 	if small.DNSServiceIP().IsValid() {
 		t.Errorf("DNSServiceIP of a /29 = %v, want none", small.DNSServiceIP())
-	}
-}
-
-func TestAddons(t *testing.T) {
-	f, tr := false, true
-	tests := []struct {
-		name string
-		p    Platform
-		want Addons
-	}{
-		{"local, no addons section: all on", Platform{Local: &local.Platform{}}, Addons{true, true, true, true}},
-		{"local, empty section: all on", Platform{Local: &local.Platform{Addons: &local.Addons{}}}, Addons{true, true, true, true}},
-		{"local, two off", Platform{Local: &local.Platform{Addons: &local.Addons{Storage: &f, Metrics: &tr, LoadBalancer: &f}}}, Addons{false, true, false, true}},
-		{"local, registry off", Platform{Local: &local.Platform{Addons: &local.Addons{Registry: &f}}}, Addons{true, true, true, false}},
-		{"none: no add-ons", Platform{None: &none.Platform{}}, Addons{}},
-	}
-	for _, tt := range tests {
-		c := &Config{Platform: tt.p}
-		if got := c.Addons(); got != tt.want {
-			t.Errorf("%s: Addons() = %+v, want %+v", tt.name, got, tt.want)
-		}
-	}
-}
-
-func TestImageRegistry(t *testing.T) {
-	off := false
-	withLocal := func(p local.Platform) *Config { return &Config{Platform: Platform{Local: &p}} }
-	r, ok := withLocal(local.Platform{APIVIP: "10.66.110.1", RegistryPort: 5002}).ImageRegistry()
-	if !ok || r.Name != "localhost:5002" || r.Endpoint != netip.MustParseAddrPort("10.66.110.1:5002") ||
-		!slices.Equal(r.Mirrors, []string{"kiln.local", "registry.k8s.io", "docker.io"}) {
-		t.Errorf("ImageRegistry = %+v, %v", r, ok)
-	}
-	for name, c := range map[string]*Config{
-		"add-on off":    withLocal(local.Platform{APIVIP: "10.66.110.1", RegistryPort: 5002, Addons: &local.Addons{Registry: &off}}),
-		"no port":       withLocal(local.Platform{APIVIP: "10.66.110.1"}),
-		"port too high": withLocal(local.Platform{APIVIP: "10.66.110.1", RegistryPort: 70000}),
-		"no VIP":        withLocal(local.Platform{RegistryPort: 5002}),
-		"platform none": {Platform: Platform{None: &none.Platform{}}},
-	} {
-		if r, ok := c.ImageRegistry(); ok {
-			t.Errorf("%s: ImageRegistry = %+v, want none", name, r)
-		}
 	}
 }

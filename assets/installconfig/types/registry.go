@@ -29,21 +29,6 @@ func RegistryMirrors() []string {
 	return []string{"kiln.local", "registry.k8s.io", "docker.io"}
 }
 
-// ImageRegistry returns the cluster's registry; ok is false when the
-// cluster has none (another platform, the add-on switched off, or a
-// config not yet defaulted).
-func (c *Config) ImageRegistry() (r ImageRegistry, ok bool) {
-	l := c.Platform.Local
-	if l == nil || !c.Addons().Registry || l.RegistryPort <= 0 || l.RegistryPort > 65535 {
-		return ImageRegistry{}, false
-	}
-	vip, err := netip.ParseAddr(l.APIVIP)
-	if err != nil {
-		return ImageRegistry{}, false
-	}
-	return RegistryAt(netip.AddrPortFrom(vip, uint16(l.RegistryPort))), true
-}
-
 // RegistryAt returns the registry whose endpoint for the nodes is
 // endpoint: the host calls it localhost at the same port.
 func RegistryAt(endpoint netip.AddrPort) ImageRegistry {

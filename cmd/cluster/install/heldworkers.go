@@ -1,6 +1,7 @@
 package install
 
 import (
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -29,7 +30,7 @@ func (c *Cluster) holdsWorkers() bool {
 // worker (the ssh platform's bootstrap host with joinAsWorker: provision
 // leaves it out of the workers until bootstrap-complete).
 func (c *Cluster) provisionsLate() bool {
-	return c.holdsWorkers() || !c.BootstrapDone && c.Config.BootstrapJoinsAsWorker()
+	return c.holdsWorkers() || !c.BootstrapDone && configs.BootstrapJoinsAsWorker(c.Config)
 }
 
 // mastersOnly is c with its shape cut to the masters, for provision.

@@ -29,6 +29,7 @@ import (
 	"github.com/kiln-project/kiln/assets/ignitionconfigs"
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
@@ -202,7 +203,7 @@ func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress, prov 
 	if err != nil {
 		return API{}, err
 	}
-	w := &waitfor.Waiter{Client: client, Log: log, Progress: progress, Addons: c.Config.Addons()}
+	w := &waitfor.Waiter{Client: client, Log: log, Progress: progress, Addons: configs.Addons(c.Config)}
 	if ms, ok := prov.(platforms.MachineStater); ok {
 		w.Machines = func(ctx context.Context) (map[string]platforms.MachineState, error) {
 			return ms.MachineStates(ctx, &c.Cluster)
@@ -297,7 +298,7 @@ func (c *Cluster) WriteComplete(out io.Writer) {
 	fmt.Fprintf(out, "Install complete!\n")
 	fmt.Fprintf(out, "To access the cluster as the system:admin user: export KUBECONFIG=%s\n", c.Kubeconfig)
 	fmt.Fprintf(out, "That admin kubeconfig is the cluster's only login (there is no password): keep it private.\n")
-	if r, ok := c.Config.ImageRegistry(); ok {
+	if r, ok := configs.ImageRegistry(c.Config); ok {
 		fmt.Fprintf(out, "Image registry: push to %s from this host (plain HTTP, e.g. docker push %s/app:v1); pods pull the same names.\n", r.Name, r.Name)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/local/localconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
@@ -66,7 +67,7 @@ func NewPlan(c *types.Config, infraID string, shape machines.Shape) (*Plan, erro
 		return nil, err
 	}
 	p := &Plan{Bridge: bridgeOf(c, infraID), CIDR: cidr}
-	if p.VIP, err = netip.ParseAddr(c.APIVIP()); err != nil {
+	if p.VIP, err = netip.ParseAddr(configs.APIVIP(c)); err != nil {
 		return nil, fmt.Errorf("platform.local.apiVIP: %w", err)
 	}
 	if p.Bootstrap, err = localconfig.BootstrapAddress(c); err != nil {
@@ -89,7 +90,7 @@ func NewPlan(c *types.Config, infraID string, shape machines.Shape) (*Plan, erro
 		}
 	}
 	p.MasterNames, p.WorkerNames = slices.Clone(shape.Masters), slices.Clone(shape.Workers)
-	if c.Addons().LoadBalancer {
+	if configs.Addons(c).LoadBalancer {
 		if err := p.reserveServiceLB(); err != nil {
 			return nil, err
 		}

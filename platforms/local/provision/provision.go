@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
@@ -142,7 +143,7 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 	if cluster.ServiceLBPool != nil {
 		t.cluster += fmt.Sprintf(" and the LoadBalancer Service controller (addresses %s)", plan.ServiceLB)
 	}
-	if r, ok := c.Config.ImageRegistry(); ok {
+	if r, ok := configs.ImageRegistry(c.Config); ok {
 		t.network += fmt.Sprintf(", and the image registry %s (the nodes pull from %s)", r.Name, r.Endpoint)
 	}
 	if err := p.apply(ctx, drv, st.running(t)); err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/local/registry"
@@ -23,7 +24,7 @@ import (
 // none when c has no registry. The binary is looked up on every create
 // and start, so one removed from the cache is built again.
 func (p *Provisioner) setRegistry(ctx context.Context, c *platforms.Cluster, v *tfdata.LocalVars) error {
-	r, ok := c.Config.ImageRegistry()
+	r, ok := configs.ImageRegistry(c.Config)
 	if !ok {
 		v.Registry = nil
 		return nil
@@ -45,7 +46,7 @@ func (p *Provisioner) setRegistry(ctx context.Context, c *platforms.Cluster, v *
 // names one with imagePullPolicy Always finds it. A node image given as a
 // tarball has no archives on the host: then nothing is pushed.
 func (p *Provisioner) pushKilnImages(ctx context.Context, c *platforms.Cluster, rootfs string) error {
-	r, ok := c.Config.ImageRegistry()
+	r, ok := configs.ImageRegistry(c.Config)
 	if !ok {
 		return nil
 	}

@@ -49,11 +49,9 @@ func Get(name string) (Platform, bool) {
 // Shape returns the names of c's masters and workers: the platform's
 // (MachineNamer), else machines.DefaultShape's for infraID.
 func Shape(c *types.Config, infraID string) machines.Shape {
-	if p, ok := Get(c.PlatformName()); ok {
-		if n, ok := p.(MachineNamer); ok {
-			m, w := n.MachineNames(c, infraID)
-			return machines.Shape{Masters: m, Workers: w}
-		}
+	if n, ok := ability[MachineNamer](c); ok {
+		m, w := n.MachineNames(c, infraID)
+		return machines.Shape{Masters: m, Workers: w}
 	}
 	return machines.DefaultShape(infraID, c.MasterReplicas(), c.WorkerReplicas())
 }

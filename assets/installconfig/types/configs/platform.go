@@ -44,3 +44,42 @@ type MachineNamer interface {
 	// MachineNames returns the names of c's masters and workers.
 	MachineNames(c *types.Config, infraID string) (masters, workers []string)
 }
+
+// APIAddresser is an optional ability of a Platform whose section sets the
+// address the API is reached at (platform.local.apiVIP,
+// platform.ssh.apiVIP). Without it, the API has no address of its own in
+// the install-config.
+type APIAddresser interface {
+	// APIVIP returns the API's address of c, "" when unset.
+	APIVIP(c *types.Config) string
+}
+
+// NodeProxier is an optional ability of a Platform whose nodes reach the API
+// and the machine-config server through a proxy on their own loopback
+// interface (ssh). Without it, nodes reach both at api-int, the DNS name
+// of the platform's load balancer.
+type NodeProxier interface {
+	// NodeProxy returns host:port of the API and of the machine-config
+	// server as every node of c reaches them.
+	NodeProxy(c *types.Config) (api, machineConfig string)
+}
+
+// AddonProvider is an optional ability of a Platform that runs add-ons
+// (storage, metrics, LoadBalancer Services, an image registry). Without
+// it, a cluster gets none.
+type AddonProvider interface {
+	// Addons returns the add-ons of c, after defaulting.
+	Addons(c *types.Config) types.Addons
+	// ImageRegistry returns c's image registry; ok is false when it has
+	// none (the add-on switched off, or a config not yet defaulted).
+	ImageRegistry(c *types.Config) (r types.ImageRegistry, ok bool)
+}
+
+// BootstrapWorker is an optional ability of a Platform whose bootstrap
+// machine may become a worker once it has been reset (ssh's bootstrap
+// host with joinAsWorker).
+type BootstrapWorker interface {
+	// BootstrapJoinsAsWorker reports whether c's bootstrap machine joins
+	// as a worker.
+	BootstrapJoinsAsWorker(c *types.Config) bool
+}

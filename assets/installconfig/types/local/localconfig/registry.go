@@ -44,7 +44,7 @@ func vipPort(p int32) (what string, ok bool) {
 // cluster exists.
 func (cfg *Config) setRegistryDefault(c *types.Config) {
 	l := c.Platform.Local
-	if l == nil || l.RegistryPort != 0 || !c.Addons().Registry {
+	if l == nil || l.RegistryPort != 0 || !addons(l).Registry {
 		return
 	}
 	var used map[uint16]bool

@@ -134,7 +134,7 @@ func TestBootstrapJoinsAsWorker(t *testing.T) {
 	if errs := (Config{}).Validate(c, fp); len(errs) > 0 {
 		t.Errorf("two worker replicas: %v", errs)
 	}
-	if !c.BootstrapJoinsAsWorker() {
+	if !(Config{}).BootstrapJoinsAsWorker(c) {
 		t.Errorf("BootstrapJoinsAsWorker = false")
 	}
 	m, w := Config{}.MachineNames(c, "infra-x")

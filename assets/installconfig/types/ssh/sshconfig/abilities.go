@@ -1,0 +1,38 @@
+package sshconfig
+
+import (
+	"net"
+	"strconv"
+
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
+)
+
+// APIVIP implements configs.APIAddresser: platform.ssh.apiVIP.
+func (Config) APIVIP(c *types.Config) string {
+	if c.Platform.SSH == nil {
+		return ""
+	}
+	return c.Platform.SSH.APIVIP
+}
+
+// NodeProxy implements configs.NodeProxier: every host runs a proxy to the
+// masters' API and machine-config servers on its loopback interface.
+func (Config) NodeProxy(*types.Config) (api, machineConfig string) {
+	return net.JoinHostPort("localhost", strconv.Itoa(ssh.APIProxyPort)),
+		net.JoinHostPort("localhost", strconv.Itoa(ssh.MachineConfigProxyPort))
+}
+
+// BootstrapJoinsAsWorker implements configs.BootstrapWorker: the bootstrap
+// host with joinAsWorker.
+func (Config) BootstrapJoinsAsWorker(c *types.Config) bool {
+	if c.Platform.SSH == nil {
+		return false
+	}
+	for _, h := range c.Platform.SSH.Hosts {
+		if h.Role == ssh.RoleBootstrap && h.Worker() {
+			return true
+		}
+	}
+	return false
+}
