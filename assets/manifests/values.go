@@ -104,7 +104,10 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 	if c.MasterReplicas()+c.WorkerReplicas() < 2 {
 		coreDNS = 1
 	}
-	rel := c.Release()
+	rel, err := c.Release()
+	if err != nil {
+		return err
+	}
 	*v = Values{
 		ClusterName:           c.Metadata.Name,
 		ClusterDomain:         c.ClusterDomain(),

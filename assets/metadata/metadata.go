@@ -61,12 +61,16 @@ func (m *Metadata) Generate(_ context.Context, p graph.Parents) error {
 	if err := p.Get(ic, cid); err != nil {
 		return err
 	}
+	rel, err := ic.Config.Release()
+	if err != nil {
+		return err
+	}
 	m.Content = Content{
 		ClusterName:       ic.Config.Metadata.Name,
 		ClusterID:         cid.UUID,
 		InfraID:           cid.InfraID,
 		PlatformName:      ic.Config.PlatformName(),
-		KubernetesVersion: ic.Config.Release().Kubernetes,
+		KubernetesVersion: rel.Kubernetes,
 		Platform:          ic.Config.Platform,
 	}
 	data, err := json.MarshalIndent(m.Content, "", "  ")

@@ -3,7 +3,6 @@ package release
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 )
 
@@ -162,12 +161,11 @@ func Lookup(v string) (Release, error) {
 
 // Minor returns the Kubernetes minor version: 36 for v1.36.3.
 func (r Release) Minor() int {
-	parts := strings.SplitN(strings.TrimPrefix(r.Kubernetes, "v"), ".", 3)
-	if len(parts) < 2 {
+	v, err := ParseVersion(r.Kubernetes)
+	if err != nil {
 		return 0
 	}
-	n, _ := strconv.Atoi(parts[1])
-	return n
+	return v.Minor
 }
 
 // Images returns every image kiln builds for r, in a fixed order. The result

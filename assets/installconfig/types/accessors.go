@@ -1,6 +1,7 @@
 package types
 
 import (
+	"fmt"
 	"net/netip"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
@@ -163,12 +164,14 @@ func (c *Config) SlowerControlPlane() bool {
 	return c.ControlPlaneHardwareSpeed == HardwareSpeedSlower
 }
 
-// Release returns the release kubernetesVersion names; the default release
-// when it names none or one kiln does not pin (Validate rejects that).
-func (c *Config) Release() release.Release {
+// Release returns the release kubernetesVersion names, set by defaulting;
+// an error naming the field when it names none or one this kiln does not
+// pin (a cluster created by another kiln), never a release it did not ask
+// for.
+func (c *Config) Release() (release.Release, error) {
 	r, err := release.Lookup(c.KubernetesVersion)
 	if err != nil {
-		return release.Default()
+		return release.Release{}, fmt.Errorf("kubernetesVersion: %w", err)
 	}
-	return r
+	return r, nil
 }

@@ -52,7 +52,7 @@ type ClusterNodes struct {
 var _ Nodes = (*ClusterNodes)(nil)
 
 // releaseOf is the pinned release whose c runs v.
-func releaseOf(c Component, v Version) (release.Release, error) {
+func releaseOf(c Component, v release.Version) (release.Release, error) {
 	for _, r := range release.Releases() {
 		if targets(r)[c] == v {
 			return r, nil
@@ -103,7 +103,7 @@ func (n *ClusterNodes) Apply(ctx context.Context, node string, c Change) error {
 // Rollback applies c backwards; an etcd member is not put back a minor
 // once etcd's cluster version has reached c.To (etcdCanGoBack).
 func (n *ClusterNodes) Rollback(ctx context.Context, node string, c Change) error {
-	if c.Component == Etcd && c.To.minors(c.From) > 0 {
+	if c.Component == Etcd && c.To.Minors(c.From) > 0 {
 		if err := n.etcdCanGoBack(ctx, c); err != nil {
 			return err
 		}
@@ -126,11 +126,11 @@ func (n *ClusterNodes) etcdCanGoBack(ctx context.Context, c Change) error {
 	if err != nil {
 		return fmt.Errorf("etcd's cluster version, which decides whether etcd %s can come back: %w", display(Etcd, c.From), err)
 	}
-	cv, err := ParseVersion(s)
+	cv, err := release.ParseVersion(s)
 	if err != nil {
 		return fmt.Errorf("etcd's cluster version: %w", err)
 	}
-	if cv.minors(c.From) <= 0 {
+	if cv.Minors(c.From) <= 0 {
 		return nil
 	}
 	return &IrreversibleError{Why: fmt.Sprintf("etcd's cluster version is %s: every member has run etcd %d.%d, and an etcd %s member cannot rejoin the cluster (docs/upgrade.md, \"etcd 3.5 to 3.6\")",

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/cmd/cluster/handover"
 	"github.com/kiln-project/kiln/cmd/cluster/scale"
 )
@@ -31,10 +32,10 @@ const (
 // CoreDNS (their workloads' images) from the API. A version it cannot read
 // stays unknown (zero), for Healthy to name what is missing.
 func Inventory(ctx context.Context, kube kubernetes.Interface, o Observed) (State, error) {
-	s := State{Addons: map[Component]Version{}}
+	s := State{Addons: map[Component]release.Version{}}
 	for _, n := range o.Nodes {
 		_, master := n.Labels[handover.ControlPlaneLabel]
-		vs := map[Component]Version{Kubelet: parseOrZero(n.Status.NodeInfo.KubeletVersion)}
+		vs := map[Component]release.Version{Kubelet: parseOrZero(n.Status.NodeInfo.KubeletVersion)}
 		s.Nodes = append(s.Nodes, Node{Name: n.Name, Master: master, Versions: vs})
 	}
 	for _, p := range o.ControlPlane {
@@ -75,19 +76,19 @@ func Inventory(ctx context.Context, kube kubernetes.Interface, o Observed) (Stat
 // named name (else of the first container): "kiln.local/etcd:v3.5.35"
 // gives 3.5.35. Zero when there is no container or its tag is not a
 // version.
-func imageVersion(cs []corev1.Container, name string) Version {
+func imageVersion(cs []corev1.Container, name string) release.Version {
 	img := scale.ContainerImage(cs, name)
 	i := strings.LastIndex(img, ":")
 	if i < 0 || strings.Contains(img[i:], "/") {
-		return Version{}
+		return release.Version{}
 	}
 	return parseOrZero(img[i+1:])
 }
 
-func parseOrZero(s string) Version {
-	v, err := ParseVersion(s)
+func parseOrZero(s string) release.Version {
+	v, err := release.ParseVersion(s)
 	if err != nil {
-		return Version{}
+		return release.Version{}
 	}
 	return v
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kiln-project/kiln/assets/release"
 )
 
 func TestInventory(t *testing.T) {
@@ -25,18 +27,18 @@ func TestInventory(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := v("v1.35.4")
-	masterAt := func(etcd, api string) map[Component]Version {
-		return map[Component]Version{Etcd: v(etcd), KubeAPIServer: v(api), KubeControllerManager: k, KubeScheduler: k, Kubelet: k}
+	masterAt := func(etcd, api string) map[Component]release.Version {
+		return map[Component]release.Version{Etcd: v(etcd), KubeAPIServer: v(api), KubeControllerManager: k, KubeScheduler: k, Kubelet: k}
 	}
 	want := State{
 		Nodes: []Node{
 			{Name: "master-0", Master: true, Versions: masterAt("3.6.16", "v1.36.3")},
 			{Name: "master-1", Master: true, Versions: masterAt("3.5.35", "v1.35.4")},
 			{Name: "master-2", Master: true, Versions: masterAt("3.5.34", "v1.35.4")},
-			{Name: "worker-0", Versions: map[Component]Version{Kubelet: k}},
-			{Name: "worker-1", Versions: map[Component]Version{Kubelet: k}},
+			{Name: "worker-0", Versions: map[Component]release.Version{Kubelet: k}},
+			{Name: "worker-1", Versions: map[Component]release.Version{Kubelet: k}},
 		},
-		Addons:     map[Component]Version{KubeProxy: k, CoreDNS: v("v1.15.0")},
+		Addons:     map[Component]release.Version{KubeProxy: k, CoreDNS: v("v1.15.0")},
 		EtcdLeader: "master-1",
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -57,10 +59,10 @@ func TestInventoryLeavesWhatItCannotReadUnknown(t *testing.T) {
 }
 
 func TestImageVersion(t *testing.T) {
-	for img, want := range map[string]Version{
-		"kiln.local/etcd:v3.5.35":      {3, 5, 35},
+	for img, want := range map[string]release.Version{
+		"kiln.local/etcd:v3.5.35":      {Major: 3, Minor: 5, Patch: 35},
 		"registry:5000/kube-proxy":     {},
-		"kiln.local/coredns:v1.15.0":   {1, 15, 0},
+		"kiln.local/coredns:v1.15.0":   {Major: 1, Minor: 15, Patch: 0},
 		"kiln.local/kube-proxy:latest": {},
 	} {
 		if got := imageVersion([]corev1.Container{{Name: "x", Image: img}}, "y"); got != want {

@@ -14,8 +14,8 @@ import (
 type Change struct {
 	Component Component
 	// From is the version running, zero when not known.
-	From Version
-	To   Version
+	From release.Version
+	To   release.Version
 }
 
 // Step is one step of a plan: the changes it makes on its nodes, in order.
@@ -43,7 +43,7 @@ type Plan struct {
 	// From is the oldest Kubernetes version the cluster's API servers
 	// run; Partly is true when some component runs another one already
 	// (an upgrade begun before).
-	From   Version
+	From   release.Version
 	Partly bool
 	// To is the release the cluster moves to.
 	To    release.Release
@@ -73,11 +73,11 @@ func (e *RefusedError) Error() string {
 }
 
 // targets are the versions of to, by component.
-func targets(to release.Release) map[Component]Version {
-	k := mustVersion(to.Kubernetes)
-	return map[Component]Version{
-		Etcd: mustVersion(to.Etcd), KubeAPIServer: k, KubeControllerManager: k, KubeScheduler: k,
-		Kubelet: k, KubeProxy: k, CoreDNS: mustVersion(to.CoreDNS),
+func targets(to release.Release) map[Component]release.Version {
+	k := release.MustParseVersion(to.Kubernetes)
+	return map[Component]release.Version{
+		Etcd: release.MustParseVersion(to.Etcd), KubeAPIServer: k, KubeControllerManager: k, KubeScheduler: k,
+		Kubelet: k, KubeProxy: k, CoreDNS: release.MustParseVersion(to.CoreDNS),
 	}
 }
 
@@ -119,15 +119,15 @@ func MakePlan(s State, to release.Release, o Options) (*Plan, error) {
 
 // direction refuses each component that the target would move backwards or
 // more than one minor forwards.
-func direction(s State, want map[Component]Version) []string {
+func direction(s State, want map[Component]release.Version) []string {
 	var out []string
-	check := func(where string, c Component, v Version) {
+	check := func(where string, c Component, v release.Version) {
 		w := want[c]
 		switch {
 		case v.IsZero():
 		case v.Compare(w) > 0:
 			out = append(out, fmt.Sprintf("%s: %s runs %s, newer than %s: kiln does not downgrade", where, c, display(c, v), display(c, w)))
-		case c != CoreDNS && w.minors(v) > 1:
+		case c != CoreDNS && w.Minors(v) > 1:
 			out = append(out, fmt.Sprintf("%s: %s runs %s, more than one minor older than %s: upgrade through each minor in turn",
 				where, c, display(c, v), display(c, w)))
 		}
@@ -148,9 +148,9 @@ func direction(s State, want map[Component]Version) []string {
 // controller manager and scheduler (they talk to their own API server
 // only); the masters' kubelets, once no API server is older than they
 // would be; the workers, in batches; then kube-proxy and CoreDNS.
-func steps(s State, want map[Component]Version, o Options) []Step {
+func steps(s State, want map[Component]release.Version, o Options) []Step {
 	var out []Step
-	changes := func(vs map[Component]Version, cs ...Component) []Change {
+	changes := func(vs map[Component]release.Version, cs ...Component) []Change {
 		var ch []Change
 		for _, c := range cs {
 			if vs[c] != want[c] {
@@ -209,8 +209,8 @@ func steps(s State, want map[Component]Version, o Options) []Step {
 // from is the oldest Kubernetes version a component of s runs (the
 // release the cluster is upgraded from), and whether another component
 // runs another version (an upgrade begun before).
-func from(s State) (Version, bool) {
-	var all []Version
+func from(s State) (release.Version, bool) {
+	var all []release.Version
 	for _, n := range s.Nodes {
 		for c, v := range n.Versions {
 			if c != Etcd && !v.IsZero() {
@@ -222,10 +222,10 @@ func from(s State) (Version, bool) {
 		all = append(all, v)
 	}
 	if len(all) == 0 {
-		return Version{}, false
+		return release.Version{}, false
 	}
-	oldest := slices.MinFunc(all, Version.Compare)
-	return oldest, slices.ContainsFunc(all, func(v Version) bool { return v != oldest })
+	oldest := slices.MinFunc(all, release.Version.Compare)
+	return oldest, slices.ContainsFunc(all, func(v release.Version) bool { return v != oldest })
 }
 
 // plural is n and noun, with an s unless n is 1.
@@ -237,7 +237,7 @@ func plural(n int, noun string) string {
 }
 
 // display is a version as its component writes it: etcd without the "v".
-func display(c Component, v Version) string {
+func display(c Component, v release.Version) string {
 	if c == Etcd {
 		return etcdString(v)
 	}
@@ -255,7 +255,7 @@ func (p *Plan) Print(w io.Writer) {
 	if p.Partly {
 		partly = " (partly upgraded already)"
 	}
-	if p.From == mustVersion(p.To.Kubernetes) {
+	if p.From == release.MustParseVersion(p.To.Kubernetes) {
 		// Kubernetes stays: a component kiln now pins newer with it
 		// (etcd 3.6 with v1.36.3) is what changes.
 		fmt.Fprintf(w, "kiln will bring the cluster's components to those of %s%s, in this order:\n", p.To.Kubernetes, partly)

@@ -16,18 +16,18 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // v is mustVersion, short for the tables.
-func v(s string) Version { return mustVersion(s) }
+func v(s string) release.Version { return release.MustParseVersion(s) }
 
 // cluster is a state of masters and workers that all run k8s and etcd,
 // with kube-proxy at k8s and CoreDNS v1.15.0; master-1 leads etcd.
 func cluster(masters, workers int, k8s, etcd string) State {
-	s := State{Addons: map[Component]Version{KubeProxy: v(k8s), CoreDNS: v("v1.15.0")}, EtcdLeader: "master-1"}
+	s := State{Addons: map[Component]release.Version{KubeProxy: v(k8s), CoreDNS: v("v1.15.0")}, EtcdLeader: "master-1"}
 	for i := range masters {
-		s.Nodes = append(s.Nodes, Node{Name: "master-" + string(rune('0'+i)), Master: true, Versions: map[Component]Version{
+		s.Nodes = append(s.Nodes, Node{Name: "master-" + string(rune('0'+i)), Master: true, Versions: map[Component]release.Version{
 			Etcd: v(etcd), KubeAPIServer: v(k8s), KubeControllerManager: v(k8s), KubeScheduler: v(k8s), Kubelet: v(k8s)}})
 	}
 	for i := range workers {
-		s.Nodes = append(s.Nodes, Node{Name: "worker-" + string(rune('0'+i)), Versions: map[Component]Version{Kubelet: v(k8s)}})
+		s.Nodes = append(s.Nodes, Node{Name: "worker-" + string(rune('0'+i)), Versions: map[Component]release.Version{Kubelet: v(k8s)}})
 	}
 	return s
 }

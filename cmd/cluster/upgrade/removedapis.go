@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kiln-project/kiln/assets/release"
 )
 
 // RemovedAPI is an API version that the cluster's clients still asked for
@@ -43,7 +45,7 @@ var labelRE = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
 // deprecated API versions its clients asked for that are removed in the
 // target's minor or before, sorted. Clients still on them (a manifest in
 // a pipeline, an old operator) break once the target serves the cluster.
-func RemovedAPIs(metrics io.Reader, target Version) ([]RemovedAPI, error) {
+func RemovedAPIs(metrics io.Reader, target release.Version) ([]RemovedAPI, error) {
 	var out []RemovedAPI
 	sc := bufio.NewScanner(metrics)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
@@ -77,9 +79,10 @@ func RemovedAPIs(metrics io.Reader, target Version) ([]RemovedAPI, error) {
 	return slices.Compact(out), nil
 }
 
-// removedBy reports whether release "1.36" is target's minor or older.
-func removedBy(release string, target Version) bool {
-	major, minor, ok := strings.Cut(release, ".")
+// removedBy reports whether removedIn, a release such as "1.36", is
+// target's minor or older.
+func removedBy(removedIn string, target release.Version) bool {
+	major, minor, ok := strings.Cut(removedIn, ".")
 	if !ok {
 		return false
 	}
@@ -88,5 +91,5 @@ func removedBy(release string, target Version) bool {
 	if err1 != nil || err2 != nil {
 		return false
 	}
-	return Version{Major: ma, Minor: mi}.Compare(Version{Major: target.Major, Minor: target.Minor}) <= 0
+	return release.Version{Major: ma, Minor: mi}.Compare(release.Version{Major: target.Major, Minor: target.Minor}) <= 0
 }

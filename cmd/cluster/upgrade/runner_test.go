@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/graph/installdir"
 )
 
@@ -59,7 +60,7 @@ func (f *fakeNodes) call(format string, args ...any) {
 	f.calls = append(f.calls, fmt.Sprintf(format, args...))
 }
 
-func (f *fakeNodes) versions(node string) map[Component]Version {
+func (f *fakeNodes) versions(node string) map[Component]release.Version {
 	if node == "" {
 		return f.state.Addons
 	}

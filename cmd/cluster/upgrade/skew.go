@@ -1,6 +1,10 @@
 package upgrade
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kiln-project/kiln/assets/release"
+)
 
 // The Kubernetes version-skew policy
 // (https://kubernetes.io/releases/version-skew-policy/), in minors, and
@@ -21,7 +25,7 @@ const (
 
 // minEtcd35BesideEtcd36 is the oldest etcd 3.5 that may run in a cluster
 // with a 3.6 member: 3.5.26 and later understand what 3.6 writes.
-var minEtcd35BesideEtcd36 = Version{3, 5, 26}
+var minEtcd35BesideEtcd36 = release.Version{Major: 3, Minor: 5, Patch: 26}
 
 // Violations returns each way s breaks the version-skew policy, as a
 // sentence naming the nodes and versions; none when s keeps it. Unknown
@@ -29,9 +33,9 @@ var minEtcd35BesideEtcd36 = Version{3, 5, 26}
 func Violations(s State) []string {
 	var out []string
 	oldestAPI, newestAPI := extremes(s, KubeAPIServer)
-	if oldestAPI.node != "" && newestAPI.v.minors(oldestAPI.v) > maxAPIServerSkew {
+	if oldestAPI.node != "" && newestAPI.v.Minors(oldestAPI.v) > maxAPIServerSkew {
 		out = append(out, fmt.Sprintf("the API servers are %d minors apart (%s on %s, %s on %s); at most %d",
-			newestAPI.v.minors(oldestAPI.v), oldestAPI.v, oldestAPI.node, newestAPI.v, newestAPI.node, maxAPIServerSkew))
+			newestAPI.v.Minors(oldestAPI.v), oldestAPI.v, oldestAPI.node, newestAPI.v, newestAPI.node, maxAPIServerSkew))
 	}
 	for _, n := range s.Nodes {
 		api := n.Versions[KubeAPIServer]
@@ -40,11 +44,11 @@ func Violations(s State) []string {
 			if v.IsZero() || api.IsZero() {
 				continue
 			}
-			if v.minors(api) > 0 {
+			if v.Minors(api) > 0 {
 				out = append(out, fmt.Sprintf("%s: %s %s would be newer than its API server (%s)", n.Name, c, v, api))
-			} else if api.minors(v) > maxControlPlaneLag {
+			} else if api.Minors(v) > maxControlPlaneLag {
 				out = append(out, fmt.Sprintf("%s: %s %s would be %d minors older than its API server (%s); at most %d",
-					n.Name, c, v, api.minors(v), api, maxControlPlaneLag))
+					n.Name, c, v, api.Minors(v), api, maxControlPlaneLag))
 			}
 		}
 		if v := n.Versions[Kubelet]; !v.IsZero() {
@@ -59,7 +63,7 @@ func Violations(s State) []string {
 
 // versionAt is a component's version and the node that runs it.
 type versionAt struct {
-	v    Version
+	v    release.Version
 	node string
 }
 
@@ -84,14 +88,14 @@ func extremes(s State, c Component) (oldest, newest versionAt) {
 // nodeLag applies the kubelet and kube-proxy rule to what, at v: never
 // newer than the oldest API server, at most maxNodeLag minors older than
 // the newest.
-func nodeLag(what string, v Version, oldestAPI, newestAPI versionAt) []string {
+func nodeLag(what string, v release.Version, oldestAPI, newestAPI versionAt) []string {
 	if oldestAPI.node == "" {
 		return nil
 	}
-	if v.minors(oldestAPI.v) > 0 {
+	if v.Minors(oldestAPI.v) > 0 {
 		return []string{fmt.Sprintf("%s %s would be newer than the API server on %s (%s)", what, v, oldestAPI.node, oldestAPI.v)}
 	}
-	if lag := newestAPI.v.minors(v); lag > maxNodeLag {
+	if lag := newestAPI.v.Minors(v); lag > maxNodeLag {
 		return []string{fmt.Sprintf("%s %s would be %d minors older than the API server on %s (%s); at most %d",
 			what, v, lag, newestAPI.node, newestAPI.v, maxNodeLag)}
 	}
@@ -106,11 +110,11 @@ func etcdViolations(s State) []string {
 	if oldest.node == "" {
 		return nil
 	}
-	if newest.v.minors(oldest.v) > maxEtcdSkew {
+	if newest.v.Minors(oldest.v) > maxEtcdSkew {
 		out = append(out, fmt.Sprintf("the etcd members are %d minors apart (%s on %s, %s on %s); at most %d",
-			newest.v.minors(oldest.v), etcdString(oldest.v), oldest.node, etcdString(newest.v), newest.node, maxEtcdSkew))
+			newest.v.Minors(oldest.v), etcdString(oldest.v), oldest.node, etcdString(newest.v), newest.node, maxEtcdSkew))
 	}
-	if newest.v.Compare(Version{3, 6, 0}) < 0 {
+	if newest.v.Compare(release.Version{Major: 3, Minor: 6, Patch: 0}) < 0 {
 		return out
 	}
 	for _, n := range s.Nodes {
@@ -124,7 +128,7 @@ func etcdViolations(s State) []string {
 }
 
 // etcdString is an etcd version as etcd writes it, without the "v".
-func etcdString(v Version) string {
+func etcdString(v release.Version) string {
 	if v.IsZero() {
 		return v.String()
 	}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kiln-project/kiln/assets/release"
 )
 
 func TestViolations(t *testing.T) {
@@ -43,8 +45,8 @@ func TestViolations(t *testing.T) {
 			s.node("master-2").Versions[Etcd] = v("3.5.25")
 		}, "master-2: etcd 3.5.25 would run beside etcd 3.6.16 on master-1; a 3.5 member needs 3.5.26 or later beside 3.6"},
 		{"unknown versions are left out", func(s *State) {
-			s.node("master-0").Versions[KubeAPIServer] = Version{}
-			s.node("worker-0").Versions[Kubelet] = Version{}
+			s.node("master-0").Versions[KubeAPIServer] = release.Version{}
+			s.node("worker-0").Versions[Kubelet] = release.Version{}
 		}, ""},
 	} {
 		s := cluster(3, 1, "v1.35.4", "3.5.35")
@@ -56,23 +58,5 @@ func TestViolations(t *testing.T) {
 		case tc.want != "" && !slices.ContainsFunc(got, func(g string) bool { return strings.Contains(g, tc.want) }):
 			t.Errorf("%s: want a violation with %q, got %q", tc.name, tc.want, got)
 		}
-	}
-}
-
-func TestParseVersion(t *testing.T) {
-	for in, want := range map[string]Version{
-		"v1.36.3": {1, 36, 3}, "1.35.4": {1, 35, 4}, "3.6.16": {3, 6, 16}, "v1.36.3-rc.0": {1, 36, 3}, "v1.36.3+kiln": {1, 36, 3},
-	} {
-		if got, err := ParseVersion(in); err != nil || got != want {
-			t.Errorf("ParseVersion(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "v1.36", "latest", "v1.x.3", "1.2.3.4", "v1.-1.0"} {
-		if _, err := ParseVersion(in); err == nil {
-			t.Errorf("ParseVersion(%q): want an error", in)
-		}
-	}
-	if got := (Version{}).String(); got != "unknown" {
-		t.Errorf("zero Version prints %q", got)
 	}
 }

@@ -3,6 +3,8 @@ package upgrade
 import (
 	"maps"
 	"slices"
+
+	"github.com/kiln-project/kiln/assets/release"
 )
 
 // Component names a piece of the cluster that an upgrade changes.
@@ -43,7 +45,7 @@ type Node struct {
 	// Versions are the versions of the node's components: Kubelet on
 	// every node, and masterComponents on a master. A missing or zero
 	// version is not known.
-	Versions map[Component]Version
+	Versions map[Component]release.Version
 }
 
 // State is the versions a cluster runs.
@@ -52,7 +54,7 @@ type State struct {
 	Nodes []Node
 	// Addons are the versions of the cluster-wide components, KubeProxy
 	// and CoreDNS.
-	Addons map[Component]Version
+	Addons map[Component]release.Version
 	// EtcdLeader names the master whose etcd member leads, when known:
 	// the plan changes it last, so that leadership moves once.
 	EtcdLeader string
@@ -62,12 +64,12 @@ type State struct {
 func (s State) clone() State {
 	c := State{Addons: maps.Clone(s.Addons), EtcdLeader: s.EtcdLeader}
 	if c.Addons == nil {
-		c.Addons = map[Component]Version{}
+		c.Addons = map[Component]release.Version{}
 	}
 	for _, n := range s.Nodes {
 		n.Versions = maps.Clone(n.Versions)
 		if n.Versions == nil {
-			n.Versions = map[Component]Version{}
+			n.Versions = map[Component]release.Version{}
 		}
 		c.Nodes = append(c.Nodes, n)
 	}

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
+
+	"github.com/kiln-project/kiln/assets/release"
 )
 
 // StoredObject is an object of the cluster last written through an API
@@ -58,7 +60,7 @@ type lifecycleRemoved interface {
 // are removed after from's minor and by target's. Each maps to the
 // release that removes it ("1.36"). Kinds removed by from already are
 // left out: the cluster does not serve them now, so nothing new breaks.
-func RemovedKinds(scheme *runtime.Scheme, from, target Version) map[schema.GroupVersionKind]string {
+func RemovedKinds(scheme *runtime.Scheme, from, target release.Version) map[schema.GroupVersionKind]string {
 	out := map[schema.GroupVersionKind]string{}
 	for gvk, t := range scheme.AllKnownTypes() {
 		obj, ok := reflect.New(t).Interface().(lifecycleRemoved)
@@ -66,8 +68,8 @@ func RemovedKinds(scheme *runtime.Scheme, from, target Version) map[schema.Group
 			continue
 		}
 		major, minor := obj.APILifecycleRemoved()
-		removed := Version{Major: major, Minor: minor}
-		if removed.Compare(Version{Major: from.Major, Minor: from.Minor}) > 0 && removed.Compare(Version{Major: target.Major, Minor: target.Minor}) <= 0 {
+		removed := release.Version{Major: major, Minor: minor}
+		if removed.Compare(release.Version{Major: from.Major, Minor: from.Minor}) > 0 && removed.Compare(release.Version{Major: target.Major, Minor: target.Minor}) <= 0 {
 			out[gvk] = strconv.Itoa(major) + "." + strconv.Itoa(minor)
 		}
 	}

@@ -113,8 +113,8 @@ func Upgrade(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 		return exitcode.With(exitcode.Input, err)
 	}
 	plan.Print(out)
-	warnRemovedAPIs(ctx, kube, mustVersion(to.Kubernetes), log, out)
-	warnStoredObjects(ctx, rc, kube, plan.From, mustVersion(to.Kubernetes), log, out)
+	warnRemovedAPIs(ctx, kube, release.MustParseVersion(to.Kubernetes), log, out)
+	warnStoredObjects(ctx, rc, kube, plan.From, release.MustParseVersion(to.Kubernetes), log, out)
 	if f.PlanOnly || (plan.Empty() && !resuming) {
 		if !f.PlanOnly && found {
 			return RemoveJournal(c.Dir)
@@ -156,7 +156,7 @@ const maxStoredObjects = 20
 // version that target removes and the cluster at from serves: the
 // manifests and clients behind them fail once target serves the cluster.
 // Like warnRemovedAPIs it only warns.
-func warnStoredObjects(ctx context.Context, rc *rest.Config, kube kubernetes.Interface, from, target Version, log logrus.FieldLogger, out io.Writer) {
+func warnStoredObjects(ctx context.Context, rc *rest.Config, kube kubernetes.Interface, from, target release.Version, log logrus.FieldLogger, out io.Writer) {
 	removed := RemovedKinds(clientscheme.Scheme, from, target)
 	if len(removed) == 0 {
 		return
@@ -218,7 +218,7 @@ func dialEtcd(ctx context.Context, dir string, kube kubernetes.Interface, dial n
 // warnRemovedAPIs prints the API versions the cluster's clients asked for
 // that target removes; it only warns, as kiln cannot tell a client that
 // is gone from one that will break.
-func warnRemovedAPIs(ctx context.Context, kube kubernetes.Interface, target Version, log logrus.FieldLogger, out io.Writer) {
+func warnRemovedAPIs(ctx context.Context, kube kubernetes.Interface, target release.Version, log logrus.FieldLogger, out io.Writer) {
 	metrics, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		log.Warnf("cannot read the API server's metrics for removed APIs in use: %v", err)

@@ -7,7 +7,7 @@ import (
 	"os/exec"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/version"
+	"github.com/kiln-project/kiln/assets/release"
 )
 
 // MaxMinorSkew is how many minor versions kubectl may be older or newer
@@ -22,18 +22,18 @@ const versionTimeout = 5 * time.Second
 // MaxMinorSkew apart. Versions are Kubernetes git versions, such as v1.36.3
 // or v1.32.4-dispatcher.
 func WithinSkew(client, server string) (bool, error) {
-	c, err := version.ParseGeneric(client)
+	c, err := release.ParseVersion(client)
 	if err != nil {
 		return false, fmt.Errorf("kubectl version: %w", err)
 	}
-	s, err := version.ParseGeneric(server)
+	s, err := release.ParseVersion(server)
 	if err != nil {
 		return false, fmt.Errorf("server version: %w", err)
 	}
-	if c.Major() != s.Major() {
+	if c.Major != s.Major {
 		return false, nil
 	}
-	return max(c.Minor(), s.Minor())-min(c.Minor(), s.Minor()) <= MaxMinorSkew, nil
+	return max(c.Minor, s.Minor)-min(c.Minor, s.Minor) <= MaxMinorSkew, nil
 }
 
 // versionArgv asks the kubectl at bin for its own version only (no

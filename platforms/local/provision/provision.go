@@ -115,7 +115,11 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 		image, kiln = prev.NodeImage, prev.KilnBinary
 	}
 	if image == "" {
-		img, err := nodeimage.Ensure(ctx, nodeimage.Options{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress, Release: c.Config.Release()})
+		rel, err := c.Config.Release()
+		if err != nil {
+			return err
+		}
+		img, err := nodeimage.Ensure(ctx, nodeimage.Options{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress, Release: rel})
 		if err != nil {
 			return err
 		}

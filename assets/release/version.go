@@ -1,4 +1,4 @@
-package upgrade
+package release
 
 import (
 	"cmp"
@@ -36,8 +36,9 @@ func ParseVersion(s string) (Version, error) {
 	return Version{n[0], n[1], n[2]}, nil
 }
 
-// mustVersion is ParseVersion of a version kiln pins itself.
-func mustVersion(s string) Version {
+// MustParseVersion is ParseVersion of a version kiln pins itself (a
+// Release's); it panics on anything else.
+func MustParseVersion(s string) Version {
 	v, err := ParseVersion(s)
 	if err != nil {
 		panic(err)
@@ -68,9 +69,9 @@ func (v Version) Compare(o Version) int {
 	return cmp.Compare(v.Patch, o.Patch)
 }
 
-// minors is how many minor versions v is newer than o (negative when
+// Minors is how many minor versions v is newer than o (negative when
 // older); versions of different majors are far apart.
-func (v Version) minors(o Version) int {
+func (v Version) Minors(o Version) int {
 	if v.Major != o.Major {
 		return 1000 * cmp.Compare(v.Major, o.Major)
 	}
