@@ -19,6 +19,9 @@ type Cluster struct {
 	Dir string
 	// Config is the effective install-config.
 	Config *types.Config
+	// Resolved is Config's values resolved once (types.Config.Resolve):
+	// the release, the networks, the timeouts.
+	Resolved types.Resolved
 	// InfraID prefixes every piece of infrastructure.
 	InfraID string
 	// Ignition configs of the three roles.

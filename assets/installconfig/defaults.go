@@ -27,12 +27,6 @@ const (
 	ControlPlanePoolName = "master"
 	// ComputePoolName is the name of the compute pool.
 	ComputePoolName = "worker"
-	// DefaultBootstrapTimeout bounds the wait for bootstrap-complete.
-	DefaultBootstrapTimeout = "30m"
-	// DefaultInstallTimeout bounds the wait for install-complete.
-	DefaultInstallTimeout = "30m"
-	// DefaultAPITimeout bounds the wait for the API to answer.
-	DefaultAPITimeout = "20m"
 )
 
 // SetDefaults fills every unset field of c. The selected platform (found in
@@ -80,9 +74,9 @@ func SetDefaults(c *types.Config, plats []configs.Platform) {
 	if c.Timeouts == nil {
 		c.Timeouts = &types.Timeouts{}
 	}
-	setIfEmpty(&c.Timeouts.Bootstrap, DefaultBootstrapTimeout)
-	setIfEmpty(&c.Timeouts.Install, DefaultInstallTimeout)
-	setIfEmpty(&c.Timeouts.API, DefaultAPITimeout)
+	setIfEmpty(&c.Timeouts.Bootstrap, types.DefaultBootstrapTimeout)
+	setIfEmpty(&c.Timeouts.Install, types.DefaultInstallTimeout)
+	setIfEmpty(&c.Timeouts.API, types.DefaultAPITimeout)
 }
 
 func defaultPool(p *types.MachinePool, name string, replicas int64) {

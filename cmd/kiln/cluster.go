@@ -48,11 +48,7 @@ func newCreateClusterCmd(o *rootOptions, co *createOptions) *cobra.Command {
 			if err := install.Create(ctx, s.cluster, s.prov, s.api, o.log, o.stdout); err != nil {
 				return err
 			}
-			rel, err := s.cluster.Config.Release()
-			if err != nil {
-				return err
-			}
-			if note := kubectl.SkewNote(ctx, exec.LookPath, rel.Kubernetes, o.dir); note != "" {
+			if note := kubectl.SkewNote(ctx, exec.LookPath, s.cluster.Resolved.Release.Kubernetes, o.dir); note != "" {
 				fmt.Fprintln(o.stdout, note)
 			}
 			return nil

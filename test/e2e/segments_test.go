@@ -14,7 +14,6 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/local/localconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/platforms/local/machine"
@@ -41,11 +40,14 @@ type segmentNode struct{ name, addr string }
 func splitLocalSegments(ctx context.Context, t *testing.T, client kubernetes.Interface, infraID, machineCIDR string, masters, workers int) {
 	t.Helper()
 	shape := machines.DefaultShape(infraID, masters, workers)
-	plan := &types.Config{Networking: &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: machineCIDR}}}}
+	cidr, err := netip.ParsePrefix(machineCIDR)
+	if err != nil {
+		t.Fatal(err)
+	}
 	nodes := func(names []string) []segmentNode {
 		var out []segmentNode
 		for _, name := range names {
-			_, a, err := localconfig.MachineAddress(plan, infraID, name)
+			_, a, err := localconfig.MachineAddress(cidr.Masked(), infraID, name)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,13 +1,11 @@
 package types
 
 import (
-	"fmt"
 	"net/netip"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/none"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
-	"github.com/kiln-project/kiln/assets/release"
 )
 
 // dnsServiceIndex is the offset of the cluster DNS Service IP in the service
@@ -162,16 +160,4 @@ type Addons struct {
 // SlowerControlPlane reports whether controlPlaneHardwareSpeed is Slower.
 func (c *Config) SlowerControlPlane() bool {
 	return c.ControlPlaneHardwareSpeed == HardwareSpeedSlower
-}
-
-// Release returns the release kubernetesVersion names, set by defaulting;
-// an error naming the field when it names none or one this kiln does not
-// pin (a cluster created by another kiln), never a release it did not ask
-// for.
-func (c *Config) Release() (release.Release, error) {
-	r, err := release.Lookup(c.KubernetesVersion)
-	if err != nil {
-		return release.Release{}, fmt.Errorf("kubernetesVersion: %w", err)
-	}
-	return r, nil
 }

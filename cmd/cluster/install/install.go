@@ -39,13 +39,6 @@ import (
 	"github.com/kiln-project/kiln/platforms/netroute"
 )
 
-// Default waits, used when neither install-config timeouts nor flags set them.
-const (
-	DefaultAPITimeout       = 20 * time.Minute
-	DefaultBootstrapTimeout = 30 * time.Minute
-	DefaultInstallTimeout   = 30 * time.Minute
-)
-
 // MinBootstrapCredentialLife is how long the bootstrap credentials in the
 // Ignition configs must still be valid for a new bootstrap machine: configs
 // older than half their 24 h lifetime are refused, as openshift-install does.
@@ -130,30 +123,19 @@ func Load(ctx context.Context, dir string, log logrus.FieldLogger, flags Timeout
 	if c.Config, err = EffectiveConfig(abs, c.Config); err != nil {
 		return nil, exitcode.With(exitcode.Input, err)
 	}
-	c.Timeouts, err = timeouts(ic.Config.Timeouts, flags)
-	if err != nil {
+	if c.Resolved, err = c.Config.Resolve(); err != nil {
+		return nil, exitcode.With(exitcode.Input, err)
+	}
+	if c.Timeouts, err = timeouts(c.Resolved.Timeouts, flags); err != nil {
 		return nil, exitcode.With(exitcode.Input, err)
 	}
 	return c, nil
 }
 
-func timeouts(cfg *types.Timeouts, flags Timeouts) (Timeouts, error) {
-	t := Timeouts{API: DefaultAPITimeout, Bootstrap: DefaultBootstrapTimeout, Install: DefaultInstallTimeout}
-	if cfg != nil {
-		for _, f := range []struct {
-			field, value string
-			dst          *time.Duration
-		}{{"timeouts.api", cfg.API, &t.API}, {"timeouts.bootstrap", cfg.Bootstrap, &t.Bootstrap}, {"timeouts.install", cfg.Install, &t.Install}} {
-			if f.value == "" {
-				continue
-			}
-			d, err := time.ParseDuration(f.value)
-			if err != nil {
-				return t, fmt.Errorf("install-config.yaml: %s: %w", f.field, err)
-			}
-			*f.dst = d
-		}
-	}
+// timeouts returns the install-config's timeouts cfg with the flags'
+// overrides.
+func timeouts(cfg types.ResolvedTimeouts, flags Timeouts) (Timeouts, error) {
+	t := Timeouts{API: cfg.API, Bootstrap: cfg.Bootstrap, Install: cfg.Install}
 	if err := flags.Check(); err != nil {
 		return t, err
 	}

@@ -20,16 +20,17 @@ import (
 )
 
 func TestTimeouts(t *testing.T) {
-	got, err := timeouts(&types.Timeouts{Bootstrap: "45m", API: "5m"}, Timeouts{API: time.Minute})
+	cfg := types.ResolvedTimeouts{API: 5 * time.Minute, Bootstrap: 45 * time.Minute, Install: 30 * time.Minute}
+	got, err := timeouts(cfg, Timeouts{API: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Timeouts{API: time.Minute, Bootstrap: 45 * time.Minute, Install: DefaultInstallTimeout}
+	want := Timeouts{API: time.Minute, Bootstrap: 45 * time.Minute, Install: 30 * time.Minute}
 	if got != want {
-		t.Fatalf("timeouts = %+v, want %+v (flags win over install-config, which wins over defaults)", got, want)
+		t.Fatalf("timeouts = %+v, want %+v (flags win over install-config)", got, want)
 	}
-	if _, err := timeouts(&types.Timeouts{Install: "soon"}, Timeouts{}); err == nil || !strings.Contains(err.Error(), "timeouts.install") {
-		t.Fatalf("bad duration: %v", err)
+	if _, err := timeouts(cfg, Timeouts{Install: -time.Minute}); exitcode.Of(err) != exitcode.Input || !strings.Contains(err.Error(), "--install-timeout") {
+		t.Fatalf("negative flag: %v", err)
 	}
 }
 

@@ -55,22 +55,20 @@ func bridgeOf(c *types.Config, infraID string) string {
 	return BridgeName(infraID)
 }
 
-// NewPlan lays out the machines of shape on c's machine network, with the
-// addresses of localconfig.MachineAddress: a machine keeps its address whatever
-// else is added or removed.
-func NewPlan(c *types.Config, infraID string, shape machines.Shape) (*Plan, error) {
+// NewPlan lays out the machines of shape on c's machine network cidr
+// (resolved, types.Resolved), with the addresses of
+// localconfig.MachineAddress: a machine keeps its address whatever else is
+// added or removed.
+func NewPlan(c *types.Config, cidr netip.Prefix, infraID string, shape machines.Shape) (*Plan, error) {
 	if c.Platform.Local == nil {
 		return nil, errors.New("install-config has no local platform section after defaulting")
 	}
-	cidr, err := localconfig.MachineNetwork(c)
-	if err != nil {
-		return nil, err
-	}
 	p := &Plan{Bridge: bridgeOf(c, infraID), CIDR: cidr}
+	var err error
 	if p.VIP, err = netip.ParseAddr(configs.APIVIP(c)); err != nil {
 		return nil, fmt.Errorf("platform.local.apiVIP: %w", err)
 	}
-	if p.Bootstrap, err = localconfig.BootstrapAddress(c); err != nil {
+	if p.Bootstrap, err = localconfig.BootstrapAddress(cidr); err != nil {
 		return nil, err
 	}
 	for _, role := range []struct {
@@ -79,7 +77,7 @@ func NewPlan(c *types.Config, infraID string, shape machines.Shape) (*Plan, erro
 		addrs *[]netip.Addr
 	}{{machines.RoleMaster, shape.Masters, &p.Masters}, {machines.RoleWorker, shape.Workers, &p.Workers}} {
 		for _, n := range role.names {
-			r, a, err := localconfig.MachineAddress(c, infraID, n)
+			r, a, err := localconfig.MachineAddress(cidr, infraID, n)
 			if err != nil {
 				return nil, err
 			}

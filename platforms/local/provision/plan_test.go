@@ -1,12 +1,14 @@
 package provision
 
 import (
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local/localconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -24,7 +26,17 @@ func planConfig(masters, workers int64) *types.Config {
 
 // newPlan lays out c's machines as created: numbered from 0.
 func newPlan(c *types.Config) (*Plan, error) {
-	return NewPlan(c, "demo-x7k2p", machines.DefaultShape("demo-x7k2p", c.MasterReplicas(), c.WorkerReplicas()))
+	return NewPlan(c, machineNet(c), "demo-x7k2p", machines.DefaultShape("demo-x7k2p", c.MasterReplicas(), c.WorkerReplicas()))
+}
+
+// machineNet is c's machine network, as types.Config.Resolve gives it to
+// the provisioner.
+func machineNet(c *types.Config) netip.Prefix {
+	p, err := localconfig.MachineNetwork(c)
+	if err != nil {
+		panic(err)
+	}
+	return p
 }
 
 // TestPlanByName checks that a machine's address follows its name's
@@ -33,7 +45,7 @@ func newPlan(c *types.Config) (*Plan, error) {
 // addresses, are refused.
 func TestPlanByName(t *testing.T) {
 	shape := machines.Shape{Masters: []string{"demo-x7k2p-master-0", "demo-x7k2p-master-3"}, Workers: []string{"demo-x7k2p-worker-2"}}
-	p, err := NewPlan(planConfig(1, 1), "demo-x7k2p", shape)
+	p, err := NewPlan(planConfig(1, 1), machineNet(planConfig(1, 1)), "demo-x7k2p", shape)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +62,7 @@ func TestPlanByName(t *testing.T) {
 		{Masters: []string{"demo-x7k2p-master-9"}},
 		{Workers: []string{"demo-x7k2p-worker-x"}},
 	} {
-		if _, err := NewPlan(planConfig(1, 1), "demo-x7k2p", bad); err == nil {
+		if _, err := NewPlan(planConfig(1, 1), machineNet(planConfig(1, 1)), "demo-x7k2p", bad); err == nil {
 			t.Errorf("NewPlan(%v) succeeded", bad)
 		}
 	}

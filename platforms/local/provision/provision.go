@@ -86,7 +86,7 @@ func memoryToStart(c *platforms.Cluster, running []string) []int64 {
 // Terraform driver of c's directory; a plan the configuration cannot make
 // is a platforms.ConfigError.
 func (p *Provisioner) planAndDriver(ctx context.Context, c *platforms.Cluster, shape machines.Shape) (*Plan, *terraform.Driver, error) {
-	plan, err := NewPlan(c.Config, c.InfraID, shape)
+	plan, err := NewPlan(c.Config, c.Resolved.MachineNetwork, c.InfraID, shape)
 	if err != nil {
 		return nil, nil, &platforms.ConfigError{Err: err}
 	}
@@ -115,11 +115,7 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 		image, kiln = prev.NodeImage, prev.KilnBinary
 	}
 	if image == "" {
-		rel, err := c.Config.Release()
-		if err != nil {
-			return err
-		}
-		img, err := nodeimage.Ensure(ctx, nodeimage.Options{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress, Release: rel})
+		img, err := nodeimage.Ensure(ctx, nodeimage.Options{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress, Release: c.Resolved.Release})
 		if err != nil {
 			return err
 		}

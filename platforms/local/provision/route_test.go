@@ -15,6 +15,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/platforms"
@@ -218,7 +219,8 @@ func newRouteFixture(t *testing.T) *routeFixture {
 	return &routeFixture{
 		p: &Provisioner{Env: platforms.Env{Log: log, Progress: &titleLog{}, CacheDir: t.TempDir(), Kiln: "/usr/local/bin/kiln"},
 			EnsureRegistry: func(context.Context, nodeimage.Options) (string, error) { return routeRegistryBinary, nil }},
-		c: &platforms.Cluster{Dir: dir, Config: cfg, InfraID: "demo-x7k2p", Bootstrap: []byte("{}"), Master: []byte("{}"), Worker: []byte("{}")},
+		c: &platforms.Cluster{Dir: dir, Config: cfg, Resolved: types.Resolved{MachineNetwork: machineNet(cfg)}, InfraID: "demo-x7k2p",
+			Bootstrap: []byte("{}"), Master: []byte("{}"), Worker: []byte("{}")},
 	}
 }
 

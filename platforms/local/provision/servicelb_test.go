@@ -20,7 +20,7 @@ import (
 // neither, and the stage has no controller.
 func TestSetServiceLB(t *testing.T) {
 	shape := machines.Shape{Masters: []string{"demo-x7k2p-master-0", "demo-x7k2p-master-3"}, Workers: []string{"demo-x7k2p-worker-2"}}
-	plan, err := NewPlan(planConfig(1, 1), "demo-x7k2p", shape)
+	plan, err := NewPlan(planConfig(1, 1), machineNet(planConfig(1, 1)), "demo-x7k2p", shape)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestSetServiceLB(t *testing.T) {
 
 	off := false
 	c.Config.Platform.Local.Addons = &local.Addons{LoadBalancer: &off}
-	if plan, err = NewPlan(c.Config, c.InfraID, shape); err != nil {
+	if plan, err = NewPlan(c.Config, machineNet(c.Config), c.InfraID, shape); err != nil {
 		t.Fatal(err)
 	}
 	v.ServiceLBKubeconfig = "left"

@@ -34,22 +34,18 @@ func MachineNetwork(c *types.Config) (netip.Prefix, error) {
 	return cidr.Masked(), nil
 }
 
-// BootstrapAddress returns the bootstrap machine's address on c's machine
-// network.
-func BootstrapAddress(c *types.Config) (netip.Addr, error) {
-	cidr, err := MachineNetwork(c)
-	if err != nil {
-		return netip.Addr{}, err
-	}
+// BootstrapAddress returns the bootstrap machine's address on the machine
+// network cidr.
+func BootstrapAddress(cidr netip.Prefix) (netip.Addr, error) {
 	return addressAt(cidr, BootstrapOffset)
 }
 
 // MachineAddress returns the role (machines.RoleMaster or RoleWorker) and
 // the address of the machine called name, a machines.Name of infraID. It
-// is a pure function of c's machine network and the name's index; a name
+// is a pure function of the machine network cidr and the name's index; a name
 // of another cluster, a master index that would reach the workers'
 // addresses, or an address outside the machine network is an error.
-func MachineAddress(c *types.Config, infraID, name string) (role string, addr netip.Addr, err error) {
+func MachineAddress(cidr netip.Prefix, infraID, name string) (role string, addr netip.Addr, err error) {
 	role, i, ok := machines.Index(infraID, name)
 	if !ok {
 		return "", netip.Addr{}, fmt.Errorf("machine name %q is not a master or worker of %s", name, infraID)
@@ -61,10 +57,6 @@ func MachineAddress(c *types.Config, infraID, name string) (role string, addr ne
 		}
 		off = MasterOffset + i
 	}
-	cidr, err := MachineNetwork(c)
-	if err != nil {
-		return "", netip.Addr{}, err
-	}
 	addr, err = addressAt(cidr, off)
 	return role, addr, err
 }
@@ -72,7 +64,11 @@ func MachineAddress(c *types.Config, infraID, name string) (role string, addr ne
 // MachineAddresses implements configs.MachineAddresser: the one address
 // of the master or worker called name.
 func (*Config) MachineAddresses(c *types.Config, infraID, name string) ([]netip.Addr, error) {
-	_, a, err := MachineAddress(c, infraID, name)
+	cidr, err := MachineNetwork(c)
+	if err != nil {
+		return nil, err
+	}
+	_, a, err := MachineAddress(cidr, infraID, name)
 	if err != nil {
 		return nil, err
 	}

@@ -38,26 +38,29 @@ func TestMachineAddress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" in "+tt.cidr, func(t *testing.T) {
-			role, addr, err := MachineAddress(addressConfig(tt.cidr), "demo-x7k2p", tt.name)
+			got, err := (&Config{}).MachineAddresses(addressConfig(tt.cidr), "demo-x7k2p", tt.name)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error = %v, want one containing %q", err, tt.err)
 				}
 				return
 			}
-			if err != nil || role != tt.role || addr != netip.MustParseAddr(tt.addr) {
-				t.Fatalf("= %s %s %v, want %s %s", role, addr, err, tt.role, tt.addr)
+			if want := []netip.Addr{netip.MustParseAddr(tt.addr)}; err != nil || !slices.Equal(got, want) {
+				t.Fatalf("MachineAddresses = %v, %v; want %v", got, err, want)
 			}
-			got, err := (&Config{}).MachineAddresses(addressConfig(tt.cidr), "demo-x7k2p", tt.name)
-			if err != nil || !slices.Equal(got, []netip.Addr{addr}) {
-				t.Errorf("MachineAddresses = %v, %v; want [%s]", got, err, addr)
+			cidr, err := MachineNetwork(addressConfig(tt.cidr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if role, addr, err := MachineAddress(cidr, "demo-x7k2p", tt.name); err != nil || role != tt.role || addr != got[0] {
+				t.Fatalf("MachineAddress = %s %s %v, want %s %s", role, addr, err, tt.role, tt.addr)
 			}
 		})
 	}
-	if a, err := BootstrapAddress(addressConfig("10.66.0.0/24")); err != nil || a != netip.MustParseAddr("10.66.0.10") {
+	if a, err := BootstrapAddress(netip.MustParsePrefix("10.66.0.0/24")); err != nil || a != netip.MustParseAddr("10.66.0.10") {
 		t.Errorf("BootstrapAddress = %s, %v; want 10.66.0.10", a, err)
 	}
-	if _, err := BootstrapAddress(&types.Config{}); err == nil {
-		t.Error("BootstrapAddress without a machine network succeeded")
+	if _, err := MachineNetwork(&types.Config{}); err == nil {
+		t.Error("MachineNetwork without a machine network succeeded")
 	}
 }

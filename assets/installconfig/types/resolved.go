@@ -1,0 +1,104 @@
+package types
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/kiln-project/kiln/assets/release"
+)
+
+// The defaults of timeouts, as install-config writes them.
+const (
+	// DefaultAPITimeout bounds the wait for the API to answer.
+	DefaultAPITimeout = "20m"
+	// DefaultBootstrapTimeout bounds the wait for bootstrap-complete.
+	DefaultBootstrapTimeout = "30m"
+	// DefaultInstallTimeout bounds the wait for install-complete.
+	DefaultInstallTimeout = "30m"
+)
+
+// Resolved is an install-config's values resolved once, typed, after
+// defaulting and validation: what the install run and the provisioners
+// read instead of parsing Config's strings again.
+type Resolved struct {
+	// Release is the release kubernetesVersion names.
+	Release release.Release
+	// MachineNetwork is networking.machineNetwork[0].
+	MachineNetwork netip.Prefix
+	// ClusterNetworks are networking.clusterNetwork's CIDRs.
+	ClusterNetworks []netip.Prefix
+	// ServiceNetwork is networking.serviceNetwork[0].
+	ServiceNetwork netip.Prefix
+	// Timeouts are timeouts.*, their defaults where unset.
+	Timeouts ResolvedTimeouts
+}
+
+// ResolvedTimeouts bound the waits of create cluster.
+type ResolvedTimeouts struct {
+	API, Bootstrap, Install time.Duration
+}
+
+// Release returns the release kubernetesVersion names, set by defaulting;
+// an error naming the field when it names none or one this kiln does not
+// pin (a cluster created by another kiln), never a release it did not ask
+// for.
+func (c *Config) Release() (release.Release, error) {
+	r, err := release.Lookup(c.KubernetesVersion)
+	if err != nil {
+		return release.Release{}, fmt.Errorf("install-config.yaml: kubernetesVersion: %w", err)
+	}
+	return r, nil
+}
+
+// Resolve resolves c, which defaulting filled and validation accepted;
+// the error names every field that does not resolve.
+func (c *Config) Resolve() (Resolved, error) {
+	var r Resolved
+	var errs []error
+	rel, err := c.Release()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	r.Release = rel
+	prefix := func(field, s string) netip.Prefix {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("install-config.yaml: %s: %w", field, err))
+		}
+		return p.Masked()
+	}
+	if n := c.Networking; n == nil || len(n.MachineNetwork) == 0 || len(n.ServiceNetwork) == 0 || len(n.ClusterNetwork) == 0 {
+		errs = append(errs, errors.New("install-config.yaml: networking: a machine, service and cluster network are set by defaulting"))
+	} else {
+		r.MachineNetwork = prefix("networking.machineNetwork[0].cidr", n.MachineNetwork[0].CIDR)
+		r.ServiceNetwork = prefix("networking.serviceNetwork[0]", n.ServiceNetwork[0])
+		for i, e := range n.ClusterNetwork {
+			r.ClusterNetworks = append(r.ClusterNetworks, prefix(fmt.Sprintf("networking.clusterNetwork[%d].cidr", i), e.CIDR))
+		}
+	}
+	t := Timeouts{}
+	if c.Timeouts != nil {
+		t = *c.Timeouts
+	}
+	for _, f := range []struct {
+		field, value, def string
+		dst               *time.Duration
+	}{
+		{"timeouts.api", t.API, DefaultAPITimeout, &r.Timeouts.API},
+		{"timeouts.bootstrap", t.Bootstrap, DefaultBootstrapTimeout, &r.Timeouts.Bootstrap},
+		{"timeouts.install", t.Install, DefaultInstallTimeout, &r.Timeouts.Install},
+	} {
+		v := f.value
+		if v == "" {
+			v = f.def
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("install-config.yaml: %s: %w", f.field, err))
+		}
+		*f.dst = d
+	}
+	return r, errors.Join(errs...)
+}

@@ -1,0 +1,41 @@
+package types
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Resolve types every value it resolves, takes the timeouts' defaults
+// where they are unset, and names every field that does not resolve.
+func TestResolve(t *testing.T) {
+	c := &Config{
+		KubernetesVersion: "1.36.3",
+		Networking: &Networking{
+			MachineNetwork: []MachineNetworkEntry{{CIDR: "10.66.7.0/24"}},
+			ClusterNetwork: []ClusterNetworkEntry{{CIDR: "10.128.0.0/14"}},
+			ServiceNetwork: []string{"172.30.0.0/16"},
+		},
+		Timeouts: &Timeouts{Bootstrap: "45m"},
+	}
+	r, err := c.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Release.Kubernetes != "v1.36.3" || r.MachineNetwork != netip.MustParsePrefix("10.66.7.0/24") ||
+		r.ServiceNetwork != netip.MustParsePrefix("172.30.0.0/16") || len(r.ClusterNetworks) != 1 ||
+		r.ClusterNetworks[0] != netip.MustParsePrefix("10.128.0.0/14") {
+		t.Errorf("Resolve = %+v", r)
+	}
+	if want := (ResolvedTimeouts{API: 20 * time.Minute, Bootstrap: 45 * time.Minute, Install: 30 * time.Minute}); r.Timeouts != want {
+		t.Errorf("Timeouts = %+v, want %+v", r.Timeouts, want)
+	}
+	c.KubernetesVersion, c.Timeouts.Install, c.Networking.MachineNetwork[0].CIDR = "1.20.0", "soon", "bad"
+	_, err = c.Resolve()
+	for _, field := range []string{"kubernetesVersion", "timeouts.install", "networking.machineNetwork[0].cidr"} {
+		if err == nil || !strings.Contains(err.Error(), "install-config.yaml: "+field+": ") {
+			t.Errorf("error %v does not name %s", err, field)
+		}
+	}
+}
