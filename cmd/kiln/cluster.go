@@ -15,6 +15,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
+	"github.com/kiln-project/kiln/cmd/cluster/infra"
 	"github.com/kiln-project/kiln/cmd/cluster/install"
 	"github.com/kiln-project/kiln/cmd/internal/kubectl"
 	"github.com/kiln-project/kiln/graph/atomicfile"
@@ -72,7 +73,7 @@ func newDestroyCmd(o *rootOptions) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, prov, err := o.openTarget(cmd.Context(), infraID)
-			if errors.Is(err, install.ErrNothingToDestroy) {
+			if errors.Is(err, infra.ErrNothingToDestroy) {
 				o.log.Warn(err.Error())
 				o.leaveDir = true
 				return nil
@@ -80,7 +81,7 @@ func newDestroyCmd(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := install.Destroy(cmd.Context(), o.dir, t, prov, o.log); err != nil {
+			if err := infra.Destroy(cmd.Context(), o.dir, t, prov, o.log); err != nil {
 				return err
 			}
 			fmt.Fprintf(o.stdout, "Cluster %s destroyed\n", t.InfraID)

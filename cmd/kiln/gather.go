@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
-	"github.com/kiln-project/kiln/cmd/cluster/install"
+	"github.com/kiln-project/kiln/cmd/cluster/infra"
 )
 
 // errNothingToGather is gather's error in a --dir that names no cluster.
@@ -24,13 +24,13 @@ func newGatherCmd(o *rootOptions) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, prov, err := o.openTarget(cmd.Context(), infraID)
-			if errors.Is(err, install.ErrNothingToDestroy) {
+			if errors.Is(err, infra.ErrNothingToDestroy) {
 				return exitcode.With(exitcode.Input, errNothingToGather)
 			}
 			if err != nil {
 				return err
 			}
-			path, err := install.Gather(cmd.Context(), o.dir, t, prov, time.Now())
+			path, err := infra.Gather(cmd.Context(), o.dir, t, prov, time.Now())
 			if path != "" {
 				fmt.Fprintf(o.stdout, "Log bundle written to %s\n", path)
 			}

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-project/kiln/cmd/cluster/install"
+	"github.com/kiln-project/kiln/cmd/cluster/infra"
 )
 
 func newLoadCmd(o *rootOptions) *cobra.Command {
@@ -27,7 +27,7 @@ func newLoadCmd(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return install.LoadImageArchive(cmd.Context(), t, prov, args[0], nodes)
+			return infra.LoadImageArchive(cmd.Context(), t, prov, args[0], nodes)
 		},
 	}
 	archive.Flags().StringSliceVar(&nodes, "nodes", nil, "comma-separated node names to load into (default: every node)")

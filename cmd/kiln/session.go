@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/kiln-project/kiln/cmd/cluster/infra"
 	"github.com/kiln-project/kiln/cmd/cluster/install"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -58,9 +59,9 @@ func (o *rootOptions) openCluster(ctx context.Context, flags install.Timeouts, n
 // openTarget finds the cluster of --dir (or infraID, when metadata.json is
 // lost) and the provisioner of its platform, for the commands that work on
 // a cluster whatever its state: destroy, gather, load. FindTarget's errors
-// come back unwrapped (install.ErrNothingToDestroy).
-func (o *rootOptions) openTarget(ctx context.Context, infraID string) (install.Target, platforms.Provisioner, error) {
-	t, err := install.FindTarget(o.dir, infraID)
+// come back unwrapped (infra.ErrNothingToDestroy).
+func (o *rootOptions) openTarget(ctx context.Context, infraID string) (infra.Target, platforms.Provisioner, error) {
+	t, err := infra.FindTarget(o.dir, infraID)
 	if err != nil {
 		return t, nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/kiln-project/kiln/cmd/cluster/infra"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/graph/atomicfile/atomicfiletest"
 	"github.com/kiln-project/kiln/graph/installdir"
@@ -50,12 +50,12 @@ func TestDirWritersRefuseSymlinks(t *testing.T) {
 			run: func(dir string) error { return (&Cluster{Cluster: platforms.Cluster{Dir: dir}}).recordBootstrap() }},
 		{name: "log bundle", link: "log-bundle-20250102-030405.tar.gz",
 			run: func(dir string) error {
-				_, err := Gather(context.Background(), dir, Target{InfraID: "demo-1"}, fakeGatherer{}, now)
+				_, err := infra.Gather(context.Background(), dir, infra.Target{InfraID: "demo-1"}, fakeGatherer{}, now)
 				return err
 			}},
 		{name: "destroy removes through a linked directory", link: ".kiln", dir: true,
 			run: func(dir string) error {
-				return Destroy(context.Background(), dir, Target{InfraID: "demo-1"}, &fakeProv{}, log)
+				return infra.Destroy(context.Background(), dir, infra.Target{InfraID: "demo-1"}, &fakeProv{}, log)
 			}},
 	}
 	for _, tc := range cases {
@@ -91,48 +91,5 @@ func TestDirWritersRefuseSymlinks(t *testing.T) {
 				t.Errorf("outside --dir changed:\nbefore %v\nafter  %v", before, after)
 			}
 		})
-	}
-}
-
-// TestDestroyRemovesLinksNotTargets: a generated path that is a link (auth/)
-// is removed by destroy, and what it pointed to is left alone; an
-// install-config.yaml that is a (dangling) link is not restored through.
-func TestDestroyRemovesLinksNotTargets(t *testing.T) {
-	area := t.TempDir()
-	dir, outside := filepath.Join(area, "dir"), filepath.Join(area, "outside")
-	for _, d := range []string{dir, outside} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(outside, "kubeconfig"), []byte("theirs"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(outside, filepath.Join(dir, "auth")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(filepath.Join(outside, "new"), filepath.Join(dir, "install-config.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, ".kiln/consumed"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, ".kiln/consumed/install-config.yaml"), []byte("ic"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	before := atomicfiletest.Tree(t, outside)
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	if err := Destroy(context.Background(), dir, Target{InfraID: "demo-1"}, &fakeProv{}, log); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Lstat(filepath.Join(dir, "auth")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("auth is still there: %v", err)
-	}
-	if target, err := os.Readlink(filepath.Join(dir, "install-config.yaml")); err != nil || target != filepath.Join(outside, "new") {
-		t.Errorf("install-config.yaml link changed: %q %v", target, err)
-	}
-	if after := atomicfiletest.Tree(t, outside); !maps.Equal(before, after) {
-		t.Errorf("outside --dir changed:\nbefore %v\nafter  %v", before, after)
 	}
 }

@@ -14,12 +14,13 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh/sshconfig"
 	"github.com/kiln-project/kiln/cmd/cluster/install"
 )
 
 // edited returns a copy of c with its hosts changed by edit.
 func edited(c *types.Config, edit func(hosts []ssh.Host) []ssh.Host) *types.Config {
-	return install.WithHosts(c, edit(slices.Clone(c.Platform.SSH.Hosts)))
+	return sshconfig.WithHosts(c, edit(slices.Clone(c.Platform.SSH.Hosts)))
 }
 
 // TestHostsChange checks what a scale may change in platform.ssh.hosts:
@@ -222,7 +223,7 @@ func TestSettleHosts(t *testing.T) {
 	if err := install.SaveHosts(c.Dir, union); err != nil {
 		t.Fatal(err)
 	}
-	c.Config = install.WithHosts(c.Config, union)
+	c.Config = sshconfig.WithHosts(c.Config, union)
 	c.Shape = machines.Shape{Masters: []string{"node2", "node3", "node4"}, Workers: []string{"node6"}}
 	if err := settleHosts(c); err != nil {
 		t.Fatal(err)

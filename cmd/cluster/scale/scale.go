@@ -20,6 +20,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh/sshconfig"
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/release"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
@@ -92,7 +93,7 @@ func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, 
 	// hosts before and after.
 	during := c.Config
 	if req.Hosts != nil {
-		during = install.WithHosts(c.Config, unionHosts(c.Config.Platform.SSH.Hosts, req.Hosts))
+		during = sshconfig.WithHosts(c.Config, unionHosts(c.Config.Platform.SSH.Hosts, req.Hosts))
 	}
 	if plan.Creates() {
 		// The machines to create are checked before anything changes (a
@@ -151,7 +152,7 @@ func settleHosts(c *install.Cluster) error {
 	if err := install.SaveHosts(c.Dir, hosts); err != nil {
 		return err
 	}
-	c.Config = install.WithHosts(c.Config, hosts)
+	c.Config = sshconfig.WithHosts(c.Config, hosts)
 	return nil
 }
 

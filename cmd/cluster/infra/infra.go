@@ -1,4 +1,9 @@
-package install
+// Package infra acts on a cluster's infrastructure through its provisioner
+// alone, without the cluster's API: it finds the cluster --dir names
+// (Target: metadata.json, the state file, or --infra-id), destroys it and
+// cleans --dir of what kiln generated, gathers its machines' logs, and
+// loads images into its nodes.
+package infra
 
 import (
 	"context"
@@ -98,17 +103,17 @@ func cleanDir(dir string, log logrus.FieldLogger) error {
 // targetFromState names the cluster from the state file when metadata.json
 // is gone: the cluster ID and install-config are kept there.
 func targetFromState(dir string) (Target, error) {
-	cid, ic, err := identityFromState(dir)
+	cid, ic, err := Identity(dir)
 	if err != nil {
 		return Target{}, err
 	}
 	return Target{InfraID: cid.InfraID, Platform: ic.Config.PlatformName()}, nil
 }
 
-// identityFromState reads the cluster ID and install-config kept in dir's
+// Identity reads the cluster ID and install-config kept in dir's
 // state file: ErrNothingToDestroy when dir has no state file, ErrNoMetadata
 // (an input error) when the state lacks either.
-func identityFromState(dir string) (*clusterid.ClusterID, *installconfig.InstallConfig, error) {
+func Identity(dir string) (*clusterid.ClusterID, *installconfig.InstallConfig, error) {
 	if _, err := os.Stat(filepath.Join(dir, installdir.State)); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, ErrNothingToDestroy
 	}
@@ -123,28 +128,4 @@ func identityFromState(dir string) (*clusterid.ClusterID, *installconfig.Install
 		}
 	}
 	return cid, ic, nil
-}
-
-// StateCluster returns the cluster of dir's state as far as its addresses
-// go - its effective install-config and infra ID - for the commands that
-// only read --dir (certs check-expiration, kubectl) to build its route
-// policy (Cluster.Dialer); found is false when dir's state holds no
-// cluster.
-func StateCluster(dir string) (c *Cluster, found bool, err error) {
-	cid, ic, err := identityFromState(dir)
-	if errors.Is(err, ErrNothingToDestroy) || errors.Is(err, ErrNoMetadata) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, false, err
-	}
-	cfg, err := EffectiveConfig(abs, ic.Config)
-	if err != nil {
-		return nil, false, err
-	}
-	return &Cluster{Cluster: platforms.Cluster{Dir: abs, Config: cfg, InfraID: cid.InfraID}}, true, nil
 }
