@@ -81,14 +81,24 @@ func (s *Store) Persist(ctx context.Context, t Target) error {
 		return err
 	}
 	j.Consumes = consumes
-	if j.State, err = s.newState(); err != nil {
+	st, err := s.newState()
+	if err != nil {
+		return err
+	}
+	if j.State, err = st.encode(); err != nil {
 		return err
 	}
 	old, _ := ReadFile(s.dir, installdir.State, StateInput)
 	if len(j.Writes) == 0 && len(j.Consumes) == 0 && string(old) == string(j.State) {
 		return nil // nothing changed: leave --dir (and every mtime) alone
 	}
-	return s.exclusive(func() error { return s.commit(j) })
+	if err := s.exclusive(func() error { return s.commit(j) }); err != nil {
+		return err
+	}
+	// The rest of the command reads the state it just wrote (FromState),
+	// through this same store.
+	s.state = st
+	return nil
 }
 
 // consumed lists the files of writable assets read from --dir this run, and
@@ -154,7 +164,7 @@ func enforceConsumedMode(dir string) ([]string, error) {
 
 // newState is the state file's new content: the previous state updated with
 // every node resolved.
-func (s *Store) newState() ([]byte, error) {
+func (s *Store) newState() (*State, error) {
 	st := &State{Version: stateVersion, Assets: map[string]*StateEntry{}}
 	maps.Copy(st.Assets, s.state.Assets)
 	s.mu.Lock()
@@ -164,6 +174,11 @@ func (s *Store) newState() ([]byte, error) {
 		}
 	}
 	s.mu.Unlock()
+	return st, nil
+}
+
+// encode is st as the state file holds it.
+func (st *State) encode() ([]byte, error) {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return nil, err

@@ -418,3 +418,22 @@ func TestWriteDotIsDeterministicAndReportsCycles(t *testing.T) {
 		t.Errorf("err = %v, want cycle b -> a -> b", err)
 	}
 }
+
+// A command works with one store for its whole run: what Persist wrote is
+// what the same store's FromState reads next (create cluster persists the
+// Ignition configs, then loads the cluster from them).
+func TestFromStateReadsWhatPersistWrote(t *testing.T) {
+	ctx, _ := withHooks(t)
+	s, _ := open(t, t.TempDir())
+	ign := &fileAsset[sIgn]{}
+	if found, err := s.FromState(ign); found || err != nil {
+		t.Fatalf("FromState before Persist = %v, %v; want not found", found, err)
+	}
+	if err := s.Persist(ctx, target(ign)); err != nil {
+		t.Fatal(err)
+	}
+	got := &fileAsset[sIgn]{}
+	if found, err := s.FromState(got); !found || err != nil || got.Value != ign.Value {
+		t.Fatalf("FromState after Persist = %v, %v, %q; want %q", found, err, got.Value, ign.Value)
+	}
+}

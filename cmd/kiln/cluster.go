@@ -39,10 +39,14 @@ func newCreateClusterCmd(o *rootOptions, co *createOptions) *cobra.Command {
 			if err := flags.Check(); err != nil {
 				return err
 			}
-			if err := o.createTarget(ctx, co, targets.IgnitionConfigs()); err != nil {
+			store, err := o.openStore(co)
+			if err != nil {
 				return err
 			}
-			s, err := o.openCluster(ctx, flags, withAPI)
+			if err := o.createTarget(ctx, store, targets.IgnitionConfigs()); err != nil {
+				return err
+			}
+			s, err := o.openClusterIn(ctx, store, flags, withAPI)
 			if err != nil {
 				return err
 			}

@@ -50,23 +50,32 @@ func newCreateTargetCmd(o *rootOptions, co *createOptions, t graph.Target, short
 		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.createTarget(cmd.Context(), co, t)
+			store, err := o.openStore(co)
+			if err != nil {
+				return err
+			}
+			return o.createTarget(cmd.Context(), store, t)
 		},
 	}
 }
 
-// createTarget generates a target and writes it into --dir; on any error
-// --dir is left as it was.
-func (o *rootOptions) createTarget(ctx context.Context, co *createOptions, t graph.Target) error {
+// openStore opens --dir's store, the one a command works with for the
+// whole of its run; co is nil for the commands that create nothing.
+func (o *rootOptions) openStore(co *createOptions) (*graph.Store, error) {
+	opts := []graph.Option{graph.WithLogger(o.log), graph.WithRetired(targets.Retired()...)}
+	if co != nil {
+		opts = append(opts, graph.WithForceRegenerate(co.forceRegenerate))
+	}
+	return graph.Open(o.dir, opts...)
+}
+
+// createTarget generates a target through store and writes it into --dir;
+// on any error --dir is left as it was.
+func (o *rootOptions) createTarget(ctx context.Context, store *graph.Store, t graph.Target) error {
 	if len(t.Assets) == 0 {
 		return fmt.Errorf("target %s lists no assets yet", t.Name)
 	}
 	compileGC()
-	store, err := graph.Open(o.dir, graph.WithLogger(o.log), graph.WithForceRegenerate(co.forceRegenerate),
-		graph.WithRetired(targets.Retired()...))
-	if err != nil {
-		return err
-	}
 	ctx = installconfig.WithInput(ctx, o.installConfigInput())
 	if err := store.Persist(ctx, t); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kiln-project/kiln/cmd/cluster/infra"
 	"github.com/kiln-project/kiln/cmd/cluster/install"
+	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -35,7 +36,17 @@ const (
 // openCluster loads --dir's cluster (flags override its install-config
 // timeouts) with the provisioner of its platform and what needs ask for.
 func (o *rootOptions) openCluster(ctx context.Context, flags install.Timeouts, needs sessionNeed) (*session, error) {
-	c, err := install.Load(ctx, o.dir, o.log, flags)
+	store, err := o.openStore(nil)
+	if err != nil {
+		return nil, err
+	}
+	return o.openClusterIn(ctx, store, flags, needs)
+}
+
+// openClusterIn is openCluster through store, the one the command already
+// works with.
+func (o *rootOptions) openClusterIn(ctx context.Context, store *graph.Store, flags install.Timeouts, needs sessionNeed) (*session, error) {
+	c, err := install.Load(ctx, store, o.dir, flags)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,6 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/kubeconfig"
-	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/cluster/waitfor"
 	"github.com/kiln-project/kiln/graph"
@@ -80,13 +79,10 @@ type Cluster struct {
 	Timeouts    Timeouts
 }
 
-// Load reads the cluster of dir from its state (the ignition-configs target
-// must have been created); flags override install-config's timeouts.
-func Load(ctx context.Context, dir string, log logrus.FieldLogger, flags Timeouts) (*Cluster, error) {
-	store, err := graph.Open(dir, graph.WithLogger(log), graph.WithRetired(targets.Retired()...))
-	if err != nil {
-		return nil, err
-	}
+// Load reads the cluster of dir from its state through store, the
+// command's store of dir (the ignition-configs target must have been
+// created); flags override install-config's timeouts.
+func Load(ctx context.Context, store *graph.Store, dir string, flags Timeouts) (*Cluster, error) {
 	ic, cid := &installconfig.InstallConfig{}, &clusterid.ClusterID{}
 	boot, master, worker := &ignitionconfigs.Bootstrap{}, &ignitionconfigs.Master{}, &ignitionconfigs.Worker{}
 	if found, err := store.FromState(boot); err != nil || !found {
