@@ -8,7 +8,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types"
-	"github.com/kiln-project/kiln/cmd/cluster/install"
+	"github.com/kiln-project/kiln/cmd/cluster/machineset"
 	"github.com/kiln-project/kiln/graph"
 )
 
@@ -41,7 +41,7 @@ func newShowCmd(o *rootOptions) *cobra.Command {
 // effectiveInstallConfig is the install-config kiln would use: an
 // install-config.yaml in --dir (defaulted and validated; an edit wins, as in
 // `kiln create`), else the state file's; on the ssh platform with the
-// hosts a scale changed (install.EffectiveConfig), so that its output
+// hosts a scale changed (machineset.EffectiveConfig), so that its output
 // edited is the next scale's --config.
 func (o *rootOptions) effectiveInstallConfig(ctx context.Context) (*types.Config, error) {
 	store, err := graph.Open(o.dir)
@@ -52,5 +52,5 @@ func (o *rootOptions) effectiveInstallConfig(ctx context.Context) (*types.Config
 	if err := store.Fetch(ctx, ic); err != nil {
 		return nil, err
 	}
-	return install.EffectiveConfig(o.dir, ic.Config)
+	return machineset.EffectiveConfig(o.dir, ic.Config)
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/kubeconfig"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
+	"github.com/kiln-project/kiln/cmd/cluster/machineset"
 	"github.com/kiln-project/kiln/cmd/cluster/waitfor"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
@@ -109,14 +110,14 @@ func Load(ctx context.Context, store *graph.Store, dir string, flags Timeouts) (
 		return nil, exitcode.With(exitcode.Input, fmt.Errorf(
 			"%s is missing from %s: run `kiln create ignition-configs --dir %s` to write it again", admin.File.Path, dir, dir))
 	}
-	rec, found, err := LoadShape(abs)
+	rec, found, err := machineset.LoadShape(abs)
 	if err != nil {
 		return nil, exitcode.With(exitcode.Input, err)
 	}
 	if found {
 		c.Shape = rec.Shape
 	}
-	if c.Config, err = EffectiveConfig(abs, c.Config); err != nil {
+	if c.Config, err = machineset.EffectiveConfig(abs, c.Config); err != nil {
 		return nil, exitcode.With(exitcode.Input, err)
 	}
 	if c.Resolved, err = c.Config.Resolve(); err != nil {

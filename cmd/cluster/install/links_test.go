@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kiln-project/kiln/cmd/cluster/infra"
+	"github.com/kiln-project/kiln/cmd/cluster/machineset"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/graph/atomicfile/atomicfiletest"
 	"github.com/kiln-project/kiln/graph/installdir"
@@ -43,9 +44,9 @@ func TestDirWritersRefuseSymlinks(t *testing.T) {
 		run func(dir string) error
 	}{
 		{name: "shape record", link: ".kiln", dir: true,
-			run: func(dir string) error { return SaveShape(dir, ShapeRecord{}) }},
+			run: func(dir string) error { return machineset.SaveShape(dir, machineset.ShapeRecord{}) }},
 		{name: "shape record file", link: installdir.Shape,
-			run: func(dir string) error { return SaveShape(dir, ShapeRecord{}) }},
+			run: func(dir string) error { return machineset.SaveShape(dir, machineset.ShapeRecord{}) }},
 		{name: "bootstrap-complete record", link: ".kiln", dir: true,
 			run: func(dir string) error { return (&Cluster{Cluster: platforms.Cluster{Dir: dir}}).recordBootstrap() }},
 		{name: "log bundle", link: "log-bundle-20250102-030405.tar.gz",

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/kiln-project/kiln/cmd/cluster/infra"
+	"github.com/kiln-project/kiln/cmd/cluster/machineset"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -25,7 +26,7 @@ func StateCluster(dir string) (c *Cluster, found bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	cfg, err := EffectiveConfig(abs, ic.Config)
+	cfg, err := machineset.EffectiveConfig(abs, ic.Config)
 	if err != nil {
 		return nil, false, err
 	}

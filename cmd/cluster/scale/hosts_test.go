@@ -16,6 +16,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh/sshconfig"
 	"github.com/kiln-project/kiln/cmd/cluster/install"
+	"github.com/kiln-project/kiln/cmd/cluster/machineset"
 )
 
 // edited returns a copy of c with its hosts changed by edit.
@@ -216,11 +217,11 @@ func TestSettleHosts(t *testing.T) {
 	if err := settleHosts(c); err != nil {
 		t.Fatal(err)
 	}
-	if _, found, err := install.LoadHosts(c.Dir); found || err != nil {
+	if _, found, err := machineset.LoadHosts(c.Dir); found || err != nil {
 		t.Fatalf("a record without a scale: %v, %v", found, err)
 	}
 	union := append(slices.Clone(c.Config.Platform.SSH.Hosts), ssh.Host{Name: "node6", Address: "192.168.10.16", Role: ssh.RoleWorker})
-	if err := install.SaveHosts(c.Dir, union); err != nil {
+	if err := machineset.SaveHosts(c.Dir, union); err != nil {
 		t.Fatal(err)
 	}
 	c.Config = sshconfig.WithHosts(c.Config, union)
@@ -228,7 +229,7 @@ func TestSettleHosts(t *testing.T) {
 	if err := settleHosts(c); err != nil {
 		t.Fatal(err)
 	}
-	hosts, _, err := install.LoadHosts(c.Dir)
+	hosts, _, err := machineset.LoadHosts(c.Dir)
 	var got []string
 	for _, h := range hosts {
 		got = append(got, h.Name)
@@ -247,7 +248,7 @@ func TestSettleHosts(t *testing.T) {
 		if err := settleHosts(c); err != nil {
 			t.Fatal(err)
 		}
-		hosts, _, err := install.LoadHosts(c.Dir)
+		hosts, _, err := machineset.LoadHosts(c.Dir)
 		if joins := len(workers) == 2; err != nil || hosts[0].JoinAsWorker != joins || c.Config.WorkerReplicas() != len(workers) {
 			t.Errorf("workers %q: the bootstrap host's entry %+v (%v), %d worker replicas; want joinAsWorker %v", workers, hosts[0], err, c.Config.WorkerReplicas(), joins)
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
-	"github.com/kiln-project/kiln/cmd/cluster/install"
+	"github.com/kiln-project/kiln/cmd/cluster/machineset"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -94,7 +94,7 @@ func (r *Runner) record(removing []string) error {
 		// keep their order.
 		slices.SortStableFunc(names, func(a, b string) int { return cmp.Compare(index(r.Cluster.InfraID, a), index(r.Cluster.InfraID, b)) })
 	}
-	return install.SaveShape(r.Cluster.Dir, install.ShapeRecord{Shape: r.Cluster.Shape, Removing: removing, Joining: r.Joining})
+	return machineset.SaveShape(r.Cluster.Dir, machineset.ShapeRecord{Shape: r.Cluster.Shape, Removing: removing, Joining: r.Joining})
 }
 
 // Run carries out p's actions in order. Each step is idempotent, and the

@@ -27,7 +27,7 @@ import (
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/assets/tls/tlstest"
 	"github.com/kiln-project/kiln/cmd/cluster/etcdmembers"
-	"github.com/kiln-project/kiln/cmd/cluster/install"
+	"github.com/kiln-project/kiln/cmd/cluster/machineset"
 	"github.com/kiln-project/kiln/ignition"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
@@ -325,7 +325,7 @@ func TestRunOrder(t *testing.T) {
 	if _, err := r.Kube.CoreV1().Nodes().Get(context.Background(), infra+"-worker-0", metav1.GetOptions{}); err == nil {
 		t.Error("the removed worker's Node is still there")
 	}
-	rec, _, err := install.LoadShape(r.Cluster.Dir)
+	rec, _, err := machineset.LoadShape(r.Cluster.Dir)
 	if err != nil || len(rec.Removing) != 0 || len(rec.Joining) != 0 || !reflect.DeepEqual(rec.Masters, ms(0, 1, 2)) || !reflect.DeepEqual(rec.Workers, ws(1)) {
 		t.Errorf("shape record = %+v, %v", rec, err)
 	}
@@ -483,7 +483,7 @@ func TestJoinTokenOfAFailedJoin(t *testing.T) {
 	if left := joinSecrets(t, r); len(left) != 0 {
 		t.Errorf("join tokens left after a failed join: %v", left)
 	}
-	rec, _, err := install.LoadShape(r.Cluster.Dir)
+	rec, _, err := machineset.LoadShape(r.Cluster.Dir)
 	worker := infra + "-worker-0"
 	if err != nil || rec.Joining[worker] != f.joins[0] {
 		t.Fatalf("shape record = %+v, %v: want the failed join's token kept", rec, err)
@@ -505,7 +505,7 @@ func TestJoinTokenOfAFailedJoin(t *testing.T) {
 	if left := joinSecrets(t, r); len(left) != 0 {
 		t.Errorf("join tokens left after the join: %v", left)
 	}
-	if rec, _, _ := install.LoadShape(r.Cluster.Dir); len(rec.Joining) != 0 {
+	if rec, _, _ := machineset.LoadShape(r.Cluster.Dir); len(rec.Joining) != 0 {
 		t.Errorf("shape record keeps join tokens after the join: %v", rec.Joining)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/cluster/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/cluster/install"
+	"github.com/kiln-project/kiln/cmd/cluster/machineset"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/netroute"
@@ -65,7 +66,7 @@ func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, 
 	if err != nil {
 		return err
 	}
-	rec, _, err := install.LoadShape(c.Dir)
+	rec, _, err := machineset.LoadShape(c.Dir)
 	if err != nil {
 		return exitcode.With(exitcode.Input, err)
 	}
@@ -117,7 +118,7 @@ func Scale(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, 
 		// The hosts before and after, until the scale is done: a host
 		// being removed is reset by name, a host added installed by its
 		// entry.
-		if err := install.SaveHosts(c.Dir, during.Platform.SSH.Hosts); err != nil {
+		if err := machineset.SaveHosts(c.Dir, during.Platform.SSH.Hosts); err != nil {
 			return exitcode.With(exitcode.Install, err)
 		}
 		c.Config = during
@@ -137,7 +138,7 @@ func settleHosts(c *install.Cluster) error {
 	if c.Config.Platform.SSH == nil {
 		return nil
 	}
-	if _, found, err := install.LoadHosts(c.Dir); err != nil || !found {
+	if _, found, err := machineset.LoadHosts(c.Dir); err != nil || !found {
 		return err
 	}
 	shape := c.Machines().All()
@@ -149,7 +150,7 @@ func settleHosts(c *install.Cluster) error {
 			hosts[i].JoinAsWorker = slices.Contains(shape, h.Name)
 		}
 	}
-	if err := install.SaveHosts(c.Dir, hosts); err != nil {
+	if err := machineset.SaveHosts(c.Dir, hosts); err != nil {
 		return err
 	}
 	c.Config = sshconfig.WithHosts(c.Config, hosts)
@@ -260,7 +261,7 @@ func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler,
 	if err != nil {
 		return nil, err
 	}
-	rec, _, err := install.LoadShape(c.Dir)
+	rec, _, err := machineset.LoadShape(c.Dir)
 	if err != nil {
 		return nil, exitcode.With(exitcode.Input, err)
 	}

@@ -1,4 +1,4 @@
-package install
+package machineset
 
 import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"

@@ -1,4 +1,9 @@
-package install
+// Package machineset is the machines a cluster runs after day 2: the
+// records kiln scale cluster keeps in --dir (the shape, installdir.Shape,
+// and an ssh cluster's hosts, installdir.Hosts) and the effective
+// install-config they give. The install-config in the state file is never
+// changed, since every certificate and config depends on it.
+package machineset
 
 import (
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
