@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/cluster/infra"
@@ -23,9 +24,9 @@ import (
 )
 
 func addTimeoutFlags(cmd *cobra.Command, t *install.Timeouts) {
-	cmd.Flags().DurationVar(&t.API, "api-timeout", 0, "how long to wait for the Kubernetes API (default: install-config timeouts.api, else 20m)")
-	cmd.Flags().DurationVar(&t.Bootstrap, "bootstrap-timeout", 0, "how long to wait for bootstrap-complete (default: timeouts.bootstrap, else 30m)")
-	cmd.Flags().DurationVar(&t.Install, "install-timeout", 0, "how long to wait for install-complete (default: timeouts.install, else 30m)")
+	cmd.Flags().DurationVar(&t.API, "api-timeout", 0, "how long to wait for the Kubernetes API (default: install-config timeouts.api, else "+types.DefaultAPITimeout+")")
+	cmd.Flags().DurationVar(&t.Bootstrap, "bootstrap-timeout", 0, "how long to wait for bootstrap-complete (default: timeouts.bootstrap, else "+types.DefaultBootstrapTimeout+")")
+	cmd.Flags().DurationVar(&t.Install, "install-timeout", 0, "how long to wait for install-complete (default: timeouts.install, else "+types.DefaultInstallTimeout+")")
 }
 
 func newCreateClusterCmd(o *rootOptions, co *createOptions) *cobra.Command {
