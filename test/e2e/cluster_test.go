@@ -554,6 +554,7 @@ func waitPod(ctx context.Context, t *testing.T, client kubernetes.Interface, ns,
 // assertDestroyed runs destroy cluster and checks nothing of the cluster is
 // left on the host and only the debug log (and consumed inputs) in --dir.
 func assertDestroyed(t *testing.T, kiln, dir, infraID string, byInfraID bool) {
+	assertDeclared(t, dir)
 	start := time.Now()
 	args := []string{"destroy", "cluster", "--dir", dir}
 	if byInfraID {
@@ -593,6 +594,25 @@ func assertDestroyed(t *testing.T, kiln, dir, infraID string, byInfraID bool) {
 	}
 	if sub, _ := os.ReadDir(filepath.Join(dir, ".kiln")); len(sub) > 1 || (len(sub) == 1 && sub[0].Name() != "consumed") {
 		t.Errorf(".kiln holds more than consumed inputs: %v", sub)
+	}
+}
+
+// assertDeclared checks that every path a cluster's life left in dir is one
+// that graph/installdir declares, so that destroy knows what to do with it.
+func assertDeclared(t *testing.T, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if !installdir.Covers(filepath.ToSlash(rel)) {
+			t.Errorf("%s in --dir is not declared by graph/installdir's Layout", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("walking %s: %v", dir, err)
 	}
 }
 
