@@ -1,5 +1,6 @@
 // Package install drives `kiln create cluster`, `kiln wait-for`, `kiln
-// destroy` and `kiln gather`: Create is an ordered list of small phases
+// destroy bootstrap` and `kiln stop|start cluster` (destroy, gather and
+// load are package infra's): Create is an ordered list of small phases
 // (check the bootstrap credentials, preflight, provision, wait for the API,
 // wait for bootstrap-complete, destroy the bootstrap machine, wait for
 // install-complete, check the pod network), each a type with a title, the
