@@ -19,10 +19,15 @@ const (
 const (
 	// State is the state file: every generated asset with its content hash.
 	State = ".kiln_state.json"
-	// Journal is the store's write journal while a write of several files
-	// is under way; the next run finishes or rolls back what it names.
+	// Journal is the redo journal of a run writing --dir (0600; it holds
+	// secrets). It exists only while a run writes, or after a run that was
+	// killed or failed while writing: the next kiln finishes that run from
+	// it before anything else (docs/crash-safety.md).
 	Journal = ".kiln_journal.json"
-	// Lock is the lock file one kiln at a time holds on --dir.
+	// Lock is the lock file a kiln writing --dir holds (flock(2)) and names
+	// itself in. The kernel releases the lock when its holder dies, however
+	// it dies, so a lock is never stale; the holder removes the file when it
+	// finishes.
 	Lock = ".kiln.lock"
 	// Consumed holds the files a later target consumed (install-config,
 	// manifests), kept for `destroy` and for the user.
@@ -82,7 +87,8 @@ const (
 
 // Ignition returns the Ignition config of the machines of role
 // ("bootstrap", "master" or "worker"): the bootstrap machine's full config,
-// the masters' and workers' pointer configs.
+// which holds private keys, and the masters' and workers' pointer configs,
+// which hold their role's token; all are 0600.
 func Ignition(role string) string { return role + ".ign" }
 
 // Fate is what `kiln destroy cluster` does with a path once the cluster's
