@@ -53,7 +53,8 @@ const (
 	SchedulerKubeconfig         = Auth + "/kubeconfig-kube-scheduler"
 	// Manifests is the folder of the manifests bootkube applies.
 	Manifests = "manifests"
-	// StaticPods is the folder of the control plane's static pods.
+	// StaticPods is the folder of the control plane's static pods, one
+	// sub-folder per role.
 	StaticPods = "static-pods"
 )
 
