@@ -35,12 +35,37 @@ var ErrNoConfig error = &graph.InputError{Err: errors.New("no " + installdir.Ins
 	"(`kiln create install-config < my-config.yaml`) or run `kiln create install-config` in a terminal to answer a few questions")}
 
 // InstallConfig is install-config.yaml, defaulted and validated. Config is
-// what every other asset reads; File is the defaulted YAML kiln writes.
+// what every other asset reads; File is the defaulted YAML kiln writes;
+// Resolved is Config's values resolved once.
 type InstallConfig struct {
 	// Config is the defaulted, valid configuration.
 	Config *types.Config `json:"config"`
 	// File is install-config.yaml as kiln writes it back.
 	File *graph.File `json:"file"`
+	// resolved is Config resolved (types.Config.Resolve) once, when the
+	// asset is generated, loaded or restored from the state file;
+	// resolveErr is why it did not resolve.
+	resolved   types.Resolved
+	resolveErr error
+}
+
+var _ graph.StateChecker = (*InstallConfig)(nil)
+
+// Resolved returns Config's values resolved once, when the asset was
+// generated, loaded or restored: what the assets and the install run read
+// instead of parsing Config's strings again.
+func (a *InstallConfig) Resolved() (types.Resolved, error) { return a.resolved, a.resolveErr }
+
+// CheckState implements graph.StateChecker: it resolves the restored
+// install-config once. A value that does not resolve (a release this kiln
+// does not pin) is no fault of the state file: the assets and commands
+// that need it get the error from Resolved, and those that do not, such as
+// destroy, still find the cluster.
+func (a *InstallConfig) CheckState() error {
+	if a.Config != nil {
+		a.resolved, a.resolveErr = a.Config.Resolve()
+	}
+	return nil
 }
 
 // ID implements graph.Asset.
@@ -138,6 +163,11 @@ func (a *InstallConfig) set(c *types.Config, parseErrs field.ErrorList) error {
 	}
 	a.Config = c
 	a.File = &graph.File{Path: installdir.InstallConfig, Data: data, Mode: fileMode}
+	// Validation accepted c, so it resolves; should it not, the input is
+	// at fault.
+	if a.resolved, a.resolveErr = c.Resolve(); a.resolveErr != nil {
+		return &graph.InputError{Err: a.resolveErr}
+	}
 	return nil
 }
 

@@ -182,3 +182,34 @@ func TestLoadReportsParseAndValidationErrorsTogether(t *testing.T) {
 		t.Errorf("errors = %v\nwant %v", got, want)
 	}
 }
+
+// The install-config is resolved once, when it is set and when it is
+// restored from the state file; a restored value that does not resolve (a
+// release this kiln does not pin) is no error of the state, only of
+// Resolved.
+func TestResolvedOnceWhenSetAndRestored(t *testing.T) {
+	data, err := os.ReadFile("testdata/defaults.golden.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseDefaulted(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := &InstallConfig{Config: c}
+	if err := restored.CheckState(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := restored.Resolved()
+	if err != nil || res.Release.Kubernetes != c.KubernetesVersion || !res.MachineNetwork.IsValid() || res.Timeouts.Install == 0 {
+		t.Errorf("Resolved = %+v, %v", res, err)
+	}
+	c.KubernetesVersion = "v1.20.0"
+	old := &InstallConfig{Config: c}
+	if err := old.CheckState(); err != nil {
+		t.Errorf("CheckState of an unpinned release = %v, want nil", err)
+	}
+	if _, err := old.Resolved(); err == nil || !strings.Contains(err.Error(), "kubernetesVersion") {
+		t.Errorf("Resolved of an unpinned release = %v, want an error naming kubernetesVersion", err)
+	}
+}

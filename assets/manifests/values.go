@@ -104,10 +104,11 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 	if c.MasterReplicas()+c.WorkerReplicas() < 2 {
 		coreDNS = 1
 	}
-	rel, err := c.Release()
+	res, err := ic.Resolved()
 	if err != nil {
 		return err
 	}
+	rel := res.Release
 	*v = Values{
 		ClusterName:           c.Metadata.Name,
 		ClusterDomain:         c.ClusterDomain(),

@@ -61,7 +61,7 @@ func (m *Metadata) Generate(_ context.Context, p graph.Parents) error {
 	if err := p.Get(ic, cid); err != nil {
 		return err
 	}
-	rel, err := ic.Config.Release()
+	res, err := ic.Resolved()
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (m *Metadata) Generate(_ context.Context, p graph.Parents) error {
 		ClusterID:         cid.UUID,
 		InfraID:           cid.InfraID,
 		PlatformName:      ic.Config.PlatformName(),
-		KubernetesVersion: rel.Kubernetes,
+		KubernetesVersion: res.Release.Kubernetes,
 		Platform:          ic.Config.Platform,
 	}
 	data, err := json.MarshalIndent(m.Content, "", "  ")

@@ -40,11 +40,11 @@ type ResolvedTimeouts struct {
 	API, Bootstrap, Install time.Duration
 }
 
-// Release returns the release kubernetesVersion names, set by defaulting;
-// an error naming the field when it names none or one this kiln does not
-// pin (a cluster created by another kiln), never a release it did not ask
-// for.
-func (c *Config) Release() (release.Release, error) {
+// lookupRelease returns the release kubernetesVersion names, set by
+// defaulting; an error naming the field when it names none or one this
+// kiln does not pin (a cluster created by another kiln), never a release
+// it did not ask for.
+func (c *Config) lookupRelease() (release.Release, error) {
 	r, err := release.Lookup(c.KubernetesVersion)
 	if err != nil {
 		return release.Release{}, fmt.Errorf("install-config.yaml: kubernetesVersion: %w", err)
@@ -57,7 +57,7 @@ func (c *Config) Release() (release.Release, error) {
 func (c *Config) Resolve() (Resolved, error) {
 	var r Resolved
 	var errs []error
-	rel, err := c.Release()
+	rel, err := c.lookupRelease()
 	if err != nil {
 		errs = append(errs, err)
 	}

@@ -121,7 +121,7 @@ func Load(ctx context.Context, store *graph.Store, dir string, flags Timeouts) (
 	if c.Config, err = machineset.EffectiveConfig(abs, c.Config); err != nil {
 		return nil, exitcode.With(exitcode.Input, err)
 	}
-	if c.Resolved, err = c.Config.Resolve(); err != nil {
+	if c.Resolved, err = ic.Resolved(); err != nil {
 		return nil, exitcode.With(exitcode.Input, err)
 	}
 	if c.Timeouts, err = timeouts(c.Resolved.Timeouts, flags); err != nil {
