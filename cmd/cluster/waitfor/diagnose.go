@@ -65,7 +65,7 @@ func (d *diagnosis) wrap(check func(context.Context) (bool, string, error)) func
 		if done || err != nil {
 			return done, detail, err
 		}
-		if p := d.problem(ctx, time.Now()); p != "" {
+		if p := d.problem(ctx, d.w.now()); p != "" {
 			if detail == "" {
 				return false, p, nil
 			}

@@ -61,9 +61,20 @@ type Waiter struct {
 	// serves no client ("" when nothing is known to be wrong): the waits
 	// name it before any other problem.
 	Endpoint func(ctx context.Context) string
+	// Now is the clock the waits judge ages by: a node's lease, a pod
+	// stuck in creation (nil is time.Now).
+	Now func() time.Time
 	// since, when set, is when the machines may last have been (re)started:
 	// a lease renewed before it proves nothing about today's kubelet.
 	since time.Time
+}
+
+// now reads the waits' clock.
+func (w *Waiter) now() time.Time {
+	if w.Now == nil {
+		return time.Now()
+	}
+	return w.Now()
 }
 
 // RequireRenewalSince makes InstallComplete count a node only once its
@@ -135,7 +146,7 @@ func (w *Waiter) InstallComplete(ctx context.Context, nodes int, timeout time.Du
 	seen := map[string]bool{}
 	err := w.until(ctx, timeout, w.newDiagnosis(false).wrap(func(ctx context.Context) (bool, string, error) {
 		w.reportNodes(ctx, seen)
-		count, err := w.countNodes(ctx, time.Now())
+		count, err := w.countNodes(ctx, w.now())
 		if down := (*MachineDownError)(nil); errors.As(err, &down) {
 			return false, "", err
 		}
