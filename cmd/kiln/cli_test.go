@@ -185,18 +185,7 @@ func cmdDeclared(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: declared DIR")
 	}
-	dir := ts.MkAbs(args[0])
-	var stray []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if !installdir.Covers(filepath.ToSlash(rel)) {
-			stray = append(stray, rel)
-		}
-		return nil
-	})
+	stray, err := installdir.Undeclared(ts.MkAbs(args[0]))
 	ts.Check(err)
 	if len(stray) > 0 {
 		ts.Fatalf("%s holds paths that installdir.Layout does not declare: %s", args[0], strings.Join(stray, ", "))

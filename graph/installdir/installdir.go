@@ -6,7 +6,12 @@
 // provisioners and the commands all name --dir's files through it.
 package installdir
 
-import "strings"
+import (
+	"io/fs"
+	"path"
+	"path/filepath"
+	"strings"
+)
 
 // The user's input.
 const (
@@ -160,18 +165,37 @@ func RemovedByDestroy() []string {
 
 // Covers reports whether Layout declares p (slash-separated, relative to
 // --dir): p is an entry, lies inside a folder's entry, is a folder on the
-// way to an entry (.kiln), or matches the log bundles' pattern.
+// way to an entry (.kiln), or matches an entry that is a pattern (the log
+// bundles', path.Match).
 func Covers(p string) bool {
 	for _, e := range Layout() {
-		if base, ok := strings.CutSuffix(e.Path, "*.tar.gz"); ok {
-			if strings.HasPrefix(p, base) && strings.HasSuffix(p, ".tar.gz") && !strings.Contains(p, "/") {
-				return true
-			}
-			continue
+		if ok, _ := path.Match(e.Path, p); ok {
+			return true
 		}
-		if p == e.Path || strings.HasPrefix(p, e.Path+"/") || strings.HasPrefix(e.Path, p+"/") {
+		if strings.HasPrefix(p, e.Path+"/") || strings.HasPrefix(e.Path, p+"/") {
 			return true
 		}
 	}
 	return false
+}
+
+// Undeclared returns the paths under dir, relative and slash-separated,
+// that Layout does not declare (Covers): what a command wrote there
+// without declaring it, so that destroy would not know what to do with it.
+func Undeclared(dir string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		if rel = filepath.ToSlash(rel); !Covers(rel) {
+			out = append(out, rel)
+		}
+		return nil
+	})
+	return out, err
 }

@@ -1,6 +1,8 @@
 package installdir
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -45,5 +47,22 @@ func TestCovers(t *testing.T) {
 		if got := Covers(p); got != want {
 			t.Errorf("Covers(%q) = %v, want %v", p, got, want)
 		}
+	}
+}
+
+func TestUndeclared(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{AdminKubeconfig, Shape, "notes.txt", ".kiln/unknown.json", LogBundlePrefix + "20261202-101010.tar.gz"} {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := Undeclared(dir)
+	if want := []string{".kiln/unknown.json", "notes.txt"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("Undeclared = %v, %v; want %v", got, err, want)
 	}
 }

@@ -601,18 +601,12 @@ func assertDestroyed(t *testing.T, kiln, dir, infraID string, byInfraID bool) {
 // that graph/installdir declares, so that destroy knows what to do with it.
 func assertDeclared(t *testing.T, dir string) {
 	t.Helper()
-	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if !installdir.Covers(filepath.ToSlash(rel)) {
-			t.Errorf("%s in --dir is not declared by graph/installdir's Layout", rel)
-		}
-		return nil
-	})
+	stray, err := installdir.Undeclared(dir)
 	if err != nil {
 		t.Errorf("walking %s: %v", dir, err)
+	}
+	for _, rel := range stray {
+		t.Errorf("%s in --dir is not declared by graph/installdir's Layout", rel)
 	}
 }
 
