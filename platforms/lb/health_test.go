@@ -3,26 +3,25 @@ package lb
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/kiln-project/kiln/platforms/netroute"
+	"github.com/kiln-project/kiln/platforms/netroute/netroutetest"
 )
 
 // The checkers grade what they saw: no TCP connection, a "not ready"
 // answer, or no answer in time.
 func TestCheckGrades(t *testing.T) {
-	goneAddr := refusingAddr(t)
+	goneAddr := netroutetest.RefusingAddr(t)
 	notReadySrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "etcd member removed", http.StatusInternalServerError)
 	}))
@@ -76,27 +75,6 @@ func TestCheckGrades(t *testing.T) {
 	if err := https(context.Background(), hostOf(okSrv)); err != nil {
 		t.Errorf("https to a ready backend: %v", err)
 	}
-}
-
-// refusingAddr returns a loopback address that refuses connections for the
-// rest of the test: a socket bound to it that never listens holds the port,
-// so no other test or process can take it over (a closed listener's port
-// can be reused at once).
-func refusingAddr(t *testing.T) string {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }
 
 // gradedChecks returns a quiet Balancer and a failed check of each grade:

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kiln-project/kiln/platforms/netroute"
+	"github.com/kiln-project/kiln/platforms/netroute/netroutetest"
 )
 
 // kubeletNode is a Node whose kubelet listens on 127.0.0.1:port.
@@ -25,16 +27,11 @@ func kubeletNode(name string, port int) *corev1.Node {
 	return n
 }
 
-// closedPort returns a loopback port nothing listens on.
+// closedPort returns a loopback port that refuses connections for the
+// rest of the test.
 func closedPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	return port
+	return int(netip.MustParseAddrPort(netroutetest.RefusingAddr(t)).Port())
 }
 
 func issuedCSR(name, signer string, cert pair) *certificatesv1.CertificateSigningRequest {
