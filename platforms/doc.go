@@ -5,8 +5,8 @@
 // Router),
 // Cluster, what provisioning needs from the assets, and the helpers both
 // share. The
-// platforms' install-config logic is not here: it stands on the ground
-// floor, under assets/installconfig/types.
+// platforms' install-config logic is not here: it is one of the contracts
+// of the assets' floor, under assets/installconfig/types.
 //
 // # Layers
 //
@@ -14,8 +14,8 @@
 // floors are written once, in the table of test/layering, which fails on
 // an arrow that points up and on a package that is on no floor. platforms
 // is floor 3: assets never import anything under platforms/, and a
-// platform's provisioning reads the install-config through the ground
-// floor.
+// platform's provisioning reads the install-config through the contracts
+// (assets/installconfig/types), which link no asset.
 //
 // # Adding a platform
 //

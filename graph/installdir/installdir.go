@@ -1,9 +1,10 @@
 // Package installdir owns the layout of kiln's --dir: every path kiln reads
 // or writes there is declared here, once, with what `kiln destroy cluster`
 // does with it (Layout). Paths are slash-separated and relative to --dir;
-// callers join them with filepath.FromSlash. It stands on the ground floor
-// and imports nothing of kiln's, so the asset engine, the assets, the
-// provisioners and the commands all name --dir's files through it.
+// callers join them with filepath.FromSlash. It sits in the asset engine's
+// folder and floor and imports nothing of kiln's, so the asset engine, the
+// assets, the provisioners and the commands all name --dir's files
+// through it.
 package installdir
 
 import (

@@ -3,8 +3,10 @@
 // importing only packages of its own floor or of a lower one. A package's
 // own tests count as the package; external test packages (package x_test)
 // import what they like, since nothing imports them. The folders show the
-// floors: a folder's packages share a floor, but for the ground floor's
-// contracts, named one by one. It holds tests only.
+// floors: every floor is a folder (data, graph, ignition and assets,
+// platforms, cmd/cluster, cmd/node, cmd, test), and a folder's packages
+// share its floor. The contracts (contracts) are a rule inside the assets'
+// floor, not a floor of their own. It holds tests only.
 package layering
 
 import (
@@ -35,15 +37,13 @@ type floor struct {
 	pkgs []string
 }
 
-// table is kiln's layer table, lowest floor first:
+// table is kiln's layer table, lowest floor first, one folder a floor:
 //
-//  0. the ground floor, the contracts every floor above stands on, which
-//     import nothing of kiln's above them: the embedded data, the atomic
-//     file writer, the node's file layout and the machine-config server's
-//     authentication, the install-config schema with each platform's
-//     section and config logic, the releases, the manifest inventory;
-//  1. graph, the asset engine;
-//  2. ignition and the assets;
+//  0. data, the embedded Butane, templates and Terraform modules;
+//  1. graph, the asset engine, with the two pieces of ground it stands
+//     on: the atomic file writer and the layout of --dir (installdir);
+//  2. ignition and the assets, among them the contracts every floor above
+//     reads (contracts);
 //  3. platforms: provisioning, and the machinery every platform may use
 //     (the node image, the API load balancer, Terraform, routes);
 //  4. the cluster's life after the assets: install phases, waits, scale,
@@ -51,20 +51,11 @@ type floor struct {
 //  5. the node agents, `kiln node ...` on the machines (cmd/node), which
 //     share the cluster floor's etcd membership;
 //  6. the commands: cmd/kiln, wiring flags to one call, and its helpers;
-//  7. the tests.
+//  7. the tests, and the tooling that serves only them (the conformance
+//     suite's build).
 func table() []floor {
 	return []floor{
-		{0, "ground floor", []string{
-			"data/...",
-			"graph/atomicfile/...",
-			"graph/installdir",
-			"ignition/nodelayout",
-			"ignition/mcsauth",
-			"assets/installconfig/types/...",
-			"assets/release",
-			"assets/manifests/inventory",
-			"assets/internal/yamlkeys",
-		}},
+		{0, "data", []string{"data/..."}},
 		{1, "graph", []string{"graph/..."}},
 		{2, "ignition and assets", []string{"ignition/...", "assets/..."}},
 		{3, "platforms", []string{"platforms/..."}},
@@ -73,6 +64,32 @@ func table() []floor {
 		{6, "commands", []string{"cmd/..."}},
 		{7, "test", []string{"test/..."}},
 	}
+}
+
+// contracts are the packages of the assets' floor that every floor above
+// reads and that hold no asset logic: the node's file layout and the
+// machine-config server's authentication, the install-config schema with
+// each platform's section and config logic, the releases, the manifest
+// inventory. A contract imports only other contracts and the floors below
+// its own, so that reading the schema never links an asset.
+func contracts() []string {
+	return []string{
+		"ignition/nodelayout",
+		"ignition/mcsauth",
+		"assets/installconfig/types/...",
+		"assets/release",
+		"assets/manifests/inventory",
+		"assets/internal/yamlkeys",
+	}
+}
+
+// isContract reports whether the module-relative package path rel is one
+// of contracts.
+func isContract(contracts []string, rel string) bool {
+	return slices.ContainsFunc(contracts, func(p string) bool {
+		ok, _ := match(p, rel)
+		return ok
+	})
 }
 
 // match reports whether the module-relative package path rel matches
@@ -107,11 +124,11 @@ type pkg struct {
 }
 
 // violations returns every import of pkgs that points up the floors of
-// table, as "A imports B" lines, and every kiln package the table puts on
-// no floor. A package's own tests are part of it (TestImports); external
+// table or out of contracts to a package of the same floor, as "A imports
+// B" lines, and every kiln package the table puts on no floor. A package's own tests are part of it (TestImports); external
 // test packages (package x_test) are not checked: nothing imports them, so
 // they are leaves above every floor.
-func violations(floors []floor, pkgs []pkg) []string {
+func violations(floors []floor, contracts []string, pkgs []pkg) []string {
 	var out []string
 	for _, p := range pkgs {
 		rel, ok := relative(p.ImportPath)
@@ -130,10 +147,11 @@ func violations(floors []floor, pkgs []pkg) []string {
 			}
 			to, ok := floorOf(floors, irel)
 			switch {
-			case !ok || to.level <= from.level:
-			case from.level == 0:
-				out = append(out, fmt.Sprintf("%s imports %s: the ground floor imports nothing of kiln's outside the ground floor, and %s is on floor %d (%s)",
+			case !ok:
+			case to.level == from.level && isContract(contracts, rel) && !isContract(contracts, irel):
+				out = append(out, fmt.Sprintf("%s imports %s: a contract imports only contracts and lower floors, and %s is an asset of floor %d (%s)",
 					rel, irel, irel, to.level, to.name))
+			case to.level <= from.level:
 			default:
 				out = append(out, fmt.Sprintf("%s imports %s: floor %d (%s) imports floor %d (%s), an arrow that points up",
 					rel, irel, from.level, from.name, to.level, to.name))
@@ -185,50 +203,73 @@ func goList(t *testing.T, args ...string) []pkg {
 // included, that points to a higher floor, and on every kiln package the
 // table puts on no floor.
 func TestImportsPointDown(t *testing.T) {
-	for _, v := range violations(table(), goList(t, "./...")) {
+	for _, v := range violations(table(), contracts(), goList(t, "./...")) {
 		t.Error(v)
 	}
 }
 
-// TestTableNamesWhatExists keeps the table accurate: every pattern names
-// at least one package.
+// TestTableNamesWhatExists keeps the table and the contracts accurate:
+// every pattern names at least one package.
 func TestTableNamesWhatExists(t *testing.T) {
 	pkgs := goList(t, "./...")
+	exists := func(pattern string) bool {
+		return slices.ContainsFunc(pkgs, func(p pkg) bool {
+			rel, ok := relative(p.ImportPath)
+			m, _ := match(pattern, rel)
+			return ok && m
+		})
+	}
 	for _, f := range table() {
 		for _, pattern := range f.pkgs {
-			found := slices.ContainsFunc(pkgs, func(p pkg) bool {
-				rel, ok := relative(p.ImportPath)
-				m, _ := match(pattern, rel)
-				return ok && m
-			})
-			if !found {
+			if !exists(pattern) {
 				t.Errorf("floor %d (%s) lists %s, which names no package", f.level, f.name, pattern)
+			}
+		}
+	}
+	for _, pattern := range contracts() {
+		if !exists(pattern) {
+			t.Errorf("contracts list %s, which names no package", pattern)
+		}
+	}
+}
+
+// TestFoldersShowTheFloors: a floor's patterns are whole folders
+// ("x/..."), so that no package's floor differs from its folder's.
+func TestFoldersShowTheFloors(t *testing.T) {
+	for _, f := range table() {
+		for _, pattern := range f.pkgs {
+			if !strings.HasSuffix(pattern, "/...") {
+				t.Errorf("floor %d (%s) lists the single package %s: a floor is made of folders", f.level, f.name, pattern)
 			}
 		}
 	}
 }
 
 // TestViolations checks the checker on a small graph: an arrow that points
-// up, one out of the ground floor, and a package on no floor are reported;
-// arrows down and sideways, to other modules, and into a more specific
+// up, one from a contract to an asset of its floor, and a package on no
+// floor are reported; arrows down and sideways, between contracts, from
+// an asset to a contract, to other modules, and into a more specific
 // pattern's floor are not.
 func TestViolations(t *testing.T) {
 	k := func(rel string) string { return module + "/" + rel }
 	pkgs := []pkg{
 		{ImportPath: k("assets/installconfig"), Imports: []string{k("assets/installconfig/types"), k("graph"), "fmt", k("assets/tls")}},
 		{ImportPath: k("assets/tls"), TestImports: []string{k("platforms")}},
-		{ImportPath: k("assets/installconfig/types/configs"), Imports: []string{k("assets/installconfig/types/machines"), k("graph")}},
+		{ImportPath: k("assets/installconfig/types/configs"), Imports: []string{k("assets/installconfig/types/machines"), k("graph"), k("assets/tls")}},
+		{ImportPath: k("cmd/kiln"), Imports: []string{k("cmd/cluster/install"), k("cmd/node/netd")}},
+		{ImportPath: k("cmd/cluster/install"), Imports: []string{k("cmd/node/netd")}},
 		{ImportPath: k("graph"), Imports: []string{k("graph/atomicfile")}},
 		{ImportPath: k("graph/graphtest"), Imports: []string{k("graph"), k("graph/atomicfile/atomicfiletest")}},
 		{ImportPath: k("tools/gen")},
 		{ImportPath: "example.com/other", Imports: []string{k("cmd/kiln")}},
 	}
 	want := []string{
-		"assets/installconfig/types/configs imports graph: the ground floor imports nothing of kiln's outside the ground floor, and graph is on floor 1 (graph)",
+		"assets/installconfig/types/configs imports assets/tls: a contract imports only contracts and lower floors, and assets/tls is an asset of floor 2 (ignition and assets)",
 		"assets/tls imports platforms: floor 2 (ignition and assets) imports floor 3 (platforms), an arrow that points up",
+		"cmd/cluster/install imports cmd/node/netd: floor 4 (cluster life) imports floor 5 (node agents), an arrow that points up",
 		"tools/gen is on no floor: add it to the table of test/layering",
 	}
-	if got := violations(table(), pkgs); !slices.Equal(got, want) {
+	if got := violations(table(), contracts(), pkgs); !slices.Equal(got, want) {
 		t.Errorf("violations =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -1,8 +1,8 @@
 // Package configs is the contract between install-config.yaml and the
 // platforms: Platform, what the install-config asset asks of a platform's
 // config logic, and the list of every platform kiln implements
-// (Platforms). It stands on the ground floor with the platforms' config
-// packages it lists (types/<platform>/<platform>config): they import only
+// (Platforms). It is one of the contracts (test/layering), with the
+// platforms' config packages it lists (types/<platform>/<platform>config): they import only
 // packages under assets/installconfig/types, so assets, platforms and
 // commands can all import this list. A platform's provisioning is listed
 // apart, in platforms/provisioners.

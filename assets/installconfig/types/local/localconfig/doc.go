@@ -3,8 +3,8 @@
 // bridge: the defaults and validation of platform.local and of the machine
 // pools' local sections (package local), checked against the host's
 // networks, and the address plan that gives each machine its address from
-// its name. It stands on the ground floor: it imports only packages under
-// assets/installconfig/types, never the install-config asset or anything
+// its name. It is one of the contracts (test/layering): it imports only
+// packages under assets/installconfig/types and assets/release, never the install-config asset or anything
 // under platforms/. The local platform's provisioning is under
 // platforms/local.
 package localconfig
