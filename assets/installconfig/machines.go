@@ -29,10 +29,10 @@ func AssignsMachineAddresses(c *types.Config) bool {
 }
 
 // MachineAddresses returns the addresses c's platform assigns to the master
-// or worker called name. ok is false when the platform does not assign
+// or worker called name; r is c resolved. ok is false when the platform does not assign
 // addresses (configs.MachineAddresser): the user's machines on the none
 // platform have whatever addresses the user gave them.
-func MachineAddresses(c *types.Config, infraID, name string) (addrs []netip.Addr, ok bool, err error) {
+func MachineAddresses(c *types.Config, r types.Resolved, infraID, name string) (addrs []netip.Addr, ok bool, err error) {
 	p, found := configs.Get(c.PlatformName())
 	if !found {
 		return nil, false, nil
@@ -41,6 +41,6 @@ func MachineAddresses(c *types.Config, infraID, name string) (addrs []netip.Addr
 	if !ok {
 		return nil, false, nil
 	}
-	addrs, err = a.MachineAddresses(c, infraID, name)
+	addrs, err = a.MachineAddresses(c, r, infraID, name)
 	return addrs, err == nil, err
 }

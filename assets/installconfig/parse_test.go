@@ -127,7 +127,7 @@ func FuzzParseInstallConfig(f *testing.F) {
 		}
 		SetDefaults(c, testPlatforms())
 		_ = Validate(c, testPlatforms())
-		_ = c.FirstServiceIP()
-		_ = c.DNSServiceIP()
+		r, _ := c.Resolve()
+		_, _ = r.FirstServiceIP(), r.DNSServiceIP()
 	})
 }

@@ -67,6 +67,10 @@ func (m *Machines) Load(f graph.FileFetcher) (bool, error) {
 // its masters then its workers, with the addresses the platform assigns;
 // empty when the platform assigns none.
 func inventoryOf(ic *installconfig.InstallConfig, infraID string) (*inventory.Inventory, error) {
+	res, err := ic.Resolved()
+	if err != nil {
+		return nil, err
+	}
 	inv := &inventory.Inventory{}
 	masters, workers := installconfig.MachineNames(ic.Config, infraID)
 	for _, set := range []struct {
@@ -74,7 +78,7 @@ func inventoryOf(ic *installconfig.InstallConfig, infraID string) (*inventory.In
 		names []string
 	}{{inventory.RoleMaster, masters}, {inventory.RoleWorker, workers}} {
 		for _, n := range set.names {
-			addrs, ok, err := installconfig.MachineAddresses(ic.Config, infraID, n)
+			addrs, ok, err := installconfig.MachineAddresses(ic.Config, res, infraID, n)
 			if err != nil {
 				return nil, fmt.Errorf("address of machine %s: %w", n, err)
 			}

@@ -120,7 +120,7 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 		ClusterCIDRs:          strings.Join(cidrs, ","),
 		NodeCIDRMaskSize:      c.Networking.ClusterNetwork[0].HostPrefix,
 		ServiceCIDR:           c.Networking.ServiceNetwork[0],
-		DNSServiceIP:          c.DNSServiceIP().String(),
+		DNSServiceIP:          res.DNSServiceIP().String(),
 		ClusterDNSDomain:      ClusterDNSDomain,
 		MasterReplicas:        c.MasterReplicas(),
 		WorkerReplicas:        c.WorkerReplicas(),

@@ -35,7 +35,11 @@ func (c *APIServer) Generate(ctx context.Context, p graph.Parents) error {
 	if err := p.Get(ic); err != nil {
 		return err
 	}
-	dns, ips := apiServerSANs(ic.Config)
+	res, err := ic.Resolved()
+	if err != nil {
+		return err
+	}
+	dns, ips := apiServerSANs(ic.Config, res)
 	return c.signed(ctx, p, &RootCA{}, certSpec{
 		Subject:  pkix.Name{CommonName: "kube-apiserver"},
 		DNSNames: dns,
@@ -63,7 +67,7 @@ const ServiceDNSDomain = "cluster.local"
 // apiServerSANs returns the names and addresses of kube-apiserver: the
 // in-cluster Service names, the first Service IP, api and api-int, the API
 // VIP when the platform has one, and localhost for components on masters.
-func apiServerSANs(cfg *types.Config) (dns []string, ips []net.IP) {
+func apiServerSANs(cfg *types.Config, res types.Resolved) (dns []string, ips []net.IP) {
 	dns = []string{
 		"kubernetes",
 		"kubernetes.default",
@@ -74,7 +78,7 @@ func apiServerSANs(cfg *types.Config) (dns []string, ips []net.IP) {
 		cfg.APIIntName(),
 		"localhost",
 	}
-	if ip := cfg.FirstServiceIP(); ip.IsValid() {
+	if ip := res.FirstServiceIP(); ip.IsValid() {
 		ips = append(ips, net.IP(ip.AsSlice()))
 	}
 	dns, ips = appendHost(dns, ips, configs.APIVIP(cfg))

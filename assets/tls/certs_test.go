@@ -174,7 +174,12 @@ func checkKeyType(t *testing.T, pub any, alg Algorithm) {
 }
 
 func TestAPIServerSANsWithoutVIP(t *testing.T) {
-	dns, ips := apiServerSANs(testInstallConfig("").Config)
+	ic := testInstallConfig("")
+	res, err := ic.Resolved()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dns, ips := apiServerSANs(ic.Config, res)
 	if slices.Contains(dns, "") {
 		t.Errorf("empty DNS SAN in %q", dns)
 	}

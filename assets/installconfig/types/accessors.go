@@ -8,10 +8,6 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 )
 
-// dnsServiceIndex is the offset of the cluster DNS Service IP in the service
-// network, as kubeadm chooses it (x.y.z.10).
-const dnsServiceIndex = 10
-
 // ClusterDomain is <metadata.name>.<baseDomain>.
 func (c *Config) ClusterDomain() string {
 	return c.Metadata.Name + "." + c.BaseDomain
@@ -22,46 +18,6 @@ func (c *Config) APIName() string { return "api." + c.ClusterDomain() }
 
 // APIIntName is the internal API host name, api-int.<clusterDomain>.
 func (c *Config) APIIntName() string { return "api-int." + c.ClusterDomain() }
-
-// ServiceNetworkCIDR is networking.serviceNetwork[0]; the zero Prefix when
-// it is unset or invalid (validation rejects both).
-func (c *Config) ServiceNetworkCIDR() netip.Prefix {
-	if c.Networking == nil || len(c.Networking.ServiceNetwork) == 0 {
-		return netip.Prefix{}
-	}
-	p, err := netip.ParsePrefix(c.Networking.ServiceNetwork[0])
-	if err != nil {
-		return netip.Prefix{}
-	}
-	return p.Masked()
-}
-
-// FirstServiceIP is the ClusterIP of the kubernetes Service: the first host
-// address of the service network.
-func (c *Config) FirstServiceIP() netip.Addr {
-	return nthAddr(c.ServiceNetworkCIDR(), 1)
-}
-
-// DNSServiceIP is the ClusterIP of the cluster DNS Service: the tenth
-// address of the service network, as kubeadm chooses it.
-func (c *Config) DNSServiceIP() netip.Addr {
-	return nthAddr(c.ServiceNetworkCIDR(), dnsServiceIndex)
-}
-
-// ClusterNetworkCIDRs are the pod address blocks; invalid entries are
-// skipped (validation rejects them).
-func (c *Config) ClusterNetworkCIDRs() []netip.Prefix {
-	if c.Networking == nil {
-		return nil
-	}
-	var out []netip.Prefix
-	for _, e := range c.Networking.ClusterNetwork {
-		if p, err := netip.ParsePrefix(e.CIDR); err == nil {
-			out = append(out, p.Masked())
-		}
-	}
-	return out
-}
 
 // MachineNetworkCIDRs are the machine address blocks; invalid entries are
 // skipped (validation rejects them).
@@ -119,22 +75,6 @@ func (p *Platform) Names() []string {
 		names = append(names, ssh.Name)
 	}
 	return names
-}
-
-// nthAddr returns the n-th address of p (0 is the network address), or the
-// zero Addr when p is invalid or too small.
-func nthAddr(p netip.Prefix, n int) netip.Addr {
-	if !p.IsValid() {
-		return netip.Addr{}
-	}
-	a := p.Addr()
-	for range n {
-		a = a.Next()
-		if !p.Contains(a) {
-			return netip.Addr{}
-		}
-	}
-	return a
 }
 
 // Names lists the keys of the platform sections set in a machine pool.

@@ -1,7 +1,6 @@
 package types
 
 import (
-	"net/netip"
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
@@ -25,9 +24,6 @@ func TestAccessors(t *testing.T) {
 		{"ClusterDomain", c.ClusterDomain(), "dev.example.com"},
 		{"APIName", c.APIName(), "api.dev.example.com"},
 		{"APIIntName", c.APIIntName(), "api-int.dev.example.com"},
-		{"ServiceNetworkCIDR", c.ServiceNetworkCIDR().String(), "172.30.0.0/16"},
-		{"FirstServiceIP", c.FirstServiceIP().String(), "172.30.0.1"},
-		{"DNSServiceIP", c.DNSServiceIP().String(), "172.30.0.10"},
 		{"PlatformName", c.PlatformName(), "local"},
 	}
 	for _, ch := range checks {
@@ -35,18 +31,11 @@ func TestAccessors(t *testing.T) {
 			t.Errorf("%s = %q, want %q", ch.name, ch.got, ch.want)
 		}
 	}
-	if got := c.ClusterNetworkCIDRs(); len(got) != 1 || got[0] != netip.MustParsePrefix("10.128.0.0/14") {
-		t.Errorf("ClusterNetworkCIDRs = %v", got)
-	}
 	if c.MasterReplicas() != 3 || c.WorkerReplicas() != 3 {
 		t.Errorf("replicas = %d, %d", c.MasterReplicas(), c.WorkerReplicas())
 	}
 	empty := &Config{Platform: Platform{None: &none.Platform{}, Local: &local.Platform{}}}
-	if empty.PlatformName() != "" || empty.FirstServiceIP().IsValid() || empty.MasterReplicas() != 0 {
+	if empty.PlatformName() != "" || empty.MasterReplicas() != 0 {
 		t.Error("accessors of an empty config are not zero")
-	}
-	small := &Config{Networking: &Networking{ServiceNetwork: []string{"10.0.0.0/29"}}}
-	if small.DNSServiceIP().IsValid() {
-		t.Errorf("DNSServiceIP of a /29 = %v, want none", small.DNSServiceIP())
 	}
 }

@@ -35,6 +35,38 @@ type Resolved struct {
 	Timeouts ResolvedTimeouts
 }
 
+// dnsServiceIndex is the offset of the cluster DNS Service IP in the service
+// network, as kubeadm chooses it (x.y.z.10).
+const dnsServiceIndex = 10
+
+// FirstServiceIP is the ClusterIP of the kubernetes Service: the first host
+// address of the service network.
+func (r Resolved) FirstServiceIP() netip.Addr {
+	return nthAddr(r.ServiceNetwork, 1)
+}
+
+// DNSServiceIP is the ClusterIP of the cluster DNS Service: the tenth
+// address of the service network, as kubeadm chooses it.
+func (r Resolved) DNSServiceIP() netip.Addr {
+	return nthAddr(r.ServiceNetwork, dnsServiceIndex)
+}
+
+// nthAddr returns the n-th address of p (0 is the network address), or the
+// zero Addr when p is invalid or too small.
+func nthAddr(p netip.Prefix, n int) netip.Addr {
+	if !p.IsValid() {
+		return netip.Addr{}
+	}
+	a := p.Addr()
+	for range n {
+		a = a.Next()
+		if !p.Contains(a) {
+			return netip.Addr{}
+		}
+	}
+	return a
+}
+
 // ResolvedTimeouts bound the waits of create cluster.
 type ResolvedTimeouts struct {
 	API, Bootstrap, Install time.Duration

@@ -28,6 +28,12 @@ func TestResolve(t *testing.T) {
 		r.ClusterNetworks[0] != netip.MustParsePrefix("10.128.0.0/14") {
 		t.Errorf("Resolve = %+v", r)
 	}
+	if got := r.FirstServiceIP(); got != netip.MustParseAddr("172.30.0.1") {
+		t.Errorf("FirstServiceIP = %v, want 172.30.0.1", got)
+	}
+	if got := r.DNSServiceIP(); got != netip.MustParseAddr("172.30.0.10") {
+		t.Errorf("DNSServiceIP = %v, want 172.30.0.10", got)
+	}
 	if want := (ResolvedTimeouts{API: 20 * time.Minute, Bootstrap: 45 * time.Minute, Install: 30 * time.Minute}); r.Timeouts != want {
 		t.Errorf("Timeouts = %+v, want %+v", r.Timeouts, want)
 	}
@@ -37,5 +43,20 @@ func TestResolve(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "install-config.yaml: "+field+": ") {
 			t.Errorf("error %v does not name %s", err, field)
 		}
+	}
+}
+
+// The Service addresses of a service network too small to hold them, or
+// of none, are the zero Addr.
+func TestServiceIPsOfSmallNetworks(t *testing.T) {
+	if ip := (Resolved{}).FirstServiceIP(); ip.IsValid() {
+		t.Errorf("FirstServiceIP of no network = %v, want none", ip)
+	}
+	small := Resolved{ServiceNetwork: netip.MustParsePrefix("10.0.0.0/29")}
+	if ip := small.DNSServiceIP(); ip.IsValid() {
+		t.Errorf("DNSServiceIP of a /29 = %v, want none", ip)
+	}
+	if ip := small.FirstServiceIP(); ip != netip.MustParseAddr("10.0.0.1") {
+		t.Errorf("FirstServiceIP of a /29 = %v, want 10.0.0.1", ip)
 	}
 }

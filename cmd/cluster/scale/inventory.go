@@ -66,7 +66,7 @@ func (r *Runner) inventoryMachine(name string) (m inventory.Machine, ok bool, er
 	default:
 		return m, false, fmt.Errorf("machine name %q is not a master or worker of %s", name, r.Cluster.InfraID)
 	}
-	addrs, ok, err := installconfig.MachineAddresses(r.Cluster.Config, r.Cluster.InfraID, name)
+	addrs, ok, err := installconfig.MachineAddresses(r.Cluster.Config, r.Cluster.Resolved, r.Cluster.InfraID, name)
 	if err != nil || !ok {
 		return m, false, err
 	}

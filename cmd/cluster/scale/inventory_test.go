@@ -3,6 +3,7 @@ package scale
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -21,12 +22,13 @@ import (
 )
 
 // localConfig is a local cluster on 10.0.0.0/24: master i at 10.0.0.1<i>
-// (offset 11+i), worker i at 10.0.0.2<i>.
-func localConfig() *types.Config {
+// (offset 11+i), worker i at 10.0.0.2<i>; the install-config and its
+// resolved machine network.
+func localConfig() (*types.Config, types.Resolved) {
 	return &types.Config{
 		Networking: &types.Networking{MachineNetwork: []types.MachineNetworkEntry{{CIDR: "10.0.0.0/24"}}},
 		Platform:   types.Platform{Local: &local.Platform{APIVIP: "10.0.0.1"}},
-	}
+	}, types.Resolved{MachineNetwork: netip.MustParsePrefix("10.0.0.0/24")}
 }
 
 // journalInventory records every write of the inventory in j as
@@ -67,7 +69,7 @@ func TestRunInventory(t *testing.T) {
 	for _, existing := range []bool{true, false} {
 		t.Run(fmt.Sprintf("existing inventory %v", existing), func(t *testing.T) {
 			r, j, _ := newTestRunner(t, 1, 1)
-			r.Cluster.Config = localConfig()
+			r.Cluster.Config, r.Cluster.Resolved = localConfig()
 			kube := r.Kube.(*fake.Clientset)
 			if existing {
 				inv := &inventory.Inventory{}
@@ -106,7 +108,7 @@ func TestRunInventory(t *testing.T) {
 // before its new machine is created; enrolling again changes nothing.
 func TestInventoryMasterReplace(t *testing.T) {
 	r, j, e := newTestRunner(t, 3, 0)
-	r.Cluster.Config = localConfig()
+	r.Cluster.Config, r.Cluster.Resolved = localConfig()
 	e.names[etcdmembers.PeerURL("10.0.0.11")] = infra + "-master-1"
 	journalInventory(t, j, r.Kube.(*fake.Clientset))
 	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 3, Replace: ms(1)}, nil, nil)
@@ -143,7 +145,7 @@ func TestInventoryMasterReplace(t *testing.T) {
 // token ID. A replaced master gets the ID of its new token.
 func TestEnrollRecordsTheJoinTokenID(t *testing.T) {
 	r, _, e := newTestRunner(t, 3, 1)
-	r.Cluster.Config = localConfig()
+	r.Cluster.Config, r.Cluster.Resolved = localConfig()
 	e.names[etcdmembers.PeerURL("10.0.0.11")] = infra + "-master-1"
 	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 3, Workers: 2, Replace: ms(1)}, nil, nil)
 	if err != nil {
@@ -191,7 +193,7 @@ func clusterInventory(t *testing.T, r *Runner) *inventory.Inventory {
 // not overwritten.
 func TestEnrollRefusesABrokenInventory(t *testing.T) {
 	r, _, _ := newTestRunner(t, 1, 1)
-	r.Cluster.Config = localConfig()
+	r.Cluster.Config, r.Cluster.Resolved = localConfig()
 	broken := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: inventory.Namespace, Name: inventory.Name},
 		Data: map[string]string{inventory.Key: `{"machines": [{"name": "x"}]}`}}
 	if _, err := r.Kube.CoreV1().ConfigMaps(inventory.Namespace).Create(context.Background(), broken, metav1.CreateOptions{}); err != nil {

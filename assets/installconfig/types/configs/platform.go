@@ -32,8 +32,8 @@ type Platform interface {
 // inventory starts empty and the administrator fills it in.
 type MachineAddresser interface {
 	// MachineAddresses returns the addresses of c's master or worker
-	// called name (a machines.Name of infraID).
-	MachineAddresses(c *types.Config, infraID, name string) ([]netip.Addr, error)
+	// called name (a machines.Name of infraID); r is c resolved.
+	MachineAddresses(c *types.Config, r types.Resolved, infraID, name string) ([]netip.Addr, error)
 }
 
 // MachineNamer is an optional ability of a Platform whose machines are

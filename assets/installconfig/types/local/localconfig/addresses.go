@@ -21,19 +21,6 @@ const (
 	WorkerOffset    = 20
 )
 
-// MachineNetwork returns c's machineNetwork[0], masked: the block of the
-// cluster's machines.
-func MachineNetwork(c *types.Config) (netip.Prefix, error) {
-	if c.Networking == nil || len(c.Networking.MachineNetwork) == 0 {
-		return netip.Prefix{}, errors.New("install-config has no machine network after defaulting")
-	}
-	cidr, err := netip.ParsePrefix(c.Networking.MachineNetwork[0].CIDR)
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("networking.machineNetwork[0]: %w", err)
-	}
-	return cidr.Masked(), nil
-}
-
 // BootstrapAddress returns the bootstrap machine's address on the machine
 // network cidr.
 func BootstrapAddress(cidr netip.Prefix) (netip.Addr, error) {
@@ -62,13 +49,9 @@ func MachineAddress(cidr netip.Prefix, infraID, name string) (role string, addr 
 }
 
 // MachineAddresses implements configs.MachineAddresser: the one address
-// of the master or worker called name.
-func (*Config) MachineAddresses(c *types.Config, infraID, name string) ([]netip.Addr, error) {
-	cidr, err := MachineNetwork(c)
-	if err != nil {
-		return nil, err
-	}
-	_, a, err := MachineAddress(cidr, infraID, name)
+// of the master or worker called name, on the resolved machine network.
+func (*Config) MachineAddresses(_ *types.Config, r types.Resolved, infraID, name string) ([]netip.Addr, error) {
+	_, a, err := MachineAddress(r.MachineNetwork, infraID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +61,9 @@ func (*Config) MachineAddresses(c *types.Config, infraID, name string) ([]netip.
 // addressAt returns the address off places after cidr's first; it must
 // not be the block's last (broadcast) address.
 func addressAt(cidr netip.Prefix, off int) (netip.Addr, error) {
+	if !cidr.IsValid() {
+		return netip.Addr{}, errors.New("no machine network: networking.machineNetwork[0] was not resolved")
+	}
 	a := cidr.Addr()
 	for i := 0; i < off; i++ {
 		a = a.Next()

@@ -148,7 +148,7 @@ func (Config) MachineNames(c *types.Config, _ string) (masters, workers []string
 
 // MachineAddresses implements configs.MachineAddresser: the address of
 // the master or worker host called name.
-func (Config) MachineAddresses(c *types.Config, _, name string) ([]netip.Addr, error) {
+func (Config) MachineAddresses(c *types.Config, _ types.Resolved, _, name string) ([]netip.Addr, error) {
 	h, ok := Host(c, name)
 	if !ok || h.Role != ssh.RoleMaster && !h.Worker() {
 		return nil, fmt.Errorf("no master or worker host is called %s in platform.ssh.hosts", name)

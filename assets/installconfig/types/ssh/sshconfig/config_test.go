@@ -105,12 +105,12 @@ func TestMachineNamesAndAddresses(t *testing.T) {
 	if !slices.Equal(m, []string{"m0", "m1", "m2.example.com"}) || !slices.Equal(w, []string{"w0"}) {
 		t.Errorf("MachineNames = %q, %q", m, w)
 	}
-	a, err := Config{}.MachineAddresses(c, "infra-x", "m1")
+	a, err := Config{}.MachineAddresses(c, types.Resolved{}, "infra-x", "m1")
 	if err != nil || len(a) != 1 || a[0].String() != "192.0.2.12" {
 		t.Errorf("MachineAddresses(m1) = %v, %v", a, err)
 	}
 	for _, name := range []string{"boot", "nope"} {
-		if _, err := (Config{}).MachineAddresses(c, "infra-x", name); err == nil {
+		if _, err := (Config{}).MachineAddresses(c, types.Resolved{}, "infra-x", name); err == nil {
 			t.Errorf("MachineAddresses(%s) found an address", name)
 		}
 	}
@@ -141,7 +141,7 @@ func TestBootstrapJoinsAsWorker(t *testing.T) {
 	if len(m) != 3 || !slices.Equal(w, []string{"boot", "w0"}) {
 		t.Errorf("MachineNames = %q, %q; want the bootstrap host first among the workers", m, w)
 	}
-	a, err := Config{}.MachineAddresses(c, "infra-x", "boot")
+	a, err := Config{}.MachineAddresses(c, types.Resolved{}, "infra-x", "boot")
 	if err != nil || len(a) != 1 || a[0].String() != "192.0.2.10" {
 		t.Errorf("MachineAddresses(boot) = %v, %v", a, err)
 	}
