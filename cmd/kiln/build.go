@@ -20,7 +20,7 @@ func newBuildCmd(o *rootOptions) *cobra.Command {
 		Short: "Build artefacts that clusters are installed from",
 		Args:  cobra.NoArgs,
 	}
-	build.AddCommand(newBuildNodeImageCmd(o), newBuildConformanceCmd(o))
+	build.AddCommand(newBuildNodeImageCmd(o))
 	return build
 }
 
@@ -97,44 +97,4 @@ func buildError(err error) error {
 		return exitcode.With(exitcode.Input, err)
 	}
 	return exitcode.With(exitcode.Infrastructure, err)
-}
-
-// newBuildConformanceCmd builds the upstream conformance suite (e2e.test,
-// kubectl, the test images), or finds it in the cache. `make conformance`
-// runs it; it is hidden because it serves kiln's own tests.
-func newBuildConformanceCmd(o *rootOptions) *cobra.Command {
-	var cacheDir, version string
-	var env bool
-	cmd := &cobra.Command{
-		Use:    "conformance",
-		Short:  "Build the Kubernetes conformance suite (e2e.test, kubectl, test images) from source, cached",
-		Hidden: true,
-		Long: "Builds e2e.test and kubectl of the pinned Kubernetes release from the Go module proxy and every\n" +
-			"container image the [Conformance] specs run, tagged with its upstream name, into one docker-archive\n" +
-			"for `kiln load image-archive`. Cached in the kiln cache directory like the node image. Needs root and Go.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			rel, err := lookupRelease(version)
-			if err != nil {
-				return err
-			}
-			o.openDebugLog()
-			start := time.Now()
-			c, err := nodeimage.EnsureConformance(cmd.Context(), nodeimage.Options{CacheDir: cacheDir, Log: o.log, Progress: o.status, Release: rel})
-			if err != nil {
-				return buildError(err)
-			}
-			if env {
-				fmt.Fprintf(o.stdout, "E2E_TEST=%s\nKUBECTL=%s\nGINKGO=%s\nIMAGES=%s\n", c.E2ETest, c.Kubectl, c.Ginkgo, c.Images)
-				return nil
-			}
-			fmt.Fprintf(o.stdout, "conformance suite %s (%s)\n  e2e.test: %s\n  kubectl: %s\n  images: %s\n    %s\n",
-				c.Version, time.Since(start).Round(100*time.Millisecond), c.E2ETest, c.Kubectl, c.Images, strings.Join(c.Refs, "\n    "))
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&env, "env", false, "print E2E_TEST=, KUBECTL=, GINKGO= and IMAGES= lines for a shell to read")
-	cmd.Flags().StringVar(&cacheDir, "cache-dir", "", "kiln cache directory (default $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln or ~/.cache/kiln)")
-	addKubernetesVersionFlag(cmd, &version)
-	return cmd
 }

@@ -69,30 +69,30 @@ func (b *builder) plan() (*plan, error) {
 // tools and netbase files of the images, the pre-import scripts and the
 // release rel.
 func imageKey(rel release.Release, goVersion string, files []bakedFile) (string, error) {
-	h := newHasher("node-image/v1")
-	h.add("base", debootstrapKey())
-	for _, c := range components(rel) {
-		src, err := c.sources()
+	h := NewHasher("node-image/v1")
+	h.Add("base", debootstrapKey())
+	for _, c := range Components(rel) {
+		src, err := c.Sources()
 		if err != nil {
 			return "", err
 		}
-		h.add("component:"+c.Name, c.key(goVersion, src))
+		h.Add("component:"+c.Name, c.Key(goVersion, src))
 	}
 	for _, f := range files {
-		h.add(fmt.Sprintf("baked:%s:%o", f.Path, f.Mode), string(f.Data))
+		h.Add(fmt.Sprintf("baked:%s:%o", f.Path, f.Mode), string(f.Data))
 	}
-	h.add("enable", strings.Join(enableUnits[:], " "))
-	h.add("mask", strings.Join(maskUnits[:], " "))
-	h.add("proxy-tools", strings.Join(proxyTools[:], " "))
-	h.add("firewall-tools", strings.Join(firewallTools[:], " "))
-	h.add("netbase", strings.Join(netbaseFiles[:], " "))
-	h.add("preimport", preimportOuter+preimportInner)
+	h.Add("enable", strings.Join(enableUnits[:], " "))
+	h.Add("mask", strings.Join(maskUnits[:], " "))
+	h.Add("proxy-tools", strings.Join(proxyTools[:], " "))
+	h.Add("firewall-tools", strings.Join(firewallTools[:], " "))
+	h.Add("netbase", strings.Join(netbaseFiles[:], " "))
+	h.Add("preimport", preimportOuter+preimportInner)
 	info, err := json.Marshal(rel.Info())
 	if err != nil {
 		return "", err
 	}
-	h.add("release", string(info))
-	return h.sum(), nil
+	h.Add("release", string(info))
+	return h.Sum(), nil
 }
 
 // build builds what is missing (components and base tree, see
@@ -111,7 +111,7 @@ func (b *builder) build(ctx context.Context, p *plan) (*Image, error) {
 // assemble copies the base tree and adds binaries, images, baked files
 // and unit settings, then publishes the result under p.dir.
 func (b *builder) assemble(ctx context.Context, p *plan, base string, bins map[string]string) (*Image, error) {
-	tmp, err := scratch(p.dir)
+	tmp, err := Scratch(p.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func (b *builder) assemble(ctx context.Context, p *plan, base string, bins map[s
 	if err := installBaked(rootfs, []bakedFile{{Path: "/etc/kiln/release.json", Data: append(rel, '\n'), Mode: 0o644}}); err != nil {
 		return nil, err
 	}
-	for _, c := range []command{systemctlCmd(rootfs, "enable", enableUnits[:]), systemctlCmd(rootfs, "mask", maskUnits[:])} {
+	for _, c := range []Command{systemctlCmd(rootfs, "enable", enableUnits[:]), systemctlCmd(rootfs, "mask", maskUnits[:])} {
 		if err := b.run.run(ctx, c); err != nil {
 			return nil, err
 		}
@@ -164,7 +164,7 @@ func (b *builder) assemble(ctx context.Context, p *plan, base string, bins map[s
 	if err := os.WriteFile(filepath.Join(tmp, metadataFile), append(meta, '\n'), 0o644); err != nil {
 		return nil, err
 	}
-	if err := publish(tmp, p.dir); err != nil {
+	if err := Publish(tmp, p.dir); err != nil {
 		return nil, err
 	}
 	return load(p.dir)
@@ -172,13 +172,13 @@ func (b *builder) assemble(ctx context.Context, p *plan, base string, bins map[s
 
 // copyTreeCmd copies the base tree with owners, modes, links and device
 // nodes intact (sharing blocks where the file system can).
-func copyTreeCmd(src, dst string) command {
-	return command{Path: "cp", Args: []string{"-a", "--reflink=auto", src, dst}}
+func copyTreeCmd(src, dst string) Command {
+	return Command{Path: "cp", Args: []string{"-a", "--reflink=auto", src, dst}}
 }
 
 // systemctlCmd runs the tree's own systemctl on the tree, offline.
-func systemctlCmd(rootfs, verb string, units []string) command {
-	return command{Path: "chroot", Args: append([]string{rootfs, "systemctl", verb}, units...)}
+func systemctlCmd(rootfs, verb string, units []string) Command {
+	return Command{Path: "chroot", Args: append([]string{rootfs, "systemctl", verb}, units...)}
 }
 
 // resetIdentity removes what would make every machine the same host: the

@@ -86,17 +86,17 @@ func renderBaked(data bakedData) ([]bakedFile, error) {
 
 // ctrImportCmd is how a node imports one image archive into the
 // containerd namespace that the CRI (and so kubelet) uses.
-func ctrImportCmd(archive string) command {
+func ctrImportCmd(archive string) Command {
 	args := []string{"-n", "k8s.io", "images", "import"}
 	if archive != "" {
 		args = append(args, archive)
 	}
-	return command{Path: "ctr", Args: args}
+	return Command{Path: "ctr", Args: args}
 }
 
 // ctrListCmd lists the image references present in that namespace.
-func ctrListCmd() command {
-	return command{Path: "ctr", Args: []string{"-n", "k8s.io", "images", "ls", "-q"}}
+func ctrListCmd() Command {
+	return Command{Path: "ctr", Args: []string{"-n", "k8s.io", "images", "ls", "-q"}}
 }
 
 // installBaked writes files into the tree at rootfs.

@@ -10,37 +10,39 @@ import (
 	"sort"
 )
 
-// hasher builds a cache key from named parts. Each part is framed with its
+// Hasher builds a cache key from named parts. Each part is framed with its
 // name and length, so moving bytes between parts changes the key.
-type hasher struct {
+type Hasher struct {
 	h hash.Hash
 }
 
-func newHasher(kind string) *hasher {
-	x := &hasher{h: sha256.New()}
-	x.add("kind", kind)
+// NewHasher returns a Hasher whose key starts with kind, the domain of
+// the key: a string that names what is keyed and its version.
+func NewHasher(kind string) *Hasher {
+	x := &Hasher{h: sha256.New()}
+	x.Add("kind", kind)
 	return x
 }
 
-// add mixes a named value into the key.
-func (x *hasher) add(name, value string) {
+// Add mixes a named value into the key.
+func (x *Hasher) Add(name, value string) {
 	fmt.Fprintf(x.h, "%d:%s%d:%s", len(name), name, len(value), value)
 }
 
 // addFiles mixes a set of files (name -> content) in name order.
-func (x *hasher) addFiles(files map[string][]byte) {
+func (x *Hasher) addFiles(files map[string][]byte) {
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		x.add("file:"+n, string(files[n]))
+		x.Add("file:"+n, string(files[n]))
 	}
 }
 
-// sum returns the key: 16 bytes of hex, plenty to tell builds apart.
-func (x *hasher) sum() string {
+// Sum returns the key: 16 bytes of hex, plenty to tell builds apart.
+func (x *Hasher) Sum() string {
 	return hex.EncodeToString(x.h.Sum(nil)[:16])
 }
 
@@ -50,10 +52,10 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// publish renames a finished temporary directory to its cache path. When
+// Publish renames a finished temporary directory to its cache path. When
 // another process published the same content first, the temporary copy is
 // removed and the existing one kept.
-func publish(tmp, final string) error {
+func Publish(tmp, final string) error {
 	if err := os.Rename(tmp, final); err != nil {
 		if exists(final) {
 			return os.RemoveAll(tmp)
@@ -63,9 +65,9 @@ func publish(tmp, final string) error {
 	return nil
 }
 
-// scratch returns a fresh temporary directory next to final, removing any
+// Scratch returns a fresh temporary directory next to final, removing any
 // leftover of an interrupted earlier build.
-func scratch(final string) (string, error) {
+func Scratch(final string) (string, error) {
 	tmp := final + ".tmp"
 	if err := os.RemoveAll(tmp); err != nil {
 		return "", err

@@ -48,7 +48,7 @@ var ErrMissingCgoDeps = errors.New("missing C build tools or libraries")
 // before a long build fails halfway: a C compiler, pkg-config and every C
 // library of c. The error names what is missing and the Debian packages
 // that hold it.
-func cgoPrecondition(c component, host hostProbe) error {
+func cgoPrecondition(c Component, host hostProbe) error {
 	var missing, debs []string
 	for _, t := range cgoTools {
 		if _, err := host.lookPath(t.Name); err != nil {

@@ -27,8 +27,8 @@ func fakeHost(programs, libs []string) hostProbe {
 }
 
 func TestCgoPrecondition(t *testing.T) {
-	var runc component
-	for _, c := range components(release.Default()) {
+	var runc Component
+	for _, c := range Components(release.Default()) {
 		if c.Name == "runc" {
 			runc = c
 		}

@@ -15,9 +15,9 @@ import (
 	"github.com/sirupsen/logrus"
 )
 
-// command is a child process kiln runs, as data so that tests can check
+// Command is a child process kiln runs, as data so that tests can check
 // the argv without running anything.
-type command struct {
+type Command struct {
 	Path string
 	Args []string
 	// Env overrides variables of kiln's own environment.
@@ -26,7 +26,7 @@ type command struct {
 }
 
 // String returns the command line for logs.
-func (c command) String() string {
+func (c Command) String() string {
 	return strings.Join(append([]string{c.Path}, c.Args...), " ")
 }
 
@@ -44,13 +44,13 @@ type runner struct {
 }
 
 // run runs c and returns its error with the last lines of its output.
-func (r runner) run(ctx context.Context, c command) error {
+func (r runner) run(ctx context.Context, c Command) error {
 	_, err := r.output(ctx, c, false)
 	return err
 }
 
 // output runs c and also returns its standard output when keep is set.
-func (r runner) output(ctx context.Context, c command, keep bool) (string, error) {
+func (r runner) output(ctx context.Context, c Command, keep bool) (string, error) {
 	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
 	cmd.Dir = c.Dir
 	cmd.Env = append(os.Environ(), c.Env...)

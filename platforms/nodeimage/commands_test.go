@@ -18,7 +18,7 @@ import (
 func TestCommandArgv(t *testing.T) {
 	tests := []struct {
 		name string
-		cmd  command
+		cmd  Command
 		want []string
 	}{
 		{
@@ -70,8 +70,8 @@ func TestCommandArgv(t *testing.T) {
 }
 
 func TestGoBuildCmd(t *testing.T) {
-	byName := map[string]component{}
-	for _, c := range components(release.Default()) {
+	byName := map[string]Component{}
+	for _, c := range Components(release.Default()) {
 		byName[c.Name] = c
 	}
 	tests := []struct {
@@ -160,7 +160,7 @@ func TestGoBuildCmd(t *testing.T) {
 			if !ok {
 				t.Fatalf("no component %s", tt.component)
 			}
-			cmd := goBuildCmd("/usr/local/go/bin/go", "/cache", c, "/cache/components/x.tmp/src", "/cache/components/x.tmp/bin")
+			cmd := GoBuildCmd("/usr/local/go/bin/go", "/cache", c, "/cache/components/x.tmp/src", "/cache/components/x.tmp/bin")
 			wantHead := append(append([]string{"build", "-v", "-trimpath"}, tt.wantFlags...), "-ldflags")
 			if len(cmd.Args) < len(wantHead)+1 || !reflect.DeepEqual(cmd.Args[:len(wantHead)], wantHead) {
 				t.Fatalf("args %q, want them to start %q", cmd.Args, wantHead)
@@ -230,8 +230,8 @@ func TestStaticCgo(t *testing.T) {
 // build, in the same directory and environment, so that it downloads what
 // the build reads.
 func TestPrefetchCmd(t *testing.T) {
-	for _, c := range components(release.Default()) {
-		build := goBuildCmd("/go", "/cache", c, "/src", "/out")
+	for _, c := range Components(release.Default()) {
+		build := GoBuildCmd("/go", "/cache", c, "/src", "/out")
 		got := prefetchCmd("/go", "/cache", c, "/src")
 		want := append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, c.Packages...)
 		if got.Path != "/go" || !reflect.DeepEqual(got.Args, want) {
@@ -289,7 +289,7 @@ func TestPreimportFallsBackToBootImport(t *testing.T) {
 		}
 		log, hook := test.NewNullLogger()
 		var ran []string
-		run := func(_ context.Context, c command) error {
+		run := func(_ context.Context, c Command) error {
 			ran = append(ran, c.Path)
 			if fail {
 				return errors.New("overlayfs snapshotter cannot be enabled")

@@ -16,10 +16,10 @@ import (
 	datacomponents "github.com/kiln-project/kiln/data/components"
 )
 
-// component is one wrapper module from data/components and what kiln builds
-// from it.
-type component struct {
-	// Name is the module's directory in data/components.
+// Component is one wrapper module (from data/components unless FS says
+// otherwise) and what kiln builds from it.
+type Component struct {
+	// Name is the module's directory in FS.
 	Name string
 	// Version and StagingVersion fill the go.mod.in template.
 	Version        string
@@ -73,9 +73,9 @@ var containerdLDFlags = []string{
 	"-X github.com/containerd/containerd/v2/version.Version=" + strings.TrimPrefix(release.ContainerdVersion, "v"),
 }
 
-// kubernetesLDFlags returns the -X flags that set the version strings of
+// KubernetesLDFlags returns the -X flags that set the version strings of
 // everything built from k8s.io/kubernetes at version v.
-func kubernetesLDFlags(v string) []string {
+func KubernetesLDFlags(v string) []string {
 	major, minor, _ := strings.Cut(strings.TrimPrefix(v, "v"), ".")
 	minor, _, _ = strings.Cut(minor, ".")
 	var ld []string
@@ -91,16 +91,16 @@ func kubernetesLDFlags(v string) []string {
 	return ld
 }
 
-// components returns every module kiln builds for the node image of rel.
-func components(rel release.Release) []component {
+// Components returns every module kiln builds for the node image of rel.
+func Components(rel release.Release) []Component {
 	v := rel.Kubernetes
-	k8sLD := kubernetesLDFlags(v)
+	k8sLD := KubernetesLDFlags(v)
 	k8sBins := []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubelet", "kubectl"}
 	var k8sPkgs []string
 	for _, b := range k8sBins {
 		k8sPkgs = append(k8sPkgs, "k8s.io/kubernetes/cmd/"+b)
 	}
-	return []component{
+	return []Component{
 		{
 			Name: "kubernetes", Version: v, StagingVersion: rel.KubernetesStaging,
 			Packages: k8sPkgs, Binaries: k8sBins, LDFlags: k8sLD,
@@ -164,9 +164,9 @@ func components(rel release.Release) []component {
 	}
 }
 
-// sources returns the module's files, rendered: name without ".in" ->
+// Sources returns the module's files, rendered: name without ".in" ->
 // content.
-func (c component) sources() (map[string][]byte, error) {
+func (c Component) Sources() (map[string][]byte, error) {
 	fsys := c.FS
 	if fsys == nil {
 		fsys = datacomponents.FS
@@ -201,10 +201,10 @@ func (c component) sources() (map[string][]byte, error) {
 	return out, nil
 }
 
-// goEnv is the environment of every component build: static binaries
+// GoEnv is the environment of every component build: static binaries
 // (without cgo, unless the component needs it), kiln's own build and module
 // caches, the local toolchain, go.sum-verified module resolution.
-func goEnv(cacheDir string, cgo bool) []string {
+func GoEnv(cacheDir string, cgo bool) []string {
 	cgoEnabled := "CGO_ENABLED=0"
 	if cgo {
 		cgoEnabled = "CGO_ENABLED=1"
@@ -221,9 +221,9 @@ func goEnv(cacheDir string, cgo bool) []string {
 	}
 }
 
-// goBuildCmd returns the `go build` of c in the module directory src,
+// GoBuildCmd returns the `go build` of c in the module directory src,
 // writing binaries into out.
-func goBuildCmd(goBin, cacheDir string, c component, src, out string) command {
+func GoBuildCmd(goBin, cacheDir string, c Component, src, out string) Command {
 	ld := append([]string{"-s", "-w"}, c.LDFlags...)
 	// -v names each package as it is compiled: the debug log and the
 	// progress line show how far a long build has come.
@@ -237,10 +237,10 @@ func goBuildCmd(goBin, cacheDir string, c component, src, out string) command {
 		args = append(args, "-tags", strings.Join(c.Tags, ","))
 	}
 	args = append(args, "-ldflags", strings.Join(ld, " "), "-o", out+string(filepath.Separator))
-	return command{
+	return Command{
 		Path: goBin,
 		Args: append(args, c.Packages...),
-		Env:  goEnv(cacheDir, c.Cgo),
+		Env:  GoEnv(cacheDir, c.Cgo),
 		Dir:  src,
 	}
 }
@@ -256,23 +256,23 @@ func staticCgo(goarch string) (buildFlags, ldFlags []string) {
 	return nil, []string{"-extldflags", "-static"}
 }
 
-// key returns the cache key of c: its rendered sources, the whole go build
+// Key returns the cache key of c: its rendered sources, the whole go build
 // command line (flags, packages, environment) and the Go toolchain version.
-func (c component) key(goVersion string, files map[string][]byte) string {
-	h := newHasher("component/v1")
-	h.add("name", c.Name)
-	h.add("go", goVersion)
-	cmd := goBuildCmd("go", "", c, "", "")
-	h.add("argv", strings.Join(cmd.Args, "\x00"))
-	h.add("env", strings.Join(cmd.Env, "\x00"))
-	h.add("binaries", strings.Join(c.Binaries, " "))
+func (c Component) Key(goVersion string, files map[string][]byte) string {
+	h := NewHasher("component/v1")
+	h.Add("name", c.Name)
+	h.Add("go", goVersion)
+	cmd := GoBuildCmd("go", "", c, "", "")
+	h.Add("argv", strings.Join(cmd.Args, "\x00"))
+	h.Add("env", strings.Join(cmd.Env, "\x00"))
+	h.Add("binaries", strings.Join(c.Binaries, " "))
 	h.addFiles(files)
-	return h.sum()
+	return h.Sum()
 }
 
 // builtComponent is a component in the cache.
 type builtComponent struct {
-	component
+	Component
 	Key string
 	Bin string // directory holding Binaries
 }
@@ -302,19 +302,19 @@ func (j componentJob) src() string { return filepath.Join(j.Tmp, "src") }
 
 // componentEntry returns c's cache entry (complete or not) and the
 // sources its key hashes.
-func (b *builder) componentEntry(c component) (componentJob, map[string][]byte, error) {
-	files, err := c.sources()
+func (b *builder) componentEntry(c Component) (componentJob, map[string][]byte, error) {
+	files, err := c.Sources()
 	if err != nil {
 		return componentJob{}, nil, err
 	}
-	key := c.key(b.goVersion, files)
+	key := c.Key(b.goVersion, files)
 	dir := filepath.Join(b.cache, "components", c.Name+"-"+key)
-	return componentJob{builtComponent: builtComponent{component: c, Key: key, Bin: filepath.Join(dir, "bin")}, Dir: dir}, files, nil
+	return componentJob{builtComponent: builtComponent{Component: c, Key: key, Bin: filepath.Join(dir, "bin")}, Dir: dir}, files, nil
 }
 
 // stageComponent returns c's job: the cache entry when complete, else a
 // fresh scratch directory with the module's sources written into it.
-func (b *builder) stageComponent(c component) (componentJob, error) {
+func (b *builder) stageComponent(c Component) (componentJob, error) {
 	job, files, err := b.componentEntry(c)
 	if err != nil {
 		return job, err
@@ -332,14 +332,14 @@ func (b *builder) stageComponent(c component) (componentJob, error) {
 	if err := os.RemoveAll(dir); err != nil { // an incomplete entry, e.g. a binary deleted by hand
 		return job, err
 	}
-	if job.Tmp, err = scratch(dir); err != nil {
+	if job.Tmp, err = Scratch(dir); err != nil {
 		return job, err
 	}
-	return job, writeModule(job.src(), files)
+	return job, WriteModule(job.src(), files)
 }
 
-// writeModule writes a rendered module's files (c.sources) into dir.
-func writeModule(dir string, files map[string][]byte) error {
+// WriteModule writes a rendered module's files (Component.Sources) into dir.
+func WriteModule(dir string, files map[string][]byte) error {
 	for name, data := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -353,7 +353,7 @@ func writeModule(dir string, files map[string][]byte) error {
 }
 
 // ensureComponent builds c unless its cache entry exists.
-func (b *builder) ensureComponent(ctx context.Context, c component) (builtComponent, error) {
+func (b *builder) ensureComponent(ctx context.Context, c Component) (builtComponent, error) {
 	job, err := b.stageComponent(c)
 	if err != nil || job.Tmp == "" {
 		return job.builtComponent, err
@@ -366,7 +366,7 @@ func (b *builder) ensureComponent(ctx context.Context, c component) (builtCompon
 // fetched is not nil, the build first waits for it to be closed (its
 // modules downloaded); the step's time includes that wait.
 func (b *builder) buildComponent(ctx context.Context, job componentJob, fetched <-chan struct{}) error {
-	c := job.component
+	c := job.Component
 	end := b.progress.Start(fmt.Sprintf("Building %s %s (%s)", c.Name, c.Version, strings.Join(c.Binaries, ", ")))
 	err := ctx.Err()
 	if fetched != nil {
@@ -385,10 +385,10 @@ func (b *builder) buildComponent(ctx context.Context, job componentJob, fetched 
 }
 
 func (b *builder) goBuild(ctx context.Context, job componentJob) error {
-	c := job.component
+	c := job.Component
 	bin := filepath.Join(job.Tmp, "bin")
 	run := runner{log: b.log, update: b.progress.Update}
-	if err := run.run(ctx, goBuildCmd(b.goBin, b.cache, c, job.src(), bin)); err != nil {
+	if err := run.run(ctx, GoBuildCmd(b.goBin, b.cache, c, job.src(), bin)); err != nil {
 		return fmt.Errorf("building %s: %w", c.Name, err)
 	}
 	for _, name := range c.Binaries {
@@ -396,5 +396,5 @@ func (b *builder) goBuild(ctx context.Context, job componentJob) error {
 			return fmt.Errorf("building %s: go build did not produce %s", c.Name, name)
 		}
 	}
-	return publish(job.Tmp, job.Dir)
+	return Publish(job.Tmp, job.Dir)
 }

@@ -80,8 +80,8 @@ func TestComponentSources(t *testing.T) {
 			wantMain: true,
 		},
 	}
-	comps := map[string]component{}
-	for _, c := range append(components(release.Default()), registryComponent()) {
+	comps := map[string]Component{}
+	for _, c := range append(Components(release.Default()), registryComponent()) {
 		comps[c.Name] = c
 	}
 	if len(comps) != len(tests) {
@@ -89,7 +89,7 @@ func TestComponentSources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			files, err := comps[tt.name].sources()
+			files, err := comps[tt.name].Sources()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,42 +140,42 @@ func TestKubernetesReplacesEveryStagingModule(t *testing.T) {
 }
 
 func TestComponentKey(t *testing.T) {
-	c := components(release.Default())[0]
+	c := Components(release.Default())[0]
 	files := map[string][]byte{"go.mod": []byte("module a\n"), "go.sum": []byte("x h1:y\n")}
-	base := c.key("go1.26.8", files)
-	if again := c.key("go1.26.8", map[string][]byte{"go.sum": []byte("x h1:y\n"), "go.mod": []byte("module a\n")}); again != base {
+	base := c.Key("go1.26.8", files)
+	if again := c.Key("go1.26.8", map[string][]byte{"go.sum": []byte("x h1:y\n"), "go.mod": []byte("module a\n")}); again != base {
 		t.Errorf("same inputs gave keys %s and %s", base, again)
 	}
 	changed := []struct {
 		name string
 		key  func() string
 	}{
-		{"go version", func() string { return c.key("go1.26.9", files) }},
+		{"go version", func() string { return c.Key("go1.26.9", files) }},
 		{"file content", func() string {
-			return c.key("go1.26.8", map[string][]byte{"go.mod": []byte("module b\n"), "go.sum": []byte("x h1:y\n")})
+			return c.Key("go1.26.8", map[string][]byte{"go.mod": []byte("module b\n"), "go.sum": []byte("x h1:y\n")})
 		}},
 		{"file name", func() string {
-			return c.key("go1.26.8", map[string][]byte{"go.mod": []byte("module a\n"), "go.sum2": []byte("x h1:y\n")})
+			return c.Key("go1.26.8", map[string][]byte{"go.mod": []byte("module a\n"), "go.sum2": []byte("x h1:y\n")})
 		}},
 		{"ldflags", func() string {
 			d := c
 			d.LDFlags = append(append([]string(nil), c.LDFlags...), "-X main.x=y")
-			return d.key("go1.26.8", files)
+			return d.Key("go1.26.8", files)
 		}},
 		{"packages", func() string {
 			d := c
 			d.Packages = d.Packages[1:]
-			return d.key("go1.26.8", files)
+			return d.Key("go1.26.8", files)
 		}},
 		{"tags", func() string {
 			d := c
 			d.Tags = []string{"seccomp"}
-			return d.key("go1.26.8", files)
+			return d.Key("go1.26.8", files)
 		}},
 		{"cgo", func() string {
 			d := c
 			d.Cgo = true
-			return d.key("go1.26.8", files)
+			return d.Key("go1.26.8", files)
 		}},
 	}
 	for _, tt := range changed {
@@ -189,17 +189,17 @@ func TestComponentKey(t *testing.T) {
 // component gives it a new cache entry (its go.mod requires the version),
 // and the same version the same entry.
 func TestComponentKeyFollowsVersion(t *testing.T) {
-	for _, c := range components(release.Default()) {
+	for _, c := range Components(release.Default()) {
 		if c.Name != "containerd" && c.Name != "runc" {
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
-			key := func(c component) string {
-				files, err := c.sources()
+			key := func(c Component) string {
+				files, err := c.Sources()
 				if err != nil {
 					t.Fatal(err)
 				}
-				return c.key("go1.26.8", files)
+				return c.Key("go1.26.8", files)
 			}
 			base := key(c)
 			if again := key(c); again != base {
@@ -215,13 +215,13 @@ func TestComponentKeyFollowsVersion(t *testing.T) {
 }
 
 func TestHasherFraming(t *testing.T) {
-	a := newHasher("k")
-	a.add("x", "ab")
-	a.add("y", "c")
-	b := newHasher("k")
-	b.add("x", "a")
-	b.add("y", "bc")
-	if a.sum() == b.sum() {
+	a := NewHasher("k")
+	a.Add("x", "ab")
+	a.Add("y", "c")
+	b := NewHasher("k")
+	b.Add("x", "a")
+	b.Add("y", "bc")
+	if a.Sum() == b.Sum() {
 		t.Error("moving bytes between parts did not change the key")
 	}
 }

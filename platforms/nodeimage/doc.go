@@ -15,4 +15,8 @@
 //
 // The machine runtime uses Image.RootFS read-only as the lower layer of
 // each machine's copy-on-write root.
+//
+// Toolkit lends the builder's machinery (component builds, commands, cache
+// keys and entries, docker-archives) to builds that share the cache:
+// test/conformance/suite builds the upstream conformance suite with it.
 package nodeimage

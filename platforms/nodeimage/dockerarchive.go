@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"time"
 )
@@ -19,11 +20,14 @@ var epoch = time.Unix(0, 0).UTC()
 // imagePath is the PATH of every image.
 const imagePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// archiveImage is one image of a docker-archive: its reference, its
+// ArchiveImage is one image of a docker-archive: its reference, its
 // layers by name (bottom first) and its run configuration.
-type archiveImage struct {
-	Ref        string   `json:"ref"`
-	Layers     []string `json:"layers"`
+type ArchiveImage struct {
+	// Ref is the image's reference (RepoTags).
+	Ref string `json:"ref"`
+	// Layers name the layers, bottom first.
+	Layers []string `json:"layers"`
+	// Entrypoint, Cmd and User are the run configuration.
 	Entrypoint []string `json:"entrypoint,omitempty"`
 	Cmd        []string `json:"cmd,omitempty"`
 	User       string   `json:"user,omitempty"`
@@ -96,7 +100,7 @@ func (a *dockerArchive) has(name string) bool { return a.layers[name] != nil }
 
 // addLayer stages entries as the layer called name; createdBy is its line
 // in the history of the images that use it.
-func (a *dockerArchive) addLayer(name, createdBy string, entries []layerEntry) error {
+func (a *dockerArchive) addLayer(name, createdBy string, entries []LayerEntry) error {
 	f, err := os.CreateTemp(a.dir, "layer-*.tar")
 	if err != nil {
 		return err
@@ -118,6 +122,31 @@ func (a *dockerArchive) addLayer(name, createdBy string, entries []layerEntry) e
 	return nil
 }
 
+// WriteDockerArchive writes images into a new docker-archive at name,
+// staging the layers next to it. layer returns the entries of the layer it
+// names and the layer's line in the history of the images that use it; it
+// is called once a layer, in the order the images name them, however many
+// images share the layer.
+func WriteDockerArchive(name string, images []ArchiveImage, layer func(name string) (entries []LayerEntry, createdBy string, err error)) error {
+	a := newDockerArchive(filepath.Dir(name))
+	defer a.close()
+	for _, img := range images {
+		for _, ln := range img.Layers {
+			if a.has(ln) {
+				continue
+			}
+			entries, createdBy, err := layer(ln)
+			if err == nil {
+				err = a.addLayer(ln, createdBy, entries)
+			}
+			if err != nil {
+				return fmt.Errorf("layer %s: %w", ln, err)
+			}
+		}
+	}
+	return a.writeFile(name, images)
+}
+
 // close removes the staged layers.
 func (a *dockerArchive) close() {
 	for _, l := range a.layers {
@@ -127,7 +156,7 @@ func (a *dockerArchive) close() {
 }
 
 // writeFile writes images into a new file at name.
-func (a *dockerArchive) writeFile(name string, images []archiveImage) error {
+func (a *dockerArchive) writeFile(name string, images []ArchiveImage) error {
 	f, err := os.Create(name)
 	if err != nil {
 		return err
@@ -142,7 +171,7 @@ func (a *dockerArchive) writeFile(name string, images []archiveImage) error {
 // write writes images to w: the layers in the order they were added, each
 // content once, then one config per distinct image config and
 // manifest.json.
-func (a *dockerArchive) write(w io.Writer, images []archiveImage) error {
+func (a *dockerArchive) write(w io.Writer, images []ArchiveImage) error {
 	tw := tar.NewWriter(w)
 	stored := map[string]bool{} // the files written
 	for _, name := range a.order {
@@ -192,7 +221,7 @@ func (a *dockerArchive) write(w io.Writer, images []archiveImage) error {
 }
 
 // config returns img's config and the archive paths of its layers.
-func (a *dockerArchive) config(img archiveImage) ([]byte, []string, error) {
+func (a *dockerArchive) config(img ArchiveImage) ([]byte, []string, error) {
 	cfg := imageConfig{
 		Architecture: runtime.GOARCH, OS: "linux", Created: epoch,
 		Config: runConfig{Entrypoint: img.Entrypoint, Cmd: img.Cmd, Env: []string{imagePath}, User: img.User, WorkingDir: "/"},

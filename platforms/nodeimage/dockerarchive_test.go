@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -43,43 +44,61 @@ func readTar(t *testing.T, r io.Reader) (names []string, hdrs map[string]*tar.He
 	}
 }
 
-// testArchive is an archive of fixed content: with one image like the
-// node image's (one layer, an entrypoint), or with three images sharing
-// two layers like the conformance images.
-func testArchive(t *testing.T, multi bool) (*dockerArchive, []archiveImage) {
+// testLayer is a layer of the test archives: its name, its history line
+// and its entries.
+type testLayer struct {
+	name, createdBy string
+	entries         []LayerEntry
+}
+
+// testImages is fixed content: one image like the node image's (one layer,
+// an entrypoint), or three images sharing two layers like the conformance
+// images. It returns the layers in the order they are added, and the
+// directory of the program file they hold.
+func testImages(t *testing.T, multi bool) ([]testLayer, []ArchiveImage, string) {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "prog")
 	if err := os.WriteFile(bin, []byte("\x7fELF prog"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	a := newDockerArchive(dir)
-	t.Cleanup(a.close)
-	add := func(name, createdBy string, entries ...layerEntry) {
-		if err := a.addLayer(name, createdBy, entries); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if !multi {
-		add("etcd", "kiln build node-image",
-			layerEntry{Name: "usr/local/bin/etcd", Source: bin, Mode: 0o755},
-			layerEntry{Name: "/etc/passwd", Data: []byte("root:x:0:0::/:/bin/sh\n"), Mode: 0o644},
-			layerEntry{Name: "usr/sbin/iptables", Link: "/usr/sbin/xtables-nft-multi"},
-			layerEntry{Name: "tmp", Dir: true, Mode: 0o1777})
-		return a, []archiveImage{{Ref: "kiln.local/etcd:v3.6.16", Layers: []string{"etcd"}, Entrypoint: []string{"/usr/local/bin/etcd"}}}
+		etcd := testLayer{"etcd", "kiln build node-image", []LayerEntry{
+			{Name: "usr/local/bin/etcd", Source: bin, Mode: 0o755},
+			{Name: "/etc/passwd", Data: []byte("root:x:0:0::/:/bin/sh\n"), Mode: 0o644},
+			{Name: "usr/sbin/iptables", Link: "/usr/sbin/xtables-nft-multi"},
+			{Name: "tmp", Dir: true, Mode: 0o1777},
+		}}
+		return []testLayer{etcd}, []ArchiveImage{{Ref: "kiln.local/etcd:v3.6.16", Layers: []string{"etcd"}, Entrypoint: []string{"/usr/local/bin/etcd"}}}, dir
 	}
-	add("base", "kiln build conformance: base",
-		layerEntry{Name: "bin/sh", Data: []byte("sh"), Mode: 0o755}, layerEntry{Name: "tmp", Dir: true, Mode: 0o1777})
-	add("prog", "kiln build conformance: prog", layerEntry{Name: "prog", Source: bin, Mode: 0o4755})
-	return a, []archiveImage{
+	layers := []testLayer{
+		{"base", "kiln build conformance: base", []LayerEntry{{Name: "bin/sh", Data: []byte("sh"), Mode: 0o755}, {Name: "tmp", Dir: true, Mode: 0o1777}}},
+		{"prog", "kiln build conformance: prog", []LayerEntry{{Name: "prog", Source: bin, Mode: 0o4755}}},
+	}
+	images := []ArchiveImage{
 		{Ref: "example.org/a:1", Layers: []string{"base", "prog"}, Entrypoint: []string{"/prog"}, Cmd: []string{"pause"}},
 		{Ref: "example.org/a:0", Layers: []string{"base", "prog"}, Entrypoint: []string{"/prog"}, Cmd: []string{"pause"}},
 		{Ref: "example.org/b:1", Layers: []string{"base"}, User: "1234", Cmd: []string{"/bin/sh"}},
 	}
+	return layers, images, dir
+}
+
+// testArchive is an archive of testImages, its layers staged.
+func testArchive(t *testing.T, multi bool) (*dockerArchive, []ArchiveImage) {
+	t.Helper()
+	layers, images, dir := testImages(t, multi)
+	a := newDockerArchive(dir)
+	t.Cleanup(a.close)
+	for _, l := range layers {
+		if err := a.addLayer(l.name, l.createdBy, l.entries); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a, images
 }
 
 // write returns the archive of images.
-func write(t *testing.T, a *dockerArchive, images []archiveImage) []byte {
+func write(t *testing.T, a *dockerArchive, images []ArchiveImage) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err := a.write(&b, images); err != nil {
@@ -228,13 +247,53 @@ func TestDockerArchiveCleansUp(t *testing.T) {
 // layer never added is an error, not an archive that cannot be imported.
 func TestDockerArchiveRefusesAMissingLayer(t *testing.T) {
 	a, _ := testArchive(t, false)
-	if err := a.write(io.Discard, []archiveImage{{Ref: "example.org/x:1", Layers: []string{"nope"}}}); err == nil {
+	if err := a.write(io.Discard, []ArchiveImage{{Ref: "example.org/x:1", Layers: []string{"nope"}}}); err == nil {
 		t.Error("an image with a missing layer was written")
 	}
 }
 
+// TestWriteDockerArchive checks that WriteDockerArchive asks for each
+// layer once, however many images share it, writes what the archive
+// writer writes of the same layers, leaves no staged layer behind and
+// names a layer that fails.
+func TestWriteDockerArchive(t *testing.T) {
+	layers, images, _ := testImages(t, true)
+	byName := map[string]testLayer{}
+	for _, l := range layers {
+		byName[l.name] = l
+	}
+	dir := t.TempDir()
+	var asked []string
+	err := WriteDockerArchive(filepath.Join(dir, "images.tar"), images, func(name string) ([]LayerEntry, string, error) {
+		asked = append(asked, name)
+		return byName[name].entries, byName[name].createdBy, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"base", "prog"}; !reflect.DeepEqual(asked, want) {
+		t.Errorf("layers asked for %q, want %q", asked, want)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "images.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := testArchive(t, true)
+	if !bytes.Equal(got, write(t, a, images)) {
+		t.Error("the archive differs from the archive writer's of the same layers")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "layer-*")); len(left) != 0 {
+		t.Errorf("temporary layer files left behind: %v", left)
+	}
+	boom := errors.New("boom")
+	err = WriteDockerArchive(filepath.Join(dir, "failed.tar"), images, func(string) ([]LayerEntry, string, error) { return nil, "", boom })
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "layer base") {
+		t.Errorf("a failing layer: err = %v, want boom naming layer base", err)
+	}
+}
+
 func TestLayerConflict(t *testing.T) {
-	err := writeLayer(io.Discard, []layerEntry{
+	err := writeLayer(io.Discard, []LayerEntry{
 		{Name: "usr/bin/x", Data: []byte("a"), Mode: 0o755},
 		{Name: "/usr/bin/x", Link: "/y"},
 	})

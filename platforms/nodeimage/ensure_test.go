@@ -162,7 +162,7 @@ func TestPartsCached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	comps := components(b.pinned())
+	comps := Components(b.pinned())
 	for i, c := range comps {
 		if ok, err := PartsCached(opts); ok || err != nil {
 			t.Fatalf("%d of %d components cached, no base tree: PartsCached = %v, %v", i, len(comps), ok, err)

@@ -81,8 +81,8 @@ func compressorFor(path string) (compressor, error) {
 }
 
 // zstdCmd compresses standard input to standard output on every core.
-func zstdCmd() command {
-	return command{Path: "zstd", Args: []string{"-q", "-T0", "-3", "-c"}}
+func zstdCmd() Command {
+	return Command{Path: "zstd", Args: []string{"-q", "-T0", "-3", "-c"}}
 }
 
 func zstdCompressor(ctx context.Context, out io.Writer) (io.WriteCloser, func() error, error) {

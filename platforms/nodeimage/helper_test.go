@@ -81,21 +81,21 @@ func TestLocalPathHelper(t *testing.T) {
 }
 
 // componentNamed returns the default release's component named name.
-func componentNamed(t *testing.T, name string) component {
+func componentNamed(t *testing.T, name string) Component {
 	t.Helper()
-	for _, c := range components(release.Default()) {
+	for _, c := range Components(release.Default()) {
 		if c.Name == name {
 			return c
 		}
 	}
 	t.Fatalf("no component %s", name)
-	return component{}
+	return Component{}
 }
 
 // componentFiles returns the rendered module of the component named name.
 func componentFiles(t *testing.T, name string) map[string][]byte {
 	t.Helper()
-	files, err := componentNamed(t, name).sources()
+	files, err := componentNamed(t, name).Sources()
 	if err != nil {
 		t.Fatal(err)
 	}

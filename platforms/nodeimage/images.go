@@ -60,23 +60,29 @@ var toolDirs = [...]string{"/usr/sbin", "/usr/bin", "/sbin", "/bin"}
 
 // baseFiles are small files every image gets: a user database (os/user
 // and klog look up the current user) and a name service order.
-var baseFiles = [...]layerEntry{
+var baseFiles = [...]LayerEntry{
 	{Name: "etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n")},
 	{Name: "etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnogroup:x:65534:\n")},
 	{Name: "etc/nsswitch.conf", Mode: 0o644, Data: []byte("hosts: files dns\n")},
 	{Name: "tmp", Dir: true, Mode: 0o1777},
 }
 
+// BaseFiles returns the small files every image gets (baseFiles), a copy
+// to append an image's own entries to.
+func BaseFiles() []LayerEntry {
+	return append([]LayerEntry(nil), baseFiles[:]...)
+}
+
 // imageEntries returns the layer of spec: its binaries from bins (name ->
 // host path), the base files, and the tools of imageTools.
-func (b *builder) imageEntries(ctx context.Context, spec release.ImageSpec, bins map[string]string, rootfs string) ([]layerEntry, error) {
-	entries := append([]layerEntry(nil), baseFiles[:]...)
+func (b *builder) imageEntries(ctx context.Context, spec release.ImageSpec, bins map[string]string, rootfs string) ([]LayerEntry, error) {
+	entries := BaseFiles()
 	for _, name := range spec.Binaries {
 		src, ok := bins[name]
 		if !ok {
 			return nil, fmt.Errorf("image %s: no binary %s was built", spec.Ref(), name)
 		}
-		entries = append(entries, layerEntry{Name: strings.TrimPrefix(release.BinDir, "/") + "/" + name, Source: src, Mode: 0o755})
+		entries = append(entries, LayerEntry{Name: strings.TrimPrefix(release.BinDir, "/") + "/" + name, Source: src, Mode: 0o755})
 	}
 	if names := imageTools(spec.Component); len(names) > 0 {
 		tools, err := b.toolEntries(ctx, rootfs, names)
@@ -93,11 +99,11 @@ func (b *builder) imageEntries(ctx context.Context, spec release.ImageSpec, bins
 // shared libraries they link (found with ldd inside the tree), the symlinks
 // that lead to them, and netbaseFiles. usr-merged top-level links (/lib -> usr/lib)
 // are copied as they are.
-func (b *builder) toolEntries(ctx context.Context, rootfs string, tools []string) ([]layerEntry, error) {
+func (b *builder) toolEntries(ctx context.Context, rootfs string, tools []string) ([]LayerEntry, error) {
 	t := &tree{root: rootfs, seen: map[string]bool{}}
 	for _, top := range []string{"bin", "sbin", "lib", "lib64"} {
 		if link, err := os.Readlink(filepath.Join(rootfs, top)); err == nil {
-			t.entries = append(t.entries, layerEntry{Name: top, Link: link})
+			t.entries = append(t.entries, LayerEntry{Name: top, Link: link})
 		}
 	}
 	var files []string
@@ -159,8 +165,8 @@ func (b *builder) toolEntries(ctx context.Context, rootfs string, tools []string
 
 // lddCmd lists the shared libraries of files (paths inside rootfs) with
 // the tree's own ldd and loader.
-func lddCmd(rootfs string, files []string) command {
-	return command{Path: "chroot", Args: append([]string{rootfs, "ldd"}, files...)}
+func lddCmd(rootfs string, files []string) Command {
+	return Command{Path: "chroot", Args: append([]string{rootfs, "ldd"}, files...)}
 }
 
 // parseLdd returns the absolute library paths in ldd output, each once. A
@@ -209,7 +215,7 @@ func (b *builder) writeImages(ctx context.Context, dir, rootfs string, bins map[
 		a := newDockerArchive(dir)
 		err = a.addLayer(file, "kiln build node-image", entries)
 		if err == nil {
-			err = a.writeFile(filepath.Join(dir, file), []archiveImage{{
+			err = a.writeFile(filepath.Join(dir, file), []ArchiveImage{{
 				Ref: spec.Ref(), Layers: []string{file}, Entrypoint: []string{spec.Entrypoint()},
 			}})
 		}

@@ -10,8 +10,8 @@ import (
 	"strings"
 )
 
-// layerEntry is one entry of an image layer.
-type layerEntry struct {
+// LayerEntry is one entry of an image layer.
+type LayerEntry struct {
 	// Name is the path inside the image, without a leading slash.
 	Name string
 	// Source is the host file whose content a regular file has, unless
@@ -29,8 +29,8 @@ type layerEntry struct {
 
 // writeLayer writes entries as a tar stream, sorted by name, with every
 // parent directory present and fixed owners and times.
-func writeLayer(w io.Writer, entries []layerEntry) error {
-	byName := map[string]layerEntry{}
+func writeLayer(w io.Writer, entries []LayerEntry) error {
+	byName := map[string]LayerEntry{}
 	for _, e := range entries {
 		e.Name = strings.Trim(path.Clean("/"+e.Name), "/")
 		if prev, ok := byName[e.Name]; ok && !sameEntry(prev, e) {
@@ -39,7 +39,7 @@ func writeLayer(w io.Writer, entries []layerEntry) error {
 		byName[e.Name] = e
 		for d := path.Dir(e.Name); d != "." && d != "/"; d = path.Dir(d) {
 			if _, ok := byName[d]; !ok {
-				byName[d] = layerEntry{Name: d, Dir: true, Mode: 0o755}
+				byName[d] = LayerEntry{Name: d, Dir: true, Mode: 0o755}
 			}
 		}
 	}
@@ -58,12 +58,12 @@ func writeLayer(w io.Writer, entries []layerEntry) error {
 }
 
 // sameEntry reports whether a and b describe the same entry.
-func sameEntry(a, b layerEntry) bool {
+func sameEntry(a, b LayerEntry) bool {
 	return a.Name == b.Name && a.Source == b.Source && a.Link == b.Link && a.Dir == b.Dir &&
 		a.Mode == b.Mode && string(a.Data) == string(b.Data)
 }
 
-func writeEntry(tw *tar.Writer, e layerEntry) error {
+func writeEntry(tw *tar.Writer, e LayerEntry) error {
 	switch {
 	case e.Source == "" && !e.Dir && e.Link == "":
 		return writeFileEntry(tw, e.Name, e.Mode, e.Data)

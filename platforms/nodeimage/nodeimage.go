@@ -18,7 +18,7 @@ import (
 	"github.com/kiln-project/kiln/platforms"
 )
 
-// Options configure Ensure. Every field is optional.
+// Options configure Ensure and NewToolkit. Every field is optional.
 type Options struct {
 	// CacheDir is kiln's cache directory; empty means platforms.CacheDir(os.Getenv).
 	CacheDir string
@@ -29,9 +29,9 @@ type Options struct {
 	// Go is the go command that builds the components; empty finds it
 	// (go on PATH, else /usr/local/go/bin/go).
 	Go string
-	// Release is the release whose image (or conformance suite) to build;
-	// the zero value means release.Default(). Images of different releases
-	// live side by side in the cache.
+	// Release is the release whose image (or, through a Toolkit, whose
+	// other artefacts) to build; the zero value means release.Default().
+	// Images of different releases live side by side in the cache.
 	Release release.Release
 }
 
@@ -154,7 +154,7 @@ func PartsCached(opts Options) (bool, error) {
 	if _, complete := b.baseEntry(); !complete {
 		return false, nil
 	}
-	for _, c := range components(b.pinned()) {
+	for _, c := range Components(b.pinned()) {
 		job, _, err := b.componentEntry(c)
 		if err != nil {
 			return false, err

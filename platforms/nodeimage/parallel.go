@@ -33,7 +33,7 @@ type parts struct {
 func (b *builder) buildParts(ctx context.Context) (*parts, error) {
 	out := &parts{Bins: map[string]string{}}
 	var jobs []componentJob
-	for _, c := range components(b.pinned()) {
+	for _, c := range Components(b.pinned()) {
 		job, err := b.stageComponent(c)
 		if err != nil {
 			return nil, err
@@ -109,7 +109,7 @@ func (b *builder) buildParts(ctx context.Context) (*parts, error) {
 func (b *builder) prefetch(ctx context.Context, jobs []componentJob, fetched []chan struct{}) {
 	for i, job := range jobs {
 		if job.Tmp != "" && ctx.Err() == nil {
-			if _, err := b.run.output(ctx, prefetchCmd(b.goBin, b.cache, job.component, job.src()), true); err != nil {
+			if _, err := b.run.output(ctx, prefetchCmd(b.goBin, b.cache, job.Component, job.src()), true); err != nil {
 				b.log.Debugf("downloading the modules of %s: %v", job.Name, err)
 			}
 		}
@@ -120,11 +120,11 @@ func (b *builder) prefetch(ctx context.Context, jobs []componentJob, fetched []c
 // prefetchCmd returns the `go list` that loads c's packages in src, which
 // downloads every module their build reads into the module cache, with the
 // environment of the build, so that the build finds them there.
-func prefetchCmd(goBin, cacheDir string, c component, src string) command {
-	return command{
+func prefetchCmd(goBin, cacheDir string, c Component, src string) Command {
+	return Command{
 		Path: goBin,
 		Args: append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, c.Packages...),
-		Env:  goEnv(cacheDir, c.Cgo),
+		Env:  GoEnv(cacheDir, c.Cgo),
 		Dir:  src,
 	}
 }

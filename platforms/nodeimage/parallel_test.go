@@ -46,7 +46,7 @@ func laneBuilder(t *testing.T) (*builder, string) {
 		}
 	}
 	var all []string
-	for _, c := range components(release.Default()) {
+	for _, c := range Components(release.Default()) {
 		all = append(all, c.Binaries...)
 	}
 	logFile := filepath.Join(t.TempDir(), "calls")
@@ -98,14 +98,14 @@ func TestBuildPartsLanes(t *testing.T) {
 		}
 		pos[f[1]+" "+name] = i
 	}
-	if len(got) != 2*len(components(release.Default()))+1 {
+	if len(got) != 2*len(Components(release.Default()))+1 {
 		t.Errorf("%d calls, want a list and a build per component and one debootstrap:\n%s", len(got), strings.Join(got, "\n"))
 	}
 	if _, ok := pos["debootstrap"]; !ok {
 		t.Error("debootstrap did not run")
 	}
 	prev := -1
-	for _, c := range components(release.Default()) {
+	for _, c := range Components(release.Default()) {
 		l, okL := pos["list "+c.Name]
 		bu, okB := pos["build "+c.Name]
 		if !okL || !okB || l > bu {

@@ -73,8 +73,8 @@ const importScript = "/usr/local/libexec/kiln/import-images"
 
 // preimportCmd imports the image archives of the tree at rootfs into the
 // tree's own containerd root, in private mount and PID namespaces.
-func preimportCmd(rootfs string) command {
-	return command{Path: "unshare", Args: []string{
+func preimportCmd(rootfs string) Command {
+	return Command{Path: "unshare", Args: []string{
 		"--mount", "--pid", "--fork", "--propagation", "private",
 		"sh", "-c", preimportOuter, "kiln-preimport", rootfs, preimportInner,
 	}}
@@ -83,7 +83,7 @@ func preimportCmd(rootfs string) command {
 // preimport runs preimportCmd for the tree at rootfs through run. When it
 // fails, it removes what the import left in the tree's containerd root
 // and only warns: every machine then imports the images at first boot.
-func preimport(ctx context.Context, rootfs string, run func(context.Context, command) error, log logrus.FieldLogger) error {
+func preimport(ctx context.Context, rootfs string, run func(context.Context, Command) error, log logrus.FieldLogger) error {
 	err := run(ctx, preimportCmd(rootfs))
 	if err == nil {
 		return nil

@@ -19,8 +19,8 @@ const registryBinary = "registry"
 // cached like the node image's components, but it runs on the host: it is
 // not one of components(), so the node image neither holds it nor depends
 // on it.
-func registryComponent() component {
-	return component{
+func registryComponent() Component {
+	return Component{
 		Name: "registry", Version: release.RegistryVersion,
 		Packages: []string{"."}, Binaries: []string{registryBinary},
 		LDFlags: []string{"-X github.com/distribution/distribution/v3/version.version=" + release.RegistryVersion},
@@ -44,11 +44,11 @@ func EnsureRegistry(ctx context.Context, opts Options) (string, error) {
 	}
 	defer unlock()
 	c := registryComponent()
-	files, err := c.sources()
+	files, err := c.Sources()
 	if err != nil {
 		return "", err
 	}
-	inputs := c.key("", files)
+	inputs := c.Key("", files)
 	if b.goErr != nil {
 		// No Go: any cached build of the same sources will do, as for the
 		// node image (Image.Inputs).
@@ -80,14 +80,14 @@ const inputsFile = "inputs"
 
 // cachedByInputs returns the binary of a complete cache entry of c whose
 // inputs file says inputs; "" when there is none.
-func cachedByInputs(cache string, c component, inputs string) string {
+func cachedByInputs(cache string, c Component, inputs string) string {
 	dirs, _ := filepath.Glob(filepath.Join(cache, "components", c.Name+"-*"))
 	for _, d := range dirs {
 		data, err := os.ReadFile(filepath.Join(d, inputsFile))
 		if err != nil || strings.TrimSpace(string(data)) != inputs {
 			continue
 		}
-		bc := builtComponent{component: c, Bin: filepath.Join(d, "bin")}
+		bc := builtComponent{Component: c, Bin: filepath.Join(d, "bin")}
 		if bc.complete() {
 			return filepath.Join(bc.Bin, c.Binaries[0])
 		}

@@ -17,13 +17,13 @@ import (
 // components and so its cache key) leaves it out, as it runs on the host.
 func TestRegistryComponent(t *testing.T) {
 	c := registryComponent()
-	cmd := goBuildCmd("/go/bin/go", "/cache", c, "/src", "/out")
+	cmd := GoBuildCmd("/go/bin/go", "/cache", c, "/src", "/out")
 	want := []string{"build", "-v", "-trimpath", "-ldflags",
 		"-s -w -X github.com/distribution/distribution/v3/version.version=" + release.RegistryVersion, "-o", "/out/", "."}
 	if !slices.Equal(cmd.Args, want) {
 		t.Errorf("go build argv = %q, want %q", cmd.Args, want)
 	}
-	for _, ic := range components(release.Default()) {
+	for _, ic := range Components(release.Default()) {
 		if ic.Name == c.Name {
 			t.Errorf("the node image's components include %s", c.Name)
 		}
@@ -43,7 +43,7 @@ func TestEnsureRegistryWithoutGo(t *testing.T) {
 	}
 
 	c := registryComponent()
-	files, err := c.sources()
+	files, err := c.Sources()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestEnsureRegistryWithoutGo(t *testing.T) {
 	if _, err := EnsureRegistry(context.Background(), opts); !errors.As(err, &pe) {
 		t.Fatalf("only a build of other sources: err = %v, want a *PreconditionError", err)
 	}
-	want := entry("registry-built-by-go1.26.8", c.key("", files))
+	want := entry("registry-built-by-go1.26.8", c.Key("", files))
 	got, err := EnsureRegistry(context.Background(), opts)
 	if err != nil || got != want {
 		t.Fatalf("EnsureRegistry = %q, %v; want the cached build %s", got, err, want)

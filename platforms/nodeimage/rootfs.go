@@ -37,8 +37,8 @@ func Packages() []string {
 }
 
 // debootstrapCmd returns the debootstrap of the node's base tree into dir.
-func debootstrapCmd(mirror, dir string) command {
-	return command{
+func debootstrapCmd(mirror, dir string) Command {
+	return Command{
 		Path: "debootstrap",
 		Args: []string{
 			"--variant=minbase",
@@ -54,11 +54,11 @@ func debootstrapCmd(mirror, dir string) command {
 // The mirror is not part of it: every Debian mirror serves the same
 // archive. Delete <cache>/debootstrap to pick up package updates.
 func debootstrapKey() string {
-	h := newHasher("debootstrap/v1")
-	h.add("suite", release.DebianSuite)
-	h.add("variant", "minbase")
-	h.add("packages", strings.Join(packages[:], ","))
-	return h.sum()
+	h := NewHasher("debootstrap/v1")
+	h.Add("suite", release.DebianSuite)
+	h.Add("variant", "minbase")
+	h.Add("packages", strings.Join(packages[:], ","))
+	return h.Sum()
 }
 
 // mirrorFile records, next to the base tree, the mirror it came from.
@@ -111,7 +111,7 @@ func (b *builder) baseEntry() (baseJob, bool) {
 // the job's cache entry. Its progress lines ("I: Retrieving ...") go to
 // update, when set.
 func (b *builder) debootstrap(ctx context.Context, job baseJob, update func(string)) error {
-	tmp, err := scratch(job.Dir)
+	tmp, err := Scratch(job.Dir)
 	if err != nil {
 		return err
 	}
@@ -126,5 +126,5 @@ func (b *builder) debootstrap(ctx context.Context, job baseJob, update func(stri
 	if err := os.WriteFile(filepath.Join(tmp, mirrorFile), []byte(job.Mirror+"\n"), 0o644); err != nil {
 		return err
 	}
-	return publish(tmp, job.Dir)
+	return Publish(tmp, job.Dir)
 }

@@ -17,7 +17,7 @@ const maxLinks = 40
 type tree struct {
 	root    string
 	seen    map[string]bool
-	entries []layerEntry
+	entries []LayerEntry
 }
 
 // resolve returns the real path of p inside the tree: every symlink is
@@ -81,7 +81,7 @@ func (t *tree) add(p string) (string, error) {
 	}
 	if !t.seen[real] {
 		t.seen[real] = true
-		t.entries = append(t.entries, layerEntry{Name: real[1:], Source: filepath.Join(t.root, real), Mode: int64(fi.Mode().Perm())})
+		t.entries = append(t.entries, LayerEntry{Name: real[1:], Source: filepath.Join(t.root, real), Mode: int64(fi.Mode().Perm())})
 	}
 	dir, err := t.resolve(path.Dir(p))
 	if err != nil {
@@ -89,7 +89,7 @@ func (t *tree) add(p string) (string, error) {
 	}
 	if alias := path.Join(dir, path.Base(p)); alias != real && !t.seen[alias] {
 		t.seen[alias] = true
-		t.entries = append(t.entries, layerEntry{Name: alias[1:], Link: real})
+		t.entries = append(t.entries, LayerEntry{Name: alias[1:], Link: real})
 	}
 	return real, nil
 }

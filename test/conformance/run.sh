@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the upstream Kubernetes conformance suite (e2e.test of the pinned
-# release, built offline by `kiln build conformance`) against a kiln cluster.
+# release, built offline by `conformance build`, test/conformance/suite)
+# against a kiln cluster.
 #
 #   test/conformance/run.sh [full|subset|netpol|netpol-subset]
 #
@@ -44,7 +45,7 @@ helper() { "${GO:-go}" run ./test/conformance/cmd/conformance "$@"; }
 
 start=$(date +%s)
 echo "$label: building e2e.test, kubectl and the test images (cached after the first run)"
-eval "$("$kiln" build conformance --env)"
+eval "$(helper build --env)"
 echo "$label: e2e.test $E2E_TEST"
 
 has_cluster() { [ -f "$cluster_dir/metadata.json" ] && [ -f "$cluster_dir/auth/kubeconfig" ]; }

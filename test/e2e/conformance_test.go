@@ -12,8 +12,8 @@ import (
 )
 
 // conformanceTimeout bounds the subset run: the run itself takes under 10
-// minutes; the rest is for a cold `kiln build conformance` (e2e.test and the
-// test images from source) on a 2-core machine.
+// minutes; the rest is for a cold `conformance build` (e2e.test and the
+// test images from source, test/conformance/suite) on a 2-core machine.
 const conformanceTimeout = 60 * time.Minute
 
 // runConformanceSubset runs the upstream conformance subset of

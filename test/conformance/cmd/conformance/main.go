@@ -1,4 +1,5 @@
-// Command conformance is the helper test/conformance/run.sh calls:
+// Command conformance is the helper of the conformance tooling that
+// test/conformance/run.sh calls (make e2e runs its build as bin/conformance):
 //
 //	conformance focus MODE               print the ginkgo focus regexp of MODE
 //	conformance skip (MODE)              print the ginkgo skip regexp of MODE's specs that cannot run here
@@ -8,22 +9,36 @@
 //	                                     then each failed spec; exit 1 when a spec or a suite node
 //	                                     failed. FOCUS (default every conformance spec) selects the
 //	                                     specs counted.
+//	conformance build [--env] [--cache-dir DIR] [--kubernetes-version V] [--dir D]
+//	                                     build e2e.test, kubectl, ginkgo and the test images of
+//	                                     release V (default the pinned one) into the kiln cache,
+//	                                     or find them there (test/conformance/suite), and print
+//	                                     where they are; --env prints E2E_TEST=, KUBECTL=,
+//	                                     GINKGO= and IMAGES= lines for a shell to eval. Building
+//	                                     needs root and Go. The debug log is appended to
+//	                                     D/.kiln.log (D default .); progress lines go to stderr.
 //
 // MODE is full or subset (conformance specs) or netpol or netpol-subset
 // (the NetworkPolicy specs); "skip" without a MODE means full. Arguments in
-// parentheses are optional.
+// parentheses are optional. Every error exits 2.
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"regexp"
+	"syscall"
 
 	"github.com/kiln-project/kiln/test/conformance"
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		os.Exit(2)
 	}
@@ -42,8 +57,10 @@ func modes() map[string]mode {
 	}
 }
 
-func run(args []string) error {
+func run(ctx context.Context, args []string) error {
 	switch {
+	case len(args) >= 1 && args[0] == "build":
+		return build(ctx, args[1:], os.Stdout, os.Stderr)
 	case len(args) == 2 && args[0] == "focus":
 		m, ok := modes()[args[1]]
 		if !ok {
@@ -90,5 +107,5 @@ func run(args []string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("usage: conformance focus MODE | conformance skip (MODE) | conformance summary DIR (FOCUS (LABEL)); MODE: full, subset, netpol, netpol-subset")
+	return fmt.Errorf("usage: conformance focus MODE | conformance skip (MODE) | conformance summary DIR (FOCUS (LABEL)) | conformance build [--env] [--cache-dir DIR] [--kubernetes-version V] [--dir D]; MODE: full, subset, netpol, netpol-subset")
 }

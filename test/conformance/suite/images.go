@@ -1,4 +1,4 @@
-package nodeimage
+package suite
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 // Registries of the upstream test images (manifest.go of
@@ -28,20 +30,20 @@ const conformanceLayersVersion = "layers/v1"
 // only as a second image name to roll from) is the same build as 2.63.0;
 // etcd:3.6.8-0 (the sample API server's storage in the aggregator spec) is
 // the node image's etcd build; pause is kiln's own pause program.
-func conformanceImages() []archiveImage {
-	agnhost := func(tag string) archiveImage {
-		return archiveImage{Ref: e2eRegistry + "/agnhost:" + tag, Layers: []string{"debian", "agnhost"},
+func conformanceImages() []nodeimage.ArchiveImage {
+	agnhost := func(tag string) nodeimage.ArchiveImage {
+		return nodeimage.ArchiveImage{Ref: e2eRegistry + "/agnhost:" + tag, Layers: []string{"debian", "agnhost"},
 			Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}}
 	}
-	webserver := func(name, tag string) archiveImage {
-		return archiveImage{Ref: e2eRegistry + "/" + name + ":" + tag, Layers: []string{"debian", "agnhost", name},
+	webserver := func(name, tag string) nodeimage.ArchiveImage {
+		return nodeimage.ArchiveImage{Ref: e2eRegistry + "/" + name + ":" + tag, Layers: []string{"debian", "agnhost", name},
 			Entrypoint: []string{"/agnhost"}, Cmd: []string{"test-webserver"}}
 	}
-	nginx := func(tag string) archiveImage {
-		return archiveImage{Ref: e2eRegistry + "/nginx:" + tag, Layers: []string{"debian", "nginx"},
+	nginx := func(tag string) nodeimage.ArchiveImage {
+		return nodeimage.ArchiveImage{Ref: e2eRegistry + "/nginx:" + tag, Layers: []string{"debian", "nginx"},
 			Cmd: []string{"nginx", "-g", "daemon off;"}}
 	}
-	return []archiveImage{
+	return []nodeimage.ArchiveImage{
 		agnhost("2.63.0"),
 		agnhost("2.55"),
 		{Ref: e2eRegistry + "/busybox:1.37.0-1", Layers: []string{"busybox"}, Cmd: []string{"sh"}},
@@ -101,13 +103,13 @@ const (
 )
 
 // conformanceLayer returns the entries of the named layer.
-func (b *builder) conformanceLayer(ctx context.Context, name string, src conformanceSources) ([]layerEntry, error) {
-	bin := func(prog, at string, mode int64) layerEntry {
-		return layerEntry{Name: at, Source: src.bins[prog], Mode: mode}
+func (b *builder) conformanceLayer(ctx context.Context, name string, src conformanceSources) ([]nodeimage.LayerEntry, error) {
+	bin := func(prog, at string, mode int64) nodeimage.LayerEntry {
+		return nodeimage.LayerEntry{Name: at, Source: src.bins[prog], Mode: mode}
 	}
-	html := func(image string) []layerEntry {
+	html := func(image string) []nodeimage.LayerEntry {
 		dir := filepath.Join(src.module, "test", "images", image, "html")
-		return []layerEntry{
+		return []nodeimage.LayerEntry{
 			{Name: image + ".jpg", Source: filepath.Join(dir, image+".jpg"), Mode: 0o644},
 			{Name: "data.json", Source: filepath.Join(dir, "data.json"), Mode: 0o644},
 		}
@@ -125,7 +127,7 @@ func (b *builder) conformanceLayer(ctx context.Context, name string, src conform
 			return nil, err
 		}
 		porter := filepath.Join(src.module, "test", "images", "agnhost", "porter")
-		return []layerEntry{
+		return []nodeimage.LayerEntry{
 			bin("agnhost", "agnhost", 0o755),
 			{Name: "agnhost-2", Link: "agnhost"},
 			{Name: "localhost.crt", Source: filepath.Join(porter, "localhost.crt"), Mode: 0o644},
@@ -138,13 +140,13 @@ func (b *builder) conformanceLayer(ctx context.Context, name string, src conform
 	case "nautilus", "kitten":
 		return html(name), nil
 	case "nginx":
-		return []layerEntry{
+		return []nodeimage.LayerEntry{
 			{Name: "etc/nginx/sites-enabled/default", Data: []byte(nginxSite), Mode: 0o644},
 			{Name: "var/log/nginx/access.log", Link: "/dev/stdout"},
 			{Name: "var/log/nginx/error.log", Link: "/dev/stderr"},
 		}, nil
 	case "nonewprivs":
-		return []layerEntry{bin("nonewprivs", "usr/local/bin/nnp", 0o4755)}, nil
+		return []nodeimage.LayerEntry{bin("nonewprivs", "usr/local/bin/nnp", 0o4755)}, nil
 	case "busybox":
 		return b.busyboxEntries(ctx, src.busybox)
 	case "sample-apiserver":
@@ -159,21 +161,21 @@ func (b *builder) conformanceLayer(ctx context.Context, name string, src conform
 
 // withBase returns the base files every single-layer image gets, then
 // entries.
-func withBase(entries ...layerEntry) []layerEntry {
-	return append(append([]layerEntry(nil), baseFiles[:]...), entries...)
+func withBase(entries ...nodeimage.LayerEntry) []nodeimage.LayerEntry {
+	return append(nodeimage.BaseFiles(), entries...)
 }
 
 // busyboxEntries returns the busybox image's only layer: the base files,
 // the static BusyBox built from upstream's release (ensureBusybox) as
 // /bin/busybox and a link for each applet it lists.
-func (b *builder) busyboxEntries(ctx context.Context, busybox string) ([]layerEntry, error) {
-	out, err := b.run.output(ctx, command{Path: busybox, Args: []string{"--list"}}, true)
+func (b *builder) busyboxEntries(ctx context.Context, busybox string) ([]nodeimage.LayerEntry, error) {
+	out, err := b.Output(ctx, nodeimage.Command{Path: busybox, Args: []string{"--list"}})
 	if err != nil {
 		return nil, err
 	}
-	entries := withBase(layerEntry{Name: "bin/busybox", Source: busybox, Mode: 0o755})
+	entries := withBase(nodeimage.LayerEntry{Name: "bin/busybox", Source: busybox, Mode: 0o755})
 	for _, applet := range busyboxApplets(out) {
-		entries = append(entries, layerEntry{Name: "bin/" + applet, Link: "busybox"})
+		entries = append(entries, nodeimage.LayerEntry{Name: "bin/" + applet, Link: "busybox"})
 	}
 	return entries, nil
 }
@@ -196,12 +198,12 @@ func busyboxApplets(list string) []string {
 // as layer entries, except the paths in skip (relative, slash-separated),
 // whose directories are kept empty. Device nodes, sockets and pipes are left
 // out: the runtime provides /dev.
-func treeEntries(root string, skip []string) ([]layerEntry, error) {
+func treeEntries(root string, skip []string) ([]nodeimage.LayerEntry, error) {
 	skipped := map[string]bool{}
 	for _, s := range skip {
 		skipped[s] = true
 	}
-	var entries []layerEntry
+	var entries []nodeimage.LayerEntry
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -218,7 +220,7 @@ func treeEntries(root string, skip []string) ([]layerEntry, error) {
 		mode := tarMode(fi.Mode())
 		switch {
 		case d.IsDir():
-			entries = append(entries, layerEntry{Name: rel, Dir: true, Mode: mode})
+			entries = append(entries, nodeimage.LayerEntry{Name: rel, Dir: true, Mode: mode})
 			if skipped[rel] {
 				return fs.SkipDir
 			}
@@ -227,9 +229,9 @@ func treeEntries(root string, skip []string) ([]layerEntry, error) {
 			if err != nil {
 				return err
 			}
-			entries = append(entries, layerEntry{Name: rel, Link: target})
+			entries = append(entries, nodeimage.LayerEntry{Name: rel, Link: target})
 		case fi.Mode().IsRegular():
-			entries = append(entries, layerEntry{Name: rel, Source: p, Mode: mode})
+			entries = append(entries, nodeimage.LayerEntry{Name: rel, Source: p, Mode: mode})
 		}
 		return nil
 	})

@@ -1,4 +1,4 @@
-package nodeimage
+package suite
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 // The BusyBox of the conformance "busybox" test image: upstream's release,
@@ -44,26 +44,26 @@ var busyboxTools = [...]string{"cc", "make", "bzip2", "tar"}
 // busyboxKey names a BusyBox build: the release, its digest, the
 // configuration and the build commands.
 func busyboxKey() string {
-	h := newHasher("conformance-busybox/v1")
-	h.add("version", busyboxVersion)
-	h.add("sha256", busyboxSHA256)
-	h.add("config", strings.Join(busyboxConfig[:], "\n"))
+	h := nodeimage.NewHasher("conformance-busybox/v1")
+	h.Add("version", busyboxVersion)
+	h.Add("sha256", busyboxSHA256)
+	h.Add("config", strings.Join(busyboxConfig[:], "\n"))
 	for _, c := range busyboxCmds("TARBALL", "SRC", 0) {
-		h.add("argv", c.String())
+		h.Add("argv", c.String())
 	}
-	return h.sum()
+	return h.Sum()
 }
 
 // busyboxCmds are the commands that unpack the tarball into src and build
 // BusyBox there with jobs parallel jobs (0: the number of CPUs). The
 // configuration is edited between the second and the third
 // (setConfig).
-func busyboxCmds(tarball, src string, jobs int) []command {
+func busyboxCmds(tarball, src string, jobs int) []nodeimage.Command {
 	j := "-j"
 	if jobs > 0 {
 		j += strconv.Itoa(jobs)
 	}
-	return []command{
+	return []nodeimage.Command{
 		{Path: "tar", Args: []string{"-xjf", tarball, "-C", src, "--strip-components=1"}},
 		{Path: "make", Args: []string{"defconfig"}, Dir: src},
 		{Path: "make", Args: []string{j, "busybox"}, Dir: src},
@@ -106,31 +106,31 @@ func setConfig(config string, set []string) string {
 // ensureBusybox returns the built BusyBox binary, building it unless it is
 // cached.
 func (b *builder) ensureBusybox(ctx context.Context) (string, error) {
-	dir := filepath.Join(b.cache, "conformance", "busybox-"+busyboxKey())
+	dir := filepath.Join(b.CacheDir(), "conformance", "busybox-"+busyboxKey())
 	bin := filepath.Join(dir, "busybox")
 	if exists(bin) {
 		return bin, nil
 	}
 	for _, tool := range busyboxTools {
 		if _, err := exec.LookPath(tool); err != nil {
-			return "", &PreconditionError{fmt.Errorf("building BusyBox for the conformance images needs %s on the host: apt-get install gcc make libc6-dev bzip2 (make deps installs them)", tool)}
+			return "", &nodeimage.PreconditionError{Err: fmt.Errorf("building BusyBox for the conformance images needs %s on the host: apt-get install gcc make libc6-dev bzip2 (make deps installs them)", tool)}
 		}
 	}
-	mirror, err := detectMirror(b.hostRoot, release.DebianSuite)
+	mirror, err := b.DebianMirror()
 	if err != nil {
 		return "", err
 	}
-	tmp, err := scratch(dir)
+	tmp, err := nodeimage.Scratch(dir)
 	if err != nil {
 		return "", err
 	}
-	end := b.progress.Start("Building BusyBox " + busyboxVersion + " for the conformance images")
+	end := b.Progress().Start("Building BusyBox " + busyboxVersion + " for the conformance images")
 	err = b.buildBusybox(ctx, strings.TrimSuffix(mirror, "/")+"/"+busyboxPool, tmp)
 	end(err)
 	if err != nil {
 		return "", err
 	}
-	return bin, publish(tmp, dir)
+	return bin, nodeimage.Publish(tmp, dir)
 }
 
 // buildBusybox downloads and checks the release from url, builds it in tmp
@@ -144,7 +144,6 @@ func (b *builder) buildBusybox(ctx context.Context, url, tmp string) error {
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		return err
 	}
-	run := runner{log: b.log, update: b.progress.Update}
 	cmds := busyboxCmds(tarball, src, runtime.NumCPU())
 	for i, c := range cmds {
 		if i == len(cmds)-1 {
@@ -157,7 +156,7 @@ func (b *builder) buildBusybox(ctx context.Context, url, tmp string) error {
 				return err
 			}
 		}
-		if err := run.run(ctx, c); err != nil {
+		if err := b.Run(ctx, c, b.Progress().Update); err != nil {
 			return fmt.Errorf("building BusyBox: %w", err)
 		}
 	}

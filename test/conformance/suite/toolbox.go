@@ -1,4 +1,4 @@
-package nodeimage
+package suite
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"strings"
 
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 // toolboxPackages are added to debootstrap's minbase for the conformance
 // test images built from Debian: the tools the specs run inside agnhost
 // pods (the upstream image adds the same from Alpine), nginx and dig for
 // the DNS specs' "jessie" prober. The busybox image is not built from it
-// (conformance_busybox.go says why).
+// (busybox.go says why).
 var toolboxPackages = [...]string{
 	"curl",            // agnhost pods: HTTP checks of services
 	"dnsutils",        // dig and nslookup: DNS specs, agnhost pods
@@ -29,16 +30,21 @@ var toolboxPackages = [...]string{
 
 // toolboxKey names the Debian tree of the conformance images.
 func toolboxKey() string {
-	h := newHasher("conformance-toolbox/v1")
-	h.add("suite", release.DebianSuite)
-	h.add("variant", "minbase")
-	h.add("packages", strings.Join(toolboxPackages[:], ","))
-	return h.sum()
+	h := nodeimage.NewHasher("conformance-toolbox/v1")
+	h.Add("suite", release.DebianSuite)
+	h.Add("variant", "minbase")
+	h.Add("packages", strings.Join(toolboxPackages[:], ","))
+	return h.Sum()
 }
 
+// mirrorFile records, next to the tree, the mirror it came from; written
+// last, it marks the cache entry complete (as the node image's base tree
+// does).
+const mirrorFile = "mirror"
+
 // toolboxCmd is the debootstrap of the conformance images' Debian tree.
-func toolboxCmd(mirror, dir string) command {
-	return command{
+func toolboxCmd(mirror, dir string) nodeimage.Command {
+	return nodeimage.Command{
 		Path: "debootstrap",
 		Args: []string{"--variant=minbase", "--include=" + strings.Join(toolboxPackages[:], ","), release.DebianSuite, dir, mirror},
 	}
@@ -47,30 +53,29 @@ func toolboxCmd(mirror, dir string) command {
 // ensureToolbox returns the conformance images' Debian tree, bootstrapping
 // it from the host's apt mirror unless it is cached.
 func (b *builder) ensureToolbox(ctx context.Context) (string, error) {
-	dir := filepath.Join(b.cache, "conformance", "debian-"+toolboxKey())
+	dir := filepath.Join(b.CacheDir(), "conformance", "debian-"+toolboxKey())
 	rootfs := filepath.Join(dir, "rootfs")
 	if exists(filepath.Join(dir, mirrorFile)) {
-		b.log.Debugf("conformance toolbox: cached in %s", dir)
+		b.Log().Debugf("conformance toolbox: cached in %s", dir)
 		return rootfs, nil
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return "", err
 	}
-	mirror, err := detectMirror(b.hostRoot, release.DebianSuite)
+	mirror, err := b.DebianMirror()
 	if err != nil {
 		return "", err
 	}
-	tmp, err := scratch(dir)
+	tmp, err := nodeimage.Scratch(dir)
 	if err != nil {
 		return "", err
 	}
-	end := b.progress.Start(fmt.Sprintf("Bootstrapping the test images' Debian %s tree from %s", release.DebianSuite, mirror))
-	run := runner{log: b.log, update: func(line string) {
+	end := b.Progress().Start(fmt.Sprintf("Bootstrapping the test images' Debian %s tree from %s", release.DebianSuite, mirror))
+	err = b.Run(ctx, toolboxCmd(mirror, filepath.Join(tmp, "rootfs")), func(line string) {
 		if strings.HasPrefix(line, "I: ") {
-			b.progress.Update(strings.TrimPrefix(line, "I: "))
+			b.Progress().Update(strings.TrimPrefix(line, "I: "))
 		}
-	}}
-	err = run.run(ctx, toolboxCmd(mirror, filepath.Join(tmp, "rootfs")))
+	})
 	end(err)
 	if err != nil {
 		return "", err
@@ -78,5 +83,5 @@ func (b *builder) ensureToolbox(ctx context.Context) (string, error) {
 	if err := os.WriteFile(filepath.Join(tmp, mirrorFile), []byte(mirror+"\n"), 0o644); err != nil {
 		return "", err
 	}
-	return rootfs, publish(tmp, dir)
+	return rootfs, nodeimage.Publish(tmp, dir)
 }

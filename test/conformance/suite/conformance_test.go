@@ -1,4 +1,4 @@
-package nodeimage
+package suite
 
 import (
 	"bytes"
@@ -14,11 +14,12 @@ import (
 
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/platforms"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 func TestE2EComponentSources(t *testing.T) {
 	c := e2eComponent(release.Default())
-	files, err := c.sources()
+	files, err := c.Sources()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestE2EComponentSources(t *testing.T) {
 	}
 	// The node image's kubernetes component must not see the conformance
 	// module: its sources, and so the node image key, stay as they were.
-	if strings.Contains(string(componentFiles(t, "kubernetes")["go.mod"]), "conformance") {
+	if _, k8sFiles := nodeComponent(t, "kubernetes"); strings.Contains(string(k8sFiles["go.mod"]), "conformance") {
 		t.Error("the kubernetes component renders the conformance module")
 	}
 }
@@ -57,26 +58,29 @@ func TestE2EComponentSources(t *testing.T) {
 func TestE2EModuleSelectsTheNodeImageVersions(t *testing.T) {
 	rel := release.Default()
 	e2e := e2eComponent(rel)
-	e2eFiles, err := e2e.sources()
+	e2eFiles, err := e2e.Sources()
 	if err != nil {
 		t.Fatal(err)
 	}
-	k8s := componentNamed(t, "kubernetes")
-	k8sFiles := componentFiles(t, "kubernetes")
+	k8s, k8sFiles := nodeComponent(t, "kubernetes")
 	if got, want := goModBlock(t, string(e2eFiles["go.mod"]), "replace"), goModBlock(t, string(k8sFiles["go.mod"]), "replace"); !reflect.DeepEqual(got, want) {
 		t.Errorf("the conformance module replaces\n%s\nthe kubernetes component\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
-	goBin, err := findGo()
-	if err != nil {
-		t.Skip(err)
-	}
 	cache, err := platforms.CacheDir(os.Getenv)
 	if err != nil {
 		t.Skip(err)
 	}
 	if !exists(filepath.Join(cache, "go", "mod", "cache", "download", "k8s.io", "kubernetes", "@v", rel.Kubernetes+".zip")) {
 		t.Skipf("no k8s.io/kubernetes %s in %s's module cache (a node image build fills it)", rel.Kubernetes, cache)
+	}
+	tk, err := nodeimage.NewToolkit(nodeimage.Options{CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	goBin, _, err := tk.Go()
+	if err != nil {
+		t.Skip(err)
 	}
 	k8sMods := selectedModules(t, goBin, cache, k8sFiles, k8s.Packages)
 	// e2e.test with its test dependencies, then the other programs.
@@ -102,12 +106,12 @@ func TestE2EModuleSelectsTheNodeImageVersions(t *testing.T) {
 func selectedModules(t *testing.T, goBin, cache string, files map[string][]byte, args []string) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := writeModule(dir, files); err != nil {
+	if err := nodeimage.WriteModule(dir, files); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(goBin, append([]string{"list", "-deps", "-f", "{{with .Module}}{{.Path}} {{.Version}}{{end}}"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), goEnv(cache, false)...)
+	cmd.Env = append(os.Environ(), nodeimage.GoEnv(cache, false)...)
 	cmd.Env = append(cmd.Env, "GOPROXY=off", "GOCACHE="+t.TempDir())
 	out, err := cmd.Output()
 	if err != nil {
@@ -118,7 +122,7 @@ func selectedModules(t *testing.T, goBin, cache string, files map[string][]byte,
 		if bytes.Contains(stderr, []byte("module lookup disabled by GOPROXY=off")) {
 			// A node image built, the conformance suite never: its
 			// modules (ginkgo, gomega) are not in the cache.
-			t.Skipf("the kiln cache's module cache lacks a module of %v (kiln build conformance fills it):\n%s", args, lastLine(stderr))
+			t.Skipf("the kiln cache's module cache lacks a module of %v (conformance build fills it):\n%s", args, lastLine(stderr))
 		}
 		t.Fatalf("go list in %s: %v\n%s", dir, err, stderr)
 	}
@@ -161,7 +165,7 @@ func goModBlock(t *testing.T, mod, name string) []string {
 func TestE2ETestCmd(t *testing.T) {
 	c := e2eComponent(release.Default())
 	cmd := e2eTestCmd("/usr/local/go/bin/go", "/cache", c, "/src", "/out")
-	build := goBuildCmd("/usr/local/go/bin/go", "/cache", c, "/src", "/out")
+	build := nodeimage.GoBuildCmd("/usr/local/go/bin/go", "/cache", c, "/src", "/out")
 	if cmd.Path != build.Path || cmd.Dir != "/src" || !reflect.DeepEqual(cmd.Env, build.Env) {
 		t.Errorf("go test -c runs as %s in %s with %v; go build as %s in %s with %v", cmd.Path, cmd.Dir, cmd.Env, build.Path, build.Dir, build.Env)
 	}
@@ -186,12 +190,12 @@ func TestE2ETestCmd(t *testing.T) {
 
 func TestConformanceKey(t *testing.T) {
 	c := e2eComponent(release.Default())
-	files, err := c.sources()
+	files, err := c.Sources()
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps := map[string]component{}
-	for _, dc := range components(release.Default()) {
+	deps := map[string]nodeimage.Component{}
+	for _, dc := range nodeimage.Components(release.Default()) {
 		deps[dc.Name] = dc
 	}
 	k1 := e2eKey("go1.26.8", c, files)
@@ -284,7 +288,7 @@ func TestTreeEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]layerEntry{}
+	got := map[string]nodeimage.LayerEntry{}
 	for _, e := range entries {
 		got[e.Name] = e
 	}
@@ -310,4 +314,22 @@ func TestBusyboxApplets(t *testing.T) {
 	if want := []string{"[", "[[", "sh", "wget", "nslookup"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("applets %q, want %q", got, want)
 	}
+}
+
+// nodeComponent returns the default release's node image component named
+// name and its rendered module.
+func nodeComponent(t *testing.T, name string) (nodeimage.Component, map[string][]byte) {
+	t.Helper()
+	for _, c := range nodeimage.Components(release.Default()) {
+		if c.Name != name {
+			continue
+		}
+		files, err := c.Sources()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, files
+	}
+	t.Fatalf("no node image component %s", name)
+	return nodeimage.Component{}, nil
 }

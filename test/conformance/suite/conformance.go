@@ -1,4 +1,4 @@
-package nodeimage
+package suite
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/kiln-project/kiln/assets/release"
 	dataconformance "github.com/kiln-project/kiln/data/conformance"
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 // Conformance is the upstream conformance suite of the pinned Kubernetes
@@ -50,8 +51,8 @@ const e2ePackage = "k8s.io/kubernetes/test/e2e"
 // programs of the test images, with the Kubernetes version flags, so that
 // the packages they share with the node image's build come from the Go
 // build cache.
-func e2eComponent(rel release.Release) component {
-	return component{
+func e2eComponent(rel release.Release) nodeimage.Component {
+	return nodeimage.Component{
 		Name: "e2e", FS: dataconformance.FS,
 		Version: rel.Kubernetes, StagingVersion: rel.KubernetesStaging,
 		Packages: []string{
@@ -62,66 +63,75 @@ func e2eComponent(rel release.Release) component {
 			"github.com/onsi/ginkgo/v2/ginkgo",
 		},
 		Binaries: []string{"kubectl", "agnhost", "nonewprivs", "sample-apiserver", "ginkgo"},
-		LDFlags:  kubernetesLDFlags(rel.Kubernetes),
+		LDFlags:  nodeimage.KubernetesLDFlags(rel.Kubernetes),
 	}
 }
 
 // e2eTestCmd returns the `go test -c` that builds e2e.test into out, with
 // the same flags and environment as the component's `go build`. go vet of
 // upstream's test package is skipped: it checks nothing of kiln's.
-func e2eTestCmd(goBin, cacheDir string, c component, src, out string) command {
+func e2eTestCmd(goBin, cacheDir string, c nodeimage.Component, src, out string) nodeimage.Command {
 	ld := strings.Join(append([]string{"-s", "-w"}, c.LDFlags...), " ")
-	return command{
+	return nodeimage.Command{
 		Path: goBin,
 		Args: []string{"test", "-c", "-vet=off", "-trimpath", "-ldflags", ld, "-o", filepath.Join(out, "e2e.test"), e2ePackage},
-		Env:  goEnv(cacheDir, c.Cgo),
+		Env:  nodeimage.GoEnv(cacheDir, c.Cgo),
 		Dir:  src,
 	}
 }
 
 // e2eKey returns the cache key of the suite's binaries.
-func e2eKey(goVersion string, c component, files map[string][]byte) string {
-	h := newHasher("conformance-bin/v1")
-	h.add("component", c.key(goVersion, files))
+func e2eKey(goVersion string, c nodeimage.Component, files map[string][]byte) string {
+	h := nodeimage.NewHasher("conformance-bin/v1")
+	h.Add("component", c.Key(goVersion, files))
 	cmd := e2eTestCmd("go", "", c, "", "")
-	h.add("test-argv", strings.Join(cmd.Args, "\x00"))
-	return h.sum()
+	h.Add("test-argv", strings.Join(cmd.Args, "\x00"))
+	return h.Sum()
 }
 
 // EnsureConformance returns the conformance suite of opts.Release,
 // building whatever is not in the cache: e2e.test and kubectl from the Go
 // module proxy, a Debian tree for the test images that need one, and the
 // images archive. With nothing changed it only hashes its inputs. Building
-// needs root (debootstrap, chroot) and Go.
-func EnsureConformance(ctx context.Context, opts Options) (*Conformance, error) {
-	b, err := newBuilder(opts)
+// needs root (debootstrap, chroot) and Go; their absence is a
+// *nodeimage.PreconditionError.
+func EnsureConformance(ctx context.Context, opts nodeimage.Options) (*Conformance, error) {
+	tk, err := nodeimage.NewToolkit(opts)
 	if err != nil {
 		return nil, err
 	}
-	if b.goErr != nil {
-		return nil, &PreconditionError{fmt.Errorf("the conformance suite is built from source: %w", b.goErr)}
+	b := &builder{Toolkit: tk}
+	if b.goBin, b.goVersion, err = tk.Go(); err != nil {
+		return nil, &nodeimage.PreconditionError{Err: fmt.Errorf("the conformance suite is built from source: %w", err)}
 	}
-	unlock, err := atomicfile.Lock(b.cache, filepath.Join(b.cache, "conformance.lock"))
+	unlock, err := atomicfile.Lock(tk.CacheDir(), filepath.Join(tk.CacheDir(), "conformance.lock"))
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	out, err := b.ensureConformance(ctx)
-	if pe := (*PreconditionError)(nil); err != nil && !errors.As(err, &pe) {
+	if pe := (*nodeimage.PreconditionError)(nil); err != nil && !errors.As(err, &pe) {
 		return nil, fmt.Errorf("building the conformance suite: %w", err)
 	}
 	return out, err
 }
 
+// builder is the node image's toolkit with the Go toolchain it found.
+type builder struct {
+	*nodeimage.Toolkit
+	goBin, goVersion string
+}
+
 func (b *builder) ensureConformance(ctx context.Context) (*Conformance, error) {
-	c := e2eComponent(b.pinned())
-	files, err := c.sources()
+	rel := b.Release()
+	c := e2eComponent(rel)
+	files, err := c.Sources()
 	if err != nil {
 		return nil, err
 	}
 	binKey := e2eKey(b.goVersion, c, files)
-	deps := map[string]component{}
-	for _, dc := range components(b.pinned()) {
+	deps := map[string]nodeimage.Component{}
+	for _, dc := range nodeimage.Components(rel) {
 		if dc.Name == "etcd" || dc.Name == "pause" {
 			deps[dc.Name] = dc
 		}
@@ -130,13 +140,13 @@ func (b *builder) ensureConformance(ctx context.Context) (*Conformance, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(b.cache, "conformance", b.pinned().Kubernetes+"-"+key)
+	dir := filepath.Join(b.CacheDir(), "conformance", rel.Kubernetes+"-"+key)
 	if got, err := loadConformance(dir); err == nil {
-		b.log.Debugf("conformance suite: cached in %s", dir)
+		b.Log().Debugf("conformance suite: cached in %s", dir)
 		return got, nil
 	}
 	if os.Geteuid() != 0 {
-		return nil, &PreconditionError{ErrNotRoot}
+		return nil, &nodeimage.PreconditionError{Err: nodeimage.ErrNotRoot}
 	}
 	bin, err := b.ensureE2EBinaries(ctx, c, files, binKey)
 	if err != nil {
@@ -147,11 +157,11 @@ func (b *builder) ensureConformance(ctx context.Context) (*Conformance, error) {
 		bins[n] = filepath.Join(bin, n)
 	}
 	for name, dc := range deps {
-		built, err := b.ensureComponent(ctx, dc)
+		built, err := b.EnsureComponent(ctx, dc)
 		if err != nil {
 			return nil, err
 		}
-		bins[name] = filepath.Join(built.Bin, name)
+		bins[name] = filepath.Join(built, name)
 	}
 	rootfs, err := b.ensureToolbox(ctx)
 	if err != nil {
@@ -161,15 +171,15 @@ func (b *builder) ensureConformance(ctx context.Context) (*Conformance, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := scratch(dir)
+	tmp, err := nodeimage.Scratch(dir)
 	if err != nil {
 		return nil, err
 	}
 	src := conformanceSources{
 		rootfs: rootfs, bins: bins, busybox: busybox,
-		module: filepath.Join(b.cache, "go", "mod", "k8s.io", "kubernetes@"+b.pinned().Kubernetes),
+		module: filepath.Join(b.CacheDir(), "go", "mod", "k8s.io", "kubernetes@"+rel.Kubernetes),
 	}
-	end := b.progress.Start("Writing the conformance test images")
+	end := b.Progress().Start("Writing the conformance test images")
 	refs, err := b.writeConformanceImages(ctx, filepath.Join(tmp, "images.tar"), src)
 	end(err)
 	if err != nil {
@@ -184,7 +194,7 @@ func (b *builder) ensureConformance(ctx context.Context) (*Conformance, error) {
 	meta := Conformance{
 		E2ETest: filepath.Join(dir, "bin", "e2e.test"), Kubectl: filepath.Join(dir, "bin", "kubectl"),
 		Ginkgo: filepath.Join(dir, "bin", "ginkgo"),
-		Images: filepath.Join(dir, "images.tar"), Refs: refs, Version: b.pinned().Kubernetes,
+		Images: filepath.Join(dir, "images.tar"), Refs: refs, Version: rel.Kubernetes,
 	}
 	data, err := json.MarshalIndent(meta, "", "  ")
 	if err != nil {
@@ -193,7 +203,7 @@ func (b *builder) ensureConformance(ctx context.Context) (*Conformance, error) {
 	if err := os.WriteFile(filepath.Join(tmp, conformanceFile), append(data, '\n'), 0o644); err != nil {
 		return nil, err
 	}
-	if err := publish(tmp, dir); err != nil {
+	if err := nodeimage.Publish(tmp, dir); err != nil {
 		return nil, err
 	}
 	return loadConformance(dir)
@@ -201,26 +211,26 @@ func (b *builder) ensureConformance(ctx context.Context) (*Conformance, error) {
 
 // conformanceKey names a conformance build: the binaries' key, the node
 // image components it reuses, the Debian tree and the image table.
-func conformanceKey(goVersion, binKey string, deps map[string]component) (string, error) {
-	h := newHasher("conformance/v1")
-	h.add("bin", binKey)
-	h.add("busybox", busyboxKey())
+func conformanceKey(goVersion, binKey string, deps map[string]nodeimage.Component) (string, error) {
+	h := nodeimage.NewHasher("conformance/v1")
+	h.Add("bin", binKey)
+	h.Add("busybox", busyboxKey())
 	for _, name := range []string{"etcd", "pause"} {
 		dc := deps[name]
-		files, err := dc.sources()
+		files, err := dc.Sources()
 		if err != nil {
 			return "", err
 		}
-		h.add("component:"+name, dc.key(goVersion, files))
+		h.Add("component:"+name, dc.Key(goVersion, files))
 	}
-	h.add("toolbox", toolboxKey())
+	h.Add("toolbox", toolboxKey())
 	table, err := json.Marshal(conformanceImages())
 	if err != nil {
 		return "", err
 	}
-	h.add("images", string(table))
-	h.add("layers", conformanceLayersVersion)
-	return h.sum(), nil
+	h.Add("images", string(table))
+	h.Add("layers", conformanceLayersVersion)
+	return h.Sum(), nil
 }
 
 // loadConformance reads a complete conformance build in dir.
@@ -244,49 +254,54 @@ func loadConformance(dir string) (*Conformance, error) {
 
 // ensureE2EBinaries builds kubectl, the images' programs and e2e.test unless
 // their cache entry exists, and returns the directory holding them.
-func (b *builder) ensureE2EBinaries(ctx context.Context, c component, files map[string][]byte, key string) (string, error) {
-	dir := filepath.Join(b.cache, "conformance", "bin-"+key)
+func (b *builder) ensureE2EBinaries(ctx context.Context, c nodeimage.Component, files map[string][]byte, key string) (string, error) {
+	dir := filepath.Join(b.CacheDir(), "conformance", "bin-"+key)
 	bin := filepath.Join(dir, "bin")
 	complete := exists(filepath.Join(bin, "e2e.test"))
 	for _, n := range c.Binaries {
 		complete = complete && exists(filepath.Join(bin, n))
 	}
 	if complete {
-		b.log.Debugf("conformance binaries: cached in %s", dir)
+		b.Log().Debugf("conformance binaries: cached in %s", dir)
 		return bin, nil
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return "", err
 	}
-	tmp, err := scratch(dir)
+	tmp, err := nodeimage.Scratch(dir)
 	if err != nil {
 		return "", err
 	}
 	src := filepath.Join(tmp, "src")
-	if err := writeModule(src, files); err != nil {
+	if err := nodeimage.WriteModule(src, files); err != nil {
 		return "", err
 	}
 	out := filepath.Join(tmp, "bin")
-	run := runner{log: b.log, update: b.progress.Update}
 	steps := []struct {
 		title string
-		cmd   command
+		cmd   nodeimage.Command
 	}{
 		{fmt.Sprintf("Building kubectl %s and the test images' programs (%s)", c.Version, strings.Join(c.Binaries[1:], ", ")),
-			goBuildCmd(b.goBin, b.cache, c, src, out)},
+			nodeimage.GoBuildCmd(b.goBin, b.CacheDir(), c, src, out)},
 		{fmt.Sprintf("Building e2e.test %s (go test -c %s)", c.Version, e2ePackage),
-			e2eTestCmd(b.goBin, b.cache, c, src, out)},
+			e2eTestCmd(b.goBin, b.CacheDir(), c, src, out)},
 	}
 	for _, s := range steps {
-		end := b.progress.Start(s.title)
-		err := run.run(ctx, s.cmd)
+		end := b.Progress().Start(s.title)
+		err := b.Run(ctx, s.cmd, b.Progress().Update)
 		end(err)
 		if err != nil {
 			return "", err
 		}
 	}
-	if err := publish(tmp, dir); err != nil {
+	if err := nodeimage.Publish(tmp, dir); err != nil {
 		return "", err
 	}
 	return bin, nil
+}
+
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }

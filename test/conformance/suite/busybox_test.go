@@ -1,4 +1,4 @@
-package nodeimage
+package suite
 
 import (
 	"context"
@@ -11,11 +11,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 func TestBusyboxCmds(t *testing.T) {
 	got := busyboxCmds("/c/bb.tar.bz2", "/c/src", 2)
-	want := []command{
+	want := []nodeimage.Command{
 		{Path: "tar", Args: []string{"-xjf", "/c/bb.tar.bz2", "-C", "/c/src", "--strip-components=1"}},
 		{Path: "make", Args: []string{"defconfig"}, Dir: "/c/src"},
 		{Path: "make", Args: []string{"-j2", "busybox"}, Dir: "/c/src"},
