@@ -12,6 +12,7 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_3/types"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
+	installtypes "github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/assets/tls"
 	butanefs "github.com/kiln-project/kiln/data/butane"
@@ -42,6 +43,12 @@ type nodeValues struct {
 	// as the masters' etcd members vote (controlPlaneHardwareSpeed Slower).
 	RetireFirst bool
 	NetworkType string // networking.networkType, for kiln-netd
+	// EgressNAT is networking.egress NAT: kiln-netd masquerades pod
+	// traffic leaving the pod networks (ClusterCIDRs) and the Service
+	// network (ServiceCIDR).
+	EgressNAT    bool
+	ClusterCIDRs string
+	ServiceCIDR  string
 	// CSRApproverDenyFlags are the --deny-* flags of the bootstrap
 	// machine's CSR approver, the Deployment's.
 	CSRApproverDenyFlags []string
@@ -64,6 +71,9 @@ func baseConfig(role string, ic *installconfig.InstallConfig, v *manifests.Value
 		MasterReplicas:       v.MasterReplicas,
 		RetireFirst:          v.SlowerControlPlane,
 		NetworkType:          v.NetworkType,
+		EgressNAT:            v.Egress == installtypes.EgressNAT,
+		ClusterCIDRs:         v.ClusterCIDRs,
+		ServiceCIDR:          v.ServiceCIDR,
 		CSRApproverDenyFlags: manifests.CSRApproverDenyFlags(c),
 		RegistryHosts:        registryHosts(c),
 	}

@@ -11,6 +11,8 @@ const (
 	// DefaultNetworkType is the pod network: a CNI bridge on each node and
 	// one route per node pod CIDR between nodes.
 	DefaultNetworkType = types.NetworkTypeKilnBridge
+	// DefaultEgress lets pods and machines reach what the host reaches.
+	DefaultEgress = types.EgressNAT
 	// DefaultClusterNetwork is the pod address block.
 	DefaultClusterNetwork = "10.128.0.0/14"
 	// DefaultHostPrefix gives each node a /23 (510 pod addresses).
@@ -49,6 +51,7 @@ func SetDefaults(c *types.Config, plats []configs.Platform) {
 	if n.NetworkType == "" {
 		n.NetworkType = DefaultNetworkType
 	}
+	setIfEmpty(&n.Egress, DefaultEgress)
 	if len(n.ClusterNetwork) == 0 {
 		n.ClusterNetwork = []types.ClusterNetworkEntry{{CIDR: DefaultClusterNetwork}}
 	}

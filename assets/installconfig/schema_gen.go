@@ -62,6 +62,7 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "clusterNetwork", Type: "[]object", Ref: "ClusterNetworkEntry", Doc: "clusterNetwork are the pod address blocks; each node gets a /hostPrefix out of one (default 10.128.0.0/14 with hostPrefix 23)."},
 			{Name: "serviceNetwork", Type: "[]string", Ref: "", Doc: "serviceNetwork is the Service ClusterIP block: exactly one, between a /12 and a /24 (default 172.30.0.0/16). Its first address is the kubernetes Service, its tenth the cluster DNS."},
 			{Name: "machineNetwork", Type: "[]object", Ref: "MachineNetworkEntry", Doc: "machineNetwork are the blocks the machines' addresses come from; the platform chooses the default (local: 10.66.0.0/24; otherwise 10.0.0.0/16)."},
+			{Name: "egress", Type: "string", Ref: "", Doc: "egress is what pods and machines reach outside the cluster: NAT (the default) masquerades pod traffic to addresses outside the cluster and service networks on its node, and on the local platform gives machines a route out through the host, which masquerades them as Docker does for kind; None seals the cluster (nothing leaves it), for air-gapped sites."},
 		}},
 		"NonePlatform": {Doc: "NonePlatform is user-provisioned infrastructure.", Fields: []fieldDoc{}},
 		"Platform": {Doc: "Platform holds exactly one platform's configuration.", Fields: []fieldDoc{

@@ -39,6 +39,9 @@ func validateNetworking(c *types.Config) field.ErrorList {
 	if !slices.Contains(types.NetworkTypes(), n.NetworkType) {
 		errs = append(errs, field.NotSupported(np.Child("networkType"), n.NetworkType, types.NetworkTypes()))
 	}
+	if !slices.Contains(types.Egresses(), n.Egress) {
+		errs = append(errs, field.NotSupported(np.Child("egress"), n.Egress, types.Egresses()))
+	}
 	// Every machine needs a pod block; the bootstrap machine is one more.
 	nodes := c.MasterReplicas() + c.WorkerReplicas() + 1
 	var all []namedPrefix

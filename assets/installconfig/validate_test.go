@@ -139,6 +139,8 @@ func TestValidate(t *testing.T) {
 		}, []fieldErr{{forb, "controlPlane.platform.local"}}},
 		{"networkType", func(c *types.Config) { c.Networking.NetworkType = "Calico" }, []fieldErr{{ns, "networking.networkType"}}},
 		{"networkType KilnVXLAN", func(c *types.Config) { c.Networking.NetworkType = types.NetworkTypeKilnVXLAN }, nil},
+		{"egress", func(c *types.Config) { c.Networking.Egress = "Open" }, []fieldErr{{ns, "networking.egress"}}},
+		{"egress None", func(c *types.Config) { c.Networking.Egress = types.EgressNone }, nil},
 		{"controlPlaneHardwareSpeed", func(c *types.Config) { c.ControlPlaneHardwareSpeed = "Fast" }, []fieldErr{{ns, "controlPlaneHardwareSpeed"}}},
 		{"controlPlaneHardwareSpeed Slower", func(c *types.Config) { c.ControlPlaneHardwareSpeed = types.HardwareSpeedSlower }, nil},
 		{"kubernetesVersion unknown", func(c *types.Config) { c.KubernetesVersion = "v1.30.0" }, []fieldErr{{ns, "kubernetesVersion"}}},

@@ -36,10 +36,12 @@ type Values struct {
 	APIIntName    string
 	// InternalAPI is host:port where the nodes reach the API
 	// (kubeconfig.InternalAPI).
-	InternalAPI       string
-	InfraID           string
-	Platform          string
-	NetworkType       string
+	InternalAPI string
+	InfraID     string
+	Platform    string
+	NetworkType string
+	// Egress is networking.egress resolved: NAT or None.
+	Egress            string
 	ClusterCIDRs      string
 	NodeCIDRMaskSize  int32
 	ServiceCIDR       string
@@ -117,6 +119,7 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 		InfraID:               cid.InfraID,
 		Platform:              c.PlatformName(),
 		NetworkType:           c.Networking.NetworkType,
+		Egress:                res.Egress,
 		ClusterCIDRs:          strings.Join(cidrs, ","),
 		NodeCIDRMaskSize:      c.Networking.ClusterNetwork[0].HostPrefix,
 		ServiceCIDR:           c.Networking.ServiceNetwork[0],

@@ -131,7 +131,8 @@ func nodeClient(kubeconfig string) (kubernetes.Interface, error) {
 }
 
 func newNodeNetdCmd(o *rootOptions) *cobra.Command {
-	var kubeconfig, nodeIP string
+	var kubeconfig, nodeIP, serviceNetwork string
+	var clusterNetworks []string
 	cfg := netd.Config{CNIConfPath: "/etc/cni/net.d/10-kiln.conflist", Runner: execRunner{}, ProxyMetricsURL: netd.DefaultProxyMetricsURL}
 	cmd := &cobra.Command{
 		Use:   "netd",
@@ -139,6 +140,9 @@ func newNodeNetdCmd(o *rootOptions) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := setNetdNetwork(&cfg, nodeIP); err != nil {
+				return err
+			}
+			if err := setNetdEgress(&cfg.Egress, clusterNetworks, serviceNetwork); err != nil {
 				return err
 			}
 			client, err := awaitNodeClient(cmd.Context(), kubeconfig, credentialsPoll, o.log)
@@ -157,7 +161,40 @@ func newNodeNetdCmd(o *rootOptions) *cobra.Command {
 	cmd.Flags().StringVar(&nodeIP, "node-ip", "", "this machine's IPv4 address, the local end of KilnVXLAN's tunnels (empty: the Node's InternalIP)")
 	cmd.Flags().StringVar(&cfg.ProxyMetricsURL, "proxy-metrics-url", cfg.ProxyMetricsURL, "kube-proxy's metrics: a new CNI config waits for its first sync (empty: no wait)")
 	cmd.Flags().DurationVar(&cfg.ProxyWait, "proxy-wait", netd.DefaultProxyWait, "longest wait for kube-proxy's first sync")
+	cmd.Flags().StringVar(&cfg.Egress.Mode, "egress", types.EgressNone,
+		"what pods reach outside the cluster, install-config's networking.egress: "+strings.Join(types.Egresses(), " or ")+" (NAT masquerades pod traffic leaving the pod and Service networks)")
+	cmd.Flags().StringSliceVar(&clusterNetworks, "cluster-network", nil, "the pod networks (networking.clusterNetwork), with --egress NAT")
+	cmd.Flags().StringVar(&serviceNetwork, "service-network", "", "the Service network (networking.serviceNetwork), with --egress NAT")
 	return cmd
+}
+
+// setNetdEgress checks netd's --egress and parses its networks.
+func setNetdEgress(e *netd.Egress, clusterNetworks []string, serviceNetwork string) error {
+	var errs []error
+	for _, c := range clusterNetworks {
+		p, err := netip.ParsePrefix(c)
+		if err != nil || !p.Addr().Is4() {
+			errs = append(errs, fmt.Errorf("--cluster-network: %q is not an IPv4 prefix", c))
+			continue
+		}
+		e.ClusterNetworks = append(e.ClusterNetworks, p.Masked())
+	}
+	if serviceNetwork != "" {
+		p, err := netip.ParsePrefix(serviceNetwork)
+		if err != nil || !p.Addr().Is4() {
+			errs = append(errs, fmt.Errorf("--service-network: %q is not an IPv4 prefix", serviceNetwork))
+		}
+		e.ServiceNetwork = p.Masked()
+	}
+	if len(errs) == 0 {
+		if _, err := netd.EgressRules(*e); err != nil {
+			errs = append(errs, fmt.Errorf("--egress: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return exitcode.With(exitcode.Input, err)
+	}
+	return nil
 }
 
 // setNetdNetwork checks netd's --network-type and sets its --node-ip.

@@ -127,3 +127,32 @@ func TestSetNetdNetwork(t *testing.T) {
 		}
 	}
 }
+
+func TestSetNetdEgress(t *testing.T) {
+	tests := []struct {
+		mode, service string
+		clusters      []string
+		wantErr       string // part of the error; "" for none
+	}{
+		{types.EgressNAT, "172.30.0.0/16", []string{"10.128.0.0/14"}, ""},
+		{types.EgressNone, "", nil, ""},
+		{types.EgressNAT, "", nil, "--egress: egress NAT needs"},
+		{"Open", "", nil, `--egress: egress "Open"`},
+		{types.EgressNAT, "172.30.0.0/16", []string{"pods", "fd00::/64"}, `--cluster-network: "pods"`},
+		{types.EgressNAT, "services", []string{"10.128.0.0/14"}, `--service-network: "services"`},
+	}
+	for _, tt := range tests {
+		e := netd.Egress{Mode: tt.mode}
+		err := setNetdEgress(&e, tt.clusters, tt.service)
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%s %q %s: %v", tt.mode, tt.clusters, tt.service, err)
+		case tt.wantErr != "" && (err == nil || exitcode.Of(err) != exitcode.Input || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%s %q %s: %v, want an input error with %q", tt.mode, tt.clusters, tt.service, err, tt.wantErr)
+		}
+	}
+	e := netd.Egress{Mode: types.EgressNAT}
+	if err := setNetdEgress(&e, []string{"10.128.0.7/14"}, "172.30.0.0/16"); err != nil || e.ClusterNetworks[0] != netip.MustParsePrefix("10.128.0.0/14") {
+		t.Errorf("cluster networks %v, %v; want them masked", e.ClusterNetworks, err)
+	}
+}

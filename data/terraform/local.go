@@ -83,6 +83,11 @@ type LocalVars struct {
 	// Registry is the network stage's image registry (the registry add-on);
 	// nil when the add-on is off, and then the stage has none.
 	Registry *Registry `json:"registry"`
+	// EgressNAT is networking.egress NAT: the host masquerades the machine
+	// network and every machine routes through the API VIP, the host's
+	// address on the bridge. False (and in variables written before it
+	// existed) seals the cluster.
+	EgressNAT bool `json:"egress_nat"`
 }
 
 // WithStates returns v with the named machines in state; MachineStates is

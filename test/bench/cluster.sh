@@ -21,8 +21,8 @@ phase_times() { # parse the " ✓ title (12.3s)" lines of kiln's progress output
 
 for run in $(seq 1 "$runs"); do
   dir=$(mktemp -d /tmp/kiln-bench.XXXXXX)
-  sed -e "s/replicas: 3/replicas: $masters/" -e "s/replicas: 1/replicas: $workers/" -e "s/name: demo/name: bench$run/" \
-    docs/examples/install-config-local.yaml > "$dir/install-config.yaml"
+  test/sealed-config.sh docs/examples/install-config-local.yaml |
+    sed -e "s/replicas: 3/replicas: $masters/" -e "s/replicas: 1/replicas: $workers/" -e "s/name: demo/name: bench$run/" > "$dir/install-config.yaml"
   if [ -n "${DROP+set}" ]; then
     "$kiln" create manifests --dir "$dir" > "$dir/manifests.out" 2>&1 || { cat "$dir/manifests.out"; exit 1; }
     for f in ${DROP}; do rm "$dir/manifests/$f"; done

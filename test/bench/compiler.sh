@@ -71,7 +71,7 @@ kubeadm_flags=(--kubernetes-version "$version" --apiserver-advertise-address 10.
   --control-plane-endpoint api.demo.example.com)
 now() { date +%s%N; }
 run_kiln() { # $1: fresh directory, $2: the kiln binary (default $kiln)
-  cp docs/examples/install-config-local.yaml "$1/install-config.yaml"
+  test/sealed-config.sh docs/examples/install-config-local.yaml > "$1/install-config.yaml"
   local t0; t0=$(now)
   "${2:-$kiln}" create ignition-configs --dir "$1" --log-level warn </dev/null
   echo $(( ($(now) - t0) / 1000 ))

@@ -9,8 +9,9 @@
 set -u
 cd "$(dirname "$0")/../.."
 old=${1:?usage: $0 OLD_KILN NEW_KILN [RUNS]} new=${2:?usage: $0 OLD_KILN NEW_KILN [RUNS]} runs=${3:-3}
-cfg=$PWD/docs/examples/install-config-local.yaml
 work=$(mktemp -d /var/tmp/kiln-create-ab.XXXXXX)
+cfg=$work/install-config.yaml
+test/sealed-config.sh docs/examples/install-config-local.yaml > "$cfg"
 for i in $(seq 1 "$runs"); do
   for v in old new; do
     bin=${!v} dir=$work/$v-$i

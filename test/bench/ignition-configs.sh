@@ -9,7 +9,7 @@ kiln=${KILN:-bin/kiln}
 [ -x "$kiln" ] || { echo "build kiln first: make build" >&2; exit 2; }
 for run in $(seq 1 "$runs"); do
   dir=$(mktemp -d)
-  cp docs/examples/install-config-local.yaml "$dir/install-config.yaml"
+  test/sealed-config.sh docs/examples/install-config-local.yaml > "$dir/install-config.yaml"
   /usr/bin/time -f "run $run: wall %es, peak RSS %M KiB" "$kiln" create ignition-configs --dir "$dir" --log-level warn </dev/null
   rm -rf "$dir"
 done

@@ -56,7 +56,8 @@ else
     echo "$label: no cluster in $cluster_dir: creating one with 3 masters and 2 workers"
     mkdir -p "$cluster_dir"
     [ -f "$cluster_dir/install-config.yaml" ] || [ -f "$cluster_dir/.kiln_state.json" ] ||
-      sed -e '/^compute:/,/^[a-z]/ s/replicas: 1/replicas: 2/' docs/examples/install-config-local.yaml > "$cluster_dir/install-config.yaml"
+      test/sealed-config.sh docs/examples/install-config-local.yaml |
+        sed -e '/^compute:/,/^[a-z]/ s/replicas: 1/replicas: 2/' > "$cluster_dir/install-config.yaml"
     "$kiln" create cluster --dir "$cluster_dir"
   fi
   kubeconfig=$cluster_dir/auth/kubeconfig

@@ -33,6 +33,8 @@ import (
 // `kiln create cluster`, checked through the API and the machines; then a
 // master crash, `kiln stop cluster` and a host reboot, each undone by `kiln
 // start cluster` (assertRestart); then `kiln destroy cluster` leaves nothing behind.
+// Like every cluster of the suite but TestClusterConnected's it is sealed
+// (networking.egress None), and a pod's request out of it fails at once.
 //
 // This one and TestClusterSingleMaster run in parallel, each on its own
 // machine network and infra ID, after the other e2e tests (TestClusterScale
@@ -144,6 +146,10 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 		assertNetworkPolicy(ctx, t, client, infraID)
 	}
 	assertHostNetworkReachesServices(t, infraID, masters, workers)
+	if masters == 3 {
+		// Sealed (networking.egress None): a pod's request out fails at once.
+		assertSealedPod(t, kiln, dir)
+	}
 	assertUserManifest(ctx, t, client)
 	if workers > 0 {
 		assertServingCSRApproval(t, dir, infraID)
@@ -298,6 +304,7 @@ compute:
 - name: worker
   replicas: %d
 networking:%s
+  egress: None
   machineNetwork:
   - cidr: %s
 platform:
@@ -312,6 +319,7 @@ platform:
 
 func runKiln(t *testing.T, kiln string, timeout time.Duration, args ...string) (string, error) {
 	t.Helper()
+	requireSealed(t, kiln, args)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var out bytes.Buffer
@@ -339,6 +347,7 @@ func interruptCreate(t *testing.T, kiln, dir, marker string) {
 // marker, and returns all it printed and how it ended.
 func signalAt(t *testing.T, kiln, marker string, after time.Duration, sig os.Signal, args ...string) (string, error) {
 	t.Helper()
+	requireSealed(t, kiln, args)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kiln, args...)

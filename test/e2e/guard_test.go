@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 }
 
 func guarded(m *testing.M) int {
+	if addr := os.Getenv(worldHTTPEnv); addr != "" {
+		serveWorld(addr) // the simulated world's web server (world_test.go)
+	}
 	if os.Getenv("KILN_E2E") != "1" {
 		return m.Run()
 	}

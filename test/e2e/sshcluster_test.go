@@ -141,6 +141,7 @@ compute:
 - name: worker
   replicas: 1
 networking:
+  egress: None
   machineNetwork:
   - cidr: %s0/24
 %splatform:

@@ -33,7 +33,15 @@ type Resolved struct {
 	ServiceNetwork netip.Prefix
 	// Timeouts are timeouts.*, their defaults where unset.
 	Timeouts ResolvedTimeouts
+	// Egress is networking.egress; the cluster of an install-config
+	// without one, written before the field existed, is sealed
+	// (EgressNone), as it was created.
+	Egress string
 }
+
+// NAT reports whether pods and machines reach outside the cluster
+// (networking.egress: NAT).
+func (r Resolved) NAT() bool { return r.Egress == EgressNAT }
 
 // dnsServiceIndex is the offset of the cluster DNS Service IP in the service
 // network, as kubeadm chooses it (x.y.z.10).
@@ -84,6 +92,15 @@ func (c *Config) lookupRelease() (release.Release, error) {
 	return r, nil
 }
 
+// egress is networking.egress, EgressNone when unset: defaulting sets it,
+// so only an install-config written before the field existed has none.
+func (c *Config) egress() string {
+	if c.Networking == nil || c.Networking.Egress == "" {
+		return EgressNone
+	}
+	return c.Networking.Egress
+}
+
 // Resolve resolves c, which defaulting filled and validation accepted;
 // the error names every field that does not resolve.
 func (c *Config) Resolve() (Resolved, error) {
@@ -109,6 +126,12 @@ func (c *Config) Resolve() (Resolved, error) {
 		for i, e := range n.ClusterNetwork {
 			r.ClusterNetworks = append(r.ClusterNetworks, prefix(fmt.Sprintf("networking.clusterNetwork[%d].cidr", i), e.CIDR))
 		}
+	}
+	switch e := c.egress(); e {
+	case EgressNAT, EgressNone:
+		r.Egress = e
+	default:
+		errs = append(errs, fmt.Errorf("install-config.yaml: networking.egress: %q is neither %s nor %s", e, EgressNAT, EgressNone))
 	}
 	t := Timeouts{}
 	if c.Timeouts != nil {

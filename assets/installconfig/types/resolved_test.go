@@ -28,6 +28,13 @@ func TestResolve(t *testing.T) {
 		r.ClusterNetworks[0] != netip.MustParsePrefix("10.128.0.0/14") {
 		t.Errorf("Resolve = %+v", r)
 	}
+	if r.Egress != EgressNone || r.NAT() {
+		t.Errorf("Egress of a config without networking.egress = %q, NAT %v; want None: it was created sealed", r.Egress, r.NAT())
+	}
+	c.Networking.Egress = EgressNAT
+	if r, err := c.Resolve(); err != nil || !r.NAT() {
+		t.Errorf("Resolve with egress NAT = %+v, %v", r, err)
+	}
 	if got := r.FirstServiceIP(); got != netip.MustParseAddr("172.30.0.1") {
 		t.Errorf("FirstServiceIP = %v, want 172.30.0.1", got)
 	}
@@ -38,8 +45,9 @@ func TestResolve(t *testing.T) {
 		t.Errorf("Timeouts = %+v, want %+v", r.Timeouts, want)
 	}
 	c.KubernetesVersion, c.Timeouts.Install, c.Networking.MachineNetwork[0].CIDR = "1.20.0", "soon", "bad"
+	c.Networking.Egress = "Open"
 	_, err = c.Resolve()
-	for _, field := range []string{"kubernetesVersion", "timeouts.install", "networking.machineNetwork[0].cidr"} {
+	for _, field := range []string{"kubernetesVersion", "timeouts.install", "networking.machineNetwork[0].cidr", "networking.egress"} {
 		if err == nil || !strings.Contains(err.Error(), "install-config.yaml: "+field+": ") {
 			t.Errorf("error %v does not name %s", err, field)
 		}

@@ -22,6 +22,23 @@ const (
 // NetworkTypes are the accepted values of networking.networkType.
 func NetworkTypes() []string { return []string{NetworkTypeKilnBridge, NetworkTypeKilnVXLAN} }
 
+// The values of networking.egress: what pods and machines reach outside
+// the cluster (docs/pod-network.md, "Egress").
+const (
+	// EgressNAT lets pods and machines reach what their host reaches:
+	// pod traffic to addresses outside the cluster and service networks
+	// is masqueraded on its node, and on the local platform the host
+	// masquerades the machine network out of its other interfaces.
+	EgressNAT = "NAT"
+	// EgressNone seals the cluster: nothing is masqueraded or forwarded
+	// out of it, for air-gapped sites and tests that must send nothing
+	// outside.
+	EgressNone = "None"
+)
+
+// Egresses are the accepted values of networking.egress.
+func Egresses() []string { return []string{EgressNAT, EgressNone} }
+
 // The values of controlPlaneHardwareSpeed (OpenShift's names for the same
 // choice).
 const (
@@ -124,6 +141,12 @@ type Networking struct {
 	// MachineNetwork are the blocks the machines' addresses come from; the platform
 	// chooses the default (local: 10.66.0.0/24; otherwise 10.0.0.0/16).
 	MachineNetwork []MachineNetworkEntry `json:"machineNetwork,omitempty"`
+	// Egress is what pods and machines reach outside the cluster: NAT (the default)
+	// masquerades pod traffic to addresses outside the cluster and service networks on
+	// its node, and on the local platform gives machines a route out through the host,
+	// which masquerades them as Docker does for kind; None seals the cluster (nothing
+	// leaves it), for air-gapped sites.
+	Egress string `json:"egress,omitempty"`
 }
 
 // ClusterNetworkEntry is one pod address block.

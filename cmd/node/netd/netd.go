@@ -54,6 +54,9 @@ type Config struct {
 	// ProxyWait (DefaultProxyWait when zero). Empty: no wait.
 	ProxyMetricsURL string
 	ProxyWait       time.Duration
+	// Egress is what the node's pods reach outside the cluster; netd
+	// keeps its masquerade rules (egress.go).
+	Egress Egress
 }
 
 // Route is a route to another node's pods.
@@ -188,11 +191,15 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg Config) error {
 	}
 }
 
-// reconcile installs the paths to the other nodes' pods, then this node's
-// CNI config (which may wait for kube-proxy: the paths must not).
+// reconcile installs the paths to the other nodes' pods and the pods'
+// egress, then this node's CNI config (which may wait for kube-proxy: the
+// paths must not).
 func reconcile(ctx context.Context, cfg Config, nodes []*corev1.Node) error {
 	mtu, err := reconcilePaths(ctx, cfg, nodes)
 	if err != nil {
+		return err
+	}
+	if err := reconcileEgress(ctx, cfg); err != nil {
 		return err
 	}
 	n := selfNode(cfg.NodeName, nodes)

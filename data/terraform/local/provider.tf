@@ -29,8 +29,13 @@ locals {
 
   # Every machine routes the service network on-link: a connect from a
   # machine's own network namespace (kube-apiserver to a webhook's ClusterIP)
-  # needs a route before kube-proxy's DNAT applies. No gateway, no default route.
+  # needs a route before kube-proxy's DNAT applies. Never a default route:
+  # that is the gateway below, with egress NAT only.
   routes = var.service_network
+
+  # With egress NAT the machines' default route leads to the host, which
+  # masquerades the machine network (kilnlocal_network's egress_nat).
+  gateway = var.egress_nat ? var.api_vip : null
 
   kiln_bind = [{ source = var.kiln_binary, target = "/usr/local/bin/kiln", read_only = true }]
 }

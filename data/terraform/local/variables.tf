@@ -209,3 +209,10 @@ variable "registry" {
   default     = null
   description = "The image registry of the registry add-on: its port (on the API VIP for the nodes, on 127.0.0.1 for pushes) and the host path of kiln's build of the registry; null when the add-on is off (no registry)."
 }
+
+variable "egress_nat" {
+  type        = bool
+  default     = false
+  nullable    = false
+  description = "networking.egress NAT: the host masquerades the machine network out of its other interfaces and every machine's default route leads to api_vip, the host's address on the bridge; false seals the cluster."
+}

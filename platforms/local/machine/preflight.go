@@ -35,6 +35,9 @@ type PreflightOptions struct {
 	// SlowerControlPlane says install-config sets controlPlaneHardwareSpeed
 	// Slower; on a host whose CPUs are emulated Preflight warns without it.
 	SlowerControlPlane bool
+	// EgressNAT says install-config sets networking.egress NAT: the host
+	// then masquerades the machine network (Egress), which needs nft.
+	EgressNAT bool
 }
 
 // Report is what Preflight found.
@@ -133,6 +136,9 @@ func preflight(opts PreflightOptions, p hostProbe) (Report, error) {
 		{"systemd-nspawn", "systemd-container"}, {"nsenter", "util-linux"}, {"mount", "mount"},
 		{"umount", "mount"}, {"ip", "iproute2"}, {"cp", "coreutils"},
 	}
+	if opts.EgressNAT {
+		tools = append(tools, struct{ name, pkg string }{"nft", "nftables"})
+	}
 	for _, t := range tools {
 		if _, err := p.lookPath(t.name); err != nil {
 			problem(CheckTool+":"+t.name, "%s is missing: apt-get install %s", t.name, t.pkg)
@@ -153,11 +159,20 @@ func preflight(opts PreflightOptions, p hostProbe) (Report, error) {
 	}
 	r.Notes = append(r.Notes,
 		"host sysctls are left alone: machines see the values kubelet wants (vm.overcommit_memory=1, kernel.panic=10, kernel.panic_on_oops=1) through read-only files bound over /proc/sys inside each machine",
-		"host changes while machines exist: one bridge with an unreachable route holding its network (so nothing for it leaves through another route once the bridge is gone), one veth, one overlay mount and one cgroup per hierarchy per machine; no other routes, no NAT or forwarding; all removed on destroy")
+		hostChanges(opts.EgressNAT))
 	if len(r.Problems) > 0 {
 		return r, &PreflightError{Problems: r.Problems}
 	}
 	return r, nil
+}
+
+// hostChanges is the note that lists what the cluster changes on the host.
+func hostChanges(egressNAT bool) string {
+	const common = "host changes while machines exist: one bridge with an unreachable route holding its network (so nothing for it leaves through another route once the bridge is gone), one veth, one overlay mount and one cgroup per hierarchy per machine; "
+	if egressNAT {
+		return common + "for networking.egress NAT, an nftables table " + EgressTable("<bridge>") + " masquerading the machine network out of the host's other interfaces, and net.ipv4.conf.<if>.forwarding=1 on the bridge and on the interfaces of the host's default routes (their values before are recorded in " + DefaultEgressRecordDir + "/" + EgressRecordFile + "; net.ipv4.ip_forward is left alone); no other routes; all removed on destroy"
+	}
+	return common + "no other routes, no NAT or forwarding (networking.egress None); all removed on destroy"
 }
 
 // kernelModules is what the host's kernel offers as modules: those loaded,

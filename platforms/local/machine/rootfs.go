@@ -41,7 +41,7 @@ func rootFiles(s *Spec, addr netip.Prefix, machineID string) []rootFile {
 	files := []rootFile{
 		{"/etc/hostname", []byte(s.Name + "\n"), 0o644},
 		{"/etc/hosts", []byte(hostsFile(s, addr)), 0o644},
-		{networkPath, []byte(networkFile(addr, s.Routes)), 0o644},
+		{networkPath, []byte(networkFile(addr, s.Gateway, s.Routes)), 0o644},
 	}
 	if s.Env != nil {
 		files = append(files, rootFile{nodelayout.NodeEnvFile, []byte(nodelayout.EnvFile(s.Env)), 0o644})
@@ -71,14 +71,18 @@ func hostsFile(s *Spec, addr netip.Prefix) string {
 }
 
 // networkFile configures the machine's end of the veth with its static
-// address and the on-link routes (Spec.Routes). There is deliberately no
-// gateway: machines talk to each other and to the host, never beyond it.
-// systemd-networkd applies the routes whenever it configures host0, at
-// every boot, before any Kubernetes component starts.
-func networkFile(addr netip.Prefix, routes []string) string {
+// address, the default route through gateway when there is one (egress
+// NAT; without it machines talk to each other and to the host, never
+// beyond it) and the on-link routes (Spec.Routes). systemd-networkd
+// applies the routes whenever it configures host0, at every boot, before
+// any Kubernetes component starts.
+func networkFile(addr netip.Prefix, gateway string, routes []string) string {
 	var b strings.Builder
 	b.WriteString("[Match]\nName=host0\n\n[Network]\nAddress=" + addr.String() +
 		"\nLinkLocalAddressing=no\nIPv6AcceptRA=no\nLLMNR=no\nMulticastDNS=no\n")
+	if gateway != "" {
+		b.WriteString("Gateway=" + gateway + "\n")
+	}
 	for _, r := range routes {
 		b.WriteString("\n[Route]\nDestination=" + r + "\nScope=link\n")
 	}

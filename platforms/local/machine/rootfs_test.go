@@ -57,6 +57,15 @@ func TestRootFiles(t *testing.T) {
 	}
 	golden(t, "rootfiles.golden", b.String())
 
+	// With egress NAT the machine's default route leads to the host.
+	s.Gateway = "10.66.0.1"
+	for _, f := range rootFiles(s, netip.MustParsePrefix(s.Address), "") {
+		if f.Path == networkPath && !strings.Contains(string(f.Data), "\nGateway=10.66.0.1\n") {
+			t.Errorf("%s with a gateway:\n%s", networkPath, f.Data)
+		}
+	}
+	s.Gateway = ""
+
 	// A restart keeps the machine ID.
 	for _, f := range rootFiles(s, netip.MustParsePrefix(s.Address), "") {
 		if f.Path == "/etc/machine-id" {

@@ -51,9 +51,15 @@ type Spec struct {
 	// connect from the machine's own network namespace to such an address
 	// then has a route (and a source address), so kube-proxy's DNAT in nat
 	// OUTPUT can apply. A packet nothing rewrites stays on the bridge, where
-	// nobody answers for it. Never a default route. Omitted from the spec's
-	// hash when empty, so machines created without routes keep their hash.
+	// nobody answers for it. Never a default route (Gateway is that).
+	// Omitted from the spec's hash when empty, so machines created without
+	// routes keep their hash.
 	Routes []string `json:",omitempty"`
+	// Gateway is the host's address on the bridge when the machine has a
+	// default route through it (networking.egress NAT: the host
+	// masquerades the machine network, Egress); empty, the machine reaches
+	// the bridge only. Omitted from the spec's hash when empty.
+	Gateway string `json:",omitempty"`
 	// Ignition is written to /var/lib/kiln/ignition/config.ign (0600) before
 	// the first boot; nil writes nothing (a machine that stands for a
 	// user's host in tests).
@@ -119,6 +125,12 @@ func (s *Spec) validate() (netip.Prefix, error) {
 			if n == "" || strings.ContainsAny(n, " \t\n#") {
 				add("hosts[%d].names: invalid name %q", i, n)
 			}
+		}
+	}
+	if s.Gateway != "" {
+		gw, err := netip.ParseAddr(s.Gateway)
+		if err != nil || !pfx.IsValid() || !pfx.Masked().Contains(gw) || gw == pfx.Addr() {
+			add("gateway %q: must be an address of the machine's network other than its own", s.Gateway)
 		}
 	}
 	for i, r := range s.Routes {

@@ -43,6 +43,10 @@ func TestSpecValidate(t *testing.T) {
 		{"default route", func(s *Spec) { s.Routes = []string{"0.0.0.0/0"} }, "routes[0] \"0.0.0.0/0\": a default route"},
 		{"route is an address", func(s *Spec) { s.Routes = []string{"172.30.0.1"} }, "routes[0]"},
 		{"ipv6 route", func(s *Spec) { s.Routes = []string{"fd02::/112"} }, "routes[0]"},
+		{"gateway", func(s *Spec) { s.Gateway = "10.66.0.1" }, ""},
+		{"gateway off the network", func(s *Spec) { s.Gateway = "10.67.0.1" }, `gateway "10.67.0.1"`},
+		{"gateway is the machine", func(s *Spec) { s.Gateway = "10.66.0.11" }, `gateway "10.66.0.11"`},
+		{"gateway not an address", func(s *Spec) { s.Gateway = "host" }, `gateway "host"`},
 		{"route with host bits", func(s *Spec) { s.Routes = []string{"10.0.0.0/8", "172.30.0.1/16"} }, "routes[1] \"172.30.0.1/16\": host bits are set (172.30.0.0/16)"},
 	}
 	for _, tt := range tests {
@@ -74,6 +78,10 @@ func TestSpecHash(t *testing.T) {
 	e := Spec{Name: "m", Env: map[string]string{"A": "1", "B": "2"}, Routes: []string{"172.30.0.0/16"}}
 	if a.hash() == e.hash() {
 		t.Errorf("routes do not change the hash")
+	}
+	g := Spec{Name: "m", Env: map[string]string{"A": "1", "B": "2"}, Gateway: "10.66.0.1"}
+	if a.hash() == g.hash() {
+		t.Errorf("the gateway does not change the hash")
 	}
 }
 

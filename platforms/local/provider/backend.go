@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 
@@ -35,6 +36,14 @@ type Networks interface {
 	DeleteBridge(ctx context.Context, name string) error
 	// BridgeExists reports whether the bridge exists.
 	BridgeExists(ctx context.Context, name string) (bool, error)
+	// EnableEgress masquerades the bridge's network out of the host's
+	// other interfaces (machine.Egress); it is idempotent.
+	EnableEgress(ctx context.Context, bridge string, network netip.Prefix) error
+	// DisableEgress undoes EnableEgress; nothing enabled is fine.
+	DisableEgress(ctx context.Context, bridge string) error
+	// EgressEnabled reports whether the bridge's NAT is in place (a host
+	// reboot empties it).
+	EgressEnabled(ctx context.Context, bridge string) (bool, error)
 }
 
 // Settings is the provider's configuration after defaults.
@@ -74,7 +83,7 @@ func HostFactory(log logrus.FieldLogger) Factory {
 		run := machine.ExecRunner{Log: log}
 		return &Backend{
 			Machines: machine.NewManager(machine.Options{StateRoot: s.MachineDir, Log: log, Runner: run}),
-			Networks: hostNetworks{run: run},
+			Networks: hostNetworks{run: run, egress: machine.Egress{Run: run}},
 			Kiln:     kiln,
 			Settings: s,
 		}, nil
@@ -83,7 +92,23 @@ func HostFactory(log logrus.FieldLogger) Factory {
 
 // hostNetworks manages bridges on the host with machine's bridge helpers.
 type hostNetworks struct {
-	run machine.Runner
+	run    machine.Runner
+	egress machine.Egress
+}
+
+// EnableEgress implements Networks.
+func (h hostNetworks) EnableEgress(ctx context.Context, bridge string, network netip.Prefix) error {
+	return h.egress.Enable(ctx, bridge, network)
+}
+
+// DisableEgress implements Networks.
+func (h hostNetworks) DisableEgress(ctx context.Context, bridge string) error {
+	return h.egress.Disable(ctx, bridge)
+}
+
+// EgressEnabled implements Networks.
+func (h hostNetworks) EgressEnabled(ctx context.Context, bridge string) (bool, error) {
+	return h.egress.Enabled(ctx, bridge)
 }
 
 // EnsureBridge implements Networks.

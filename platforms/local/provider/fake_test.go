@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -149,6 +150,21 @@ func (f fakeHost) DeleteBridge(_ context.Context, name string) error {
 // BridgeExists implements Networks.
 func (f fakeHost) BridgeExists(_ context.Context, name string) (bool, error) {
 	return f.exists("bridges", name)
+}
+
+// EnableEgress implements Networks: egress/<bridge> holds the network.
+func (f fakeHost) EnableEgress(_ context.Context, bridge string, network netip.Prefix) error {
+	return f.write("egress", bridge, []byte(network.String()))
+}
+
+// DisableEgress implements Networks.
+func (f fakeHost) DisableEgress(_ context.Context, bridge string) error {
+	return f.remove("egress", bridge)
+}
+
+// EgressEnabled implements Networks.
+func (f fakeHost) EgressEnabled(_ context.Context, bridge string) (bool, error) {
+	return f.exists("egress", bridge)
 }
 
 // readSpec returns the Spec the fake recorded for machine name.

@@ -38,6 +38,7 @@ type machineModel struct {
 	Address     types.String  `tfsdk:"address"`
 	Hosts       []hostModel   `tfsdk:"hosts"`
 	Routes      []string      `tfsdk:"routes"`
+	Gateway     types.String  `tfsdk:"gateway"`
 	Ignition    types.String  `tfsdk:"ignition"`
 	Env         types.Map     `tfsdk:"env"`
 	CPUs        types.Float64 `tfsdk:"cpus"`
@@ -67,6 +68,7 @@ func (m *machineModel) spec(ctx context.Context, defImage string) (machine.Spec,
 		Bridge:      m.Bridge.ValueString(),
 		Address:     m.Address.ValueString(),
 		Routes:      m.Routes,
+		Gateway:     m.Gateway.ValueString(),
 		Ignition:    []byte(m.Ignition.ValueString()),
 		CPUs:        m.CPUs.ValueFloat64(),
 		MemoryBytes: m.MemoryBytes.ValueInt64(),
@@ -121,6 +123,8 @@ func (r *machineResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			"routes": schema.ListAttribute{Optional: true, ElementType: types.StringType,
 				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
 				Description:   "IPv4 prefixes routed on-link through the machine's interface (the service network); never a default route."},
+			"gateway": schema.StringAttribute{Optional: true, PlanModifiers: str,
+				Description: "The host's address on the bridge, the machine's default route (networking.egress NAT); unset, the machine reaches the bridge only."},
 			"ignition": schema.StringAttribute{Required: true, Sensitive: true, PlanModifiers: str,
 				Description: "Ignition config applied at first boot."},
 			"env": schema.MapAttribute{Optional: true, ElementType: types.StringType,

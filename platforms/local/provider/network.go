@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -31,6 +32,8 @@ type networkModel struct {
 	Name    types.String `tfsdk:"name"`
 	CIDR    types.String `tfsdk:"cidr"`
 	Gateway types.String `tfsdk:"gateway"`
+	// EgressNAT masquerades the network out of the host (networking.egress NAT).
+	EgressNAT types.Bool `tfsdk:"egress_nat"`
 }
 
 // gatewayCIDR returns the host address with the network's prefix length,
@@ -59,13 +62,15 @@ func (r *networkResource) Metadata(_ context.Context, req resource.MetadataReque
 func (r *networkResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	resp.Schema = schema.Schema{
-		Description: "A host bridge for machines, with the host's address on it. Machines reach each other and the host only: no NAT, no route off the host.",
+		Description: "A host bridge for machines, with the host's address on it. Machines reach each other and the host only, unless egress_nat: then the host masquerades the network out of its other interfaces.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, Description: "The bridge name.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()}},
 			"name":    schema.StringAttribute{Required: true, PlanModifiers: replace, Description: "Bridge interface name (at most 15 characters)."},
 			"cidr":    schema.StringAttribute{Required: true, PlanModifiers: replace, Description: "Machine network, e.g. 10.66.0.0/24."},
 			"gateway": schema.StringAttribute{Required: true, PlanModifiers: replace, Description: "Host address on the bridge, e.g. 10.66.0.1 (also the API VIP)."},
+			"egress_nat": schema.BoolAttribute{Optional: true, PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
+				Description: "Masquerade the network out of the host's other interfaces, with forwarding turned on for the bridge and the host's uplinks only (networking.egress NAT); the machines then route through gateway."},
 		},
 	}
 }
@@ -98,6 +103,12 @@ func (r *networkResource) Create(ctx context.Context, req resource.CreateRequest
 	if err == nil {
 		err = r.b.Networks.EnsureBridge(ctx, m.Name.ValueString(), gw)
 	}
+	if err == nil && m.EgressNAT.ValueBool() {
+		var network netip.Prefix
+		if network, err = netip.ParsePrefix(gw); err == nil {
+			err = r.b.Networks.EnableEgress(ctx, m.Name.ValueString(), network.Masked())
+		}
+	}
 	if err != nil {
 		addErr(&resp.Diagnostics, "create", "bridge "+m.Name.ValueString(), err)
 		return
@@ -106,8 +117,9 @@ func (r *networkResource) Create(ctx context.Context, req resource.CreateRequest
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
-// Read implements resource.Resource: a bridge that is gone leaves the
-// state, so the next apply creates it again.
+// Read implements resource.Resource: a bridge that is gone, or whose NAT
+// is (a host reboot), leaves the state, so the next apply creates it
+// again.
 func (r *networkResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var m networkModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
@@ -118,6 +130,13 @@ func (r *networkResource) Read(ctx context.Context, req resource.ReadRequest, re
 	if err != nil {
 		addErr(&resp.Diagnostics, "read", "bridge "+m.Name.ValueString(), err)
 		return
+	}
+	if ok && m.EgressNAT.ValueBool() {
+		ok, err = r.b.Networks.EgressEnabled(ctx, m.Name.ValueString())
+		if err != nil {
+			addErr(&resp.Diagnostics, "read", "egress of bridge "+m.Name.ValueString(), err)
+			return
+		}
 	}
 	if !ok {
 		resp.State.RemoveResource(ctx)
@@ -134,6 +153,12 @@ func (r *networkResource) Delete(ctx context.Context, req resource.DeleteRequest
 	var m networkModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
+		return
+	}
+	// The NAT goes first, whether or not the state says it was on: a
+	// create killed halfway may have set it up.
+	if err := r.b.Networks.DisableEgress(ctx, m.Name.ValueString()); err != nil {
+		addErr(&resp.Diagnostics, "delete", "egress of bridge "+m.Name.ValueString(), err)
 		return
 	}
 	if err := r.b.Networks.DeleteBridge(ctx, m.Name.ValueString()); err != nil {

@@ -137,7 +137,7 @@ func TestStagesThroughEngine(t *testing.T) {
 		BootstrapAddress: "127.66.0.10", BootstrapInLB: true,
 		MasterNames: []string{"demo-x7k2p-master-0"}, MasterAddresses: []string{"127.66.0.11"},
 		WorkerNames: []string{"demo-x7k2p-worker-0"}, WorkerAddresses: []string{"127.66.0.21"},
-		MasterCPUs: 2, MasterMemoryMiB: 4096,
+		MasterCPUs: 2, MasterMemoryMiB: 4096, EgressNAT: true,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -156,6 +156,9 @@ func TestStagesThroughEngine(t *testing.T) {
 	gw, _ := os.ReadFile(fake.path("bridges", "kiln-demo"))
 	if string(gw) != vip+"/8" {
 		t.Errorf("bridge address %q, want %s/8", gw, vip)
+	}
+	if nat, _ := os.ReadFile(fake.path("egress", "kiln-demo")); string(nat) != "127.0.0.0/8" {
+		t.Errorf("egress NAT of the bridge = %q, want the machine network 127.0.0.0/8", nat)
 	}
 	proc := lb.Process{Kiln: testBinary(t), ConfigPath: filepath.Join(lbDir, "demo-x7k2p", "lb.json"),
 		PIDFile: filepath.Join(lbDir, "demo-x7k2p", "lb.pid")}
@@ -199,6 +202,19 @@ func TestStagesThroughEngine(t *testing.T) {
 		if !reflect.DeepEqual(s.Routes, []string{"172.30.0.0/16"}) {
 			t.Errorf("%s routes = %q, want the service network", n, s.Routes)
 		}
+		if s.Gateway != vip {
+			t.Errorf("%s gateway = %q, want the host's address %s (egress NAT)", n, s.Gateway, vip)
+		}
+	}
+
+	// NAT that vanished (a host reboot empties nftables) is set up again
+	// by the next apply of the network stage.
+	fake.DisableEgress(ctx, "kiln-demo")
+	if err := d.Apply(ctx, tf.StageNetwork, vars); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := fake.EgressEnabled(ctx, "kiln-demo"); !ok {
+		t.Errorf("egress NAT not set up again after it vanished")
 	}
 
 	// A machine that vanished is created again by the next apply.
@@ -321,6 +337,9 @@ func TestStagesThroughEngine(t *testing.T) {
 	entries, _ := os.ReadDir(filepath.Join(fake.dir, "machines"))
 	if len(entries) != 0 {
 		t.Errorf("%d machines left after destroy", len(entries))
+	}
+	if ok, _ := fake.EgressEnabled(ctx, "kiln-demo"); ok {
+		t.Errorf("egress NAT left after destroy")
 	}
 	if ok, _ := fake.BridgeExists(ctx, "kiln-demo"); ok {
 		t.Errorf("bridge left after destroy")

@@ -68,7 +68,9 @@ func (p *Provisioner) sweep(ctx context.Context, infraID string) error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, os.RemoveAll(dir))
-	errs = append(errs, machine.DeleteBridge(ctx, machine.ExecRunner{Log: p.Env.Log}, BridgeName(infraID)))
+	run := machine.ExecRunner{Log: p.Env.Log}
+	errs = append(errs, machine.Egress{Run: run}.Disable(ctx, BridgeName(infraID)))
+	errs = append(errs, machine.DeleteBridge(ctx, run, BridgeName(infraID)))
 	err = errors.Join(errs...)
 	end(err)
 	return err

@@ -137,6 +137,7 @@ func (p *Plan) Vars(c *platforms.Cluster, nodeImage, kiln string) tfdata.LocalVa
 		MasterAddresses:   addrStrings(p.Masters),
 		WorkerNames:       p.WorkerNames,
 		WorkerAddresses:   addrStrings(p.Workers),
+		EgressNAT:         c.Resolved.NAT(),
 	}
 	m, wp := machinePools(cfg)
 	v.BootstrapCPUs, v.BootstrapMemoryMiB = m.CPUs, m.MemoryMiB

@@ -44,7 +44,7 @@ func (p *Provisioner) Preflight(ctx context.Context, c *platforms.Cluster) error
 	running, _ := machine.NewManager(machine.Options{StateRoot: p.StateRoot, Log: p.Env.Log}).List(ctx, c.InfraID+"-")
 	limits := memoryToStart(c, running)
 	rep, err := machine.Preflight(ctx, machine.PreflightOptions{Machines: len(limits), MemoryLimits: limits, StateRoot: p.StateRoot,
-		SlowerControlPlane: c.Config.SlowerControlPlane()})
+		SlowerControlPlane: c.Config.SlowerControlPlane(), EgressNAT: c.Resolved.NAT()})
 	end(err)
 	for _, w := range rep.Warnings {
 		p.Env.Log.Warn(w)

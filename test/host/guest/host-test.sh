@@ -59,6 +59,9 @@ controlPlaneHardwareSpeed: Slower
 compute:
 - name: worker
   replicas: 1
+# Sealed: the VM's network leads through qemu to this offline host.
+networking:
+  egress: None
 platform:
   local:
     defaultMachinePlatform:

@@ -8,6 +8,7 @@ resource "kilnlocal_machine" "bootstrap" {
   address      = "${var.bootstrap_address}/${local.prefix_len}"
   hosts        = local.hosts
   routes       = local.routes
+  gateway      = local.gateway
   ignition     = var.bootstrap_ignition
   cpus         = var.bootstrap_cpus
   memory_bytes = var.bootstrap_memory_mib * 1048576

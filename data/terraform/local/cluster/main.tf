@@ -19,6 +19,7 @@ resource "kilnlocal_machine" "master" {
   address      = "${each.value}/${local.prefix_len}"
   hosts        = local.hosts
   routes       = local.routes
+  gateway      = local.gateway
   ignition     = var.master_ignition
   cpus         = var.master_cpus
   memory_bytes = var.master_memory_mib * 1048576
@@ -42,6 +43,7 @@ resource "kilnlocal_machine" "worker" {
   address      = "${each.value}/${local.prefix_len}"
   hosts        = local.hosts
   routes       = local.routes
+  gateway      = local.gateway
   ignition     = var.worker_ignition
   cpus         = var.worker_cpus
   memory_bytes = var.worker_memory_mib * 1048576

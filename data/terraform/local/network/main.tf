@@ -6,9 +6,10 @@
 # kiln stop cluster.
 
 resource "kilnlocal_network" "bridge" {
-  name    = var.bridge
-  cidr    = var.machine_cidr
-  gateway = var.api_vip
+  name       = var.bridge
+  cidr       = var.machine_cidr
+  gateway    = var.api_vip
+  egress_nat = var.egress_nat
 }
 
 locals {

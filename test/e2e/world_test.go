@@ -1,0 +1,310 @@
+package e2e
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kiln-project/kiln/platforms/local/machine"
+)
+
+// The simulated world: these machines are offline, and nothing may reach
+// the real network, so the one connected cluster of the suite
+// (networking.egress NAT) is created by a kiln that runs in a network
+// namespace of its own, "the host", whose only route out is a veth into a
+// second namespace, "the world", holding documentation addresses
+// (198.51.100.0/24) and the servers the test needs. The host's bridge,
+// machines and NAT are all inside the host namespace; nothing connects
+// either namespace to the real host's, so no packet of theirs can leave
+// through its uplink by construction. kiln is entered into the namespace
+// with nsenter --net, which keeps /sys and the cgroup mounts preflight
+// needs (ip netns exec remounts /sys).
+const (
+	worldNS   = "kiln-e2e-world"
+	worldHost = "kiln-e2e-host"
+	// worldAddr is the world's end of the veth, the host's gateway, and
+	// where its web server listens.
+	worldAddr = "198.51.100.1"
+	// hostAddr is the host namespace's address: what the world sees of
+	// every packet the host masquerades.
+	hostAddr = "198.51.100.2"
+	// hostUplink is the host namespace's end of the veth, its uplink.
+	hostUplink = "kiln-e2e-up"
+	// worldKiln is the name of the wrapper that runs kiln in the host
+	// namespace; requireSealed lets it create a connected cluster.
+	worldKiln = "kiln-in-the-world"
+	// worldGreeting is what the world's web server answers, with the
+	// address the request came from.
+	worldGreeting = "hello from the world"
+	// worldHTTPEnv makes the test binary serve the world's web page
+	// (TestMain) instead of running tests.
+	worldHTTPEnv = "KILN_E2E_WORLD_HTTP"
+	// probeImage is the image of the probe program (test/e2e/probe).
+	probeImage = "kiln.e2e/probe:v1"
+)
+
+// serveWorld is the world's web server, run by the test binary inside the
+// world namespace: every GET answers worldGreeting and the client's
+// address. It never returns.
+func serveWorld(addr string) {
+	err := http.ListenAndServe(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s to %s", worldGreeting, r.RemoteAddr)
+	}))
+	fmt.Fprintln(os.Stderr, "world web server:", err)
+	os.Exit(1)
+}
+
+// ipNS runs ip(8) with args and fails the test when it fails.
+func ipNS(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// inNS returns the command line that runs argv in network namespace ns.
+func inNS(ns string, argv ...string) []string {
+	return append([]string{"nsenter", "--net=/run/netns/" + ns, "--"}, argv...)
+}
+
+// startWorld builds the two namespaces, the veth between them and the
+// world's web server, and returns the wrapper that runs kiln in the host
+// namespace. Everything goes when the test ends.
+func startWorld(t *testing.T, kiln string) string {
+	t.Helper()
+	for _, ns := range []string{worldHost, worldNS} {
+		exec.Command("ip", "netns", "del", ns).Run() // a killed run's leftovers
+	}
+	for _, ns := range []string{worldNS, worldHost} {
+		ipNS(t, "netns", "add", ns)
+		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+		ipNS(t, "-n", ns, "link", "set", "lo", "up")
+	}
+	// Created inside the host namespace with its peer in the world's: the
+	// real host's namespace never holds either end.
+	ipNS(t, "-n", worldHost, "link", "add", hostUplink, "type", "veth", "peer", "name", "kiln-e2e-down", "netns", worldNS)
+	ipNS(t, "-n", worldNS, "addr", "add", worldAddr+"/24", "dev", "kiln-e2e-down")
+	ipNS(t, "-n", worldNS, "link", "set", "kiln-e2e-down", "up")
+	ipNS(t, "-n", worldHost, "addr", "add", hostAddr+"/24", "dev", hostUplink)
+	ipNS(t, "-n", worldHost, "link", "set", hostUplink, "up")
+	ipNS(t, "-n", worldHost, "route", "add", "default", "via", worldAddr)
+
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := inNS(worldNS, self, "-test.run=^$")
+	srv := exec.Command(argv[0], argv[1:]...)
+	srv.Env = append(os.Environ(), worldHTTPEnv+"="+worldAddr+":80")
+	srv.Stdout, srv.Stderr = os.Stderr, os.Stderr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+
+	wrapper := filepath.Join(t.TempDir(), worldKiln)
+	script := fmt.Sprintf("#!/bin/sh\nexec %s %q \"$@\"\n", strings.Join(inNS(worldHost)[:3], " "), kiln)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The host reaches the world's page, and only through the veth.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		argv := inNS(worldHost, "sh", "-c", "exec 3<>/dev/tcp/"+worldAddr+"/80 && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3")
+		out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+		if err == nil && strings.Contains(string(out), worldGreeting) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the world's web server does not answer the host namespace: %v\n%s", err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return wrapper
+}
+
+// TestClusterConnected creates a cluster with networking.egress NAT inside
+// the simulated world (1 master, no workers): a pod reaches the world's web
+// server, and the world sees the host namespace's address (the node and
+// the host both masqueraded it). Destroy takes the host's NAT away: its
+// nftables table, the forwarding it turned on, its record.
+func TestClusterConnected(t *testing.T) {
+	t.Parallel()
+	requireMachineHost(t)
+	if os.Getenv("KILN_E2E_CLUSTER") == "0" {
+		t.Skip("KILN_E2E_CLUSTER=0")
+	}
+	kiln := buildStaticKiln(t)
+	probe := probeArchive(t)
+	world := startWorld(t, kiln)
+	dir := t.TempDir()
+	writeInstallConfig(t, dir, "e2enat", 1, 0, "10.66.103.0/24", "")
+	cfg := filepath.Join(dir, "install-config.yaml")
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = bytes.Replace(data, []byte("  egress: None\n"), []byte("  egress: NAT\n"), 1)
+	if err := os.WriteFile(cfg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := runKiln(t, world, 45*time.Minute, "create", "cluster", "--dir", dir)
+	infraID := readInfraID(t, dir)
+	t.Cleanup(func() { assertWorldDestroyed(t, world, dir, infraID) })
+	if err != nil {
+		gather(t, world, dir)
+		t.Fatalf("create cluster in the world: %v\n%s", err, lastLines(out, 60))
+	}
+	assertOutput(t, "create cluster", out, "Install complete!", "networking.egress NAT")
+
+	got := fetchFromPod(t, world, dir, probe, "world", "http://"+worldAddr+"/")
+	if !got.ok || !strings.Contains(got.out, worldGreeting+" to "+hostAddr+":") {
+		t.Errorf("a pod of the connected cluster fetching the world's page: ok %v, want the greeting to %s:\n%s", got.ok, hostAddr, got.out)
+	}
+}
+
+// assertWorldDestroyed destroys the world's cluster and checks that the
+// host namespace is as it was: no bridge, no table of kiln's, the uplink's
+// forwarding back to 0, no record of it.
+func assertWorldDestroyed(t *testing.T, world, dir, infraID string) {
+	assertDestroyed(t, world, dir, infraID, false)
+	argv := inNS(worldHost, "sh", "-c", "ip -br link; nft list tables; cat /proc/sys/net/ipv4/conf/"+hostUplink+"/forwarding")
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("listing the host namespace: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for _, l := range lines {
+		if strings.Contains(strings.ReplaceAll(l, "kiln-e2e-", ""), "kiln-") {
+			t.Errorf("left in the host namespace after destroy: %s", l)
+		}
+	}
+	if fwd := lines[len(lines)-1]; fwd != "0" {
+		t.Errorf("forwarding of the uplink after destroy = %q, want 0 as before", fwd)
+	}
+	if _, err := os.Stat(filepath.Join(machine.DefaultEgressRecordDir, machine.EgressRecordFile)); err == nil {
+		t.Errorf("%s left after the last connected cluster", machine.EgressRecordFile)
+	}
+}
+
+// probeResult is what a probe pod did.
+type probeResult struct {
+	ok  bool   // the pod Succeeded
+	out string // its log
+}
+
+// fetchFromPod loads the probe image into dir's cluster and runs a pod that
+// fetches url, named probe-<name>; it returns how the pod ended.
+func fetchFromPod(t *testing.T, kiln, dir, archive, name, url string) probeResult {
+	t.Helper()
+	if out, err := runKiln(t, kiln, 5*time.Minute, "load", "image-archive", archive, "--dir", dir); err != nil {
+		t.Fatalf("load image-archive: %v\n%s", err, lastLines(out, 20))
+	}
+	pod := "probe-" + name
+	kubectl := func(timeout time.Duration, args ...string) (string, error) {
+		return runKiln(t, kiln, timeout, append([]string{"kubectl", "--dir", dir, "--"}, args...)...)
+	}
+	if out, err := kubectl(time.Minute, "run", pod, "--image="+probeImage, "--image-pull-policy=Never", "--restart=Never",
+		`--overrides={"spec":{"tolerations":[{"operator":"Exists"}]}}`, "--command", "--", "/probe", "http", url); err != nil {
+		t.Fatalf("kubectl run %s: %v\n%s", pod, err, out)
+	}
+	t.Cleanup(func() { kubectl(time.Minute, "delete", "pod", pod, "--wait=false") })
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		phase, err := kubectl(time.Minute, "get", "pod", pod, "-o", "jsonpath={.status.phase}")
+		if err == nil && (phase == "Succeeded" || phase == "Failed") {
+			logs, _ := kubectl(time.Minute, "logs", pod)
+			return probeResult{ok: phase == "Succeeded", out: logs}
+		}
+		if time.Now().After(deadline) {
+			desc, _ := kubectl(time.Minute, "describe", "pod", pod)
+			t.Fatalf("pod %s did not end in 3m (phase %q, %v):\n%s", pod, phase, err, lastLines(desc, 30))
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// assertSealedPod checks, in a sealed cluster, that a pod's request to the
+// world's address fails at once, in the cluster (no route out of the
+// node), without waiting for a timeout: nothing was sent to be dropped.
+func assertSealedPod(t *testing.T, kiln, dir string) {
+	t.Helper()
+	got := fetchFromPod(t, kiln, dir, probeArchive(t), "sealed", "http://"+worldAddr+"/")
+	if got.ok || !strings.Contains(got.out, "unreachable") {
+		t.Errorf("a pod of a sealed cluster fetching %s: ok %v, want it refused at once (unreachable):\n%s", worldAddr, got.ok, got.out)
+	}
+}
+
+// probeArchive builds test/e2e/probe static and packs it into a
+// docker-archive holding the image probeImage, for kiln load image-archive.
+func probeArchive(t *testing.T) string {
+	t.Helper()
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "probe")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./probe")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./probe: %v\n%s", err, out)
+	}
+	prog, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var layer bytes.Buffer
+	lw := tar.NewWriter(&layer)
+	if err := lw.WriteHeader(&tar.Header{Name: "probe", Mode: 0o755, Size: int64(len(prog)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	lw.Write(prog)
+	if err := lw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	diffID := sha256.Sum256(layer.Bytes())
+	config, err := json.Marshal(map[string]any{
+		"architecture": "amd64", "os": "linux",
+		"config": map[string]any{"Entrypoint": []string{"/probe"}},
+		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + hex.EncodeToString(diffID[:])}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	configSum := sha256.Sum256(config)
+	configName := hex.EncodeToString(configSum[:]) + ".json"
+	manifest, err := json.Marshal([]map[string]any{{"Config": configName, "RepoTags": []string{probeImage}, "Layers": []string{"layer/layer.tar"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(tmp, "probe.tar")
+	f, err := os.Create(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	aw := tar.NewWriter(f)
+	for _, e := range []struct {
+		name string
+		data []byte
+	}{{"layer/layer.tar", layer.Bytes()}, {configName, config}, {"manifest.json", manifest}} {
+		if err := aw.WriteHeader(&tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.data)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := aw.Write(e.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := aw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return archive
+}
