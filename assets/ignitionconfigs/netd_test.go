@@ -18,12 +18,7 @@ func TestNetdNetworkType(t *testing.T) {
 		editInstallConfig(t, dir, "networking:\n", "networking:\n"+tc.setting)
 		boot := bootstrapIn(t, dir)
 		for name, c := range map[string]types.Config{"bootstrap": boot, "master": served(t, boot, "master"), "worker": served(t, boot, "worker")} {
-			var unit string
-			for _, u := range c.Systemd.Units {
-				if u.Name == "kiln-netd.service" && u.Contents != nil {
-					unit = *u.Contents
-				}
-			}
+			unit := unitOf(c, "kiln-netd.service")
 			for _, flag := range []string{tc.want + " \\\n", "--node-ip=${KILN_NODE_IP} \\\n"} {
 				if !strings.Contains(unit, flag) {
 					t.Errorf("%s: kiln-netd.service lacks %q:\n%s", name, flag, unit)
@@ -49,12 +44,7 @@ func TestNetdEgress(t *testing.T) {
 		boot := bootstrapIn(t, dir)
 		flag := "--egress=NAT --cluster-network=10.128.0.0/14 --service-network=172.30.0.0/16 \\\n"
 		for name, c := range map[string]types.Config{"bootstrap": boot, "master": served(t, boot, "master"), "worker": served(t, boot, "worker")} {
-			var unit string
-			for _, u := range c.Systemd.Units {
-				if u.Name == "kiln-netd.service" && u.Contents != nil {
-					unit = *u.Contents
-				}
-			}
+			unit := unitOf(c, "kiln-netd.service")
 			if got := strings.Contains(unit, flag); got != tc.want {
 				t.Errorf("%s (%q): kiln-netd.service has %q: %v, want %v:\n%s", name, tc.setting, flag, got, tc.want, unit)
 			}

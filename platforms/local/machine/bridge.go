@@ -66,7 +66,7 @@ func EnsureBridge(ctx context.Context, r Runner, name, gatewayCIDR string) error
 	if err != nil || !pfx.Addr().Is4() {
 		return &InvalidError{fmt.Errorf("bridge address %q: must be an IPv4 address with prefix", gatewayCIDR)}
 	}
-	if name == "" || len(name) > 15 || strings.ContainsAny(name, "/ :") {
+	if !validIfName(name) {
 		return &InvalidError{fmt.Errorf("bridge name %q: must be 1-15 characters", name)}
 	}
 	link, err := findLink(ctx, r, name)
@@ -89,6 +89,13 @@ func EnsureBridge(ctx context.Context, r Runner, name, gatewayCIDR string) error
 		}
 	}
 	return nil
+}
+
+// validIfName reports whether name can be an interface name, and be
+// quoted in an nftables ruleset: 1-15 characters, none of them a slash,
+// blank, colon or double quote.
+func validIfName(name string) bool {
+	return name != "" && len(name) <= 15 && !strings.ContainsAny(name, "/ :\"\t\n")
 }
 
 // bridgeAddArgv creates a bridge. STP is off (a single bridge, no loops)

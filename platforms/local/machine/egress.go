@@ -107,6 +107,12 @@ func (e Egress) Enable(ctx context.Context, bridge string, network netip.Prefix)
 		return err
 	}
 	uplinks = slices.DeleteFunc(uplinks, func(d string) bool { return d == bridge })
+	for _, dev := range uplinks {
+		if !validIfName(dev) {
+			// Interface names may hold quotes; the ruleset quotes them.
+			return fmt.Errorf("the host's default route leaves through %q, a name kiln cannot write into its nftables table", dev)
+		}
+	}
 	ns, err := e.netNS()
 	if err != nil {
 		return err
@@ -324,7 +330,3 @@ func defaultRouteDevs(ctx context.Context, r Runner) ([]string, error) {
 	return devs, nil
 }
 
-// validIfName reports whether name can be an interface name.
-func validIfName(name string) bool {
-	return name != "" && len(name) <= 15 && !strings.ContainsAny(name, "/ :\"")
-}

@@ -110,7 +110,7 @@ func (s *Spec) validate() (netip.Prefix, error) {
 	} else if !hasOSRelease(s.Image) {
 		add("image %q: not an OS tree (no etc/os-release or usr/lib/os-release)", s.Image)
 	}
-	if s.Bridge == "" || len(s.Bridge) > 15 || strings.ContainsAny(s.Bridge, "/ :") {
+	if !validIfName(s.Bridge) {
 		add("bridge %q: must be an interface name of 1-15 characters", s.Bridge)
 	}
 	pfx, err := netip.ParsePrefix(s.Address)
