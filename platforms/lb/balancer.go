@@ -25,6 +25,10 @@ type Balancer struct {
 
 	mu       sync.Mutex
 	services map[string]*service
+	// dns is the DNS forwarder of the config, dnsKey what it was started
+	// with (listen address and settings); nil without one.
+	dns    *dnsForwarder
+	dnsKey string
 	conns    map[net.Conn]struct{}
 	closed   bool
 	wg       sync.WaitGroup
@@ -82,6 +86,9 @@ func (b *Balancer) Apply(cfg *Config) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if err := b.applyDNS(cfg); err != nil {
+		return err
+	}
 	want := map[string]Service{}
 	for _, s := range cfg.Services {
 		want[serviceKey(cfg.Listen, s)] = s
@@ -121,6 +128,40 @@ func (b *Balancer) Apply(cfg *Config) error {
 		}()
 	}
 	return nil
+}
+
+// applyDNS starts, restarts or stops the DNS forwarder to match cfg.DNS.
+func (b *Balancer) applyDNS(cfg *Config) error {
+	key := ""
+	if cfg.DNS != nil {
+		key = fmt.Sprintf("%s %+v", cfg.Listen, *cfg.DNS)
+	}
+	if key == b.dnsKey {
+		return nil
+	}
+	if b.dns != nil {
+		b.dns.close()
+		b.dns, b.dnsKey = nil, ""
+	}
+	if cfg.DNS == nil {
+		return nil
+	}
+	f, err := startDNS(b.log, cfg.Listen, *cfg.DNS)
+	if err != nil {
+		return fmt.Errorf("dns: %w", err)
+	}
+	b.dns, b.dnsKey = f, key
+	return nil
+}
+
+// DNSAddr returns where the DNS forwarder listens, nil without one.
+func (b *Balancer) DNSAddr() net.Addr {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dns == nil {
+		return nil
+	}
+	return b.dns.Addr()
 }
 
 // backendDialer returns the dialer of the backends of services listening
@@ -182,6 +223,10 @@ func (b *Balancer) Shutdown(ctx context.Context) error {
 		svc.stop()
 		svc.ln.Close()
 		delete(b.services, key)
+	}
+	if b.dns != nil {
+		b.dns.close()
+		b.dns, b.dnsKey = nil, ""
 	}
 	b.mu.Unlock()
 	done := make(chan struct{})

@@ -27,6 +27,9 @@ type Config struct {
 	Listen string `json:"listen"`
 	// Services are the balanced ports.
 	Services []Service `json:"services"`
+	// DNS, when set, forwards DNS queries on Listen to the host's
+	// resolvers (dns.go).
+	DNS *DNS `json:"dns,omitempty"`
 }
 
 // Service is one balanced port.
@@ -94,6 +97,20 @@ func (c *Config) Validate() error {
 	var errs []error
 	if net.ParseIP(c.Listen) == nil {
 		errs = append(errs, fmt.Errorf("listen: %q is not an IP address", c.Listen))
+	}
+	if d := c.DNS; d != nil {
+		if d.Port < 0 || d.Port > 65535 {
+			errs = append(errs, fmt.Errorf("dns.port: %d out of range", d.Port))
+		}
+		for i, u := range d.Upstreams {
+			host := u
+			if h, _, err := net.SplitHostPort(u); err == nil {
+				host = h
+			}
+			if net.ParseIP(host) == nil {
+				errs = append(errs, fmt.Errorf("dns.upstreams[%d]: %q is not an IP address", i, u))
+			}
+		}
 	}
 	seen := map[int]bool{}
 	for i, s := range c.Services {

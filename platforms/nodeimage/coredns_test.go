@@ -16,12 +16,27 @@ import (
 // corednsPluginPrefix is the import path prefix of CoreDNS's plugins.
 const corednsPluginPrefix = "github.com/coredns/coredns/plugin/"
 
+// pluginPackages are the plugin packages whose directive has another name.
+var pluginPackages = map[string]string{"prometheus": "metrics"}
+
+// operatorPlugins are the plugins the CoreDNS wrapper imports beyond the
+// Corefile's, for an operator to add to the coredns ConfigMap: log, to see
+// every query.
+var operatorPlugins = []string{"log"}
+
 // TestCoreDNSPluginsMatchCorefile checks that the CoreDNS wrapper imports
-// exactly the plugins of kiln's Corefile: a missing one is an "unknown
-// directive" error when CoreDNS starts on the nodes, an extra one is build
-// time for nothing.
+// exactly the plugins of kiln's Corefile and operatorPlugins: a missing one
+// is an "unknown directive" error when CoreDNS starts on the nodes, an
+// extra one is build time for nothing.
 func TestCoreDNSPluginsMatchCorefile(t *testing.T) {
-	want := corefileDirectives(t)
+	var want []string
+	for _, d := range append(corefileDirectives(t), operatorPlugins...) {
+		if p, ok := pluginPackages[d]; ok {
+			d = p
+		}
+		want = append(want, d)
+	}
+	sort.Strings(want)
 	files := componentFiles(t, "coredns")
 	f, err := parser.ParseFile(token.NewFileSet(), "main.go", files["main.go"], parser.ImportsOnly)
 	if err != nil {
@@ -69,8 +84,8 @@ func corefileDirectives(t *testing.T) []string {
 		if line == "---" {
 			break
 		}
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
+		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "{{") {
+			continue // blank, a comment, or a template action
 		}
 		if depth == 1 && line != "}" {
 			seen[strings.Fields(line)[0]] = true

@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/kiln-project/kiln/platforms/lb"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 )
 
@@ -49,19 +54,77 @@ const (
 	// worldHTTPEnv makes the test binary serve the world's web page
 	// (TestMain) instead of running tests.
 	worldHTTPEnv = "KILN_E2E_WORLD_HTTP"
+	// worldDNSEnv makes it serve the world's DNS (worldZone) on the
+	// comma-separated addresses it names, port 53.
+	worldDNSEnv = "KILN_E2E_WORLD_DNS"
+	// worldZone is the world's DNS zone: web.<zone> is the web server,
+	// every other name there does not exist.
+	worldZone = "example.test."
 	// probeImage is the image of the probe program (test/e2e/probe).
 	probeImage = "kiln.e2e/probe:v1"
 )
 
-// serveWorld is the world's web server, run by the test binary inside the
-// world namespace: every GET answers worldGreeting and the client's
-// address. It never returns.
-func serveWorld(addr string) {
-	err := http.ListenAndServe(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "%s to %s", worldGreeting, r.RemoteAddr)
-	}))
-	fmt.Fprintln(os.Stderr, "world web server:", err)
+// serveWorld is the world's servers, run by the test binary inside a
+// namespace of the world: on httpAddr (when set) a web server whose every
+// GET answers worldGreeting and the client's address, and on dnsAddrs
+// (comma-separated, when set) the DNS of worldZone. It never returns.
+func serveWorld(httpAddr, dnsAddrs string) {
+	errs := make(chan error)
+	if httpAddr != "" {
+		go func() {
+			errs <- http.ListenAndServe(httpAddr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprintf(w, "%s to %s", worldGreeting, r.RemoteAddr)
+			}))
+		}()
+	}
+	for _, a := range strings.Split(dnsAddrs, ",") {
+		if a == "" {
+			continue
+		}
+		pc, err := net.ListenPacket("udp", net.JoinHostPort(a, "53"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "world DNS:", err)
+			os.Exit(1)
+		}
+		go func() { errs <- serveWorldDNS(pc) }()
+	}
+	fmt.Fprintln(os.Stderr, "world server:", <-errs)
 	os.Exit(1)
+}
+
+// serveWorldDNS answers the queries that reach pc: web.<worldZone> has
+// worldAddr, every other name NXDOMAIN.
+func serveWorldDNS(pc net.PacketConn) error {
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return err
+		}
+		var p dnsmessage.Parser
+		h, err := p.Start(buf[:n])
+		if err != nil {
+			continue
+		}
+		q, err := p.Question()
+		if err != nil {
+			continue
+		}
+		resp := dnsmessage.Message{Header: dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired},
+			Questions: []dnsmessage.Question{q}}
+		switch {
+		case !strings.EqualFold(q.Name.String(), "web."+worldZone):
+			resp.RCode = dnsmessage.RCodeNameError
+		case q.Type == dnsmessage.TypeA:
+			resp.Answers = []dnsmessage.Resource{{
+				Header: dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET, TTL: 60},
+				Body:   &dnsmessage.AResource{A: netip.MustParseAddr(worldAddr).As4()},
+			}}
+		}
+		if out, err := resp.Pack(); err == nil {
+			pc.WriteTo(out, from)
+		}
+	}
 }
 
 // ipNS runs ip(8) with args and fails the test when it fails.
@@ -99,18 +162,30 @@ func startWorld(t *testing.T, kiln string) string {
 	ipNS(t, "-n", worldHost, "link", "set", hostUplink, "up")
 	ipNS(t, "-n", worldHost, "route", "add", "default", "via", worldAddr)
 
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
+	// The world's DNS answers on this host's resolvers' addresses, which
+	// the host namespace shares (its /etc is the host's): kiln's DNS
+	// forwarder reads them there. A loopback resolver (127.0.0.53) answers
+	// inside the host namespace itself, any other in the world.
+	var worldDNS, hostDNS []string
+	for _, r := range lb.ResolversOf(lb.ResolvConfs(), os.ReadFile) {
+		host, _, _ := net.SplitHostPort(r)
+		a, err := netip.ParseAddr(host)
+		switch {
+		case err != nil || !a.Is4():
+		case a.IsLoopback():
+			hostDNS = append(hostDNS, host)
+		default:
+			ipNS(t, "-n", worldNS, "addr", "add", host+"/32", "dev", "kiln-e2e-down")
+			worldDNS = append(worldDNS, host)
+		}
 	}
-	argv := inNS(worldNS, self, "-test.run=^$")
-	srv := exec.Command(argv[0], argv[1:]...)
-	srv.Env = append(os.Environ(), worldHTTPEnv+"="+worldAddr+":80")
-	srv.Stdout, srv.Stderr = os.Stderr, os.Stderr
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
+	if len(worldDNS)+len(hostDNS) == 0 {
+		t.Fatal("this host names no IPv4 resolver for the world to stand in for")
 	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	serveIn(t, worldNS, worldAddr+":80", strings.Join(worldDNS, ","))
+	if len(hostDNS) > 0 {
+		serveIn(t, worldHost, "", strings.Join(hostDNS, ","))
+	}
 
 	wrapper := filepath.Join(t.TempDir(), worldKiln)
 	script := fmt.Sprintf("#!/bin/sh\nexec %s %q \"$@\"\n", strings.Join(inNS(worldHost)[:3], " "), kiln)
@@ -131,6 +206,24 @@ func startWorld(t *testing.T, kiln string) string {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return wrapper
+}
+
+// serveIn runs the world's servers (serveWorld) in namespace ns until the
+// test ends.
+func serveIn(t *testing.T, ns, httpAddr, dnsAddrs string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := inNS(ns, self, "-test.run=^$")
+	srv := exec.Command(argv[0], argv[1:]...)
+	srv.Env = append(os.Environ(), worldHTTPEnv+"="+httpAddr, worldDNSEnv+"="+dnsAddrs)
+	srv.Stdout, srv.Stderr = os.Stderr, os.Stderr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
 }
 
 // TestClusterConnected creates a cluster with networking.egress NAT inside
@@ -168,9 +261,14 @@ func TestClusterConnected(t *testing.T) {
 	}
 	assertOutput(t, "create cluster", out, "Install complete!", "networking.egress NAT")
 
-	got := fetchFromPod(t, world, dir, probe, "world", "http://"+worldAddr+"/")
-	if !got.ok || !strings.Contains(got.out, worldGreeting+" to "+hostAddr+":") {
-		t.Errorf("a pod of the connected cluster fetching the world's page: ok %v, want the greeting to %s:\n%s", got.ok, hostAddr, got.out)
+	// By address, then by name: CoreDNS forwards web.example.test to the
+	// node's resolver, the host's forwarder on the bridge, which asks the
+	// host's resolver, in the world.
+	for name, url := range map[string]string{"world": "http://" + worldAddr + "/", "world-dns": "http://web." + strings.TrimSuffix(worldZone, ".") + "/"} {
+		got := fetchFromPod(t, world, dir, probe, name, url)
+		if !got.ok || !strings.Contains(got.out, worldGreeting+" to "+hostAddr+":") {
+			t.Errorf("a pod of the connected cluster fetching %s: ok %v, want the greeting to %s:\n%s", url, got.ok, hostAddr, got.out)
+		}
 	}
 }
 

@@ -43,6 +43,11 @@ func rootFiles(s *Spec, addr netip.Prefix, machineID string) []rootFile {
 		{"/etc/hosts", []byte(hostsFile(s, addr)), 0o644},
 		{networkPath, []byte(networkFile(addr, s.Gateway, s.Routes)), 0o644},
 	}
+	if s.Gateway != "" {
+		// The host forwards DNS on its address on the bridge (the API
+		// load balancer's forwarder) to its own resolvers.
+		files = append(files, rootFile{"/etc/resolv.conf", []byte("nameserver " + s.Gateway + "\n"), 0o644})
+	}
 	if s.Env != nil {
 		files = append(files, rootFile{nodelayout.NodeEnvFile, []byte(nodelayout.EnvFile(s.Env)), 0o644})
 	}

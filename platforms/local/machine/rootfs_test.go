@@ -57,12 +57,20 @@ func TestRootFiles(t *testing.T) {
 	}
 	golden(t, "rootfiles.golden", b.String())
 
-	// With egress NAT the machine's default route leads to the host.
+	// With egress NAT the machine's default route and resolver are the
+	// host's.
 	s.Gateway = "10.66.0.1"
+	resolver := false
 	for _, f := range rootFiles(s, netip.MustParsePrefix(s.Address), "") {
 		if f.Path == networkPath && !strings.Contains(string(f.Data), "\nGateway=10.66.0.1\n") {
 			t.Errorf("%s with a gateway:\n%s", networkPath, f.Data)
 		}
+		if f.Path == "/etc/resolv.conf" {
+			resolver = string(f.Data) == "nameserver 10.66.0.1\n"
+		}
+	}
+	if !resolver {
+		t.Errorf("/etc/resolv.conf with a gateway does not name it")
 	}
 	s.Gateway = ""
 

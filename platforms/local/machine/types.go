@@ -57,8 +57,9 @@ type Spec struct {
 	Routes []string `json:",omitempty"`
 	// Gateway is the host's address on the bridge when the machine has a
 	// default route through it (networking.egress NAT: the host
-	// masquerades the machine network, Egress); empty, the machine reaches
-	// the bridge only. Omitted from the spec's hash when empty.
+	// masquerades the machine network, Egress) and its resolver there (the
+	// host forwards DNS); empty, the machine reaches the bridge only and
+	// has no resolver. Omitted from the spec's hash when empty.
 	Gateway string `json:",omitempty"`
 	// Ignition is written to /var/lib/kiln/ignition/config.ign (0600) before
 	// the first boot; nil writes nothing (a machine that stands for a

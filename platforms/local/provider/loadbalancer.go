@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -57,6 +58,7 @@ type loadBalancerModel struct {
 	APIBackends []string     `tfsdk:"api_backends"`
 	MCSBackends []string     `tfsdk:"mcs_backends"`
 	CAFile      types.String `tfsdk:"ca_file"`
+	DNS         types.Bool   `tfsdk:"dns"`
 	PID         types.Int64  `tfsdk:"pid"`
 	State       types.String `tfsdk:"state"`
 }
@@ -67,7 +69,12 @@ const APIService = "api"
 
 // config returns the lb configuration for the model.
 func (m *loadBalancerModel) config() *lb.Config {
+	var dns *lb.DNS
+	if m.DNS.ValueBool() {
+		dns = &lb.DNS{}
+	}
 	return &lb.Config{
+		DNS:    dns,
 		Listen: m.Listen.ValueString(),
 		Services: []lb.Service{
 			{Name: APIService, Port: int(m.APIPort.ValueInt64()), Backends: m.APIBackends,
@@ -107,6 +114,8 @@ func (r *loadBalancerResource) Schema(_ context.Context, _ resource.SchemaReques
 				Description: "Addresses of the machine-config servers."},
 			"ca_file": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(""),
 				Description: "CA bundle the API health check verifies with; unverified when empty."},
+			"dns": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				Description: "Forward DNS queries on listen:53 to the host's resolvers: the machines' resolver with networking.egress NAT."},
 			"pid":   schema.Int64Attribute{Computed: true, Description: "Process id of the load balancer."},
 			"state": tfstate.Attribute("load balancer"),
 		},

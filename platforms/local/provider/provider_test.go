@@ -317,6 +317,11 @@ func TestStagesThroughEngine(t *testing.T) {
 	if strings.Contains(string(data), "127.66.0.10") || !strings.Contains(string(data), "127.66.0.11") {
 		t.Errorf("balancer config after bootstrap removal: %s", data)
 	}
+	// Egress NAT: the balancer forwards the machines' DNS (nothing here
+	// asks it: its upstreams are this host's resolvers).
+	if cfg.DNS == nil {
+		t.Errorf("balancer config of a cluster with egress NAT has no DNS forwarder: %s", data)
+	}
 
 	// Destroying the bootstrap stage destroys the bootstrap only.
 	if err := d.Destroy(ctx, tf.StageBootstrap, vars); err != nil {

@@ -22,6 +22,9 @@ resource "kilnlocal_load_balancer" "api" {
   api_backends = local.control_plane
   mcs_backends = local.control_plane
   state        = var.daemon_state
+  # With egress NAT the machines' resolver is the host's address on the
+  # bridge: the load balancer forwards DNS there to the host's resolvers.
+  dns = var.egress_nat
 }
 
 resource "kilnlocal_registry" "images" {
