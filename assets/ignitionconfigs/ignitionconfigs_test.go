@@ -279,6 +279,7 @@ func diff(want, got string) string {
 }
 
 // install-config's proxy reaches containerd on every machine as a drop-in,
+// with the cluster's own names and networks added to noProxy,
 // written so that systemd reads back exactly the values given: each
 // variable double-quoted, and % doubled (systemd expands %-specifiers in
 // Environment=, and drops a proxy password's %40 as an unknown one).
@@ -289,13 +290,18 @@ func TestProxyDropIn(t *testing.T) {
 		{
 			name:  "plain",
 			proxy: "proxy:\n  httpsProxy: http://proxy.example.com:3128\n  noProxy: .cluster.local\n",
-			want:  `Environment="HTTPS_PROXY=http://proxy.example.com:3128" "NO_PROXY=.cluster.local"` + "\n",
+			// The user's entries first, then what never goes through a
+			// proxy: loopback, the API's internal name, Service names, the
+			// pod, Service and machine networks.
+			want: `Environment="HTTPS_PROXY=http://proxy.example.com:3128" "NO_PROXY=.cluster.local,localhost,127.0.0.1,` +
+				`api-int.demo.example.com,.svc,10.128.0.0/14,172.30.0.0/16,198.51.100.0/24"` + "\n",
 		},
 		{
 			name:  "password with %40",
 			proxy: "proxy:\n  httpProxy: 'http://kiln:s3cr%40t@proxy.example.com:3128'\n  httpsProxy: 'http://kiln:100%25%40x@proxy.example.com:3128'\n",
 			want: `Environment="HTTPS_PROXY=http://kiln:100%%25%%40x@proxy.example.com:3128" ` +
-				`"HTTP_PROXY=http://kiln:s3cr%%40t@proxy.example.com:3128"` + "\n",
+				`"HTTP_PROXY=http://kiln:s3cr%%40t@proxy.example.com:3128" "NO_PROXY=localhost,127.0.0.1,` +
+				`api-int.demo.example.com,.svc,.cluster.local,10.128.0.0/14,172.30.0.0/16,198.51.100.0/24"` + "\n",
 		},
 	}
 	for _, tc := range tests {

@@ -27,30 +27,3 @@ func TestNetdNetworkType(t *testing.T) {
 		}
 	}
 }
-
-// TestNetdEgress checks that networking.egress reaches kiln-netd on every
-// machine: NAT with the pod and Service networks, None (the tests') as no
-// flag, netd's default.
-func TestNetdEgress(t *testing.T) {
-	for _, tc := range []struct {
-		setting string
-		want    bool
-	}{
-		{"", true},
-		{"  egress: None\n", false},
-	} {
-		dir := newDir(t)
-		editInstallConfig(t, dir, "networking:\n", "networking:\n"+tc.setting)
-		boot := bootstrapIn(t, dir)
-		flag := "--egress=NAT --cluster-network=10.128.0.0/14 --service-network=172.30.0.0/16 \\\n"
-		for name, c := range map[string]types.Config{"bootstrap": boot, "master": served(t, boot, "master"), "worker": served(t, boot, "worker")} {
-			unit := unitOf(c, "kiln-netd.service")
-			if got := strings.Contains(unit, flag); got != tc.want {
-				t.Errorf("%s (%q): kiln-netd.service has %q: %v, want %v:\n%s", name, tc.setting, flag, got, tc.want, unit)
-			}
-			if !tc.want && strings.Contains(unit, "--egress") {
-				t.Errorf("%s: a sealed cluster's kiln-netd.service has an --egress flag:\n%s", name, unit)
-			}
-		}
-	}
-}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
@@ -30,12 +31,15 @@ const (
 
 // nodeValues is what data/butane's templates read.
 type nodeValues struct {
-	Layout           nodelayout.Layout // the paths and port shared with kiln's node agents
-	Role             string
-	Joins            bool // the kubelet registers with the API (not the bootstrap machine's standalone kubelet)
-	Taint            bool // masters refuse ordinary pods because workers exist
-	SSHKey           string
-	Proxy            string
+	Layout nodelayout.Layout // the paths and port shared with kiln's node agents
+	Role   string
+	Joins  bool // the kubelet registers with the API (not the bootstrap machine's standalone kubelet)
+	Taint  bool // masters refuse ordinary pods because workers exist
+	SSHKey string
+	Proxy  string
+	// TrustBundle says install-config's additionalTrustBundle is set:
+	// containerd trusts it for pulls.
+	TrustBundle      bool
 	ClusterDNSDomain string
 	DNSServiceIP     string
 	MasterReplicas   int
@@ -76,9 +80,14 @@ func baseConfig(role string, ic *installconfig.InstallConfig, v *manifests.Value
 		ServiceCIDR:          v.ServiceCIDR,
 		CSRApproverDenyFlags: manifests.CSRApproverDenyFlags(c),
 		RegistryHosts:        registryHosts(c),
+		TrustBundle:          c.AdditionalTrustBundle != "",
 	}
 	if p := c.Proxy; p != nil {
-		nv.Proxy = unitEnvironment(map[string]string{"HTTP_PROXY": p.HTTPProxy, "HTTPS_PROXY": p.HTTPSProxy, "NO_PROXY": p.NoProxy})
+		res, err := ic.Resolved()
+		if err != nil {
+			return types.Config{}, err
+		}
+		nv.Proxy = unitEnvironment(map[string]string{"HTTP_PROXY": p.HTTPProxy, "HTTPS_PROXY": p.HTTPSProxy, "NO_PROXY": noProxy(c, res)})
 	}
 	cfg := ignition.New()
 	for _, name := range []string{"common.bu", role + ".bu"} {
@@ -92,6 +101,33 @@ func baseConfig(role string, ic *installconfig.InstallConfig, v *manifests.Value
 		ignition.AddFile(&cfg, nodelayout.TrustBundleFile, 0o644, []byte(c.AdditionalTrustBundle))
 	}
 	return cfg, nil
+}
+
+// noProxy is proxy.noProxy with what must never go through the proxy:
+// the loopback, the cluster's names (the API's internal name, Services'
+// .svc and .cluster.local names) and its pod, Service and machine
+// networks, as OpenShift adds them. The user's entries come first.
+func noProxy(c *installtypes.Config, res installtypes.Resolved) string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(s string) {
+		if s = strings.TrimSpace(s); s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, s := range strings.Split(c.Proxy.NoProxy, ",") {
+		add(s)
+	}
+	for _, s := range []string{"localhost", "127.0.0.1", c.APIIntName(), ".svc", "." + manifests.ClusterDNSDomain} {
+		add(s)
+	}
+	for _, p := range append(append(slices.Clone(res.ClusterNetworks), res.ServiceNetwork), res.MachineNetwork) {
+		if p.IsValid() {
+			add(p.String())
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // unitEnvironment renders the non-empty variables of env, sorted, as the

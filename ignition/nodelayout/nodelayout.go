@@ -32,8 +32,12 @@ const (
 	// written by the platform before first boot and read by units as their
 	// EnvironmentFile.
 	NodeEnvFile = KilnConfigDir + "/node.env"
+	// TrustBundleDir holds TrustBundleFile alone: containerd trusts the
+	// certificates of every file there besides the system's
+	// (SSL_CERT_DIR), for pulls from registries with a private CA.
+	TrustBundleDir = KilnConfigDir + "/trust"
 	// TrustBundleFile is install-config's additionalTrustBundle.
-	TrustBundleFile = KilnConfigDir + "/additional-trust-bundle.pem"
+	TrustBundleFile = TrustBundleDir + "/additional-trust-bundle.pem"
 
 	// KubernetesDir is the node's Kubernetes configuration directory.
 	KubernetesDir = "/etc/kubernetes"
@@ -123,6 +127,7 @@ type Layout struct {
 	BootstrapManifestsDir string
 	MasterEtcdManifest    string
 	BootkubeDoneFile      string
+	TrustBundleDir        string
 }
 
 // Values returns the layout of kiln's machines.
@@ -143,6 +148,7 @@ func Values() Layout {
 		BootstrapManifestsDir: BootstrapManifestsDir,
 		MasterEtcdManifest:    MasterEtcdManifest,
 		BootkubeDoneFile:      BootkubeDoneFile,
+		TrustBundleDir:        TrustBundleDir,
 	}
 }
 
