@@ -56,3 +56,45 @@ func TestRegistryHostsOff(t *testing.T) {
 		}
 	}
 }
+
+// install-config's imageMirrors come after the add-on's registry for a
+// registry it mirrors (docker.io), and alone for one it does not
+// (quay.io), with a path prefix as the API root; on every machine.
+func TestImageMirrors(t *testing.T) {
+	dir := newDir(t)
+	editInstallConfig(t, dir, "networking:\n", "imageMirrors:\n"+
+		"- source: docker.io\n  mirrors: [mirror.example.com/dockerhub]\n"+
+		"- source: quay.io\n  mirrors: [quay-mirror.example.com:8443, mirror.example.com/quay]\n"+
+		"networking:\n")
+	boot := bootstrapIn(t, dir)
+	got := registryHostsFiles(t, boot)
+	for _, want := range []string{
+		`== /etc/containerd/certs.d/docker.io/hosts.toml
+# kiln's registry add-on (docs/registry.md).
+[host."http://198.51.100.1:5001/v2/docker.io"]
+  capabilities = ["pull", "resolve"]
+  override_path = true
+# imageMirrors of install-config.
+[host."https://mirror.example.com/v2/dockerhub"]
+  capabilities = ["pull", "resolve"]
+  override_path = true
+`,
+		`== /etc/containerd/certs.d/quay.io/hosts.toml
+# imageMirrors of install-config.
+[host."https://quay-mirror.example.com:8443"]
+  capabilities = ["pull", "resolve"]
+# imageMirrors of install-config.
+[host."https://mirror.example.com/v2/quay"]
+  capabilities = ["pull", "resolve"]
+  override_path = true
+`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("hosts.toml files lack\n%s\nin\n%s", want, got)
+		}
+	}
+	for _, role := range []string{"master", "worker"} {
+		if other := registryHostsFiles(t, served(t, boot, role)); other != got {
+			t.Errorf("the %s config's hosts.toml files differ from the bootstrap machine's:\n%s", role, diff(got, other))
+		}
+	}
+}

@@ -23,7 +23,12 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "pullSecret", Type: "string", Ref: "", Doc: "pullSecret is an optional JSON registry credential document."},
 			{Name: "additionalTrustBundle", Type: "string", Ref: "", Doc: "additionalTrustBundle is PEM CA certificates the nodes also trust."},
 			{Name: "proxy", Type: "object", Ref: "Proxy", Doc: "proxy configures an egress HTTP proxy for the nodes."},
+			{Name: "imageMirrors", Type: "[]object", Ref: "ImageMirror", Doc: "imageMirrors are registries whose images the nodes pull from mirrors first (OpenShift's imageDigestSources, by registry): each node's containerd tries the cluster's own registry (the registry add-on) where it mirrors the source, then these mirrors in order, then the source itself."},
 			{Name: "timeouts", Type: "object", Ref: "Timeouts", Doc: "timeouts bounds each wait of create cluster."},
+		}},
+		"ImageMirror": {Doc: "ImageMirror is one registry and its mirrors.", Fields: []fieldDoc{
+			{Name: "source", Type: "string", Ref: "", Doc: "source is the registry as image names give it, e.g. docker.io, quay.io or registry.example.com:5000."},
+			{Name: "mirrors", Type: "[]string", Ref: "", Doc: "mirrors are tried in order before the source, over HTTPS (trusting additionalTrustBundle too): a registry host with an optional port and path prefix, e.g. mirror.example.com/dockerhub (then docker.io/library/nginx is pulled as mirror.example.com/dockerhub/library/nginx)."},
 		}},
 		"LocalAddons": {Doc: "LocalAddons selects the add-ons of a local cluster; each is installed unless set to false.", Fields: []fieldDoc{
 			{Name: "storage", Type: "boolean", Ref: "", Doc: "storage is the default StorageClass \"standard\": rancher's local-path-provisioner, with volumes in /var/lib/kiln/local-path on the node that runs the pod (default true)."},

@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -32,6 +33,40 @@ func validateNodeAccess(c *types.Config) field.ErrorList {
 	}
 	if c.Proxy != nil {
 		errs = append(errs, validateProxy(c.Proxy, field.NewPath("proxy"))...)
+	}
+	return append(errs, validateImageMirrors(c.ImageMirrors, field.NewPath("imageMirrors"))...)
+}
+
+// registryRE is a registry host as image names give it: DNS labels joined
+// by dots, with an optional port.
+var registryRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(:[0-9]{1,5})?$`)
+
+// repositoryRE is a path prefix of repositories.
+var repositoryRE = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*$`)
+
+// validateImageMirrors checks each source is a registry given once and
+// each mirror a registry with an optional path prefix.
+func validateImageMirrors(ms []types.ImageMirror, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, m := range ms {
+		mp := p.Index(i)
+		switch {
+		case !registryRE.MatchString(m.Source):
+			errs = append(errs, field.Invalid(mp.Child("source"), m.Source, "must be a registry host as image names give it, e.g. docker.io or registry.example.com:5000, without a scheme or path"))
+		case seen[m.Source]:
+			errs = append(errs, field.Duplicate(mp.Child("source"), m.Source))
+		}
+		seen[m.Source] = true
+		if len(m.Mirrors) == 0 {
+			errs = append(errs, field.Required(mp.Child("mirrors"), "at least one mirror"))
+		}
+		for j, mirror := range m.Mirrors {
+			host, path, _ := strings.Cut(mirror, "/")
+			if !registryRE.MatchString(host) || strings.Contains(mirror, "/") && !repositoryRE.MatchString(path) {
+				errs = append(errs, field.Invalid(mp.Child("mirrors").Index(j), mirror, "must be a registry host with an optional port and path prefix, e.g. mirror.example.com/dockerhub, without a scheme"))
+			}
+		}
 	}
 	return errs
 }

@@ -221,6 +221,14 @@ func TestValidate(t *testing.T) {
 		{"proxy URLs", func(c *types.Config) {
 			c.Proxy = &types.Proxy{HTTPProxy: "ftp://proxy", HTTPSProxy: "http://user:secret@/", NoProxy: "ok.example.com,a..b,"}
 		}, []fieldErr{{inv, "proxy.httpProxy"}, {inv, "proxy.httpsProxy"}, {inv, "proxy.noProxy"}, {inv, "proxy.noProxy"}}},
+		{"image mirrors", func(c *types.Config) {
+			c.ImageMirrors = []types.ImageMirror{
+				{Source: "docker.io", Mirrors: []string{"mirror.example.com/dockerhub", "registry.example.com:5000"}},
+				{Source: "https://quay.io", Mirrors: []string{"https://mirror.example.com", "mirror.example.com/Bad Path"}},
+				{Source: "docker.io"},
+			}
+		}, []fieldErr{{inv, "imageMirrors[1].source"}, {inv, "imageMirrors[1].mirrors[0]"}, {inv, "imageMirrors[1].mirrors[1]"},
+			{dup, "imageMirrors[2].source"}, {req, "imageMirrors[2].mirrors"}}},
 		{"timeouts", func(c *types.Config) { c.Timeouts.Bootstrap, c.Timeouts.API = "soon", "-5m" },
 			[]fieldErr{{inv, "timeouts.bootstrap"}, {inv, "timeouts.api"}}},
 		{"all errors at once", func(c *types.Config) {

@@ -95,8 +95,25 @@ type Config struct {
 	AdditionalTrustBundle string `json:"additionalTrustBundle,omitempty"`
 	// Proxy configures an egress HTTP proxy for the nodes.
 	Proxy *Proxy `json:"proxy,omitempty"`
+	// ImageMirrors are registries whose images the nodes pull from mirrors first (OpenShift's
+	// imageDigestSources, by registry): each node's containerd tries the cluster's own registry
+	// (the registry add-on) where it mirrors the source, then these mirrors in order, then the
+	// source itself.
+	ImageMirrors []ImageMirror `json:"imageMirrors,omitempty"`
 	// Timeouts bounds each wait of create cluster.
 	Timeouts *Timeouts `json:"timeouts,omitempty"`
+}
+
+// ImageMirror is one registry and its mirrors.
+type ImageMirror struct {
+	// Source is the registry as image names give it, e.g. docker.io, quay.io or
+	// registry.example.com:5000.
+	Source string `json:"source"`
+	// Mirrors are tried in order before the source, over HTTPS (trusting
+	// additionalTrustBundle too): a registry host with an optional port and path prefix, e.g.
+	// mirror.example.com/dockerhub (then docker.io/library/nginx is pulled as
+	// mirror.example.com/dockerhub/library/nginx).
+	Mirrors []string `json:"mirrors"`
 }
 
 // Metadata names the cluster.
