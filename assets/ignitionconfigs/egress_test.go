@@ -1,18 +1,12 @@
 package ignitionconfigs_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/coreos/ignition/v2/config/v3_3/types"
+
+	"github.com/kiln-project/kiln/assets/tls/tlstest"
 )
 
 // TestNetdEgress checks that networking.egress reaches kiln-netd on every
@@ -52,7 +46,7 @@ func TestContainerdTrustsTheBundle(t *testing.T) {
 	}{{"", false}, {"bundle", true}} {
 		dir := newDir(t)
 		if tc.setting != "" {
-			pem := testCAPEM(t)
+			pem := string(tlstest.CA(t).Cert)
 			editInstallConfig(t, dir, "networking:\n", "additionalTrustBundle: |\n  "+strings.ReplaceAll(strings.TrimSpace(pem), "\n", "\n  ")+"\nnetworking:\n")
 		}
 		boot := bootstrapIn(t, dir)
@@ -78,21 +72,4 @@ func TestContainerdTrustsTheBundle(t *testing.T) {
 			}
 		}
 	}
-}
-
-// testCAPEM returns a self-signed CA certificate in PEM.
-func testCAPEM(t *testing.T) string {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "registry CA"},
-		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }

@@ -195,7 +195,7 @@ func startWorld(t *testing.T, kiln string) string {
 	// The host reaches the world's page, and only through the veth.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		argv := inNS(worldHost, "sh", "-c", "exec 3<>/dev/tcp/"+worldAddr+"/80 && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3")
+		argv := inNS(worldHost, "bash", "-c", "exec 3<>/dev/tcp/"+worldAddr+"/80 && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3")
 		out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
 		if err == nil && strings.Contains(string(out), worldGreeting) {
 			break
@@ -260,12 +260,18 @@ func TestClusterConnected(t *testing.T) {
 		t.Fatalf("create cluster in the world: %v\n%s", err, lastLines(out, 60))
 	}
 	assertOutput(t, "create cluster", out, "Install complete!", "networking.egress NAT")
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "Time elapsed:") {
+			t.Logf("MEASURE create cluster (1 master, egress NAT) in the simulated world: %s", strings.TrimSpace(l))
+		}
+	}
 
 	// By address, then by name: CoreDNS forwards web.example.test to the
 	// node's resolver, the host's forwarder on the bridge, which asks the
 	// host's resolver, in the world.
 	for name, url := range map[string]string{"world": "http://" + worldAddr + "/", "world-dns": "http://web." + strings.TrimSuffix(worldZone, ".") + "/"} {
 		got := fetchFromPod(t, world, dir, probe, name, url)
+		t.Logf("a pod fetching %s: %s", url, strings.TrimSpace(got.out))
 		if !got.ok || !strings.Contains(got.out, worldGreeting+" to "+hostAddr+":") {
 			t.Errorf("a pod of the connected cluster fetching %s: ok %v, want the greeting to %s:\n%s", url, got.ok, hostAddr, got.out)
 		}
@@ -339,6 +345,7 @@ func fetchFromPod(t *testing.T, kiln, dir, archive, name, url string) probeResul
 func assertSealedPod(t *testing.T, kiln, dir string) {
 	t.Helper()
 	got := fetchFromPod(t, kiln, dir, probeArchive(t), "sealed", "http://"+worldAddr+"/")
+	t.Logf("a pod of a sealed cluster fetching %s: %s", worldAddr, strings.TrimSpace(got.out))
 	if got.ok || !strings.Contains(got.out, "unreachable") {
 		t.Errorf("a pod of a sealed cluster fetching %s: ok %v, want it refused at once (unreachable):\n%s", worldAddr, got.ok, got.out)
 	}
