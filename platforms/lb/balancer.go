@@ -29,9 +29,9 @@ type Balancer struct {
 	// with (listen address and settings); nil without one.
 	dns    *dnsForwarder
 	dnsKey string
-	conns    map[net.Conn]struct{}
-	closed   bool
-	wg       sync.WaitGroup
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
 }
 
 // New returns a Balancer with no services.

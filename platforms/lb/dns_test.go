@@ -175,4 +175,3 @@ func TestBalancerAppliesDNS(t *testing.T) {
 		t.Error("a bad dns section passed validation")
 	}
 }
-

@@ -329,4 +329,3 @@ func defaultRouteDevs(ctx context.Context, r Runner) ([]string, error) {
 	sort.Strings(devs)
 	return devs, nil
 }
-
