@@ -269,7 +269,11 @@ func TestClusterConnected(t *testing.T) {
 	// By address, then by name: CoreDNS forwards web.example.test to the
 	// node's resolver, the host's forwarder on the bridge, which asks the
 	// host's resolver, in the world.
-	for name, url := range map[string]string{"world": "http://" + worldAddr + "/", "world-dns": "http://web." + strings.TrimSuffix(worldZone, ".") + "/"} {
+	for _, f := range []struct{ name, url string }{
+		{"world", "http://" + worldAddr + "/"},
+		{"world-dns", "http://web." + strings.TrimSuffix(worldZone, ".") + "/"},
+	} {
+		name, url := f.name, f.url
 		got := fetchFromPod(t, world, dir, probe, name, url)
 		t.Logf("a pod fetching %s: %s", url, strings.TrimSpace(got.out))
 		if !got.ok || !strings.Contains(got.out, worldGreeting+" to "+hostAddr+":") {
