@@ -280,6 +280,21 @@ func TestClusterConnected(t *testing.T) {
 			t.Errorf("a pod of the connected cluster fetching %s: ok %v, want the greeting to %s:\n%s", url, got.ok, hostAddr, got.out)
 		}
 	}
+	measureWorldDNS(t, world, dir, probe)
+}
+
+// measureWorldDNS logs how long a pod's lookup of an outside name takes,
+// through CoreDNS, the host's forwarder and the world's DNS (cold), and
+// again from CoreDNS's cache.
+func measureWorldDNS(t *testing.T, world, dir, probe string) {
+	t.Helper()
+	name := "web." + worldZone // a full name: no search domain is tried first
+	got := runProbe(t, world, dir, probe, "world-dns-time", "dns", name)
+	if !got.ok || !strings.Contains(got.out, worldAddr) {
+		t.Errorf("a pod looking %s up: ok %v, want %s:\n%s", name, got.ok, worldAddr, got.out)
+		return
+	}
+	t.Logf("MEASURE a pod's lookup of an outside name: %s", strings.TrimSpace(got.out))
 }
 
 // assertWorldDestroyed destroys the world's cluster and checks that the
@@ -316,6 +331,13 @@ type probeResult struct {
 // fetches url, named probe-<name>; it returns how the pod ended.
 func fetchFromPod(t *testing.T, kiln, dir, archive, name, url string) probeResult {
 	t.Helper()
+	return runProbe(t, kiln, dir, archive, name, "http", url)
+}
+
+// runProbe loads the probe image into dir's cluster and runs a pod named
+// probe-<name> with the probe's args; it returns how the pod ended.
+func runProbe(t *testing.T, kiln, dir, archive, name string, probeArgs ...string) probeResult {
+	t.Helper()
 	if out, err := runKiln(t, kiln, 5*time.Minute, "load", "image-archive", archive, "--dir", dir); err != nil {
 		t.Fatalf("load image-archive: %v\n%s", err, lastLines(out, 20))
 	}
@@ -323,8 +345,9 @@ func fetchFromPod(t *testing.T, kiln, dir, archive, name, url string) probeResul
 	kubectl := func(timeout time.Duration, args ...string) (string, error) {
 		return runKiln(t, kiln, timeout, append([]string{"kubectl", "--dir", dir, "--"}, args...)...)
 	}
-	if out, err := kubectl(time.Minute, "run", pod, "--image="+probeImage, "--image-pull-policy=Never", "--restart=Never",
-		`--overrides={"spec":{"tolerations":[{"operator":"Exists"}]}}`, "--command", "--", "/probe", "http", url); err != nil {
+	run := append([]string{"run", pod, "--image=" + probeImage, "--image-pull-policy=Never", "--restart=Never",
+		`--overrides={"spec":{"tolerations":[{"operator":"Exists"}]}}`, "--command", "--", "/probe"}, probeArgs...)
+	if out, err := kubectl(time.Minute, run...); err != nil {
 		t.Fatalf("kubectl run %s: %v\n%s", pod, err, out)
 	}
 	t.Cleanup(func() { kubectl(time.Minute, "delete", "pod", pod, "--wait=false") })
