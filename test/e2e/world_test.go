@@ -368,13 +368,21 @@ func runProbe(t *testing.T, kiln, dir, archive, name string, probeArgs ...string
 
 // assertSealedPod checks, in a sealed cluster, that a pod's request to the
 // world's address fails at once, in the cluster (no route out of the
-// node), without waiting for a timeout: nothing was sent to be dropped.
+// node), without waiting for a timeout: nothing was sent to be dropped;
+// and that a name outside the cluster is refused by CoreDNS at once.
 func assertSealedPod(t *testing.T, kiln, dir string) {
 	t.Helper()
-	got := fetchFromPod(t, kiln, dir, probeArchive(t), "sealed", "http://"+worldAddr+"/")
+	probe := probeArchive(t)
+	got := fetchFromPod(t, kiln, dir, probe, "sealed", "http://"+worldAddr+"/")
 	t.Logf("a pod of a sealed cluster fetching %s: %s", worldAddr, strings.TrimSpace(got.out))
 	if got.ok || !strings.Contains(got.out, "unreachable") {
 		t.Errorf("a pod of a sealed cluster fetching %s: ok %v, want it refused at once (unreachable):\n%s", worldAddr, got.ok, got.out)
+	}
+	name := "web." + worldZone
+	got = runProbe(t, kiln, dir, probe, "sealed-dns", "dns", name)
+	t.Logf("a pod of a sealed cluster looking %s up: %s", name, strings.TrimSpace(got.out))
+	if got.ok || !strings.Contains(got.out, "server misbehaving") {
+		t.Errorf("a pod of a sealed cluster looking %s up: ok %v, want CoreDNS to refuse it at once (server misbehaving):\n%s", name, got.ok, got.out)
 	}
 }
 
