@@ -127,14 +127,6 @@ func serveWorldDNS(pc net.PacketConn) error {
 	}
 }
 
-// ipNS runs ip(8) with args and fails the test when it fails.
-func ipNS(t *testing.T, args ...string) {
-	t.Helper()
-	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
 // inNS returns the command line that runs argv in network namespace ns.
 func inNS(ns string, argv ...string) []string {
 	return append([]string{"nsenter", "--net=/run/netns/" + ns, "--"}, argv...)
@@ -149,18 +141,18 @@ func startWorld(t *testing.T, kiln string) string {
 		exec.Command("ip", "netns", "del", ns).Run() // a killed run's leftovers
 	}
 	for _, ns := range []string{worldNS, worldHost} {
-		ipNS(t, "netns", "add", ns)
+		hostRun(t, "ip", "netns", "add", ns)
 		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
-		ipNS(t, "-n", ns, "link", "set", "lo", "up")
+		hostRun(t, "ip", "-n", ns, "link", "set", "lo", "up")
 	}
 	// Created inside the host namespace with its peer in the world's: the
 	// real host's namespace never holds either end.
-	ipNS(t, "-n", worldHost, "link", "add", hostUplink, "type", "veth", "peer", "name", "kiln-e2e-down", "netns", worldNS)
-	ipNS(t, "-n", worldNS, "addr", "add", worldAddr+"/24", "dev", "kiln-e2e-down")
-	ipNS(t, "-n", worldNS, "link", "set", "kiln-e2e-down", "up")
-	ipNS(t, "-n", worldHost, "addr", "add", hostAddr+"/24", "dev", hostUplink)
-	ipNS(t, "-n", worldHost, "link", "set", hostUplink, "up")
-	ipNS(t, "-n", worldHost, "route", "add", "default", "via", worldAddr)
+	hostRun(t, "ip", "-n", worldHost, "link", "add", hostUplink, "type", "veth", "peer", "name", "kiln-e2e-down", "netns", worldNS)
+	hostRun(t, "ip", "-n", worldNS, "addr", "add", worldAddr+"/24", "dev", "kiln-e2e-down")
+	hostRun(t, "ip", "-n", worldNS, "link", "set", "kiln-e2e-down", "up")
+	hostRun(t, "ip", "-n", worldHost, "addr", "add", hostAddr+"/24", "dev", hostUplink)
+	hostRun(t, "ip", "-n", worldHost, "link", "set", hostUplink, "up")
+	hostRun(t, "ip", "-n", worldHost, "route", "add", "default", "via", worldAddr)
 
 	// The world's DNS answers on this host's resolvers' addresses, which
 	// the host namespace shares (its /etc is the host's): kiln's DNS
@@ -175,7 +167,7 @@ func startWorld(t *testing.T, kiln string) string {
 		case a.IsLoopback():
 			hostDNS = append(hostDNS, host)
 		default:
-			ipNS(t, "-n", worldNS, "addr", "add", host+"/32", "dev", "kiln-e2e-down")
+			hostRun(t, "ip", "-n", worldNS, "addr", "add", host+"/32", "dev", "kiln-e2e-down")
 			worldDNS = append(worldDNS, host)
 		}
 	}
