@@ -22,6 +22,19 @@ func unitOf(c types.Config, name string) string {
 	return ""
 }
 
+// dropInOf returns the contents of the drop-in called dropIn of the unit
+// called unit in c, "" when there is none.
+func dropInOf(c types.Config, unit, dropIn string) string {
+	for _, u := range c.Systemd.Units {
+		for _, d := range u.Dropins {
+			if u.Name == unit && d.Name == dropIn && d.Contents != nil {
+				return *d.Contents
+			}
+		}
+	}
+	return ""
+}
+
 // directives returns the values of key in a unit, continuation lines
 // joined.
 func directives(unit, key string) []string {

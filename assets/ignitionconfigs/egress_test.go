@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coreos/ignition/v2/config/v3_3/types"
-
 	"github.com/kiln-project/kiln/assets/tls/tlstest"
 )
 
@@ -24,7 +22,7 @@ func TestNetdEgress(t *testing.T) {
 		editInstallConfig(t, dir, "networking:\n", "networking:\n"+tc.setting)
 		boot := bootstrapIn(t, dir)
 		flag := "--egress=NAT --cluster-network=10.128.0.0/14 --service-network=172.30.0.0/16 \\\n"
-		for name, c := range map[string]types.Config{"bootstrap": boot, "master": served(t, boot, "master"), "worker": served(t, boot, "worker")} {
+		for name, c := range everyMachine(t, boot) {
 			unit := unitOf(c, "kiln-netd.service")
 			if got := strings.Contains(unit, flag); got != tc.want {
 				t.Errorf("%s (%q): kiln-netd.service has %q: %v, want %v:\n%s", name, tc.setting, flag, got, tc.want, unit)
@@ -50,15 +48,8 @@ func TestContainerdTrustsTheBundle(t *testing.T) {
 			editInstallConfig(t, dir, "networking:\n", "additionalTrustBundle: |\n  "+strings.ReplaceAll(strings.TrimSpace(pem), "\n", "\n  ")+"\nnetworking:\n")
 		}
 		boot := bootstrapIn(t, dir)
-		for name, c := range map[string]types.Config{"bootstrap": boot, "master": served(t, boot, "master"), "worker": served(t, boot, "worker")} {
-			var dropIn string
-			for _, u := range c.Systemd.Units {
-				for _, d := range u.Dropins {
-					if u.Name == "containerd.service" && d.Name == "30-kiln-trust.conf" && d.Contents != nil {
-						dropIn = *d.Contents
-					}
-				}
-			}
+		for name, c := range everyMachine(t, boot) {
+			dropIn := dropInOf(c, "containerd.service", "30-kiln-trust.conf")
 			want := "Environment=SSL_CERT_DIR=/etc/ssl/certs:/etc/kiln/trust\n"
 			if got := strings.Contains(dropIn, want); got != tc.want {
 				t.Errorf("%s (%s): containerd's trust drop-in %q has %q: %v, want %v", name, tc.setting, dropIn, want, got, tc.want)

@@ -111,6 +111,14 @@ func served(t *testing.T, c types.Config, role string) types.Config {
 	return parse(t, raw)
 }
 
+// everyMachine returns the configs the bootstrap machine's config boot
+// gives each kind of machine: its own, and the full configs its
+// machine-config server serves the masters and the workers.
+func everyMachine(t *testing.T, boot types.Config) map[string]types.Config {
+	t.Helper()
+	return map[string]types.Config{"bootstrap": boot, "master": served(t, boot, "master"), "worker": served(t, boot, "worker")}
+}
+
 // golden compares got with testdata/name, which -update rewrites.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
@@ -314,15 +322,8 @@ func TestProxyDropIn(t *testing.T) {
 			persist(t, dir, targets.IgnitionConfigs())
 			raw, _ := os.ReadFile(filepath.Join(dir, "bootstrap.ign"))
 			boot := parse(t, raw)
-			for name, c := range map[string]types.Config{"bootstrap": boot, "master": served(t, boot, "master"), "worker": served(t, boot, "worker")} {
-				var got string
-				for _, u := range c.Systemd.Units {
-					for _, d := range u.Dropins {
-						if u.Name == "containerd.service" && d.Name == "20-kiln-proxy.conf" {
-							got = *d.Contents
-						}
-					}
-				}
+			for name, c := range everyMachine(t, boot) {
+				got := dropInOf(c, "containerd.service", "20-kiln-proxy.conf")
 				if !strings.Contains(got, tc.want) {
 					t.Errorf("%s: containerd proxy drop-in = %q, want %q", name, got, tc.want)
 				}

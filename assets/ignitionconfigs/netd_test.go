@@ -3,8 +3,6 @@ package ignitionconfigs_test
 import (
 	"strings"
 	"testing"
-
-	"github.com/coreos/ignition/v2/config/v3_3/types"
 )
 
 // TestNetdNetworkType checks that install-config's networkType reaches
@@ -17,7 +15,7 @@ func TestNetdNetworkType(t *testing.T) {
 		dir := newDir(t)
 		editInstallConfig(t, dir, "networking:\n", "networking:\n"+tc.setting)
 		boot := bootstrapIn(t, dir)
-		for name, c := range map[string]types.Config{"bootstrap": boot, "master": served(t, boot, "master"), "worker": served(t, boot, "worker")} {
+		for name, c := range everyMachine(t, boot) {
 			unit := unitOf(c, "kiln-netd.service")
 			for _, flag := range []string{tc.want + " \\\n", "--node-ip=${KILN_NODE_IP} \\\n"} {
 				if !strings.Contains(unit, flag) {

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coreos/ignition/v2/config/v3_3/types"
-
 	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/ignition"
@@ -60,7 +58,7 @@ func TestSSHNodesUseTheirOwnProxy(t *testing.T) {
 	// Nothing a node runs reaches api-int, which the hosts cannot resolve:
 	// kubelet's bootstrap kubeconfig, kube-proxy, the network policy
 	// agent and the CSR approver reach the API at localhost:6444.
-	configs := map[string]types.Config{"bootstrap": boot, "master": served(t, boot, "master"), "worker": served(t, boot, "worker")}
+	configs := everyMachine(t, boot)
 	proxied := map[string]bool{}
 	for role, c := range configs {
 		for _, f := range c.Storage.Files {
