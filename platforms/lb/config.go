@@ -80,16 +80,36 @@ func (s Service) listenAddr(listen string) string {
 }
 
 // backendAddrs returns the backends as host:port.
-func (s Service) backendAddrs() []string {
-	out := make([]string, 0, len(s.Backends))
-	for _, b := range s.Backends {
-		if _, _, err := net.SplitHostPort(b); err == nil {
-			out = append(out, b)
+func (s Service) backendAddrs() []string { return withPort(s.Backends, s.Port) }
+
+// withPort returns addrs, each "ip" or "ip:port", as ip:port, port where
+// they name none.
+func withPort(addrs []string, port int) []string {
+	out := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		if _, _, err := net.SplitHostPort(a); err == nil {
+			out = append(out, a)
 			continue
 		}
-		out = append(out, net.JoinHostPort(b, strconv.Itoa(s.Port)))
+		out = append(out, net.JoinHostPort(a, strconv.Itoa(port)))
 	}
 	return out
+}
+
+// checkAddrs returns an error for each of addrs, "ip" or "ip:port", that
+// holds no IP address, naming it as field[i].
+func checkAddrs(field string, addrs []string) []error {
+	var errs []error
+	for i, a := range addrs {
+		host := a
+		if h, _, err := net.SplitHostPort(a); err == nil {
+			host = h
+		}
+		if net.ParseIP(host) == nil {
+			errs = append(errs, fmt.Errorf("%s[%d]: %q is not an IP address", field, i, a))
+		}
+	}
+	return errs
 }
 
 // Validate checks the configuration and returns every problem found.
@@ -102,15 +122,7 @@ func (c *Config) Validate() error {
 		if d.Port < 0 || d.Port > 65535 {
 			errs = append(errs, fmt.Errorf("dns.port: %d out of range", d.Port))
 		}
-		for i, u := range d.Upstreams {
-			host := u
-			if h, _, err := net.SplitHostPort(u); err == nil {
-				host = h
-			}
-			if net.ParseIP(host) == nil {
-				errs = append(errs, fmt.Errorf("dns.upstreams[%d]: %q is not an IP address", i, u))
-			}
-		}
+		errs = append(errs, checkAddrs("dns.upstreams", d.Upstreams)...)
 	}
 	seen := map[int]bool{}
 	for i, s := range c.Services {
@@ -137,15 +149,7 @@ func (c *Config) Validate() error {
 		default:
 			errs = append(errs, fmt.Errorf("%s.health: %q is not %s or %s", p, s.Health, CheckHTTPS, CheckTCP))
 		}
-		for j, b := range s.Backends {
-			host := b
-			if h, _, err := net.SplitHostPort(b); err == nil {
-				host = h
-			}
-			if net.ParseIP(host) == nil {
-				errs = append(errs, fmt.Errorf("%s.backends[%d]: %q is not an IP address", p, j, b))
-			}
-		}
+		errs = append(errs, checkAddrs(p+".backends", s.Backends)...)
 	}
 	return errors.Join(errs...)
 }

@@ -66,7 +66,7 @@ func startDNS(log logrus.FieldLogger, listen string, d DNS) (*dnsForwarder, erro
 	}
 	upstreams := (&hostResolvers{files: ResolvConfs()}).get
 	if len(d.Upstreams) > 0 {
-		ups := withPort(d.Upstreams)
+		ups := withPort(d.Upstreams, DefaultDNSPort)
 		upstreams = func() []string { return ups }
 	}
 	return listenDNS(log, net.JoinHostPort(listen, strconv.Itoa(port)), upstreams)
@@ -284,17 +284,4 @@ func ResolversOf(files []string, read func(string) ([]byte, error)) []string {
 		}
 	}
 	return first
-}
-
-// withPort returns addrs with port 53 where they name none.
-func withPort(addrs []string) []string {
-	out := make([]string, len(addrs))
-	for i, a := range addrs {
-		if _, _, err := net.SplitHostPort(a); err == nil {
-			out[i] = a
-		} else {
-			out[i] = net.JoinHostPort(a, "53")
-		}
-	}
-	return out
 }
