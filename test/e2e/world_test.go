@@ -230,7 +230,6 @@ func TestClusterConnected(t *testing.T) {
 		t.Skip("KILN_E2E_CLUSTER=0")
 	}
 	kiln := buildStaticKiln(t)
-	probe := probeArchive(t)
 	world := startWorld(t, kiln)
 	dir := t.TempDir()
 	writeInstallConfig(t, dir, "e2enat", 1, 0, "10.66.103.0/24", "")
@@ -258,6 +257,7 @@ func TestClusterConnected(t *testing.T) {
 		}
 	}
 
+	loadProbe(t, world, dir)
 	// By address, then by name: CoreDNS forwards web.example.test to the
 	// node's resolver, the host's forwarder on the bridge, which asks the
 	// host's resolver, in the world.
@@ -266,22 +266,22 @@ func TestClusterConnected(t *testing.T) {
 		{"world-dns", "http://web." + strings.TrimSuffix(worldZone, ".") + "/"},
 	} {
 		name, url := f.name, f.url
-		got := fetchFromPod(t, world, dir, probe, name, url)
+		got := fetchFromPod(t, world, dir, name, url)
 		t.Logf("a pod fetching %s: %s", url, strings.TrimSpace(got.out))
 		if !got.ok || !strings.Contains(got.out, worldGreeting+" to "+hostAddr+":") {
 			t.Errorf("a pod of the connected cluster fetching %s: ok %v, want the greeting to %s:\n%s", url, got.ok, hostAddr, got.out)
 		}
 	}
-	measureWorldDNS(t, world, dir, probe)
+	measureWorldDNS(t, world, dir)
 }
 
 // measureWorldDNS logs how long a pod's lookup of an outside name takes,
 // through CoreDNS, the host's forwarder and the world's DNS (cold), and
 // again from CoreDNS's cache.
-func measureWorldDNS(t *testing.T, world, dir, probe string) {
+func measureWorldDNS(t *testing.T, world, dir string) {
 	t.Helper()
 	name := "web." + worldZone // a full name: no search domain is tried first
-	got := runProbe(t, world, dir, probe, "world-dns-time", "dns", name)
+	got := runProbe(t, world, dir, "world-dns-time", "dns", name)
 	if !got.ok || !strings.Contains(got.out, worldAddr) {
 		t.Errorf("a pod looking %s up: ok %v, want %s:\n%s", name, got.ok, worldAddr, got.out)
 		return
@@ -319,20 +319,26 @@ type probeResult struct {
 	out string // its log
 }
 
-// fetchFromPod loads the probe image into dir's cluster and runs a pod that
-// fetches url, named probe-<name>; it returns how the pod ended.
-func fetchFromPod(t *testing.T, kiln, dir, archive, name, url string) probeResult {
+// loadProbe builds the probe image and loads it into the nodes of dir's
+// cluster, once for every probe pod there.
+func loadProbe(t *testing.T, kiln, dir string) {
 	t.Helper()
-	return runProbe(t, kiln, dir, archive, name, "http", url)
-}
-
-// runProbe loads the probe image into dir's cluster and runs a pod named
-// probe-<name> with the probe's args; it returns how the pod ended.
-func runProbe(t *testing.T, kiln, dir, archive, name string, probeArgs ...string) probeResult {
-	t.Helper()
-	if out, err := runKiln(t, kiln, 5*time.Minute, "load", "image-archive", archive, "--dir", dir); err != nil {
+	if out, err := runKiln(t, kiln, 5*time.Minute, "load", "image-archive", probeArchive(t), "--dir", dir); err != nil {
 		t.Fatalf("load image-archive: %v\n%s", err, lastLines(out, 20))
 	}
+}
+
+// fetchFromPod runs a pod of the probe image (loadProbe) that fetches url,
+// named probe-<name>; it returns how the pod ended.
+func fetchFromPod(t *testing.T, kiln, dir, name, url string) probeResult {
+	t.Helper()
+	return runProbe(t, kiln, dir, name, "http", url)
+}
+
+// runProbe runs a pod of the probe image (loadProbe) named probe-<name>
+// with the probe's args; it returns how the pod ended.
+func runProbe(t *testing.T, kiln, dir, name string, probeArgs ...string) probeResult {
+	t.Helper()
 	pod := "probe-" + name
 	kubectl := func(timeout time.Duration, args ...string) (string, error) {
 		return runKiln(t, kiln, timeout, append([]string{"kubectl", "--dir", dir, "--"}, args...)...)
@@ -364,14 +370,14 @@ func runProbe(t *testing.T, kiln, dir, archive, name string, probeArgs ...string
 // and that a name outside the cluster is refused by CoreDNS at once.
 func assertSealedPod(t *testing.T, kiln, dir string) {
 	t.Helper()
-	probe := probeArchive(t)
-	got := fetchFromPod(t, kiln, dir, probe, "sealed", "http://"+worldAddr+"/")
+	loadProbe(t, kiln, dir)
+	got := fetchFromPod(t, kiln, dir, "sealed", "http://"+worldAddr+"/")
 	t.Logf("a pod of a sealed cluster fetching %s: %s", worldAddr, strings.TrimSpace(got.out))
 	if got.ok || !strings.Contains(got.out, "unreachable") {
 		t.Errorf("a pod of a sealed cluster fetching %s: ok %v, want it refused at once (unreachable):\n%s", worldAddr, got.ok, got.out)
 	}
 	name := "web." + worldZone
-	got = runProbe(t, kiln, dir, probe, "sealed-dns", "dns", name)
+	got = runProbe(t, kiln, dir, "sealed-dns", "dns", name)
 	t.Logf("a pod of a sealed cluster looking %s up: %s", name, strings.TrimSpace(got.out))
 	if got.ok || !strings.Contains(got.out, "server misbehaving") {
 		t.Errorf("a pod of a sealed cluster looking %s up: ok %v, want CoreDNS to refuse it at once (server misbehaving):\n%s", name, got.ok, got.out)
