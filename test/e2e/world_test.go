@@ -1,11 +1,7 @@
 package e2e
 
 import (
-	"archive/tar"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,6 +17,7 @@ import (
 
 	"github.com/kiln-project/kiln/platforms/lb"
 	"github.com/kiln-project/kiln/platforms/local/machine"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 // The simulated world: these machines are offline, and nothing may reach
@@ -395,53 +392,12 @@ func probeArchive(t *testing.T) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./probe: %v\n%s", err, out)
 	}
-	prog, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var layer bytes.Buffer
-	lw := tar.NewWriter(&layer)
-	if err := lw.WriteHeader(&tar.Header{Name: "probe", Mode: 0o755, Size: int64(len(prog)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)}); err != nil {
-		t.Fatal(err)
-	}
-	lw.Write(prog)
-	if err := lw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	diffID := sha256.Sum256(layer.Bytes())
-	config, err := json.Marshal(map[string]any{
-		"architecture": "amd64", "os": "linux",
-		"config": map[string]any{"Entrypoint": []string{"/probe"}},
-		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + hex.EncodeToString(diffID[:])}},
+	archive := filepath.Join(tmp, "probe.tar")
+	images := []nodeimage.ArchiveImage{{Ref: probeImage, Layers: []string{"probe"}, Entrypoint: []string{"/probe"}}}
+	err := nodeimage.WriteDockerArchive(archive, images, func(string) ([]nodeimage.LayerEntry, string, error) {
+		return []nodeimage.LayerEntry{{Name: "probe", Source: bin, Mode: 0o755}}, "kiln e2e: probe", nil
 	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	configSum := sha256.Sum256(config)
-	configName := hex.EncodeToString(configSum[:]) + ".json"
-	manifest, err := json.Marshal([]map[string]any{{"Config": configName, "RepoTags": []string{probeImage}, "Layers": []string{"layer/layer.tar"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive := filepath.Join(tmp, "probe.tar")
-	f, err := os.Create(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	aw := tar.NewWriter(f)
-	for _, e := range []struct {
-		name string
-		data []byte
-	}{{"layer/layer.tar", layer.Bytes()}, {configName, config}, {"manifest.json", manifest}} {
-		if err := aw.WriteHeader(&tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.data)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := aw.Write(e.data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := aw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return archive
