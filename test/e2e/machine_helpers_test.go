@@ -150,17 +150,32 @@ func tail(s string, n int) string {
 	return s
 }
 
-// dumpMachine logs a machine's console and journal, for failures.
+// dumpMachine writes a machine's console, journal and failed units to a
+// file, for failures, and logs only where: a test's own failure stays the
+// last thing it printed, which is what a log's tail (CI's excerpt) shows.
+// The file is in $KILN_E2E_ARTIFACTS when set, else in the temporary
+// directory, kept after the test.
 func dumpMachine(t *testing.T, m *machine.Manager, stateRoot, name string) {
 	t.Helper()
+	var b strings.Builder
 	console, _ := os.ReadFile(filepath.Join(stateRoot, name, "console.log"))
-	t.Logf("=== console of %s ===\n%s", name, tail(string(console), 8000))
+	fmt.Fprintf(&b, "=== console of %s ===\n%s\n", name, tail(string(console), 8000))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, err := m.Exec(ctx, name, "journalctl", "--no-pager", "-n", "300", "-o", "short-monotonic")
-	t.Logf("=== journal of %s (err %v) ===\n%s", name, err, tail(string(out), 30000))
+	fmt.Fprintf(&b, "=== journal of %s (err %v) ===\n%s\n", name, err, tail(string(out), 30000))
 	out, _ = m.Exec(ctx, name, "systemctl", "--no-pager", "--failed")
-	t.Logf("=== failed units of %s ===\n%s", name, out)
+	fmt.Fprintf(&b, "=== failed units of %s ===\n%s", name, out)
+	dir := os.Getenv("KILN_E2E_ARTIFACTS")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	path := filepath.Join(dir, fmt.Sprintf("kiln-e2e-%s-%s-%d.log", strings.ReplaceAll(t.Name(), "/", "_"), name, time.Now().Unix()))
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Logf("%s (writing it to %s: %v)", b.String(), path, err)
+		return
+	}
+	t.Logf("console, journal and failed units of %s: %s", name, path)
 }
 
 // leftovers lists what of the machines is still on the host: mounts below

@@ -301,9 +301,7 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 			t.Errorf("a second reset of %s: %v", h.Name, err)
 		}
 	}
-	if after := snapshotHosts(t, f); after != before {
-		t.Errorf("the hosts after destroy differ from before the install:\n%s", lineDiff(before, after))
-	}
+	assertHostsAsBefore(t, f, before, "the hosts after destroy differ from before the install")
 }
 
 // scaleSSHCluster is TestSSHCluster's day 2: the host joiner joins as a

@@ -43,13 +43,12 @@ func TestSSHPreflight(t *testing.T) {
 	}
 	var got []string
 	for _, p := range perr.Problems {
+		t.Logf("problem: %s %s: %s", p.Host.Name, p.Check, p.Message)
 		got = append(got, p.Host.Name+" "+p.Check+": "+p.Message)
 	}
 	want := "e2epre-master-0 port: something listens on TCP port 6443, kept for kube-apiserver"
 	if strings.Join(got, "\n") != want {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
 	}
-	if after := snapshotHosts(t, f); after != before {
-		t.Errorf("the preflight changed a host:\n%s", lineDiff(before, after))
-	}
+	assertHostsAsBefore(t, f, before, "the preflight changed a host")
 }
