@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,8 +55,8 @@ const (
 	// worldDNSEnv makes it serve the world's DNS (worldZone) on the
 	// comma-separated addresses it names, port 53.
 	worldDNSEnv = "KILN_E2E_WORLD_DNS"
-	// worldZone is the world's DNS zone: web.<zone> is the web server,
-	// every other name there does not exist.
+	// worldZone is the world's DNS zone: worldNames have worldAddr, every
+	// other name there does not exist.
 	worldZone = "example.test."
 	// probeImage is the image of the probe program (test/e2e/probe).
 	probeImage = "kiln.e2e/probe:v1"
@@ -63,10 +64,15 @@ const (
 
 // serveWorld is the world's servers, run by the test binary inside a
 // namespace of the world: on httpAddr (when set) a web server whose every
-// GET answers worldGreeting and the client's address, and on dnsAddrs
-// (comma-separated, when set) the DNS of worldZone. It never returns.
-func serveWorld(httpAddr, dnsAddrs string) {
+// GET answers worldGreeting and the client's address, on dnsAddrs
+// (comma-separated, when set) the DNS of worldZone, and with registry
+// (worldRegistryEnv's value, when set) the registry and the proxy. It
+// never returns.
+func serveWorld(httpAddr, dnsAddrs, registry string) {
 	errs := make(chan error)
+	if registry != "" {
+		go func() { errs <- serveRegistry(registry) }()
+	}
 	if httpAddr != "" {
 		go func() {
 			errs <- http.ListenAndServe(httpAddr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -89,7 +95,7 @@ func serveWorld(httpAddr, dnsAddrs string) {
 	os.Exit(1)
 }
 
-// serveWorldDNS answers the queries that reach pc: web.<worldZone> has
+// serveWorldDNS answers the queries that reach pc: worldNames have
 // worldAddr, every other name NXDOMAIN.
 func serveWorldDNS(pc net.PacketConn) error {
 	buf := make([]byte, 1500)
@@ -110,7 +116,7 @@ func serveWorldDNS(pc net.PacketConn) error {
 		resp := dnsmessage.Message{Header: dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired},
 			Questions: []dnsmessage.Question{q}}
 		switch {
-		case !strings.EqualFold(q.Name.String(), "web."+worldZone):
+		case !slices.ContainsFunc(worldNames, func(n string) bool { return strings.EqualFold(n, q.Name.String()) }):
 			resp.RCode = dnsmessage.RCodeNameError
 		case q.Type == dnsmessage.TypeA:
 			resp.Answers = []dnsmessage.Resource{{
@@ -130,9 +136,10 @@ func inNS(ns string, argv ...string) []string {
 }
 
 // startWorld builds the two namespaces, the veth between them and the
-// world's web server, and returns the wrapper that runs kiln in the host
-// namespace. Everything goes when the test ends.
-func startWorld(t *testing.T, kiln string) string {
+// world's web server, DNS, and registry and proxy (registry), and returns
+// the wrapper that runs kiln in the host namespace. Everything goes when
+// the test ends.
+func startWorld(t *testing.T, kiln string, registry worldRegistry) string {
 	t.Helper()
 	for _, ns := range []string{worldHost, worldNS} {
 		exec.Command("ip", "netns", "del", ns).Run() // a killed run's leftovers
@@ -171,9 +178,9 @@ func startWorld(t *testing.T, kiln string) string {
 	if len(worldDNS)+len(hostDNS) == 0 {
 		t.Fatal("this host names no IPv4 resolver for the world to stand in for")
 	}
-	serveIn(t, worldNS, worldAddr+":80", strings.Join(worldDNS, ","))
+	serveIn(t, worldNS, worldAddr+":80", strings.Join(worldDNS, ","), registry.env())
 	if len(hostDNS) > 0 {
-		serveIn(t, worldHost, "", strings.Join(hostDNS, ","))
+		serveIn(t, worldHost, "", strings.Join(hostDNS, ","), "")
 	}
 
 	wrapper := filepath.Join(t.TempDir(), worldKiln)
@@ -181,25 +188,32 @@ func startWorld(t *testing.T, kiln string) string {
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// The host reaches the world's page, and only through the veth.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		argv := inNS(worldHost, "bash", "-c", "exec 3<>/dev/tcp/"+worldAddr+"/80 && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3")
-		out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
-		if err == nil && strings.Contains(string(out), worldGreeting) {
-			break
+	// The host reaches the world's page, and only through the veth; and
+	// its proxy, which listens once the registry has its image.
+	checks := map[string]string{"80": worldGreeting}
+	if registry.Archive != "" {
+		checks[proxyPort] = "this proxy connects only to " + mirrorHost
+	}
+	for port, want := range checks {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			argv := inNS(worldHost, "bash", "-c", "exec 3<>/dev/tcp/"+worldAddr+"/"+port+" && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3")
+			out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+			if err == nil && strings.Contains(string(out), want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the world's server on port %s does not answer the host namespace: %v\n%s", port, err, out)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the world's web server does not answer the host namespace: %v\n%s", err, out)
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
 	return wrapper
 }
 
 // serveIn runs the world's servers (serveWorld) in namespace ns until the
 // test ends.
-func serveIn(t *testing.T, ns, httpAddr, dnsAddrs string) {
+func serveIn(t *testing.T, ns, httpAddr, dnsAddrs, registry string) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -207,7 +221,7 @@ func serveIn(t *testing.T, ns, httpAddr, dnsAddrs string) {
 	}
 	argv := inNS(ns, self, "-test.run=^$")
 	srv := exec.Command(argv[0], argv[1:]...)
-	srv.Env = append(os.Environ(), worldHTTPEnv+"="+httpAddr, worldDNSEnv+"="+dnsAddrs)
+	srv.Env = append(os.Environ(), worldHTTPEnv+"="+httpAddr, worldDNSEnv+"="+dnsAddrs, worldRegistryEnv+"="+registry)
 	srv.Stdout, srv.Stderr = os.Stderr, os.Stderr
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -218,8 +232,11 @@ func serveIn(t *testing.T, ns, httpAddr, dnsAddrs string) {
 // TestClusterConnected creates a cluster with networking.egress NAT inside
 // the simulated world (1 master, no workers): a pod reaches the world's web
 // server, and the world sees the host namespace's address (the node and
-// the host both masqueraded it). Destroy takes the host's NAT away: its
-// nftables table, the forwarding it turned on, its record.
+// the host both masqueraded it); a name of the world resolves in a pod;
+// and the node pulls an image of a private registry through its mirror,
+// the proxy and the world CA (imageMirrors, proxy and
+// additionalTrustBundle: world_registry_test.go). Destroy takes the host's
+// NAT away: its nftables table, the forwarding it turned on, its record.
 func TestClusterConnected(t *testing.T) {
 	t.Parallel()
 	requireMachineHost(t)
@@ -227,7 +244,8 @@ func TestClusterConnected(t *testing.T) {
 		t.Skip("KILN_E2E_CLUSTER=0")
 	}
 	kiln := buildStaticKiln(t)
-	world := startWorld(t, kiln)
+	registry := newWorldRegistry(t)
+	world := startWorld(t, kiln, registry)
 	dir := t.TempDir()
 	writeInstallConfig(t, dir, "e2enat", 1, 0, "10.66.103.0/24", "")
 	cfg := filepath.Join(dir, "install-config.yaml")
@@ -236,6 +254,7 @@ func TestClusterConnected(t *testing.T) {
 		t.Fatal(err)
 	}
 	data = bytes.Replace(data, []byte("  egress: None\n"), []byte("  egress: NAT\n"), 1)
+	data = append(data, registry.installConfig(t)...)
 	if err := os.WriteFile(cfg, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -270,6 +289,18 @@ func TestClusterConnected(t *testing.T) {
 		}
 	}
 	measureWorldDNS(t, world, dir)
+
+	// The image of a registry that does not resolve, pulled from its
+	// mirror through the proxy, over TLS by the world CA: the probe in it
+	// fetches the world's page.
+	got := runImage(t, world, dir, "mirrored", mirroredImage, "Always", "http", "http://"+worldAddr+"/")
+	t.Logf("a pod of %s: %s", mirroredImage, strings.TrimSpace(got.out))
+	if !got.ok || !strings.Contains(got.out, worldGreeting) {
+		t.Errorf("a pod of %s (pulled through %s and %s): ok %v, want the greeting:\n%s", mirroredImage, mirrorHost, proxyHost, got.ok, got.out)
+	}
+	if ev, err := runKiln(t, world, time.Minute, "kubectl", "--dir", dir, "--", "get", "events", "--field-selector", "involvedObject.name=probe-mirrored,reason=Pulled", "-o", "jsonpath={.items[*].message}"); err == nil {
+		t.Logf("MEASURE the pull through the mirror, the proxy and the world CA: %s", ev)
+	}
 }
 
 // measureWorldDNS logs how long a pod's lookup of an outside name takes,
@@ -336,11 +367,19 @@ func fetchFromPod(t *testing.T, kiln, dir, name, url string) probeResult {
 // with the probe's args; it returns how the pod ended.
 func runProbe(t *testing.T, kiln, dir, name string, probeArgs ...string) probeResult {
 	t.Helper()
+	return runImage(t, kiln, dir, name, probeImage, "Never", probeArgs...)
+}
+
+// runImage runs the probe of image (the probe image under any name) in a
+// pod named probe-<name> with the probe's args and pull policy; it returns
+// how the pod ended.
+func runImage(t *testing.T, kiln, dir, name, image, pullPolicy string, probeArgs ...string) probeResult {
+	t.Helper()
 	pod := "probe-" + name
 	kubectl := func(timeout time.Duration, args ...string) (string, error) {
 		return runKiln(t, kiln, timeout, append([]string{"kubectl", "--dir", dir, "--"}, args...)...)
 	}
-	run := append([]string{"run", pod, "--image=" + probeImage, "--image-pull-policy=Never", "--restart=Never",
+	run := append([]string{"run", pod, "--image=" + image, "--image-pull-policy=" + pullPolicy, "--restart=Never",
 		`--overrides={"spec":{"tolerations":[{"operator":"Exists"}]}}`, "--command", "--", "/probe"}, probeArgs...)
 	if out, err := kubectl(time.Minute, run...); err != nil {
 		t.Fatalf("kubectl run %s: %v\n%s", pod, err, out)
