@@ -64,3 +64,18 @@ func TestContainerdTrustsTheBundle(t *testing.T) {
 		}
 	}
 }
+
+// TestKubeletResolvConf checks that every machine's kubelet chooses its
+// resolv.conf before it starts (kiln node resolv-conf, into the drop-in
+// directory it reads), and starts anyway when that fails.
+func TestKubeletResolvConf(t *testing.T) {
+	boot := bootstrapIn(t, newDir(t))
+	want := "ExecStartPre=-/usr/local/bin/kiln node resolv-conf --config-dir=/run/kiln/kubelet.conf.d\n"
+	for name, c := range everyMachine(t, boot) {
+		unit := unitOf(c, "kubelet.service")
+		i, j := strings.Index(unit, want), strings.Index(unit, "ExecStart=/usr/local/bin/kubelet")
+		if i < 0 || j < 0 || i > j || !strings.Contains(unit, "--config-dir=/run/kiln/kubelet.conf.d") {
+			t.Errorf("%s: kubelet.service lacks %q before kubelet starts with that --config-dir:\n%s", name, want, unit)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -30,7 +31,9 @@ import (
 	"github.com/kiln-project/kiln/cmd/node/netd"
 	"github.com/kiln-project/kiln/cmd/node/permission"
 	"github.com/kiln-project/kiln/cmd/node/probe"
+	"github.com/kiln-project/kiln/cmd/node/resolvconf"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
+	"github.com/kiln-project/kiln/platforms/resolvers"
 )
 
 // newNodeCmd groups the agents that run on kiln's machines, from the kiln
@@ -44,7 +47,7 @@ func newNodeCmd(o *rootOptions) *cobra.Command {
 		Annotations: map[string]string{debugLogAnnotation: debugLogNone},
 	}
 	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o), newNodeProbeCmd(o),
-		newNodeCSRApproverCmd(o), newNodeAwaitPermissionCmd(o))
+		newNodeCSRApproverCmd(o), newNodeAwaitPermissionCmd(o), newNodeResolvConfCmd(o))
 	return cmd
 }
 
@@ -413,6 +416,26 @@ func newNodeAwaitPermissionCmd(o *rootOptions) *cobra.Command {
 	cmd.Flags().DurationVar(&every, "every", time.Second, "pause between questions")
 	// On a slow host (a VM under emulation) the API answers in more than 5 s.
 	cmd.Flags().DurationVar(&perTry, "request-timeout", 30*time.Second, "longest wait for one answer")
+	return cmd
+}
+
+func newNodeResolvConfCmd(o *rootOptions) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "resolv-conf",
+		Short: "Point kubelet at the resolv.conf naming the host's resolvers, where /etc/resolv.conf names only loopback ones (systemd-resolved's stub)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			files := resolvers.ResolvConfs()
+			file := resolvconf.Choose(files, os.ReadFile)
+			if err := resolvconf.Apply(dir, file, files[0]); err != nil {
+				return err
+			}
+			o.log.Infof("kubelet's resolvConf, which pods with dnsPolicy Default (CoreDNS) get: %s", file)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "config-dir", nodelayout.KubeletConfigDir, "kubelet's configuration drop-in directory")
 	return cmd
 }
 

@@ -1,11 +1,9 @@
 package lb
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"net"
-	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/platforms/resolvers"
 )
 
 // DNS is the balancer's DNS forwarder (Config.DNS): on a connected local
@@ -26,20 +26,13 @@ type DNS struct {
 	// when 0.
 	Port int `json:"port,omitempty"`
 	// Upstreams are the resolvers as "ip" or "ip:port"; when empty, the
-	// host's, read from its resolv.conf files (ResolvConfs) again
+	// host's, read from its resolv.conf files (resolvers.ResolvConfs) again
 	// whenever one changed.
 	Upstreams []string `json:"upstreams,omitempty"`
 }
 
 // DefaultDNSPort is where the forwarder listens unless DNS.Port says.
 const DefaultDNSPort = 53
-
-// ResolvConfs returns the files naming the host's resolvers, in the order
-// they are read: resolv.conf, and systemd-resolved's list of its own
-// upstreams for a resolv.conf that names only loopback addresses.
-func ResolvConfs() []string {
-	return []string{"/etc/resolv.conf", "/run/systemd/resolve/resolv.conf"}
-}
 
 // dnsTimeout bounds one exchange with one upstream.
 const dnsTimeout = 2 * time.Second
@@ -64,7 +57,7 @@ func startDNS(log logrus.FieldLogger, listen string, d DNS) (*dnsForwarder, erro
 	if port == 0 {
 		port = DefaultDNSPort
 	}
-	upstreams := (&hostResolvers{files: ResolvConfs()}).get
+	upstreams := (&hostResolvers{files: resolvers.ResolvConfs()}).get
 	if len(d.Upstreams) > 0 {
 		ups := withPort(d.Upstreams, DefaultDNSPort)
 		upstreams = func() []string { return ups }
@@ -244,44 +237,6 @@ func (h *hostResolvers) get() []string {
 		return h.ups
 	}
 	h.stamp = stamp.String()
-	h.ups = ResolversOf(h.files, os.ReadFile)
+	h.ups = resolvers.Of(h.files, os.ReadFile)
 	return h.ups
-}
-
-// ResolversOf returns the resolvers (ip:53) that files name, read with
-// read: the first file's, unless they are all loopback addresses and a
-// later file names others (systemd-resolved's stub on 127.0.0.53 in
-// /etc/resolv.conf, its upstreams in /run/systemd/resolve/resolv.conf).
-// Loopback resolvers are kept when nothing better is named: the forwarder
-// runs on the host, where they answer.
-func ResolversOf(files []string, read func(string) ([]byte, error)) []string {
-	var first []string
-	for _, f := range files {
-		data, err := read(f)
-		if err != nil {
-			continue
-		}
-		var ups []string
-		loopbackOnly := true
-		sc := bufio.NewScanner(strings.NewReader(string(data)))
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			if len(fields) < 2 || fields[0] != "nameserver" {
-				continue
-			}
-			a, err := netip.ParseAddr(fields[1])
-			if err != nil {
-				continue
-			}
-			loopbackOnly = loopbackOnly && a.IsLoopback()
-			ups = append(ups, net.JoinHostPort(a.WithZone("").String(), "53"))
-		}
-		if first == nil {
-			first = ups
-		}
-		if len(ups) > 0 && !loopbackOnly {
-			return ups
-		}
-	}
-	return first
 }

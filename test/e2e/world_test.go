@@ -16,9 +16,9 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 
-	"github.com/kiln-project/kiln/platforms/lb"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 	"github.com/kiln-project/kiln/platforms/nodeimage"
+	"github.com/kiln-project/kiln/platforms/resolvers"
 )
 
 // The simulated world: these machines are offline, and nothing may reach
@@ -163,7 +163,7 @@ func startWorld(t *testing.T, kiln string, registry worldRegistry) string {
 	// forwarder reads them there. A loopback resolver (127.0.0.53) answers
 	// inside the host namespace itself, any other in the world.
 	var worldDNS, hostDNS []string
-	for _, r := range lb.ResolversOf(lb.ResolvConfs(), os.ReadFile) {
+	for _, r := range resolvers.Of(resolvers.ResolvConfs(), os.ReadFile) {
 		host, _, _ := net.SplitHostPort(r)
 		a, err := netip.ParseAddr(host)
 		switch {
