@@ -148,7 +148,8 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 	}
 	assertHostNetworkReachesServices(t, infraID, masters, workers)
 	if masters == 1 {
-		// Sealed (networking.egress None): a pod's request out fails at once.
+		// Sealed (networking.egress None): a pod's request out, its lookup of
+		// an outside name and a pull of the world's image fail fast.
 		assertSealedPod(t, kiln, dir)
 	}
 	assertUserManifest(ctx, t, client)

@@ -19,24 +19,34 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The world's registry and proxy: a private registry that only a proxy
-// reaches, serving over TLS under a CA no node trusts by default. A pod
-// of mirrorSource's image runs only when install-config's imageMirrors,
-// proxy and additionalTrustBundle all reach the nodes' containerd: the
-// source's name does not resolve (the mirror is the only way), the mirror
-// answers only connections from the proxy (the nodes' own are refused),
-// and its certificate is the world CA's.
+// The world's registry and proxy: one registry server, over TLS under a
+// CA no node trusts by default, serving an image that exists nowhere else
+// under two names. As registryHost it answers anyone: a pod of
+// worldImage runs when additionalTrustBundle reaches the nodes'
+// containerd and proxy.noProxy keeps that registry off the proxy (which
+// refuses it). As mirrorHost it answers only connections from the proxy:
+// a pod of mirroredImage runs when imageMirrors and proxy reach
+// containerd too, since mirrorSource's name does not resolve (the mirror
+// is the only way) and the mirror refuses the nodes' own connections.
 const (
-	// mirrorSource is the registry the pod's image names; no address has
+	// registryHost is the world's registry.
+	registryHost = "registry.example.test"
+	// mirrorSource is the registry mirroredImage names; no address has
 	// this name.
-	mirrorSource = "registry.example.test"
-	// mirrorHost is the world's registry, mirroring mirrorSource.
+	mirrorSource = "origin.example.test"
+	// mirrorHost is the world's registry again, mirroring mirrorSource
+	// for the proxy only.
 	mirrorHost = "mirror.example.test"
 	// proxyHost is the world's HTTP proxy, on proxyPort.
 	proxyHost = "proxy.example.test"
 	proxyPort = "3128"
-	// mirroredImage is the probe image (probeImage) as the registry serves it.
-	mirroredImage = mirrorSource + "/team/probe:v1"
+	// imageRepo and imageTag are the registry's one image: the probe image
+	// (probeImage).
+	imageRepo, imageTag = "team/app", "v1"
+	// worldImage is that image at registryHost, mirroredImage at
+	// mirrorSource.
+	worldImage    = registryHost + "/" + imageRepo + ":" + imageTag
+	mirroredImage = mirrorSource + "/" + imageRepo + ":" + imageTag
 	// worldRegistryEnv makes the test binary serve the registry and the
 	// proxy on worldAddr: "<cert file>,<key file>,<docker-archive>".
 	worldRegistryEnv = "KILN_E2E_WORLD_REGISTRY"
@@ -44,24 +54,24 @@ const (
 
 // worldNames are the world's DNS names with an address: every other name
 // of worldZone does not exist.
-var worldNames = []string{"web." + worldZone, mirrorHost + ".", proxyHost + "."}
+var worldNames = []string{"web." + worldZone, registryHost + ".", mirrorHost + ".", proxyHost + "."}
 
 // worldRegistry is what a world with a registry is given: the files of
-// the mirror's certificate and key (by the world CA), and the image
-// archive whose one image it serves as mirroredImage.
+// the registry's certificate and key (by the world CA), and the image
+// archive whose one image it serves.
 type worldRegistry struct {
 	CAPEM                      []byte
 	CertFile, KeyFile, Archive string
 }
 
-// newWorldRegistry makes a CA, the mirror's certificate and the probe
+// newWorldRegistry makes a CA, the registry's certificate and the probe
 // image's archive, in a directory removed after the test.
 func newWorldRegistry(t *testing.T) worldRegistry {
 	t.Helper()
 	ca := newTestCA(t)
-	cert, key := ca.issue(t, mirrorHost, nil, []string{mirrorHost}, nil)
+	cert, key := ca.issue(t, registryHost, nil, []string{registryHost, mirrorHost}, nil)
 	dir := t.TempDir()
-	r := worldRegistry{CAPEM: ca.certPEM, CertFile: filepath.Join(dir, "mirror.crt"), KeyFile: filepath.Join(dir, "mirror.key"), Archive: probeArchive(t)}
+	r := worldRegistry{CAPEM: ca.certPEM, CertFile: filepath.Join(dir, "registry.crt"), KeyFile: filepath.Join(dir, "registry.key"), Archive: probeArchive(t)}
 	for path, data := range map[string][]byte{r.CertFile: cert, r.KeyFile: key} {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
@@ -80,13 +90,14 @@ func (r worldRegistry) env() string {
 }
 
 // installConfig is what install-config.yaml adds for the nodes to pull
-// mirroredImage: the mirror, the proxy and the world CA.
+// worldImage and mirroredImage: the world CA, the mirror, and the proxy
+// for all but registryHost.
 func (r worldRegistry) installConfig(t *testing.T) []byte {
 	t.Helper()
 	out, err := yaml.Marshal(map[string]any{
 		"additionalTrustBundle": string(r.CAPEM),
 		"imageMirrors":          []map[string]any{{"source": mirrorSource, "mirrors": []string{mirrorHost}}},
-		"proxy":                 map[string]string{"httpsProxy": "http://" + proxyHost + ":" + proxyPort},
+		"proxy":                 map[string]string{"httpsProxy": "http://" + proxyHost + ":" + proxyPort, "noProxy": registryHost},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -117,10 +128,9 @@ func serveRegistry(spec string) error {
 }
 
 // registryImage is one image served by the registry API (distribution's
-// pull endpoints), as an OCI manifest of uncompressed layers.
+// pull endpoints) as imageRepo:imageTag, an OCI manifest of uncompressed
+// layers.
 type registryImage struct {
-	repo           string // the repository of mirroredImage
-	tag            string
 	manifest       []byte
 	manifestDigest string
 	blobs          map[string][]byte // by digest: the config and the layers
@@ -177,26 +187,27 @@ func loadRegistryImage(archive string) (*registryImage, error) {
 	}
 	sum := sha256.Sum256(img.manifest)
 	img.manifestDigest = "sha256:" + hex.EncodeToString(sum[:])
-	name, tag, _ := strings.Cut(strings.TrimPrefix(mirroredImage, mirrorSource+"/"), ":")
-	img.repo, img.tag = name, tag
 	return img, nil
 }
 
-// ServeHTTP answers distribution's pull requests for the image, and only
-// to the proxy (a connection from worldAddr itself): a node that came
-// straight to the mirror is refused, so a pull that worked went through
-// the proxy.
+// ServeHTTP answers distribution's pull requests for the image: as
+// mirrorHost only to the proxy (a connection from worldAddr itself), so a
+// pull from the mirror that worked went through the proxy.
 func (img *registryImage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if host, _, _ := net.SplitHostPort(r.RemoteAddr); host != worldAddr {
-		http.Error(w, "this registry is reached only through "+proxyHost, http.StatusForbidden)
+	host, _, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host = r.Host
+	}
+	if from, _, _ := net.SplitHostPort(r.RemoteAddr); host == mirrorHost && from != worldAddr {
+		http.Error(w, "the mirror is reached only through "+proxyHost, http.StatusForbidden)
 		return
 	}
-	prefix := "/v2/" + img.repo + "/"
+	prefix := "/v2/" + imageRepo + "/"
 	switch p := r.URL.Path; {
 	case p == "/v2/" || p == "/v2":
 		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 		io.WriteString(w, "{}")
-	case p == prefix+"manifests/"+img.tag || p == prefix+"manifests/"+img.manifestDigest:
+	case p == prefix+"manifests/"+imageTag || p == prefix+"manifests/"+img.manifestDigest:
 		w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
 		w.Header().Set("Docker-Content-Digest", img.manifestDigest)
 		w.Header().Set("Content-Length", fmt.Sprint(len(img.manifest)))

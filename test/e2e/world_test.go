@@ -290,16 +290,22 @@ func TestClusterConnected(t *testing.T) {
 	}
 	measureWorldDNS(t, world, dir)
 
-	// The image of a registry that does not resolve, pulled from its
-	// mirror through the proxy, over TLS by the world CA: the probe in it
+	// The image that exists only in the world's registry, over TLS by the
+	// world CA, straight (noProxy); then under a name that does not
+	// resolve, from its mirror through the proxy. The probe in each
 	// fetches the world's page.
-	got := runImage(t, world, dir, "mirrored", mirroredImage, "Always", "http", "http://"+worldAddr+"/")
-	t.Logf("a pod of %s: %s", mirroredImage, strings.TrimSpace(got.out))
-	if !got.ok || !strings.Contains(got.out, worldGreeting) {
-		t.Errorf("a pod of %s (pulled through %s and %s): ok %v, want the greeting:\n%s", mirroredImage, mirrorHost, proxyHost, got.ok, got.out)
-	}
-	if ev, err := runKiln(t, world, time.Minute, "kubectl", "--dir", dir, "--", "get", "events", "--field-selector", "involvedObject.name=probe-mirrored,reason=Pulled", "-o", "jsonpath={.items[*].message}"); err == nil {
-		t.Logf("MEASURE the pull through the mirror, the proxy and the world CA: %s", ev)
+	for _, p := range []struct{ name, image, how string }{
+		{"registry", worldImage, "straight from " + registryHost + ", trusting the world CA"},
+		{"mirrored", mirroredImage, "from " + mirrorHost + " through " + proxyHost + ", trusting the world CA"},
+	} {
+		got := runImage(t, world, dir, p.name, p.image, "Always", "http", "http://"+worldAddr+"/")
+		t.Logf("a pod of %s: %s", p.image, strings.TrimSpace(got.out))
+		if !got.ok || !strings.Contains(got.out, worldGreeting) {
+			t.Errorf("a pod of %s (pulled %s): ok %v, want the greeting:\n%s", p.image, p.how, got.ok, got.out)
+		}
+		if ev, err := runKiln(t, world, time.Minute, "kubectl", "--dir", dir, "--", "get", "events", "--field-selector", "involvedObject.name=probe-"+p.name+",reason=Pulled", "-o", "jsonpath={.items[*].message}"); err == nil {
+			t.Logf("MEASURE the pull %s: %s", p.how, ev)
+		}
 	}
 }
 
@@ -403,7 +409,8 @@ func runImage(t *testing.T, kiln, dir, name, image, pullPolicy string, probeArgs
 // assertSealedPod checks, in a sealed cluster, that a pod's request to the
 // world's address fails at once, in the cluster (no route out of the
 // node), without waiting for a timeout: nothing was sent to be dropped;
-// and that a name outside the cluster is refused by CoreDNS at once.
+// that a name outside the cluster is refused by CoreDNS at once; and that
+// the world's image does not pull, and says so fast.
 func assertSealedPod(t *testing.T, kiln, dir string) {
 	t.Helper()
 	loadProbe(t, kiln, dir)
@@ -417,6 +424,40 @@ func assertSealedPod(t *testing.T, kiln, dir string) {
 	t.Logf("a pod of a sealed cluster looking %s up: %s", name, strings.TrimSpace(got.out))
 	if got.ok || !strings.Contains(got.out, "server misbehaving") {
 		t.Errorf("a pod of a sealed cluster looking %s up: ok %v, want CoreDNS to refuse it at once (server misbehaving):\n%s", name, got.ok, got.out)
+	}
+	assertPullFails(t, kiln, dir, "sealed-pull", worldImage)
+}
+
+// assertPullFails runs a pod of image named probe-<name> and checks that
+// its pull fails within a minute (ErrImagePull), logging how long that
+// took and why.
+func assertPullFails(t *testing.T, kiln, dir, name, image string) {
+	t.Helper()
+	pod := "probe-" + name
+	kubectl := func(args ...string) (string, error) {
+		return runKiln(t, kiln, time.Minute, append([]string{"kubectl", "--dir", dir, "--"}, args...)...)
+	}
+	start := time.Now()
+	if out, err := kubectl("run", pod, "--image="+image, "--image-pull-policy=Always", "--restart=Never",
+		`--overrides={"spec":{"tolerations":[{"operator":"Exists"}]}}`); err != nil {
+		t.Fatalf("kubectl run %s: %v\n%s", pod, err, out)
+	}
+	t.Cleanup(func() { kubectl("delete", "pod", pod, "--wait=false") })
+	for {
+		out, err := kubectl("get", "pod", pod, "-o", `jsonpath={.status.phase} {.status.containerStatuses[0].state.waiting.reason} {.status.containerStatuses[0].state.waiting.message}`)
+		if f := strings.Fields(out); err == nil && len(f) > 1 && (f[1] == "ErrImagePull" || f[1] == "ImagePullBackOff") {
+			t.Logf("MEASURE a sealed cluster's pull of %s failed after %s: %s", image, time.Since(start).Round(100*time.Millisecond), out)
+			return
+		}
+		if err == nil && (strings.HasPrefix(out, "Running") || strings.HasPrefix(out, "Succeeded")) {
+			t.Errorf("a sealed cluster pulled %s: %s", image, out)
+			return
+		}
+		if time.Since(start) > time.Minute {
+			t.Errorf("a sealed cluster's pull of %s did not fail within a minute: %v %s", image, err, out)
+			return
+		}
+		time.Sleep(time.Second)
 	}
 }
 
