@@ -22,7 +22,7 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "sshKey", Type: "string", Ref: "", Doc: "sshKey is an authorized_keys line installed for the core user."},
 			{Name: "pullSecret", Type: "string", Ref: "", Doc: "pullSecret is an optional JSON registry credential document."},
 			{Name: "additionalTrustBundle", Type: "string", Ref: "", Doc: "additionalTrustBundle is PEM CA certificates the nodes also trust."},
-			{Name: "proxy", Type: "object", Ref: "Proxy", Doc: "proxy configures an egress HTTP proxy for the nodes."},
+			{Name: "proxy", Type: "object", Ref: "Proxy", Doc: "proxy configures an egress HTTP proxy for the nodes' containerd, with the cluster's names and networks added to noProxy; kiln's own downloads (a node image's Go modules and Debian packages) use it too where kiln's environment names no proxy."},
 			{Name: "imageMirrors", Type: "[]object", Ref: "ImageMirror", Doc: "imageMirrors are registries whose images the nodes pull from mirrors first (OpenShift's imageDigestSources, by registry): each node's containerd tries the cluster's own registry (the registry add-on) where it mirrors the source, then these mirrors in order, then the source itself."},
 			{Name: "timeouts", Type: "object", Ref: "Timeouts", Doc: "timeouts bounds each wait of create cluster."},
 		}},

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/assets/installconfig/types"
 )
 
 // Command is a child process kiln runs, as data so that tests can check
@@ -41,6 +43,41 @@ type runner struct {
 	// update, when set, also receives every output line, e.g. to show the
 	// latest one as a progress detail.
 	update func(line string)
+	// env is added to kiln's environment, before each command's own Env.
+	env []string
+}
+
+// runner returns a runner of b's log and environment (install-config's
+// proxy), sending every output line to update too when it is not nil.
+func (b *builder) runner(update func(line string)) runner {
+	return runner{log: b.log, update: update, env: b.env}
+}
+
+// proxyVars are the variables naming a proxy, in both cases: Go reads
+// either, debootstrap's wget only the lower-case ones.
+var proxyVars = [...]string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}
+
+// ProxyEnv returns the variables that send kiln's downloads through p,
+// install-config's proxy: HTTP_PROXY, HTTPS_PROXY and NO_PROXY in both
+// cases. It returns none when p is nil or names no proxy, or when kiln's
+// environment (getenv) names a proxy already: that one is the host's own,
+// and wins whole, with its NO_PROXY.
+func ProxyEnv(p *types.Proxy, getenv func(string) string) []string {
+	if p == nil || p.HTTPProxy == "" && p.HTTPSProxy == "" {
+		return nil
+	}
+	for _, v := range proxyVars {
+		if getenv(v) != "" {
+			return nil
+		}
+	}
+	var env []string
+	for _, kv := range [][2]string{{"HTTP_PROXY", p.HTTPProxy}, {"HTTPS_PROXY", p.HTTPSProxy}, {"NO_PROXY", p.NoProxy}} {
+		if kv[1] != "" {
+			env = append(env, kv[0]+"="+kv[1], strings.ToLower(kv[0])+"="+kv[1])
+		}
+	}
+	return env
 }
 
 // run runs c and returns its error with the last lines of its output.
@@ -53,7 +90,7 @@ func (r runner) run(ctx context.Context, c Command) error {
 func (r runner) output(ctx context.Context, c Command, keep bool) (string, error) {
 	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
 	cmd.Dir = c.Dir
-	cmd.Env = append(os.Environ(), c.Env...)
+	cmd.Env = append(append(os.Environ(), r.env...), c.Env...)
 	// A cancelled command is killed with its process group, so that its
 	// children (go's compilers, debootstrap's dpkg) stop too; should one
 	// escape and hold the output pipe open, run stops waiting after a while.

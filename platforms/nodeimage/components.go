@@ -387,7 +387,7 @@ func (b *builder) buildComponent(ctx context.Context, job componentJob, fetched 
 func (b *builder) goBuild(ctx context.Context, job componentJob) error {
 	c := job.Component
 	bin := filepath.Join(job.Tmp, "bin")
-	run := runner{log: b.log, update: b.progress.Update}
+	run := b.runner(b.progress.Update)
 	if err := run.run(ctx, GoBuildCmd(b.goBin, b.cache, c, job.src(), bin)); err != nil {
 		return fmt.Errorf("building %s: %w", c.Name, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/platforms"
@@ -33,6 +34,10 @@ type Options struct {
 	// other artefacts) to build; the zero value means release.Default().
 	// Images of different releases live side by side in the cache.
 	Release release.Release
+	// Proxy is install-config's proxy: kiln's own downloads (the go
+	// command's modules, debootstrap's packages) go through it where
+	// kiln's environment names no proxy (ProxyEnv). Nil for none.
+	Proxy *types.Proxy
 }
 
 // Image is a built node image in the cache.
@@ -232,10 +237,14 @@ type builder struct {
 	host hostProbe
 	// rel is the release being built (see pinned); zero means the default.
 	rel release.Release
+	// env is what every child command gets besides kiln's environment:
+	// install-config's proxy (ProxyEnv).
+	env []string
 }
 
 func newBuilder(opts Options) (*builder, error) {
-	b := &builder{cache: opts.CacheDir, hostRoot: "/", log: opts.Log, progress: opts.Progress, host: realHost(), rel: opts.Release}
+	b := &builder{cache: opts.CacheDir, hostRoot: "/", log: opts.Log, progress: opts.Progress, host: realHost(), rel: opts.Release,
+		env: ProxyEnv(opts.Proxy, os.Getenv)}
 	if b.log == nil {
 		l := logrus.New()
 		l.SetOutput(nopWriter{})
@@ -254,7 +263,10 @@ func newBuilder(opts Options) (*builder, error) {
 	if err := os.MkdirAll(b.cache, 0o755); err != nil {
 		return nil, err
 	}
-	b.run = runner{log: b.log}
+	if len(b.env) > 0 {
+		b.log.Info("kiln's downloads (Go modules, Debian packages) go through install-config's proxy: kiln's environment names none")
+	}
+	b.run = b.runner(nil)
 	b.goBin, b.goVersion, b.goErr = goToolchain(opts.Go)
 	return b, nil
 }

@@ -115,11 +115,11 @@ func (b *builder) debootstrap(ctx context.Context, job baseJob, update func(stri
 	if err != nil {
 		return err
 	}
-	run := runner{log: b.log, update: func(line string) {
+	run := b.runner(func(line string) {
 		if update != nil && strings.HasPrefix(line, "I: ") {
 			update(strings.TrimPrefix(line, "I: "))
 		}
-	}}
+	})
 	if err := run.run(ctx, debootstrapCmd(job.Mirror, filepath.Join(tmp, "rootfs"))); err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func (t *Toolkit) EnsureComponent(ctx context.Context, c Component) (string, err
 // Run runs c, sending its output line by line to the log and, when update
 // is not nil, to update; its error quotes the output's last lines.
 func (t *Toolkit) Run(ctx context.Context, c Command, update func(line string)) error {
-	return runner{log: t.b.log, update: update}.run(ctx, c)
+	return t.b.runner(update).run(ctx, c)
 }
 
 // Output runs c and returns its standard output; its standard error goes

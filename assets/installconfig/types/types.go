@@ -93,7 +93,9 @@ type Config struct {
 	PullSecret string `json:"pullSecret,omitempty"`
 	// AdditionalTrustBundle is PEM CA certificates the nodes also trust.
 	AdditionalTrustBundle string `json:"additionalTrustBundle,omitempty"`
-	// Proxy configures an egress HTTP proxy for the nodes.
+	// Proxy configures an egress HTTP proxy for the nodes' containerd, with the cluster's names
+	// and networks added to noProxy; kiln's own downloads (a node image's Go modules and Debian
+	// packages) use it too where kiln's environment names no proxy.
 	Proxy *Proxy `json:"proxy,omitempty"`
 	// ImageMirrors are registries whose images the nodes pull from mirrors first (OpenShift's
 	// imageDigestSources, by registry): each node's containerd tries the cluster's own registry

@@ -115,7 +115,7 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 		image, kiln = prev.NodeImage, prev.KilnBinary
 	}
 	if image == "" {
-		img, err := nodeimage.Ensure(ctx, nodeimage.Options{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress, Release: c.Resolved.Release})
+		img, err := nodeimage.Ensure(ctx, nodeimage.Options{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress, Release: c.Resolved.Release, Proxy: c.Config.Proxy})
 		if err != nil {
 			return err
 		}

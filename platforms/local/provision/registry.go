@@ -33,7 +33,7 @@ func (p *Provisioner) setRegistry(ctx context.Context, c *platforms.Cluster, v *
 	if ensure == nil {
 		ensure = nodeimage.EnsureRegistry
 	}
-	bin, err := ensure(ctx, nodeimage.Options{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress})
+	bin, err := ensure(ctx, nodeimage.Options{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress, Proxy: c.Config.Proxy})
 	if err != nil {
 		return err
 	}

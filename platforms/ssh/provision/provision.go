@@ -245,7 +245,7 @@ func (p *Provisioner) payloadRoot(infraID string) string {
 // kiln binary, written into the cache once per cluster (hard links to
 // the node image's files).
 func (p *Provisioner) ensurePayload(ctx context.Context, c *platforms.Cluster) (string, error) {
-	img, err := nodeimage.Ensure(ctx, nodeimage.Options{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress, Release: c.Resolved.Release})
+	img, err := nodeimage.Ensure(ctx, nodeimage.Options{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress, Release: c.Resolved.Release, Proxy: c.Config.Proxy})
 	if err != nil {
 		return "", err
 	}
