@@ -73,6 +73,7 @@ const (
 	CheckEnv       = "env"     // CheckEnv + ":" + the variable
 	CheckInotify   = "inotify" // fs.inotify.max_user_instances
 	CheckStateRoot = "stateRoot"
+	CheckDNSPort   = "dnsPort" // a server holds port 53 of every address (egress NAT)
 )
 
 // PreflightError lists the problems that stop machines from running here.
@@ -150,6 +151,9 @@ func preflight(opts PreflightOptions, p hostProbe) (Report, error) {
 	checkEmulatedCPU(&r, opts, p)
 	checkEnv(problem, p)
 	checkInotify(&r, problem, opts.Machines, p)
+	if opts.EgressNAT {
+		checkDNSPort(problem, p)
+	}
 	root := opts.StateRoot
 	if root == "" {
 		root = DefaultStateRoot
@@ -164,6 +168,34 @@ func preflight(opts PreflightOptions, p hostProbe) (Report, error) {
 		return r, &PreflightError{Problems: r.Problems}
 	}
 	return r, nil
+}
+
+// checkDNSPort checks that nothing holds port 53 of every IPv4 address
+// (0.0.0.0:53, TCP or UDP: dnsmasq's default, without bind-interfaces),
+// which the API load balancer's DNS forwarder, the machines' resolver
+// with egress NAT, could then not take on the bridge address. A server on
+// addresses of its own (systemd-resolved's 127.0.0.53, a bridge's) is
+// no problem; an IPv6 wildcard is not judged, as /proc does not tell
+// whether it takes IPv4 too. Unreadable tables are skipped.
+func checkDNSPort(problem func(string, string, ...any), p hostProbe) {
+	var held []string
+	for _, t := range []struct{ file, state, proto string }{{"/proc/net/tcp", "0A", "TCP"}, {"/proc/net/udp", "07", "UDP"}} {
+		data, err := p.read(t.file)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) > 3 && f[1] == "00000000:0035" && f[3] == t.state {
+				held = append(held, t.proto)
+				break
+			}
+		}
+	}
+	if len(held) > 0 {
+		problem(CheckDNSPort, "a server listens on port 53 of every address (0.0.0.0:53, %s), so the DNS forwarder that networking.egress NAT gives the machines cannot listen on the bridge address: "+
+			"have that server listen on its own addresses only (dnsmasq: bind-interfaces or bind-dynamic), or set networking.egress: None", strings.Join(held, " and "))
+	}
 }
 
 // hostChanges is the note that lists what the cluster changes on the host.

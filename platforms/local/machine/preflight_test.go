@@ -2,6 +2,7 @@ package machine
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -114,6 +115,66 @@ func TestPreflightFixes(t *testing.T) {
 		if fix, ok := want[pr.Check]; !ok || !strings.Contains(pr.Message, fix) {
 			t.Errorf("problem %s: %q does not say %q", pr.Check, pr.Message, fix)
 		}
+	}
+}
+
+// TestPreflightDNSPort: with egress NAT, a server on 0.0.0.0:53 is a
+// problem (the machines' DNS forwarder could not listen); one on its own
+// addresses, or a sealed cluster, is none.
+func TestPreflightDNSPort(t *testing.T) {
+	const header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+	// 127.0.0.53:53 (systemd-resolved), 10.88.0.1:53 (a bridge's dnsmasq);
+	// a connected socket from 0.0.0.0:53 is no listener.
+	own := header +
+		"   0: 3500007F:0035 00000000:0000 0A 00000000:00000000 00:00000000 00000000   101        0 1 1 0000000000000000 100 0 0 10 5\n" +
+		"   1: 0100580A:0035 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 100 0 0 10 5\n" +
+		"   2: 00000000:0035 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 3 1 0000000000000000 100 0 0 10 5\n"
+	wildUDP := header + "  12: 00000000:0035 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4 2 0000000000000000 0\n"
+	wildTCP := header + "   0: 00000000:0035 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5 1 0000000000000000 100 0 0 10 5\n"
+	for _, tc := range []struct {
+		name     string
+		tcp, udp string
+		nat      bool
+		want     string // the problem's protocols; "" for none
+	}{
+		{"servers on their own addresses", own, own, true, ""},
+		{"dnsmasq on every address", wildTCP, wildUDP, true, "TCP and UDP"},
+		{"UDP only", own, wildUDP, true, "UDP"},
+		{"a sealed cluster runs no forwarder", wildTCP, wildUDP, false, ""},
+		{"no tables to read", "", "", true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for name, content := range map[string]string{"tcp": tc.tcp, "udp": tc.udp} {
+				if content == "" {
+					continue
+				}
+				if err := os.MkdirAll(filepath.Join(root, "proc/net"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(root, "proc/net", name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			probe := hostProbe{root: root, euid: func() int { return 0 },
+				lookPath:  func(n string) (string, error) { return "/usr/bin/" + n, nil },
+				environ:   func() []string { return nil },
+				inotify:   func() int { return 0 },
+				onOverlay: func(string) bool { return false }}
+			r, _ := preflight(PreflightOptions{Machines: 1, EgressNAT: tc.nat}, probe)
+			var got []Problem
+			for _, p := range r.Problems {
+				if p.Check == CheckDNSPort {
+					got = append(got, p)
+				}
+			}
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Errorf("problems %v, want none", got)
+			case tc.want != "" && (len(got) != 1 || got[0].Check != CheckDNSPort || !strings.Contains(got[0].Message, "(0.0.0.0:53, "+tc.want+")") || !strings.Contains(got[0].Message, "bind-interfaces")):
+				t.Errorf("problems %v, want one naming %s and the fix", got, tc.want)
+			}
+		})
 	}
 }
 
