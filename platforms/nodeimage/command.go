@@ -53,20 +53,17 @@ func (b *builder) runner(update func(line string)) runner {
 	return runner{log: b.log, update: update, env: b.env}
 }
 
-// proxyVars are the variables naming a proxy, in both cases: Go reads
-// either, debootstrap's wget only the lower-case ones.
-var proxyVars = [...]string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}
-
 // ProxyEnv returns the variables that send kiln's downloads through p,
 // install-config's proxy: HTTP_PROXY, HTTPS_PROXY and NO_PROXY in both
-// cases. It returns none when p is nil or names no proxy, or when kiln's
+// cases (Go reads either, debootstrap's wget only the lower-case ones).
+// It returns none when p is nil or names no proxy, or when kiln's
 // environment (getenv) names a proxy already: that one is the host's own,
 // and wins whole, with its NO_PROXY.
 func ProxyEnv(p *types.Proxy, getenv func(string) string) []string {
 	if p == nil || p.HTTPProxy == "" && p.HTTPSProxy == "" {
 		return nil
 	}
-	for _, v := range proxyVars {
+	for _, v := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
 		if getenv(v) != "" {
 			return nil
 		}

@@ -264,7 +264,7 @@ func newBuilder(opts Options) (*builder, error) {
 		return nil, err
 	}
 	if len(b.env) > 0 {
-		b.log.Info("kiln's downloads (Go modules, Debian packages) go through install-config's proxy: kiln's environment names none")
+		b.log.Debug("kiln's downloads (Go modules, Debian packages) go through install-config's proxy: kiln's environment names none")
 	}
 	b.run = b.runner(nil)
 	b.goBin, b.goVersion, b.goErr = goToolchain(opts.Go)

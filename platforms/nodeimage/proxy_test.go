@@ -42,7 +42,7 @@ func TestProxyEnv(t *testing.T) {
 // TestCommandsGetTheProxy checks that the commands a toolkit (and so a
 // build) runs see install-config's proxy.
 func TestCommandsGetTheProxy(t *testing.T) {
-	for _, v := range append(proxyVars[:], "NO_PROXY", "no_proxy") {
+	for _, v := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"} {
 		t.Setenv(v, "")
 	}
 	dir := filepath.Join(t.TempDir(), "cache")

@@ -49,6 +49,6 @@ func Apply(dir, file, def string) error {
 		}
 		return nil
 	}
-	content := fmt.Sprintf("# kiln node resolv-conf: %s names only loopback resolvers, which pods cannot reach.\napiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nresolvConf: %s\n", def, file)
+	content := fmt.Sprintf("# kiln node resolv-conf: %s names no resolver but loopback ones, which pods cannot reach.\napiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nresolvConf: %s\n", def, file)
 	return atomicfile.Write(path, []byte(content), 0o644)
 }
