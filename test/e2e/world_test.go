@@ -429,7 +429,8 @@ func assertSealedPod(t *testing.T, kiln, dir string) {
 }
 
 // assertPullFails runs a pod of image named probe-<name> and checks that
-// its pull fails within a minute (ErrImagePull), logging how long that
+// its pull fails within a minute (the container waits with reason
+// "ErrImagePull" or "ImagePullBackOff"), logging how long that
 // took and why.
 func assertPullFails(t *testing.T, kiln, dir, name, image string) {
 	t.Helper()
