@@ -27,8 +27,8 @@ func TestMain(m *testing.M) {
 }
 
 func guarded(m *testing.M) int {
-	if h, d, r := os.Getenv(worldHTTPEnv), os.Getenv(worldDNSEnv), os.Getenv(worldRegistryEnv); h != "" || d != "" || r != "" {
-		serveWorld(h, d, r) // the simulated world's servers (world_test.go)
+	if s := worldServersFromEnv(); s != (worldServers{}) {
+		serveWorld(s) // the simulated world's servers (world_test.go)
 	}
 	if os.Getenv("KILN_E2E") != "1" {
 		return m.Run()

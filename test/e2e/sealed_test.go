@@ -16,14 +16,16 @@ import (
 // network: every cluster the tests create here is sealed
 // (networking.egress: None), but for the connected cluster of the
 // simulated world (world_test.go), whose kiln runs in a network namespace
-// whose only way out leads into that world.
+// whose only way out leads into that world, and the ssh cluster connected
+// to its hosts' closed LAN (sshlan_test.go), where nothing routes out.
 
 // requireSealed fails the test when args create a cluster (`create
 // cluster --dir D`) from an install-config of D that is not sealed, but
-// for kiln in the simulated world (the worldKiln wrapper).
+// for kiln in the simulated world or on a closed LAN (the worldKiln and
+// lanKiln wrappers).
 func requireSealed(t *testing.T, kiln string, args []string) {
 	t.Helper()
-	if filepath.Base(kiln) == worldKiln {
+	if b := filepath.Base(kiln); b == worldKiln || b == lanKiln {
 		return
 	}
 	i := slices.Index(args, "create")

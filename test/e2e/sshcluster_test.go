@@ -56,9 +56,12 @@ func TestSSHCluster(t *testing.T) {
 // stopped, and `kiln start cluster` brings the cluster back
 // (restartSSHCluster); the master's host reboots, and `kiln destroy
 // cluster`, through the router, leaves every host as it was (the tunnel
-// device gone, the bootstrap host reset twice).
+// device gone, the bootstrap host reset twice). The cluster is connected
+// (networking.egress NAT) to its hosts' closed LAN (sshlan_test.go):
+// before the split, a pod on each node reaches a server there by the name
+// the hosts' resolver, on that server, gives it.
 func TestSSHClusterVXLAN(t *testing.T) {
-	testSSHCluster(t, sshClusterOptions{name: "e2esshvx", third: 13, masters: 1, networkType: "KilnVXLAN", bootWorker: true, restart: true})
+	testSSHCluster(t, sshClusterOptions{name: "e2esshvx", third: 13, masters: 1, networkType: "KilnVXLAN", bootWorker: true, restart: true, lan: true})
 }
 
 // sshClusterOptions are the cluster a testSSHCluster installs.
@@ -81,6 +84,10 @@ type sshClusterOptions struct {
 	// (restartSSHCluster), the first master's host rebooted while its
 	// node is stopped.
 	restart bool
+	// lan makes the cluster connected (networking.egress NAT) to a
+	// server on the hosts' closed LAN (startLAN), their resolver, which
+	// a pod on each node reaches by name.
+	lan bool
 }
 
 // testSSHCluster is TestSSHCluster with o's cluster.
@@ -100,7 +107,17 @@ func testSSHCluster(t *testing.T, o sshClusterOptions) {
 		// The last host joins on day 2, in the first worker's place.
 		names = append(names, o.name+"-worker-1")
 	}
-	f := startSSHHosts(t, o.third, names, nil)
+	// The hosts' resolver is the LAN server's address, which needs their
+	// subnet before they boot: the one startSSHHosts takes.
+	var extra map[string]map[string]string
+	lanSubnet := freeSubnet(t, o.third)
+	if o.lan {
+		extra = map[string]map[string]string{}
+		for _, n := range names {
+			extra[n] = lanResolvConf(lanSubnet)
+		}
+	}
+	f := startSSHHosts(t, o.third, names, extra)
 	boot, masters := f.Hosts[0], f.Hosts[1:1+o.masters]
 	// The hosts create installs, and the worker among them.
 	installed, worker := f.Hosts[:1+o.masters], boot
@@ -151,6 +168,15 @@ networking:
     apiVIP: %s
     hosts:
 %s`, o.name, o.masters, map[bool]string{true: "Slower", false: "Standard"}[o.masters > 1], subnet, networkType, f.KeyFile, f.KnownHosts, masters[0].Address, hosts.String())
+	var lanAddr string
+	if o.lan {
+		if subnet != lanSubnet {
+			t.Fatalf("the hosts' subnet %s0/24 is not %s0/24, their resolv.conf's", subnet, lanSubnet)
+		}
+		lanAddr = startLAN(t, f, subnet)
+		kiln = closedLANKiln(ctx, t, f, kiln)
+		cfg = strings.Replace(cfg, "  egress: None\n", "  egress: NAT\n", 1)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "install-config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +252,9 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 		}
 	}
 
+	if o.lan {
+		assertLAN(ctx, t, client, []sshHost{masters[0], worker}, lanAddr)
+	}
 	if o.networkType == "KilnVXLAN" {
 		// Everything below runs with the worker's host on a second L2
 		// segment behind a router: only the overlay's traffic, node to

@@ -54,7 +54,9 @@ const (
 
 // worldNames are the world's DNS names with an address: every other name
 // of worldZone does not exist.
-var worldNames = []string{"web." + worldZone, registryHost + ".", mirrorHost + ".", proxyHost + "."}
+func worldNames() []string {
+	return []string{"web." + worldZone, registryHost + ".", mirrorHost + ".", proxyHost + "."}
+}
 
 // worldRegistry is what a world with a registry is given: the files of
 // the registry's certificate and key (by the world CA), and the image

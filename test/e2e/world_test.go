@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +54,9 @@ const (
 	// worldDNSEnv makes it serve the world's DNS (worldZone) on the
 	// comma-separated addresses it names, port 53.
 	worldDNSEnv = "KILN_E2E_WORLD_DNS"
+	// worldNamesEnv, when set, is the names that DNS answers instead of
+	// worldNames: "<name>=<IPv4>" pairs, comma-separated.
+	worldNamesEnv = "KILN_E2E_WORLD_NAMES"
 	// worldZone is the world's DNS zone: worldNames have worldAddr, every
 	// other name there does not exist.
 	worldZone = "example.test."
@@ -62,13 +64,61 @@ const (
 	probeImage = "kiln.e2e/probe:v1"
 )
 
+// worldServers are the servers a test binary runs in a namespace of the
+// world (serveWorld), as the environment names them.
+type worldServers struct {
+	// HTTP is the web server's address (worldHTTPEnv).
+	HTTP string
+	// DNS is the DNS server's addresses (worldDNSEnv), and Names what it
+	// answers (worldNamesEnv; worldNames by worldAddr when empty).
+	DNS, Names string
+	// Registry is the registry and the proxy (worldRegistryEnv).
+	Registry string
+}
+
+// worldServersFromEnv reads the servers to run from the environment;
+// none when the binary runs tests.
+func worldServersFromEnv() worldServers {
+	return worldServers{HTTP: os.Getenv(worldHTTPEnv), DNS: os.Getenv(worldDNSEnv), Names: os.Getenv(worldNamesEnv), Registry: os.Getenv(worldRegistryEnv)}
+}
+
+// env is s as the environment of a test binary that serves it.
+func (s worldServers) env() []string {
+	return []string{worldHTTPEnv + "=" + s.HTTP, worldDNSEnv + "=" + s.DNS, worldNamesEnv + "=" + s.Names, worldRegistryEnv + "=" + s.Registry}
+}
+
+// dnsNames is what the DNS answers: Names, or worldNames by worldAddr.
+func (s worldServers) dnsNames() (map[string]netip.Addr, error) {
+	names := map[string]netip.Addr{}
+	if s.Names == "" {
+		for _, n := range worldNames() {
+			names[n] = netip.MustParseAddr(worldAddr)
+		}
+		return names, nil
+	}
+	for _, kv := range strings.Split(s.Names, ",") {
+		name, addr, _ := strings.Cut(kv, "=")
+		a, err := netip.ParseAddr(addr)
+		if err != nil || !a.Is4() {
+			return nil, fmt.Errorf("%s: %q is no <name>=<IPv4>", worldNamesEnv, kv)
+		}
+		names[strings.ToLower(name)] = a
+	}
+	return names, nil
+}
+
 // serveWorld is the world's servers, run by the test binary inside a
-// namespace of the world: on httpAddr (when set) a web server whose every
-// GET answers worldGreeting and the client's address, on dnsAddrs
-// (comma-separated, when set) the DNS of worldZone, and with registry
-// (worldRegistryEnv's value, when set) the registry and the proxy. It
-// never returns.
-func serveWorld(httpAddr, dnsAddrs, registry string) {
+// namespace of the world: on s.HTTP (when set) a web server whose every
+// GET answers worldGreeting and the client's address, on s.DNS
+// (comma-separated, when set) the DNS of worldZone, and with s.Registry
+// (when set) the registry and the proxy. It never returns.
+func serveWorld(s worldServers) {
+	httpAddr, dnsAddrs, registry := s.HTTP, s.DNS, s.Registry
+	names, err := s.dnsNames()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "world DNS:", err)
+		os.Exit(1)
+	}
 	errs := make(chan error)
 	if registry != "" {
 		go func() { errs <- serveRegistry(registry) }()
@@ -89,15 +139,15 @@ func serveWorld(httpAddr, dnsAddrs, registry string) {
 			fmt.Fprintln(os.Stderr, "world DNS:", err)
 			os.Exit(1)
 		}
-		go func() { errs <- serveWorldDNS(pc) }()
+		go func() { errs <- serveWorldDNS(pc, names) }()
 	}
 	fmt.Fprintln(os.Stderr, "world server:", <-errs)
 	os.Exit(1)
 }
 
-// serveWorldDNS answers the queries that reach pc: worldNames have
-// worldAddr, every other name NXDOMAIN.
-func serveWorldDNS(pc net.PacketConn) error {
+// serveWorldDNS answers the queries that reach pc: the names have their
+// address, every other name NXDOMAIN.
+func serveWorldDNS(pc net.PacketConn, names map[string]netip.Addr) error {
 	buf := make([]byte, 1500)
 	for {
 		n, from, err := pc.ReadFrom(buf)
@@ -115,13 +165,14 @@ func serveWorldDNS(pc net.PacketConn) error {
 		}
 		resp := dnsmessage.Message{Header: dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired},
 			Questions: []dnsmessage.Question{q}}
+		addr, ok := names[strings.ToLower(q.Name.String())]
 		switch {
-		case !slices.ContainsFunc(worldNames, func(n string) bool { return strings.EqualFold(n, q.Name.String()) }):
+		case !ok:
 			resp.RCode = dnsmessage.RCodeNameError
 		case q.Type == dnsmessage.TypeA:
 			resp.Answers = []dnsmessage.Resource{{
 				Header: dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET, TTL: 60},
-				Body:   &dnsmessage.AResource{A: netip.MustParseAddr(worldAddr).As4()},
+				Body:   &dnsmessage.AResource{A: addr.As4()},
 			}}
 		}
 		if out, err := resp.Pack(); err == nil {
@@ -178,9 +229,9 @@ func startWorld(t *testing.T, kiln string, registry worldRegistry) string {
 	if len(worldDNS)+len(hostDNS) == 0 {
 		t.Fatal("this host names no IPv4 resolver for the world to stand in for")
 	}
-	serveIn(t, worldNS, worldAddr+":80", strings.Join(worldDNS, ","), registry.env())
+	serveIn(t, worldNS, worldServers{HTTP: worldAddr + ":80", DNS: strings.Join(worldDNS, ","), Registry: registry.env()})
 	if len(hostDNS) > 0 {
-		serveIn(t, worldHost, "", strings.Join(hostDNS, ","), "")
+		serveIn(t, worldHost, worldServers{DNS: strings.Join(hostDNS, ",")})
 	}
 
 	wrapper := filepath.Join(t.TempDir(), worldKiln)
@@ -195,25 +246,32 @@ func startWorld(t *testing.T, kiln string, registry worldRegistry) string {
 		checks[proxyPort] = "this proxy connects only to " + mirrorHost
 	}
 	for port, want := range checks {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			argv := inNS(worldHost, "bash", "-c", "exec 3<>/dev/tcp/"+worldAddr+"/"+port+" && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3")
-			out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
-			if err == nil && strings.Contains(string(out), want) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the world's server on port %s does not answer the host namespace: %v\n%s", port, err, out)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		waitAnswers(t, worldHost, worldAddr, port, want)
 	}
 	return wrapper
 }
 
-// serveIn runs the world's servers (serveWorld) in namespace ns until the
-// test ends.
-func serveIn(t *testing.T, ns, httpAddr, dnsAddrs, registry string) {
+// waitAnswers waits up to 30 s until a GET from namespace ns to
+// addr:port answers with want.
+func waitAnswers(t *testing.T, ns, addr, port, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		argv := inNS(ns, "bash", "-c", "exec 3<>/dev/tcp/"+addr+"/"+port+" && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3")
+		out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+		if err == nil && strings.Contains(string(out), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server on %s:%s does not answer namespace %s: %v\n%s", addr, port, ns, err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// serveIn runs the world's servers s (serveWorld) in namespace ns until
+// the test ends.
+func serveIn(t *testing.T, ns string, s worldServers) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -221,7 +279,7 @@ func serveIn(t *testing.T, ns, httpAddr, dnsAddrs, registry string) {
 	}
 	argv := inNS(ns, self, "-test.run=^$")
 	srv := exec.Command(argv[0], argv[1:]...)
-	srv.Env = append(os.Environ(), worldHTTPEnv+"="+httpAddr, worldDNSEnv+"="+dnsAddrs, worldRegistryEnv+"="+registry)
+	srv.Env = append(os.Environ(), s.env()...)
 	srv.Stdout, srv.Stderr = os.Stderr, os.Stderr
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
