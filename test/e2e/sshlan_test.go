@@ -102,10 +102,7 @@ func assertLAN(ctx context.Context, t *testing.T, client kubernetes.Interface, n
 			t.Fatal(err)
 		}
 		waitPod(ctx, t, client, "default", name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
-		logs, err := client.CoreV1().Pods("default").GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		logs := podLogs(ctx, t, client, "default", name)
 		t.Logf("MEASURE a pod on %s reached the LAN server by name in %s:\n%s", n.Name, time.Since(start).Round(100*time.Millisecond), strings.TrimSpace(string(logs)))
 		for _, want := range []string{lanName + " has address " + lanAddr, worldGreeting + " to " + n.Address + ":"} {
 			if !strings.Contains(string(logs), want) {
@@ -115,5 +112,23 @@ func assertLAN(ctx context.Context, t *testing.T, client kubernetes.Interface, n
 		if err := client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Errorf("deleting %s: %v", name, err)
 		}
+	}
+}
+
+// podLogs returns the log of pod ns/name, asking for up to 2 minutes: right
+// after create the API server may not reach a kubelet yet (its serving
+// certificate still being approved), and answers an error.
+func podLogs(ctx context.Context, t *testing.T, client kubernetes.Interface, ns, name string) []byte {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		logs, err := client.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		if err == nil {
+			return logs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the log of pod %s/%s: %v", ns, name, err)
+		}
+		time.Sleep(2 * time.Second)
 	}
 }
