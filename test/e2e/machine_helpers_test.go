@@ -37,20 +37,57 @@ func requireMachineHost(t *testing.T, tools ...string) {
 	}
 }
 
-// testLogger sends log entries to the test log.
+// testLogger sends log entries to the test log until the test has
+// failed, and then to a file in artifactsDir (named once in the log): the
+// teardown's commands would otherwise bury the failure under their lines,
+// and a log's tail (CI's excerpt) would show them instead of it.
 func testLogger(t *testing.T) logrus.FieldLogger {
 	l := logrus.New()
 	l.SetLevel(logrus.DebugLevel)
-	l.Out = testWriter{t}
+	l.Out = &testWriter{t: t}
 	l.Formatter = &logrus.TextFormatter{DisableTimestamp: false, FullTimestamp: true}
 	return l
 }
 
-type testWriter struct{ t *testing.T }
+// testWriter is testLogger's output.
+type testWriter struct {
+	t    *testing.T
+	mu   sync.Mutex
+	file *os.File // after the failure (open until the process ends); nil before, or when it cannot be made
+	err  error    // why the file could not be made
+}
 
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
+func (w *testWriter) Write(p []byte) (int, error) {
+	line := strings.TrimRight(string(p), "\n")
+	if !w.t.Failed() {
+		w.t.Log(line)
+		return len(p), nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.file == nil && w.err == nil {
+		path := artifactPath(w.t, "log")
+		if w.file, w.err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); w.err == nil {
+			w.t.Logf("the rest of this test's log, after its failure: %s", path)
+		}
+	}
+	if w.file == nil {
+		w.t.Log(line)
+		return len(p), nil
+	}
+	return w.file.Write(p)
+}
+
+// artifactPath returns a new file's path for what a failed test leaves
+// to read: in $KILN_E2E_ARTIFACTS when set, else in the temporary
+// directory, named for the test, what (a machine's name, "log") and the
+// time.
+func artifactPath(t *testing.T, what string) string {
+	dir := os.Getenv("KILN_E2E_ARTIFACTS")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, fmt.Sprintf("kiln-e2e-%s-%s-%d.log", strings.ReplaceAll(t.Name(), "/", "_"), what, time.Now().UnixNano()))
 }
 
 // debootstrapRootfs returns a cache entry named for name and include: a
@@ -166,11 +203,7 @@ func dumpMachine(t *testing.T, m *machine.Manager, stateRoot, name string) {
 	fmt.Fprintf(&b, "=== journal of %s (err %v) ===\n%s\n", name, err, tail(string(out), 30000))
 	out, _ = m.Exec(ctx, name, "systemctl", "--no-pager", "--failed")
 	fmt.Fprintf(&b, "=== failed units of %s ===\n%s", name, out)
-	dir := os.Getenv("KILN_E2E_ARTIFACTS")
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	path := filepath.Join(dir, fmt.Sprintf("kiln-e2e-%s-%s-%d.log", strings.ReplaceAll(t.Name(), "/", "_"), name, time.Now().Unix()))
+	path := artifactPath(t, name)
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		t.Logf("%s (writing it to %s: %v)", b.String(), path, err)
 		return
