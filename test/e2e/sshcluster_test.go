@@ -56,12 +56,13 @@ func TestSSHCluster(t *testing.T) {
 // stopped, and `kiln start cluster` brings the cluster back
 // (restartSSHCluster); the master's host reboots, and `kiln destroy
 // cluster`, through the router, leaves every host as it was (the tunnel
-// device gone, the bootstrap host reset twice). The cluster is connected
+// device gone, the bootstrap host reset twice), the firewall rules its
+// owner keeps there before the install among it. The cluster is connected
 // (networking.egress NAT) to its hosts' closed LAN (sshlan_test.go):
 // before the split, a pod on each node reaches a server there by the name
 // the hosts' resolver, on that server, gives it.
 func TestSSHClusterVXLAN(t *testing.T) {
-	testSSHCluster(t, sshClusterOptions{name: "e2esshvx", third: 13, masters: 1, networkType: "KilnVXLAN", bootWorker: true, restart: true, lan: true})
+	testSSHCluster(t, sshClusterOptions{name: "e2esshvx", third: 13, masters: 1, networkType: "KilnVXLAN", bootWorker: true, restart: true, lan: true, ownerFirewall: true})
 }
 
 // sshClusterOptions are the cluster a testSSHCluster installs.
@@ -88,7 +89,22 @@ type sshClusterOptions struct {
 	// server on the hosts' closed LAN (startLAN), their resolver, which
 	// a pod on each node reaches by name.
 	lan bool
+	// ownerFirewall gives each host, before the install, firewall rules
+	// of its owner's (ownerFirewallScript), which destroy must leave as
+	// they were.
+	ownerFirewall bool
 }
+
+// ownerFirewallScript adds what a host's owner may keep in its firewall:
+// an iptables rule (iptables-nft makes table ip filter with its INPUT
+// chain only) and an nftables table of their own.
+const ownerFirewallScript = `set -e
+iptables -A INPUT -p tcp --dport 2222 -j ACCEPT
+ip6tables -A INPUT -p tcp --dport 2222 -j ACCEPT
+nft add table inet owner
+nft add chain inet owner input '{ type filter hook input priority 10; policy accept; }'
+nft add rule inet owner input tcp dport 2223 accept
+`
 
 // testSSHCluster is TestSSHCluster with o's cluster.
 func testSSHCluster(t *testing.T, o sshClusterOptions) {
@@ -180,7 +196,17 @@ networking:
 	if err := os.WriteFile(filepath.Join(dir, "install-config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if o.ownerFirewall {
+		for _, h := range f.Hosts {
+			if out, err := f.Client.RunScript(ctx, h.Address, ownerFirewallScript); err != nil {
+				t.Fatalf("the owner's firewall rules on %s: %v\n%s", h.Name, err, out)
+			}
+		}
+	}
 	before := snapshotHosts(t, f)
+	if o.ownerFirewall && strings.Count(before, "tcp dport 2222") != 2*len(f.Hosts) {
+		t.Fatalf("the hosts' snapshot lacks the owner's firewall rules:\n%s", before)
+	}
 	diagnose := func() string {
 		var b strings.Builder
 		for _, h := range f.Hosts {

@@ -248,6 +248,60 @@ iptables-legacy-save | sed -e '/^#/d' -e 's/ \[[0-9]*:[0-9]*\]$//' > after
 	}
 }
 
+// TestFirewallResetNftables records the firewall of a host whose owner
+// keeps rules of their own (an iptables-nft rule, so a table ip filter
+// with only its INPUT chain, and an nftables table), adds what a cluster
+// adds (rules in built-in chains iptables-nft had not made, chains of its
+// own, a nat table, an nftables table), resets it, and wants nft to list
+// the very ruleset of before. Needs root, unshare, nft and iptables-nft.
+func TestFirewallResetNftables(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a network namespace")
+	}
+	for _, tool := range []string{"unshare", "nft", "iptables-nft", "ip6tables-nft"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skip("needs " + tool)
+		}
+	}
+	dir := t.TempDir()
+	script := `set -eu
+cd ` + dir + `
+eval "$FIREWALL_FNS"
+iptables-nft -A INPUT -p tcp --dport 2222 -j ACCEPT
+nft add table inet owner
+nft add chain inet owner input '{ type filter hook input priority 10; policy accept; }'
+nft add rule inet owner input tcp dport 2223 accept
+nft list ruleset > before
+mkdir rec
+record_firewall rec
+iptables-nft -N KUBE-FORWARD
+iptables-nft -A FORWARD -j KUBE-FORWARD
+iptables-nft -A KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP
+iptables-nft -A OUTPUT -p udp --dport 53 -j ACCEPT
+iptables-nft -A INPUT -p tcp --dport 10250 -j ACCEPT
+iptables-nft -t nat -A POSTROUTING -s 10.128.0.0/14 -j MASQUERADE
+ip6tables-nft -A FORWARD -j ACCEPT
+nft add table ip kube-proxy
+nft add chain ip kube-proxy services
+reset_firewall rec 2> reset.err
+nft list ruleset > after
+`
+	cmd := exec.Command("unshare", "--net", "/bin/sh", "-c", script)
+	cmd.Env = append(os.Environ(), "FIREWALL_FNS="+firewallFns, "iptables_undo="+iptablesUndo)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "before"))
+	after, _ := os.ReadFile(filepath.Join(dir, "after"))
+	errs, _ := os.ReadFile(filepath.Join(dir, "reset.err"))
+	if string(after) != string(before) || len(errs) > 0 {
+		t.Errorf("after the reset:\n%s\nbefore:\n%s\nthe reset said: %s", after, before, errs)
+	}
+	if !strings.Contains(string(before), "tcp dport 2222") || !strings.Contains(string(before), "table inet owner") {
+		t.Errorf("the owner's rules are not in the ruleset of before:\n%s", before)
+	}
+}
+
 // withoutEmptyTables drops the tables with no user-defined chain and no
 // rule from iptables-save output.
 func withoutEmptyTables(s string) string {

@@ -24,6 +24,10 @@ var (
 	resetScript string
 	//go:embed iptables-undo.awk
 	iptablesUndo string
+	// firewallFns defines record_firewall and reset_firewall, which
+	// record.sh and reset.sh call.
+	//go:embed firewall.sh
+	firewallFns string
 )
 
 // ExtensionsDir is where systemd-sysext finds the node payload.
@@ -108,7 +112,7 @@ func RecordScript(fp Footprint, extension string) string {
 		"paths":   strings.Join(slices.Compact(paths), "\n"),
 		"sysctls": strings.Join(Sysctls(), "\n"),
 		"units":   strings.Join(slices.Compact(units), " "),
-	}) + recordScript
+	}) + firewallFns + recordScript
 }
 
 // ApplyScript is the script that merges the payload, starts the API proxy
@@ -138,7 +142,7 @@ func ResetScript() string {
 		"rec":            RecordDir,
 		"route_protocol": nodelayout.PodRouteProtocol,
 		"iptables_undo":  iptablesUndo,
-	}) + unitsFn + resetScript
+	}) + unitsFn + firewallFns + resetScript
 }
 
 // assign returns shell assignments of vars, in name order.

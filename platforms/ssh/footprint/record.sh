@@ -1,11 +1,12 @@
 # Records what the host has before kiln changes it, in $rec (RecordDir):
 # copies of the paths kiln will write that exist (backup/, listed in
 # present), the topmost missing directory of each that does not (absent),
-# the interfaces, nftables tables, iptables rules, ipsets and sysctls, the
+# the interfaces, the firewall (record_firewall), the sysctls, the
 # active targets, what /etc/systemd/system holds, and whether
 # systemd-sysext.service was enabled. A host recorded already keeps
 # its first record (a resumed install). Set by kiln before this: rec, paths
-# and sysctls (one per line), units (space-separated).
+# and sysctls (one per line), units (space-separated); the functions of
+# firewall.sh.
 set -eu
 if [ -e "$rec/recorded" ]; then
 	echo "footprint: $rec recorded already"
@@ -44,17 +45,7 @@ while IFS= read -r p; do
 done <"$new/paths"
 sort -u -o "$new/absent" "$new/absent"
 ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' | sort >"$new/links"
-if command -v nft >/dev/null; then
-	nft list tables | sort >"$new/nft-tables"
-fi
-for v in iptables-nft ip6tables-nft iptables-legacy ip6tables-legacy; do
-	if command -v "$v-save" >/dev/null; then
-		"$v-save" | sed -e '/^#/d' -e 's/ \[[0-9]*:[0-9]*\]$//' >"$new/$v"
-	fi
-done
-if command -v ipset >/dev/null; then
-	ipset list -n | sort >"$new/ipsets"
-fi
+record_firewall "$new"
 printf '%s\n' "$sysctls" >"$new/sysctl-names"
 : >"$new/sysctls"
 while IFS= read -r s; do

@@ -1,13 +1,13 @@
 # Takes away everything kiln put on the host, by the record record.sh
 # made: stops kiln's units and every pod, unmounts what they mounted,
 # unmerges the payload, removes the paths that were absent, restores the
-# ones that were present, deletes the interfaces, nftables tables, iptables
-# rules and chains, ipsets and routes the cluster made, puts the sysctls
-# back and stops the targets that were not active. The record goes last:
-# a reset cut short runs again. A host whose node kiln stopped is reset
-# the same way. Set by kiln before this: rec, route_protocol (the node
-# agent's routes), iptables_undo (iptables-undo.awk); and the function
-# kiln_units (unitsFn).
+# ones that were present, deletes the interfaces and routes the cluster
+# made, gives the firewall back as it was (reset_firewall), puts the
+# sysctls back and stops the targets that were not active. The record goes
+# last: a reset cut short runs again. A host whose node kiln stopped is
+# reset the same way. Set by kiln before this: rec, route_protocol (the
+# node agent's routes), iptables_undo (iptables-undo.awk); the function
+# kiln_units (unitsFn) and those of firewall.sh.
 set -u
 if [ ! -e "$rec/recorded" ]; then
 	echo "footprint: no record in $rec: nothing of kiln's on this host"
@@ -97,25 +97,7 @@ ip -o -d link show | awk -F': ' '{ sub(/@.*/, "", $2); if ($0 ~ / (veth|bridge|v
 done
 ip route flush proto "$route_protocol" 2>/dev/null
 ip -6 route flush proto "$route_protocol" 2>/dev/null
-if [ -e "$rec/nft-tables" ]; then
-	nft list tables | sort | comm -13 "$rec/nft-tables" - | while IFS= read -r t; do
-		nft delete "$t"
-	done
-fi
-# iptables: delete the rules added to chains that were there, then flush
-# and delete the chains that were not, table by table, in one restore.
-for v in iptables-nft ip6tables-nft iptables-legacy ip6tables-legacy; do
-	[ -e "$rec/$v" ] || continue
-	"$v-save" | sed -e '/^#/d' -e 's/ \[[0-9]*:[0-9]*\]$//' | awk -v before="$rec/$v" "$iptables_undo" >"$rec/$v.undo"
-	if [ -s "$rec/$v.undo" ]; then
-		"$v-restore" --noflush <"$rec/$v.undo" || echo "footprint: $v: cannot undo the cluster's rules" >&2
-	fi
-done
-if [ -e "$rec/ipsets" ] && command -v ipset >/dev/null; then
-	ipset list -n | sort | comm -13 "$rec/ipsets" - | while IFS= read -r s; do
-		ipset destroy "$s"
-	done
-fi
+reset_firewall "$rec"
 if [ -e "$rec/sysctls" ]; then
 	while IFS= read -r kv; do
 		sysctl -q -w "$kv" >/dev/null 2>&1
