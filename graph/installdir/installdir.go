@@ -90,6 +90,9 @@ const (
 	// LogBundlePrefix begins the name of each `kiln gather bootstrap`
 	// bundle: <prefix><UTC time>.tar.gz.
 	LogBundlePrefix = "log-bundle-"
+	// Backups holds the archives of `kiln backup cluster` written without
+	// --to; each holds every Secret of the cluster and its CAs' keys.
+	Backups = "backups"
 )
 
 // Ignition returns the Ignition config of the machines of role
@@ -122,6 +125,12 @@ type Entry struct {
 	Path string
 	// Destroy is what `kiln destroy cluster` does with it.
 	Destroy Fate
+	// Backup is whether `kiln backup cluster` archives it, when it is
+	// there: what a cluster's --dir needs once restored (the state with
+	// its CAs and keys, the records of the machines, the Terraform
+	// state, the kubeconfigs), not what kiln makes again from the state
+	// or writes for the user to read.
+	Backup bool
 }
 
 // Layout returns every path of --dir's layout, each with its fate; a
@@ -129,26 +138,27 @@ type Entry struct {
 // folder's entry.
 func Layout() []Entry {
 	return []Entry{
-		{InstallConfig, Restored},
-		{State, Removed},
-		{Journal, Kept},
-		{Lock, Kept},
-		{Consumed, Kept},
-		{Metadata, Removed},
-		{Ignition("bootstrap"), Removed},
-		{Ignition("master"), Removed},
-		{Ignition("worker"), Removed},
-		{Auth, Removed},
-		{Manifests, Removed},
-		{StaticPods, Removed},
-		{DebugLog, Kept},
-		{Terraform, Removed},
-		{BootstrapRecord, Removed},
-		{Shape, Removed},
-		{Hosts, Removed},
-		{UpgradeJournal, Removed},
-		{UpgradeSnapshots, Removed},
-		{LogBundlePrefix + "*.tar.gz", Kept},
+		{InstallConfig, Restored, true},
+		{State, Removed, true},
+		{Journal, Kept, false},
+		{Lock, Kept, false},
+		{Consumed, Kept, true},
+		{Metadata, Removed, true},
+		{Ignition("bootstrap"), Removed, false},
+		{Ignition("master"), Removed, false},
+		{Ignition("worker"), Removed, false},
+		{Auth, Removed, true},
+		{Manifests, Removed, true},
+		{StaticPods, Removed, false},
+		{DebugLog, Kept, false},
+		{Terraform, Removed, true},
+		{BootstrapRecord, Removed, true},
+		{Shape, Removed, true},
+		{Hosts, Removed, true},
+		{UpgradeJournal, Removed, true},
+		{UpgradeSnapshots, Removed, false},
+		{LogBundlePrefix + "*.tar.gz", Kept, false},
+		{Backups, Kept, false},
 	}
 }
 
@@ -158,6 +168,18 @@ func RemovedByDestroy() []string {
 	var out []string
 	for _, e := range Layout() {
 		if e.Destroy == Removed {
+			out = append(out, e.Path)
+		}
+	}
+	return out
+}
+
+// BackedUp returns the paths of Layout that `kiln backup cluster`
+// archives, in Layout's order.
+func BackedUp() []string {
+	var out []string
+	for _, e := range Layout() {
+		if e.Backup {
 			out = append(out, e.Path)
 		}
 	}

@@ -30,8 +30,8 @@ import (
 )
 
 // TestClusterHA is the issue's main scenario: 3 masters and 1 worker through
-// `kiln create cluster`, checked through the API and the machines; then a
-// master crash, `kiln stop cluster` and a host reboot, each undone by `kiln
+// `kiln create cluster`, checked through the API and the machines, and
+// backed up (assertBackup); then a master crash, `kiln stop cluster` and a host reboot, each undone by `kiln
 // start cluster` (assertRestart); then `kiln destroy cluster` leaves nothing behind.
 // Like every cluster of the suite but TestClusterConnected's it is sealed
 // (networking.egress None); TestClusterSingleMaster checks that a pod's
@@ -166,6 +166,8 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 		runNetpolSubset(t, kiln, dir)
 	}
 	if masters == 3 {
+		// Backed up with three etcd members, the user's manifest in it.
+		assertBackup(t, kiln, dir)
 		runConformanceSubset(t, kiln, dir)
 		assertRestart(t, kiln, dir, infraID, client, masters)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	kilntls "github.com/kiln-project/kiln/assets/tls"
+	"github.com/kiln-project/kiln/graph"
 )
 
 // File names of a member's certificates in its PKI directory and in the
@@ -66,4 +67,21 @@ func algorithmOf(key crypto.Signer) kilntls.Algorithm {
 		return kilntls.ECDSAP256
 	}
 	return kilntls.RSA2048
+}
+
+// ClientPKIFromState reads the etcd CA's certificate and the API server's
+// etcd client certificate and key from the state file of dir: what kiln
+// dials etcd with from the host (DialPEM).
+func ClientPKIFromState(dir string) (ca, cert, key []byte, err error) {
+	store, err := graph.Open(dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, client := &kilntls.EtcdCA{}, &kilntls.APIServerEtcdClient{}
+	for _, a := range []graph.Asset{c, client} {
+		if found, err := store.FromState(a); err != nil || !found {
+			return nil, nil, nil, fmt.Errorf("%s is not in the state of %s: %v", a.Name(), dir, err)
+		}
+	}
+	return c.Cert, client.Cert, client.Key, nil
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kiln-project/kiln/cmd/cluster/etcdmembers"
 )
 
 // fakeSnapshotter streams data, as etcd's Snapshot RPC does.
@@ -55,7 +57,7 @@ func TestSnapshotRefusesACorruptStream(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		_, _, err := Snapshot(context.Background(), fakeSnapshotter{data}, dir, "v1.35.4", time.Now())
-		if !errors.Is(err, errSnapshotHash) {
+		if !errors.Is(err, etcdmembers.ErrSnapshotHash) {
 			t.Errorf("%s: want the hash error, got %v", name, err)
 		}
 		if ents, _ := os.ReadDir(filepath.Join(dir, "upgrade")); len(ents) != 0 {

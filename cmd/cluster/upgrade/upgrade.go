@@ -17,12 +17,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kiln-project/kiln/assets/release"
-	kilntls "github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/cmd/cluster/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/cluster/install"
 	"github.com/kiln-project/kiln/cmd/cluster/scale"
-	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/netroute"
@@ -189,21 +187,15 @@ func warnStoredObjects(ctx context.Context, rc *rest.Config, kube kubernetes.Int
 // etcd's cluster version with the same certificate; every connection goes
 // through dial.
 func dialEtcd(ctx context.Context, dir string, kube kubernetes.Interface, dial netroute.Dialer) (c *clientv3.Client, clusterVersion func(context.Context) (string, error), err error) {
-	store, err := graph.Open(dir)
+	ca, cert, key, err := etcdmembers.ClientPKIFromState(dir)
 	if err != nil {
 		return nil, nil, err
-	}
-	ca, client := &kilntls.EtcdCA{}, &kilntls.APIServerEtcdClient{}
-	for _, a := range []graph.Asset{ca, client} {
-		if found, err := store.FromState(a); err != nil || !found {
-			return nil, nil, fmt.Errorf("%s is not in the state of %s: %v", a.Name(), dir, err)
-		}
 	}
 	endpoints, err := scale.EtcdEndpoints(ctx, kube, "")
 	if err != nil {
 		return nil, nil, err
 	}
-	tc, err := etcdmembers.TLSConfig(ca.Cert, client.Cert, client.Key)
+	tc, err := etcdmembers.TLSConfig(ca, cert, key)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -211,7 +203,7 @@ func dialEtcd(ctx context.Context, dir string, kube kubernetes.Interface, dial n
 	clusterVersion = func(ctx context.Context) (string, error) {
 		return etcdmembers.ClusterVersion(ctx, hc, endpoints)
 	}
-	c, err = etcdmembers.DialPEM(endpoints, ca.Cert, client.Cert, client.Key, dial.DialContext)
+	c, err = etcdmembers.DialPEM(endpoints, ca, cert, key, dial.DialContext)
 	return c, clusterVersion, err
 }
 
