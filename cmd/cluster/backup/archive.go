@@ -41,7 +41,8 @@ type Manifest struct {
 	// Version is FormatVersion when the archive was written.
 	Version int `json:"version"`
 	// Cluster, InfraID and Platform name the cluster; Kubernetes is the
-	// release it ran.
+	// release its API server ran (an upgrade leaves the state's
+	// install-config as it was).
 	Cluster    string `json:"cluster"`
 	InfraID    string `json:"infraID"`
 	Platform   string `json:"platform"`

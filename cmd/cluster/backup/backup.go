@@ -56,6 +56,10 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	if err != nil {
 		return "", Manifest{}, err
 	}
+	version, err := kube.Discovery().ServerVersion()
+	if err != nil {
+		return "", Manifest{}, fmt.Errorf("the API server's version: %w", err)
+	}
 	endpoints, err := scale.EtcdEndpoints(ctx, kube, "")
 	if err != nil {
 		return "", Manifest{}, err
@@ -86,7 +90,7 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 		return "", Manifest{}, err
 	}
 	m := Manifest{Version: FormatVersion, Cluster: c.Config.Metadata.Name, InfraID: c.InfraID, Platform: c.Config.PlatformName(),
-		Kubernetes: c.Config.KubernetesVersion, TakenAt: taken}
+		Kubernetes: version.GitVersion, TakenAt: taken}
 	if m.Snapshot, err = Describe(SnapshotName, tmp.Name()); err != nil {
 		return "", Manifest{}, err
 	}
