@@ -165,21 +165,21 @@ func Layout() []Entry {
 // RemovedByDestroy returns the paths of Layout that destroy removes, in
 // Layout's order.
 func RemovedByDestroy() []string {
-	var out []string
-	for _, e := range Layout() {
-		if e.Destroy == Removed {
-			out = append(out, e.Path)
-		}
-	}
-	return out
+	return paths(func(e Entry) bool { return e.Destroy == Removed })
 }
 
 // BackedUp returns the paths of Layout that `kiln backup cluster`
 // archives, in Layout's order.
 func BackedUp() []string {
+	return paths(func(e Entry) bool { return e.Backup })
+}
+
+// paths returns the paths of the entries of Layout that keep says to,
+// in Layout's order.
+func paths(keep func(Entry) bool) []string {
 	var out []string
 	for _, e := range Layout() {
-		if e.Backup {
+		if keep(e) {
 			out = append(out, e.Path)
 		}
 	}
