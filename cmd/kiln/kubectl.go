@@ -69,7 +69,11 @@ func kubectlCommand(dir string, getenv func(string) string, environ, args []stri
 	if err != nil {
 		return kubectl.Command{}, exitcode.With(exitcode.Input, err)
 	}
-	bin, err := nodeimage.Kubectl(cache, clusterRelease(dir).Kubernetes)
+	r, err := clusterRelease(dir)
+	if err != nil {
+		return kubectl.Command{}, err
+	}
+	bin, err := nodeimage.Kubectl(cache, r.Kubernetes)
 	if errors.As(err, new(*nodeimage.NotCachedError)) {
 		return kubectl.Command{}, exitcode.With(exitcode.Input, err)
 	}
@@ -80,22 +84,27 @@ func kubectlCommand(dir string, getenv func(string) string, environ, args []stri
 }
 
 // clusterRelease is the release the cluster of dir runs, as its
-// metadata.json records it; the default release when it records none (a
-// cluster made before kiln pinned more than one) or cannot be read. It is
-// read as every file of --dir is (graph.ReadFile: no symbolic link, no
-// FIFO, bounded size).
-func clusterRelease(dir string) release.Release {
+// metadata.json records it. A metadata.json that is missing, unreadable
+// or names a release this kiln does not pin is an input error naming it;
+// one that names no release (a cluster made before kiln recorded it,
+// when kiln pinned one release) gives the default release. It is read
+// as every file of --dir is (graph.ReadFile: no symbolic link, no FIFO,
+// bounded size).
+func clusterRelease(dir string) (release.Release, error) {
 	data, err := graph.ReadFile(dir, installdir.Metadata, graph.OtherInput)
 	if err != nil {
-		return release.Default()
+		return release.Release{}, exitcode.With(exitcode.Input, fmt.Errorf("%s names the cluster's Kubernetes release: %w", installdir.Metadata, err))
 	}
 	c, err := metadata.Parse(data)
 	if err != nil {
-		return release.Default()
+		return release.Release{}, exitcode.With(exitcode.Input, err)
+	}
+	if c.KubernetesVersion == "" {
+		return release.Default(), nil
 	}
 	r, err := release.Lookup(c.KubernetesVersion)
 	if err != nil {
-		return release.Default()
+		return release.Release{}, exitcode.With(exitcode.Input, fmt.Errorf("%s: kubernetesVersion: %w", installdir.Metadata, err))
 	}
-	return r
+	return r, nil
 }

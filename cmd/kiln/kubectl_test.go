@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/release"
@@ -40,6 +41,18 @@ func TestKubectlCommand(t *testing.T) {
 		t.Errorf("no kubeconfig: %v, want an input error", err)
 	}
 	write(filepath.Join(dir, "auth", "kubeconfig"), "apiVersion: v1\n", 0o600)
+	// metadata.json names the release: missing, unreadable or naming one
+	// this kiln does not pin, it is an input error naming it.
+	for _, meta := range []string{"", "{not json", `{"infraID": "d-abcde", "kubernetesVersion": "v1.20.0"}`} {
+		if meta != "" {
+			write(filepath.Join(dir, installdir.Metadata), meta, 0o644)
+		}
+		if _, err := kubectlCommand(dir, getenv, environ, args); exitcode.Of(err) != exitcode.Input || !strings.Contains(err.Error(), installdir.Metadata) {
+			t.Errorf("metadata.json %q: %v, want an input error naming it", meta, err)
+		}
+	}
+	// One without a release, from before kiln recorded it: the default's.
+	write(filepath.Join(dir, installdir.Metadata), `{"infraID": "d-abcde"}`, 0o644)
 	_, err = kubectlCommand(dir, getenv, environ, args)
 	if exitcode.Of(err) != exitcode.Input || !errors.As(err, new(*nodeimage.NotCachedError)) {
 		t.Errorf("no kubectl: %v, want an input error and a *nodeimage.NotCachedError", err)
