@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"context"
+	"net/netip"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
 	"github.com/kiln-project/kiln/assets/installconfig/types"
@@ -51,11 +52,20 @@ func (m *CSRApprover) Generate(_ context.Context, p graph.Parents) error {
 // for the cluster of c, the same for the Deployment and the bootstrap
 // machine's unit: the API's names and VIP, the cluster's DNS domain, and
 // the Service and pod networks, which no kubelet serving certificate may
-// name whatever the machine inventory says.
+// name whatever the machine inventory says. An API VIP that is a
+// machine's own address (configs.APIVIPIsMachine: an ssh master's, where
+// no load balancer stands before the masters) is that machine's to name,
+// as the inventory lists it: refusing it would leave that master without
+// a serving certificate, and `kubectl logs` of its pods failing. A VIP
+// that is a DNS name is refused as a name.
 func CSRApproverDenyFlags(c *types.Config) []string {
 	flags := []string{"--deny-name=" + c.APIName(), "--deny-name=" + c.APIIntName(), "--deny-domain=" + ClusterDNSDomain}
-	if vip := configs.APIVIP(c); vip != "" {
-		flags = append(flags, "--deny-ip="+vip)
+	if vip := configs.APIVIP(c); vip != "" && !configs.APIVIPIsMachine(c) {
+		if _, err := netip.ParseAddr(vip); err == nil {
+			flags = append(flags, "--deny-ip="+vip)
+		} else {
+			flags = append(flags, "--deny-name="+vip)
+		}
 	}
 	if c.Networking == nil {
 		return flags

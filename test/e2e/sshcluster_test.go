@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
@@ -214,6 +215,7 @@ networking:
 for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo "== $u"; journalctl --no-pager -n 8 -u $u.service; done`)
 			b.WriteString("== host " + h.Name + "\n" + string(out))
 		}
+		b.WriteString(diagnoseCSRs(dir))
 		return b.String()
 	}
 
@@ -488,4 +490,47 @@ func waitNodeReadySince(ctx context.Context, t *testing.T, client kubernetes.Int
 		}
 		return false, fmt.Sprintf("%+v", n.Status.Conditions)
 	})
+}
+
+// diagnoseCSRs lists the cluster's certificate signing requests, each with
+// its requester and conditions, and the last lines of the in-cluster CSR
+// approver's log, which says why it left one pending: a node without a
+// serving certificate is one whose CSR was never approved.
+func diagnoseCSRs(dir string) string {
+	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "auth", "kubeconfig"))
+	if err != nil {
+		return "== CSRs: " + err.Error() + "\n"
+	}
+	rc.Dial = clusterDial
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return "== CSRs: " + err.Error() + "\n"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var b strings.Builder
+	csrs, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	fmt.Fprintf(&b, "== CSRs (%v)\n", err)
+	if err == nil {
+		for _, c := range csrs.Items {
+			var conds []string
+			for _, cond := range c.Status.Conditions {
+				conds = append(conds, string(cond.Type)+": "+cond.Message)
+			}
+			fmt.Fprintf(&b, "%s %s %s %s [%s] certificate: %d bytes\n", c.Name, c.CreationTimestamp.Format(time.TimeOnly), c.Spec.SignerName, c.Spec.Username, strings.Join(conds, "; "), len(c.Status.Certificate))
+		}
+	}
+	pods, err := client.CoreV1().Pods("kiln-system").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return b.String() + "== approver pods: " + err.Error() + "\n"
+	}
+	for _, p := range pods.Items {
+		if !strings.Contains(p.Name, "csr-approver") {
+			continue
+		}
+		tail := int64(40)
+		logs, err := client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: &tail}).DoRaw(ctx)
+		fmt.Fprintf(&b, "== %s on %s (%v)\n%s\n", p.Name, p.Spec.NodeName, err, logs)
+	}
+	return b.String()
 }

@@ -23,6 +23,14 @@ func APIVIP(c *types.Config) string {
 	return ""
 }
 
+// APIVIPIsMachine reports whether the API address of c is one of its
+// machines' own (MachineAPIAddresser); false on a platform without the
+// ability.
+func APIVIPIsMachine(c *types.Config) bool {
+	m, ok := ability[MachineAPIAddresser](c)
+	return ok && m.APIVIPIsMachine(c)
+}
+
 // NodeProxy returns host:port of the API and of the machine-config server
 // as every node of c reaches them through the proxy on its own loopback
 // interface, when its platform runs one (NodeProxier); ok is false on a

@@ -33,6 +33,13 @@ func TestAbilities(t *testing.T) {
 	if _, _, ok := NodeProxy(localCfg); ok {
 		t.Error("NodeProxy(local) is set")
 	}
+	if APIVIPIsMachine(sshCfg) || APIVIPIsMachine(localCfg) {
+		t.Error("APIVIPIsMachine: want false where no host has the VIP's address")
+	}
+	sshCfg.Platform.SSH.Hosts = append(sshCfg.Platform.SSH.Hosts, ssh.Host{Name: "m", Address: "192.168.1.10", Role: ssh.RoleMaster})
+	if !APIVIPIsMachine(sshCfg) {
+		t.Error("APIVIPIsMachine(ssh) with apiVIP a master's address: want true")
+	}
 	if !BootstrapJoinsAsWorker(sshCfg) || BootstrapJoinsAsWorker(localCfg) {
 		t.Error("BootstrapJoinsAsWorker: want true on ssh with joinAsWorker, false on local")
 	}

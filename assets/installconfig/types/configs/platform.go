@@ -54,6 +54,16 @@ type APIAddresser interface {
 	APIVIP(c *types.Config) string
 }
 
+// MachineAPIAddresser is an optional ability of a Platform whose API
+// address may be a machine's own (ssh: apiVIP may be a master's address
+// where no load balancer stands before the masters). Without it, the API's
+// address belongs to no machine.
+type MachineAPIAddresser interface {
+	// APIVIPIsMachine reports whether c's API address is the address or
+	// the name of one of its machines.
+	APIVIPIsMachine(c *types.Config) bool
+}
+
 // NodeProxier is an optional ability of a Platform whose nodes reach the API
 // and the machine-config server through a proxy on their own loopback
 // interface (ssh). Without it, nodes reach both at api-int, the DNS name

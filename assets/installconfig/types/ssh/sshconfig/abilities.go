@@ -16,6 +16,21 @@ func (Config) APIVIP(c *types.Config) string {
 	return c.Platform.SSH.APIVIP
 }
 
+// APIVIPIsMachine implements configs.MachineAPIAddresser: apiVIP is a
+// host's own address (a master's, where no load balancer stands before
+// the masters), or its name.
+func (Config) APIVIPIsMachine(c *types.Config) bool {
+	if c.Platform.SSH == nil || c.Platform.SSH.APIVIP == "" {
+		return false
+	}
+	for _, h := range c.Platform.SSH.Hosts {
+		if h.Address == c.Platform.SSH.APIVIP || h.Name == c.Platform.SSH.APIVIP {
+			return true
+		}
+	}
+	return false
+}
+
 // NodeProxy implements configs.NodeProxier: every host runs a proxy to the
 // masters' API and machine-config servers on its loopback interface.
 func (Config) NodeProxy(*types.Config) (api, machineConfig string) {
