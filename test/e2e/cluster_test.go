@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -597,17 +598,37 @@ func assertDestroyed(t *testing.T, kiln, dir, infraID string, byInfraID bool) {
 	if ps, _ := exec.Command("pgrep", "-f", "serve --config "+filepath.Join(provider.DefaultLBDir, infraID)).Output(); len(ps) > 0 {
 		t.Errorf("registry process left: %s", ps)
 	}
+	// Only what graph/installdir says destroy keeps (the debug log, the
+	// consumed inputs under .kiln, install-config.yaml put back, the log
+	// bundles, the backups) may be left.
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		switch {
-		case e.Name() == ".kiln.log", e.Name() == ".kiln", e.Name() == "install-config.yaml", strings.HasPrefix(e.Name(), "log-bundle-"):
-		default:
+		if !keptByDestroy(e.Name()) {
 			t.Errorf("%s left in --dir after destroy", e.Name())
 		}
 	}
 	if sub, _ := os.ReadDir(filepath.Join(dir, ".kiln")); len(sub) > 1 || (len(sub) == 1 && sub[0].Name() != "consumed") {
 		t.Errorf(".kiln holds more than consumed inputs: %v", sub)
 	}
+}
+
+// keptByDestroy reports whether name, an entry of --dir's top folder, is
+// one that installdir.Layout has destroy keep or restore, or a folder on
+// the way to one (.kiln). The lock and the journal are not: a finished
+// destroy leaves neither.
+func keptByDestroy(name string) bool {
+	if name == installdir.Lock || name == installdir.Journal {
+		return false
+	}
+	for _, e := range installdir.Layout() {
+		if e.Destroy == installdir.Removed {
+			continue
+		}
+		if ok, _ := path.Match(e.Path, name); ok || strings.HasPrefix(e.Path, name+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // assertDeclared checks that every path a cluster's life left in dir is one
