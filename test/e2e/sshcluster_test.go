@@ -91,20 +91,42 @@ type sshClusterOptions struct {
 	// a pod on each node reaches by name.
 	lan bool
 	// ownerFirewall gives each host, before the install, firewall rules
-	// of its owner's (ownerFirewallScript), which destroy must leave as
-	// they were.
+	// of its owner's, kept across reboots (ownerFirewallScript), which
+	// destroy must leave as they were.
 	ownerFirewall bool
 }
 
-// ownerFirewallScript adds what a host's owner may keep in its firewall:
-// an iptables rule (iptables-nft makes table ip filter with its INPUT
-// chain only) and an nftables table of their own.
+// ownerFirewallScript gives a host what its owner may keep in its
+// firewall, kept across reboots as netfilter-persistent keeps it: a unit
+// of the owner's that, before the network comes up at each boot, adds an
+// iptables rule (iptables-nft makes table ip filter with its INPUT chain
+// only) for IPv4 and IPv6, and an nftables table of their own; the unit
+// is enabled and started now, before kiln's record.
 const ownerFirewallScript = `set -e
+cat >/etc/owner-firewall.sh <<'RULES'
 iptables -A INPUT -p tcp --dport 2222 -j ACCEPT
 ip6tables -A INPUT -p tcp --dport 2222 -j ACCEPT
 nft add table inet owner
 nft add chain inet owner input '{ type filter hook input priority 10; policy accept; }'
 nft add rule inet owner input tcp dport 2223 accept
+RULES
+cat >/etc/systemd/system/owner-firewall.service <<'UNIT'
+[Unit]
+Description=The owner's firewall rules
+DefaultDependencies=no
+Before=network-pre.target
+Wants=network-pre.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -e /etc/owner-firewall.sh
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+systemctl daemon-reload
+systemctl enable --now --quiet owner-firewall.service
 `
 
 // testSSHCluster is TestSSHCluster with o's cluster.
