@@ -27,6 +27,13 @@ systemctl kill --signal=SIGKILL containerd.service 2>/dev/null
 systemctl stop containerd.service 2>/dev/null
 systemctl kill --signal=SIGKILL kubepods.slice 2>/dev/null
 systemctl stop kubepods.slice 2>/dev/null
+# A container the runtime was creating when it was killed leaves its
+# `runc init` orphaned (its parent PID 1), waiting for a start that will
+# not come, outside the stopped slice: it goes too. A runtime of the
+# host's own keeps its runc init under its monitor, not PID 1.
+ps -eo pid=,ppid=,args= | awk '$2 == 1 && $3 ~ /(^|\/)runc$/ && $4 == "init" { print $1 }' | while IFS= read -r pid; do
+	kill -KILL "$pid" 2>/dev/null
+done
 # shellcheck disable=SC2086 # one word per unit
 systemctl disable --quiet $units 2>/dev/null
 # Every file and link that appeared in /etc/systemd/system (the units,
