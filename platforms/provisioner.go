@@ -2,6 +2,7 @@ package platforms
 
 import (
 	"context"
+	"io"
 	"io/fs"
 
 	"github.com/sirupsen/logrus"
@@ -109,6 +110,19 @@ type Upgrader interface {
 	// WriteNodeFile replaces the file at path on node with data,
 	// atomically, following no link.
 	WriteNodeFile(ctx context.Context, infraID, node, path string, data []byte, mode fs.FileMode) error
+}
+
+// NodeShell is an optional ability of a Provisioner: reaching a running
+// machine of a cluster without the cluster's API, which a recovery needs
+// when the API is down (kiln restore cluster). Nodes are named by their
+// machine's name.
+type NodeShell interface {
+	// PutNodeFile replaces path on node with what src holds, following
+	// no link.
+	PutNodeFile(ctx context.Context, infraID, node, path string, src io.Reader, mode fs.FileMode) error
+	// RunOnNode runs argv as root on node and returns its standard
+	// output; a failed command's error holds its standard error.
+	RunOnNode(ctx context.Context, infraID, node string, argv ...string) ([]byte, error)
 }
 
 // Gatherer collects diagnostics from a cluster's machines.

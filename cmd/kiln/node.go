@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -46,7 +47,7 @@ func newNodeCmd(o *rootOptions) *cobra.Command {
 		// Agents run for the machine's life; their log is the journal.
 		Annotations: map[string]string{debugLogAnnotation: debugLogNone},
 	}
-	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o), newNodeProbeCmd(o),
+	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o), newNodeEtcdRestoreCmd(o), newNodeProbeCmd(o),
 		newNodeCSRApproverCmd(o), newNodeAwaitPermissionCmd(o), newNodeResolvConfCmd(o))
 	return cmd
 }
@@ -292,6 +293,41 @@ func newNodeEtcdInstallCmd(o *rootOptions) *cobra.Command {
 	cmd.Flags().StringVar(&kubeDir, "kubernetes-dir", nodelayout.KubernetesDir, "the node's /etc/kubernetes")
 	cmd.Flags().DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait for the member to vote")
 	return cmd
+}
+
+func newNodeEtcdRestoreCmd(o *rootOptions) *cobra.Command {
+	r := etcdmember.Restore{Exec: execCombined, Stopped: etcdmember.LocalStopped}
+	cmd := &cobra.Command{
+		Use:   "etcd-restore",
+		Short: "This master's part of kiln restore cluster: stop etcd and the API server, keep etcd's data aside, restore a snapshot",
+		Long: `Stop this master's etcd and API server (their static pods out of the kubelet's directory; the
+API server's staged, as on a master that joins), keep etcd's data aside in <data-dir>.before-restore-<run>,
+and, given --snapshot, restore it with etcdutl as a new one-member cluster and start etcd and the API
+server on it. Run by kiln restore cluster on every master; a second run of the same --run does nothing.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (r.Snapshot == "") != (r.Name == "") || (r.Snapshot == "") != (r.PeerURL == "") {
+				return exitcode.With(exitcode.Input, errors.New("--snapshot, --node-name and --peer-url go together"))
+			}
+			r.KubeDir, r.DataDir, r.Log = filepath.Clean(r.KubeDir), filepath.Clean(r.DataDir), o.log
+			return r.Do(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&r.Run, "run", "", "the restore's name")
+	cmd.Flags().StringVar(&r.Snapshot, "snapshot", "", "the snapshot to restore, on the master that restores it")
+	cmd.Flags().StringVar(&r.Name, "node-name", "", "this master's member name (with --snapshot)")
+	cmd.Flags().StringVar(&r.PeerURL, "peer-url", "", "this master's peer URL (with --snapshot)")
+	cmd.Flags().StringVar(&r.KubeDir, "kubernetes-dir", nodelayout.KubernetesDir, "the node's /etc/kubernetes")
+	cmd.Flags().StringVar(&r.DataDir, "data-dir", nodelayout.EtcdDataDir, "etcd's data directory")
+	cmd.Flags().StringVar(&r.Marker, "marker", nodelayout.EtcdRestoreMarker, "the file that records the restore done")
+	cmd.Flags().StringVar(&r.Etcdutl, "etcdutl", path.Join(release.BinDir, "etcdutl"), "etcdutl of the node's release")
+	_ = cmd.MarkFlagRequired("run")
+	return cmd
+}
+
+// execCombined runs argv and returns its combined output.
+func execCombined(ctx context.Context, argv ...string) ([]byte, error) {
+	return exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
 }
 
 func newNodeProbeCmd(o *rootOptions) *cobra.Command {

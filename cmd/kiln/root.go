@@ -149,7 +149,7 @@ func newRootCmd(o *rootOptions) *cobra.Command {
 		newNodeCmd(o),
 		newDestroyCmd(o), newWaitForCmd(o), newGatherCmd(o), newLoadCmd(o),
 		newCertsCmd(o),
-		newStopCmd(o), newStartCmd(o), newScaleCmd(o), newUpgradeCmd(o), newBackupCmd(o),
+		newStopCmd(o), newStartCmd(o), newScaleCmd(o), newUpgradeCmd(o), newBackupCmd(o), newRestoreCmd(o),
 		newKubectlCmd(o),
 	)
 	root.InitDefaultHelpCmd()

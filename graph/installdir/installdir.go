@@ -84,6 +84,9 @@ const (
 	Hosts = ".kiln/ssh-hosts.json"
 	// UpgradeJournal is the journal of `kiln upgrade cluster`.
 	UpgradeJournal = ".kiln/upgrade.json"
+	// RestoreJournal records the `kiln restore cluster` under way: its
+	// name and the backup it restores.
+	RestoreJournal = ".kiln/restore.json"
 	// UpgradeSnapshots holds the etcd snapshots an upgrade takes; each
 	// holds every Secret of the cluster.
 	UpgradeSnapshots = "upgrade"
@@ -157,6 +160,7 @@ func Layout() []Entry {
 		{Hosts, Removed, true},
 		{UpgradeJournal, Removed, true},
 		{UpgradeSnapshots, Removed, false},
+		{RestoreJournal, Removed, false},
 		{LogBundlePrefix + "*.tar.gz", Kept, false},
 		{Backups, Kept, false},
 	}

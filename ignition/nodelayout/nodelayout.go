@@ -61,6 +61,15 @@ const (
 	PKIDir = KubernetesDir + "/pki"
 	// EtcdPKIDir is EtcdPKISubdir on the machine.
 	EtcdPKIDir = KubernetesDir + "/" + EtcdPKISubdir
+	// EtcdDataDir is a master's etcd data (the etcd static pod's).
+	EtcdDataDir = "/var/lib/etcd"
+	// EtcdRestoreMarker names the last `kiln restore cluster` whose part
+	// on this master is done.
+	EtcdRestoreMarker = "/var/lib/kiln/etcd-restore"
+	// EtcdRestoreSnapshot is where `kiln restore cluster` puts the
+	// snapshot on the master that restores it (0600; removed once
+	// restored).
+	EtcdRestoreSnapshot = "/var/lib/kiln/etcd-restore.db"
 	// KubeconfigDir holds the control plane components' kubeconfigs.
 	KubeconfigDir = KubernetesDir + "/kubeconfigs"
 	// BootstrapKubeconfig is the kubelet's bootstrap kubeconfig (a

@@ -33,7 +33,8 @@ import (
 // TestClusterHA is the issue's main scenario: 3 masters and 1 worker through
 // `kiln create cluster`, checked through the API and the machines, and
 // backed up (assertBackup); then a master crash, `kiln stop cluster` and a host reboot, each undone by `kiln
-// start cluster` (assertRestart); then `kiln destroy cluster` leaves nothing behind.
+// start cluster` (assertRestart); then two masters lose etcd's data and `kiln restore cluster` brings the
+// cluster back from a backup (assertRestore); then `kiln destroy cluster` leaves nothing behind.
 // Like every cluster of the suite but TestClusterConnected's it is sealed
 // (networking.egress None); TestClusterSingleMaster checks that a pod's
 // request out of one fails at once.
@@ -171,6 +172,8 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 		assertBackup(t, kiln, dir)
 		runConformanceSubset(t, kiln, dir)
 		assertRestart(t, kiln, dir, infraID, client, masters)
+		// Last, as it rolls the cluster back to its backup.
+		assertRestore(t, kiln, dir, infraID, client, masters+workers)
 	}
 }
 

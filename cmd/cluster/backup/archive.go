@@ -186,7 +186,11 @@ func Describe(name, path string) (Member, error) {
 // member matches it (each file named, of its size and SHA-256, none
 // missing or extra) and the snapshot passes etcd's integrity check; the
 // first difference is the error.
-func Check(r io.Reader) (Manifest, error) {
+func Check(r io.Reader) (Manifest, error) { return Read(r, io.Discard) }
+
+// Read is Check that also copies the snapshot into snapshot as it reads
+// it; what was copied is the snapshot only when Read returns no error.
+func Read(r io.Reader, snapshot io.Writer) (Manifest, error) {
 	var m Manifest
 	gz, err := gzip.NewReader(r)
 	if err != nil {
@@ -223,7 +227,7 @@ func Check(r io.Reader) (Manifest, error) {
 		h, snap := sha256.New(), etcdmembers.NewSnapshotCheck()
 		sink := io.Writer(h)
 		if hdr.Name == SnapshotName {
-			sink = io.MultiWriter(h, snap)
+			sink = io.MultiWriter(h, snap, snapshot)
 		}
 		n, err := io.Copy(sink, tr)
 		if err != nil {

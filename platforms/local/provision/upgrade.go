@@ -14,7 +14,10 @@ import (
 	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
-var _ platforms.Upgrader = (*Provisioner)(nil)
+var (
+	_ platforms.Upgrader  = (*Provisioner)(nil)
+	_ platforms.NodeShell = (*Provisioner)(nil)
+)
 
 // kubeletUnit is the node's kubelet service.
 const kubeletUnit = "kubelet.service"
@@ -127,4 +130,23 @@ func (p *Provisioner) WriteNodeFile(ctx context.Context, infraID, node, path str
 		_, err := w.Write(data)
 		return err
 	})
+}
+
+// PutNodeFile replaces path on node with src's bytes (platforms.NodeShell).
+func (p *Provisioner) PutNodeFile(ctx context.Context, infraID, node, path string, src io.Reader, mode fs.FileMode) error {
+	if err := nodeOf(infraID, node); err != nil {
+		return err
+	}
+	return p.machines().WriteFile(ctx, node, path, mode, func(w io.Writer) error {
+		_, err := io.Copy(w, src)
+		return err
+	})
+}
+
+// RunOnNode runs argv inside node's machine (platforms.NodeShell).
+func (p *Provisioner) RunOnNode(ctx context.Context, infraID, node string, argv ...string) ([]byte, error) {
+	if err := nodeOf(infraID, node); err != nil {
+		return nil, err
+	}
+	return p.machines().Exec(ctx, node, argv...)
 }

@@ -1,0 +1,260 @@
+// Package restore is `kiln restore cluster`: it brings a cluster's etcd
+// back from a backup of `kiln backup cluster` when etcd lost quorum or its
+// data. It stops every master's etcd and API server, restores the
+// snapshot on one master as a new one-member cluster, starts its API
+// server, and adds the other masters' members again through the API as
+// `kiln scale cluster` finishes a master's join: as learners, promoted
+// once caught up. Each master's old etcd data is kept beside the new one.
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/kiln-project/kiln/assets/installconfig"
+	"github.com/kiln-project/kiln/cmd/cluster/backup"
+	"github.com/kiln-project/kiln/cmd/cluster/etcdmembers"
+	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
+	"github.com/kiln-project/kiln/cmd/cluster/install"
+	"github.com/kiln-project/kiln/cmd/cluster/scale"
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/graph/installdir"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
+	"github.com/kiln-project/kiln/platforms"
+)
+
+// Options are the flags of kiln restore cluster.
+type Options struct {
+	// From is the backup archive.
+	From string
+	// Timeout bounds each wait: the API on the restored master, each
+	// master's join, every node Ready.
+	Timeout time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Journal is what --dir records of a restore under way, so that a run cut
+// short goes on with the same name (every master's part of it is done
+// once) instead of restoring again.
+type Journal struct {
+	// Run names the restore on the masters.
+	Run string `json:"run"`
+	// Snapshot is the SHA-256 of the backup's snapshot.
+	Snapshot string `json:"snapshot"`
+	// Seed is the master that restores the snapshot.
+	Seed string `json:"seed"`
+}
+
+// Cluster restores c's etcd from the backup o.From (see the package
+// comment), printing each step to out.
+func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, o Options, log logrus.FieldLogger,
+	progress platforms.Progress, out io.Writer) error {
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	start := now()
+	shell, ok := prov.(platforms.NodeShell)
+	if !ok {
+		return exitcode.With(exitcode.Input, fmt.Errorf("platform %s cannot reach its machines without the cluster's API, so kiln cannot restore it yet: "+
+			"restore etcd with etcd's own procedure (docs/upgrade.md, \"Restoring etcd from the snapshot\")", c.Config.PlatformName()))
+	}
+	// The snapshot waits in --dir (0600, atomicfile's prefix for a sweep
+	// after a crash) while it is checked and copied to the master.
+	snap, err := os.CreateTemp(c.Dir, atomicfile.TempPrefix+"restore-*.db")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(snap.Name())
+	defer snap.Close()
+	m, err := readBackup(o.From, snap)
+	if err != nil {
+		return exitcode.With(exitcode.Input, err)
+	}
+	if m.InfraID != c.InfraID {
+		return exitcode.With(exitcode.Input, fmt.Errorf("--from: %s is a backup of cluster %s (infra ID %s); --dir holds %s (infra ID %s)",
+			o.From, m.Cluster, m.InfraID, c.Config.Metadata.Name, c.InfraID))
+	}
+	masters := c.Machines().Masters
+	j, err := journal(c, m, masters, now())
+	if err != nil {
+		return err
+	}
+	ips, ok, err := installconfig.MachineAddresses(c.Config, c.Resolved, c.InfraID, j.Seed)
+	if err != nil {
+		return fmt.Errorf("the address of master %s: %w", j.Seed, err)
+	}
+	if !ok || len(ips) == 0 {
+		return exitcode.With(exitcode.Input, fmt.Errorf("platform %s does not say the address of master %s", c.Config.PlatformName(), j.Seed))
+	}
+	peerURL := etcdmembers.PeerURL(ips[0].String())
+	fmt.Fprintf(out, "Restoring etcd of %s from %s (taken %s, Kubernetes %s) as restore %s:\n"+
+		"  every master's etcd and API server stop; %s restores the snapshot as a new one-member cluster;\n"+
+		"  the other masters join it again. Everything written since the backup is lost; each master keeps\n"+
+		"  its old etcd data in %s.\n",
+		c.InfraID, o.From, m.TakenAt.Format("2006-01-02 15:04:05 UTC"), m.Kubernetes, j.Run, j.Seed,
+		nodelayout.EtcdDataDir+".before-restore-"+j.Run)
+
+	// The other masters first, at once: no API server may serve from an
+	// old etcd once the restored one answers.
+	var others []string
+	for _, name := range masters {
+		if name != j.Seed {
+			others = append(others, name)
+		}
+	}
+	if err := stopOthers(ctx, shell, c.InfraID, j.Run, others, progress, out, now); err != nil {
+		return err
+	}
+	t := now()
+	end := progress.Start("Restoring the snapshot on " + j.Seed)
+	err = putSnapshot(ctx, shell, c.InfraID, j.Seed, snap)
+	var outp []byte
+	if err == nil {
+		outp, err = shell.RunOnNode(ctx, c.InfraID, j.Seed, NodeArgv(j.Run, nodelayout.EtcdRestoreSnapshot, j.Seed, peerURL)...)
+	}
+	end(err)
+	if err != nil {
+		return fmt.Errorf("master %s: %w", j.Seed, nodeError(err, outp))
+	}
+	// Done with: what follows opens --dir's state, which sweeps
+	// atomicfile's temporary files.
+	snap.Close()
+	if err := os.Remove(snap.Name()); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s: snapshot restored, etcd and the API server started on it (%s)\n", j.Seed, now().Sub(t).Round(100*time.Millisecond))
+
+	api, err := c.API(log, progress, prov)
+	if err != nil {
+		return err
+	}
+	if _, err := api.API(ctx, api.Server, o.Timeout); err != nil {
+		return fmt.Errorf("the API after the restore on %s: %w", j.Seed, err)
+	}
+	// The other masters have no member now: scale finishes their joins.
+	if err := scale.Scale(ctx, c, prov, scale.Options{Masters: -1, Workers: -1, Yes: true, JoinTimeout: o.Timeout},
+		log, progress, nil, out); err != nil {
+		return err
+	}
+	if err := api.InstallComplete(ctx, c.Nodes(), o.Timeout); err != nil {
+		return exitcode.With(exitcode.Install, err)
+	}
+	w := atomicfile.Writer{Root: c.Dir}
+	if err := w.Remove(filepath.Join(c.Dir, filepath.FromSlash(installdir.RestoreJournal))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return exitcode.With(exitcode.Install, err)
+	}
+	fmt.Fprintf(out, "Restore complete: etcd of %s is the backup's of %s on %d masters, every node Ready (%s)\n",
+		c.InfraID, m.TakenAt.Format("2006-01-02 15:04:05 UTC"), len(masters), now().Sub(start).Round(time.Second))
+	return nil
+}
+
+// readBackup checks the archive at path whole and copies its snapshot
+// into snap.
+func readBackup(path string, snap *os.File) (backup.Manifest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return backup.Manifest{}, fmt.Errorf("--from: %w", err)
+	}
+	defer f.Close()
+	m, err := backup.Read(f, snap)
+	if err != nil {
+		return m, fmt.Errorf("--from: %s: %w", path, err)
+	}
+	return m, snap.Sync()
+}
+
+// journal returns the restore under way in c's --dir when it restores the
+// same snapshot, else records a new one, restored on the first master.
+func journal(c *install.Cluster, m backup.Manifest, masters []string, now time.Time) (Journal, error) {
+	var j Journal
+	found, err := graph.LoadRecord(c.Dir, installdir.RestoreJournal, &j)
+	if err != nil {
+		return j, exitcode.With(exitcode.Input, fmt.Errorf("%s: %w", installdir.RestoreJournal, err))
+	}
+	if found {
+		if j.Snapshot != m.Snapshot.SHA256 {
+			return j, exitcode.With(exitcode.Input, fmt.Errorf("--from: a restore of another backup (restore %s, its snapshot's SHA-256 %s) is under way in %s: run it again with that backup to finish it",
+				j.Run, j.Snapshot, c.Dir))
+		}
+		return j, nil
+	}
+	if len(masters) == 0 {
+		return j, errors.New("the cluster has no master")
+	}
+	j = Journal{Run: now.UTC().Format("20060102T150405Z"), Snapshot: m.Snapshot.SHA256, Seed: masters[0]}
+	return j, graph.SaveRecord(c.Dir, installdir.RestoreJournal, j)
+}
+
+// stopOthers has every master of others stop its etcd and API server and
+// keep its data aside, all at once; each waits for its kubelet to stop
+// the static pods.
+func stopOthers(ctx context.Context, shell platforms.NodeShell, infraID, run string, others []string,
+	progress platforms.Progress, out io.Writer, now func() time.Time) error {
+	if len(others) == 0 {
+		return nil
+	}
+	t := now()
+	end := progress.Start("Stopping etcd and the API server on " + strings.Join(others, ", "))
+	errs := make([]error, len(others))
+	var wg sync.WaitGroup
+	for i, name := range others {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outp, err := shell.RunOnNode(ctx, infraID, name, NodeArgv(run, "", "", "")...)
+			if err != nil {
+				errs[i] = fmt.Errorf("master %s: %w", name, nodeError(err, outp))
+			}
+		}()
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	end(err)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s: etcd and the API server stopped, etcd's data kept aside (%s)\n", strings.Join(others, ", "), now().Sub(t).Round(100*time.Millisecond))
+	return nil
+}
+
+// putSnapshot copies the snapshot to the master, 0600.
+func putSnapshot(ctx context.Context, shell platforms.NodeShell, infraID, node string, snap *os.File) error {
+	if _, err := snap.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	if err := shell.PutNodeFile(ctx, infraID, node, nodelayout.EtcdRestoreSnapshot, snap, 0o600); err != nil {
+		return fmt.Errorf("copy the snapshot: %w", err)
+	}
+	return nil
+}
+
+// NodeArgv is the command a master runs for its part of restore run: with
+// snapshot, it restores it as the member name at peerURL.
+func NodeArgv(run, snapshot, name, peerURL string) []string {
+	argv := []string{nodelayout.KilnBinary, "node", "etcd-restore", "--run=" + run}
+	if snapshot != "" {
+		argv = append(argv, "--snapshot="+snapshot, "--node-name="+name, "--peer-url="+peerURL)
+	}
+	return argv
+}
+
+// nodeError adds what the node command printed to err.
+func nodeError(err error, out []byte) error {
+	if len(out) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w\n%s", err, out)
+}

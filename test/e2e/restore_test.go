@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kiln-project/kiln/platforms/local/machine"
+)
+
+// restoreObjects is how many ConfigMaps the restore must bring back.
+const restoreObjects = 200
+
+// assertRestore is issue 47's recovery: restoreObjects ConfigMaps are
+// written and backed up, then deleted; two of the three masters lose
+// etcd's data and their member is killed, so etcd has no quorum and the
+// API fails. `kiln restore cluster` is killed (SIGKILL) while it works on
+// the masters and run again: the ConfigMaps are back, etcd has the three
+// masters as voters, every node is Ready, and the echo Deployment
+// (assertRestart's, in the backup) is available.
+func assertRestore(t *testing.T, kiln, dir, infraID string, client kubernetes.Interface, nodes int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	mgr := machine.NewManager(machine.Options{})
+	const ns = "e2e-restore"
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cms := client.CoreV1().ConfigMaps(ns)
+	for i := range restoreObjects {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%03d", i)}, Data: map[string]string{"i": fmt.Sprint(i)}}
+		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	archive := filepath.Join(t.TempDir(), "before-loss.tar.gz")
+	if out, err := runKiln(t, kiln, 5*time.Minute, "backup", "cluster", "--dir", dir, "--to", archive); err != nil {
+		t.Fatalf("backup cluster: %v\n%s", err, out)
+	}
+	if err := cms.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := countConfigMaps(ctx, t, client, ns); n != 0 {
+		t.Fatalf("%d ConfigMaps left in %s after their deletion", n, ns)
+	}
+
+	// Two masters lose etcd's data, and etcd its quorum.
+	for _, m := range []string{infraID + "-master-1", infraID + "-master-2"} {
+		if out, err := mgr.Exec(ctx, m, "sh", "-c", "rm -rf /var/lib/etcd/member && pkill -9 -x etcd"); err != nil {
+			t.Fatalf("%s: wipe etcd's data: %v\n%s", m, err, out)
+		}
+	}
+	lost := time.Now()
+	for {
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").Timeout(10 * time.Second).DoRaw(ctx)
+		if err != nil || string(body) != "ok" {
+			t.Logf("the API fails %s after two masters lost etcd's data: %v", time.Since(lost).Round(time.Second), briefError(err))
+			break
+		}
+		if time.Since(lost) > 3*time.Minute {
+			t.Fatalf("/readyz still ok 3 minutes after two of three masters lost etcd's data")
+		}
+		time.Sleep(2 * time.Second)
+	}
+
+	start := time.Now()
+	killed, _ := signalAt(t, kiln, "etcd and the API server stopped", time.Second, syscall.SIGKILL, "restore", "cluster", "--dir", dir, "--from", archive)
+	t.Logf("restore cluster killed (SIGKILL) after the first master stopped:\n%s", lastLines(killed, 10))
+	out, err := runKiln(t, kiln, 30*time.Minute, "restore", "cluster", "--dir", dir, "--from", archive)
+	if err != nil {
+		t.Fatalf("restore cluster after the kill: %v\n%s", err, lastLines(out, 60))
+	}
+	t.Logf("MEASURE restore cluster (kill and re-run, to every node Ready): %s\n%s", time.Since(start).Round(time.Second), lastLines(out, 20))
+	assertOutput(t, "restore cluster", out, "finish joining master "+infraID+"-master-1", "finish joining master "+infraID+"-master-2", "Restore complete")
+
+	if n := countConfigMaps(ctx, t, client, ns); n != restoreObjects {
+		t.Errorf("%d ConfigMaps in %s after the restore, want %d", n, ns, restoreObjects)
+	}
+	assertEtcdMembers(t, infraID, 3)
+	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range list.Items {
+		if !nodeReady(&n) {
+			t.Errorf("node %s is not Ready after the restore", n.Name)
+		}
+	}
+	if len(list.Items) != nodes {
+		t.Errorf("%d nodes after the restore, want %d", len(list.Items), nodes)
+	}
+	waitDeployment(ctx, t, client)
+	// Each master kept its old data beside the new.
+	for _, m := range []string{infraID + "-master-0", infraID + "-master-1", infraID + "-master-2"} {
+		out, err := mgr.Exec(ctx, m, "sh", "-c", "ls -d /var/lib/etcd.before-restore-* && ls /var/lib/kiln/etcd-restore.db 2>&1 || true")
+		if err != nil || !strings.Contains(string(out), "/var/lib/etcd.before-restore-") || !strings.Contains(string(out), "No such file") {
+			t.Errorf("%s after the restore: %q, %v; want the old data kept aside and no snapshot left", m, out, err)
+		}
+	}
+}
+
+// countConfigMaps counts the ConfigMaps of ns, retrying while the API
+// answers errors.
+func countConfigMaps(ctx context.Context, t *testing.T, client kubernetes.Interface, ns string) int {
+	t.Helper()
+	var last error
+	for range 30 {
+		l, err := client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			n := 0
+			for _, cm := range l.Items {
+				if strings.HasPrefix(cm.Name, "cm-") {
+					n++
+				}
+			}
+			return n
+		}
+		last = err
+		time.Sleep(2 * time.Second)
+	}
+	t.Fatalf("list the ConfigMaps of %s: %v", ns, last)
+	return 0
+}
+
+// briefError is err's first line.
+func briefError(err error) string {
+	if err == nil {
+		return "not ok"
+	}
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}
