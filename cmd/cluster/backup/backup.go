@@ -60,17 +60,14 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	if err != nil {
 		return "", Manifest{}, fmt.Errorf("the API server's version: %w", err)
 	}
-	endpoints, err := scale.EtcdEndpoints(ctx, kube, "")
+	found, err := scale.FindClusterEtcd(ctx, c.Dir, kube)
 	if err != nil {
 		return "", Manifest{}, err
 	}
-	ca, cert, key, err := etcdmembers.ClientPKIFromState(c.Dir)
+	endpoints := found.Endpoints
+	etcd, err := found.Dial(dial.DialContext)
 	if err != nil {
 		return "", Manifest{}, err
-	}
-	etcd, err := etcdmembers.DialPEM(endpoints, ca, cert, key, dial.DialContext)
-	if err != nil {
-		return "", Manifest{}, fmt.Errorf("etcd at %v: %w", endpoints, err)
 	}
 	defer etcd.Close()
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,6 +191,37 @@ func (r *Runner) dialEtcd(ctx context.Context, skip string) (Etcd, error) {
 		return nil, err
 	}
 	return r.Etcd(endpoints)
+}
+
+// ClusterEtcd is how the host reaches a running cluster's etcd: the
+// client URLs of the masters' members and the API server's etcd client
+// certificate of --dir's state, with the etcd CA.
+type ClusterEtcd struct {
+	Endpoints     []string
+	CA, Cert, Key []byte
+}
+
+// FindClusterEtcd finds the etcd of the cluster whose state is in dir,
+// from the masters' Nodes of kube.
+func FindClusterEtcd(ctx context.Context, dir string, kube kubernetes.Interface) (ClusterEtcd, error) {
+	ca, cert, key, err := etcdmembers.ClientPKIFromState(dir)
+	if err != nil {
+		return ClusterEtcd{}, err
+	}
+	endpoints, err := EtcdEndpoints(ctx, kube, "")
+	if err != nil {
+		return ClusterEtcd{}, err
+	}
+	return ClusterEtcd{Endpoints: endpoints, CA: ca, Cert: cert, Key: key}, nil
+}
+
+// Dial connects to e's members through dial (the cluster's route).
+func (e ClusterEtcd) Dial(dial etcdmembers.DialFunc) (*clientv3.Client, error) {
+	c, err := etcdmembers.DialPEM(e.Endpoints, e.CA, e.Cert, e.Key, dial)
+	if err != nil {
+		return nil, fmt.Errorf("etcd at %v: %w", e.Endpoints, err)
+	}
+	return c, nil
 }
 
 // EtcdEndpoints returns the etcd client URLs of the masters other than

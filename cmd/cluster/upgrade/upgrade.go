@@ -187,23 +187,19 @@ func warnStoredObjects(ctx context.Context, rc *rest.Config, kube kubernetes.Int
 // etcd's cluster version with the same certificate; every connection goes
 // through dial.
 func dialEtcd(ctx context.Context, dir string, kube kubernetes.Interface, dial netroute.Dialer) (c *clientv3.Client, clusterVersion func(context.Context) (string, error), err error) {
-	ca, cert, key, err := etcdmembers.ClientPKIFromState(dir)
+	found, err := scale.FindClusterEtcd(ctx, dir, kube)
 	if err != nil {
 		return nil, nil, err
 	}
-	endpoints, err := scale.EtcdEndpoints(ctx, kube, "")
-	if err != nil {
-		return nil, nil, err
-	}
-	tc, err := etcdmembers.TLSConfig(ca, cert, key)
+	tc, err := etcdmembers.TLSConfig(found.CA, found.Cert, found.Key)
 	if err != nil {
 		return nil, nil, err
 	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tc, DialContext: dial.DialContext}}
 	clusterVersion = func(ctx context.Context) (string, error) {
-		return etcdmembers.ClusterVersion(ctx, hc, endpoints)
+		return etcdmembers.ClusterVersion(ctx, hc, found.Endpoints)
 	}
-	c, err = etcdmembers.DialPEM(endpoints, ca, cert, key, dial.DialContext)
+	c, err = found.Dial(dial.DialContext)
 	return c, clusterVersion, err
 }
 
