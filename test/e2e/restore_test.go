@@ -74,7 +74,7 @@ func assertRestore(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 
 	start := time.Now()
 	killed, _ := signalAt(t, kiln, "etcd and the API server stopped", time.Second, syscall.SIGKILL, "restore", "cluster", "--dir", dir, "--from", archive)
-	t.Logf("restore cluster killed (SIGKILL) after the first master stopped:\n%s", lastLines(killed, 10))
+	t.Logf("restore cluster killed (SIGKILL) 1 s after the other masters stopped, as the first restores:\n%s", lastLines(killed, 10))
 	out, err := runKiln(t, kiln, 30*time.Minute, "restore", "cluster", "--dir", dir, "--from", archive)
 	if err != nil {
 		t.Fatalf("restore cluster after the kill: %v\n%s", err, lastLines(out, 60))
