@@ -116,7 +116,7 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 		}
 	}
 	if err := stopOthers(ctx, shell, c.InfraID, j.Run, others, progress, out, now); err != nil {
-		return err
+		return exitcode.With(exitcode.Install, err)
 	}
 	t := now()
 	end := progress.Start("Restoring the snapshot on " + j.Seed)
@@ -127,7 +127,7 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	}
 	end(err)
 	if err != nil {
-		return fmt.Errorf("master %s: %w", j.Seed, nodeError(err, outp))
+		return exitcode.With(exitcode.Install, fmt.Errorf("master %s: %w", j.Seed, nodeError(err, outp)))
 	}
 	// Done with: what follows opens --dir's state, which sweeps
 	// atomicfile's temporary files.
@@ -142,7 +142,7 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 		return err
 	}
 	if _, err := api.API(ctx, api.Server, o.Timeout); err != nil {
-		return fmt.Errorf("the API after the restore on %s: %w", j.Seed, err)
+		return exitcode.With(exitcode.Install, fmt.Errorf("the API after the restore on %s: %w", j.Seed, err))
 	}
 	// The other masters have no member now: scale finishes their joins.
 	if err := scale.Scale(ctx, c, prov, scale.Options{Masters: -1, Workers: -1, Yes: true, JoinTimeout: o.Timeout},
