@@ -296,7 +296,7 @@ func newNodeEtcdInstallCmd(o *rootOptions) *cobra.Command {
 }
 
 func newNodeEtcdRestoreCmd(o *rootOptions) *cobra.Command {
-	r := etcdmember.Restore{Exec: execCombined, Stopped: etcdmember.LocalStopped}
+	r := etcdmember.Restore{Exec: execRunner{}.Run, Stopped: etcdmember.LocalStopped}
 	cmd := &cobra.Command{
 		Use:   "etcd-restore",
 		Short: "This master's part of kiln restore cluster: stop etcd and the API server, keep etcd's data aside, restore a snapshot",
@@ -323,11 +323,6 @@ server on it. Run by kiln restore cluster on every master; a second run of the s
 	cmd.Flags().StringVar(&r.Etcdutl, "etcdutl", path.Join(release.BinDir, "etcdutl"), "etcdutl of the node's release")
 	_ = cmd.MarkFlagRequired("run")
 	return cmd
-}
-
-// execCombined runs argv and returns its combined output.
-func execCombined(ctx context.Context, argv ...string) ([]byte, error) {
-	return exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
 }
 
 func newNodeProbeCmd(o *rootOptions) *cobra.Command {
