@@ -41,8 +41,6 @@ type Options struct {
 	// Timeout bounds each wait: the API on the restored master, each
 	// master's join, every node Ready.
 	Timeout time.Duration
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
 }
 
 // Journal is what --dir records of a restore under way, so that a run cut
@@ -62,9 +60,6 @@ type Journal struct {
 func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner, o Options, log logrus.FieldLogger,
 	progress platforms.Progress, out io.Writer) error {
 	now := time.Now
-	if o.Now != nil {
-		now = o.Now
-	}
 	start := now()
 	shell, ok := prov.(platforms.NodeShell)
 	if !ok {
