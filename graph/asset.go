@@ -91,3 +91,16 @@ type Parents interface {
 	// an error.
 	Get(assets ...Asset) error
 }
+
+// Introduced is an asset that a kiln release added as a dependency of assets
+// that earlier releases generated without it. A state entry made before it
+// existed records no hash for it; when Default reports that its value is the
+// one those assets were made with (the behaviour before it existed), that
+// entry is not stale because of it, so a --dir made by an earlier kiln
+// resumes with the very same values instead of, say, new certificates.
+type Introduced interface {
+	Asset
+	// Default reports whether the value is what dependents made before the
+	// asset existed were made with.
+	Default() bool
+}

@@ -25,6 +25,7 @@ type Store struct {
 	log     logrus.FieldLogger
 	force   bool
 	retired []string
+	renew   map[string]bool
 	state   *State // as read from disk, less retired assets; never modified after Open
 	w       *atomicfile.Writer
 
@@ -59,6 +60,19 @@ func WithRetired(ids ...string) Option {
 	return func(s *Store) { s.retired = append(s.retired, ids...) }
 }
 
+// WithRenew makes the store generate the assets ids again, whatever the
+// state file and --dir hold, and so everything made from them: kiln certs
+// renew issues leaf certificates again from the same CAs. The files of
+// --dir that an asset of ids writes are replaced even when the user edited
+// them.
+func WithRenew(ids ...string) Option {
+	return func(s *Store) {
+		for _, id := range ids {
+			s.renew[id] = true
+		}
+	}
+}
+
 // WithFaults passes every file-system operation of the store through fault
 // (see atomicfile.Writer.Fault): a test seam to fail or crash a run at any
 // write, rename or remove.
@@ -76,7 +90,7 @@ func WithFaults(fault func(op atomicfile.Op, path string) error) Option {
 func Open(dir string, opts ...Option) (*Store, error) {
 	quiet := logrus.New()
 	quiet.SetOutput(io.Discard)
-	s := &Store{dir: dir, log: quiet, w: &atomicfile.Writer{Root: dir}, nodes: map[string]*node{}, budget: &budget{}}
+	s := &Store{dir: dir, log: quiet, w: &atomicfile.Writer{Root: dir}, nodes: map[string]*node{}, budget: &budget{}, renew: map[string]bool{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -239,7 +253,11 @@ func (s *Store) build(ctx context.Context, n *node) error {
 	var changed []string // causes of changed parents
 	if prev != nil {
 		for _, dn := range depNodes {
-			if prev.Parents[dn.asset.ID()] != dn.entry.Hash {
+			recorded, had := prev.Parents[dn.asset.ID()]
+			if !had && isDefault(dn.asset) {
+				continue // an Introduced parent with the value prev was made with
+			}
+			if recorded != dn.entry.Hash {
 				changed = append(changed, dn.causesOrID()...)
 			}
 		}
@@ -252,6 +270,16 @@ func (s *Store) build(ctx context.Context, n *node) error {
 	}
 	parentsSame := prev != nil && len(changed) == 0
 
+	if s.renew[id] {
+		// Issued again whatever the state and --dir hold: kiln certs
+		// renew replaces kiln's own value, which Load would find on disk.
+		s.log.Debugf("Renewing %s", n.asset.Name())
+		if err := n.asset.Generate(ctx, parents{owner: id, nodes: byID}); err != nil {
+			return err
+		}
+		n.origin, n.causes = fromGenerate, []string{id}
+		return s.finish(n, hashes, nil)
+	}
 	if wa, ok := n.asset.(WritableAsset); ok {
 		fetcher := newDirFetcher(s.dir, inputOf(wa), s.budget)
 		found, err := wa.Load(fetcher)
@@ -296,6 +324,12 @@ func (s *Store) build(ctx context.Context, n *node) error {
 	}
 	n.origin, n.causes = fromGenerate, changed
 	return s.finish(n, hashes, nil)
+}
+
+// isDefault reports whether a is an Introduced asset holding its default.
+func isDefault(a Asset) bool {
+	i, ok := a.(Introduced)
+	return ok && i.Default()
 }
 
 // restore takes n's value from the state file. A value that does not
