@@ -114,15 +114,15 @@ type Upgrader interface {
 
 // NodeShell is an optional ability of a Provisioner: reaching a running
 // machine of a cluster without the cluster's API, which a recovery needs
-// when the API is down (kiln restore cluster). Nodes are named by their
-// machine's name.
+// when the API is down (kiln restore cluster, kiln certs renew). Nodes are
+// named by their machine's name.
 type NodeShell interface {
-	// PutNodeFile replaces path on node with what src holds, following
-	// no link.
-	PutNodeFile(ctx context.Context, infraID, node, path string, src io.Reader, mode fs.FileMode) error
-	// RunOnNode runs argv as root on node and returns its standard
+	// PutNodeFile replaces path on c's node with what src holds,
+	// following no link.
+	PutNodeFile(ctx context.Context, c *Cluster, node, path string, src io.Reader, mode fs.FileMode) error
+	// RunOnNode runs argv as root on c's node and returns its standard
 	// output; a failed command's error holds its standard error.
-	RunOnNode(ctx context.Context, infraID, node string, argv ...string) ([]byte, error)
+	RunOnNode(ctx context.Context, c *Cluster, node string, argv ...string) ([]byte, error)
 }
 
 // Gatherer collects diagnostics from a cluster's machines.

@@ -59,6 +59,10 @@ type nodeValues struct {
 	// RegistryHosts are containerd's hosts.toml files of the cluster's
 	// registry (registryhosts.go); none without it.
 	RegistryHosts []registryHost
+	// EtcdMemberValidity is pki.leafValidity for the etcd member
+	// certificates the bootstrap machine issues; empty for the default,
+	// which the agents assume.
+	EtcdMemberValidity string
 }
 
 // baseConfig renders common.bu and <role>.bu and merges them.
@@ -82,11 +86,14 @@ func baseConfig(role string, ic *installconfig.InstallConfig, v *manifests.Value
 		RegistryHosts:        registryHosts(c),
 		TrustBundle:          c.AdditionalTrustBundle != "",
 	}
+	res, err := ic.Resolved()
+	if err != nil {
+		return types.Config{}, err
+	}
+	if res.LeafValidity != tls.LeafValidity {
+		nv.EtcdMemberValidity = res.LeafValidity.String()
+	}
 	if p := c.Proxy; p != nil {
-		res, err := ic.Resolved()
-		if err != nil {
-			return types.Config{}, err
-		}
 		nv.Proxy = unitEnvironment(map[string]string{"HTTP_PROXY": p.HTTPProxy, "HTTPS_PROXY": p.HTTPSProxy, "NO_PROXY": noProxy(c, res)})
 	}
 	cfg := ignition.New()

@@ -25,6 +25,7 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "proxy", Type: "object", Ref: "Proxy", Doc: "proxy configures an egress HTTP proxy for the nodes' containerd, with the cluster's names and networks added to noProxy; kiln's own downloads (a node image's Go modules and Debian packages) use it too where kiln's environment names no proxy."},
 			{Name: "imageMirrors", Type: "[]object", Ref: "ImageMirror", Doc: "imageMirrors are registries whose images the nodes pull from mirrors first (OpenShift's imageDigestSources, by registry): each node's containerd tries the cluster's own registry (the registry add-on) where it mirrors the source, then these mirrors in order, then the source itself."},
 			{Name: "timeouts", Type: "object", Ref: "Timeouts", Doc: "timeouts bounds each wait of create cluster."},
+			{Name: "pki", Type: "object", Ref: "PKI", Doc: "pki sets the lifetime of the certificates kiln issues (docs/pki.md)."},
 		}},
 		"ImageMirror": {Doc: "ImageMirror is one registry and its mirrors.", Fields: []fieldDoc{
 			{Name: "source", Type: "string", Ref: "", Doc: "source is the registry as image names give it, e.g. docker.io, quay.io or registry.example.com:5000."},
@@ -70,6 +71,10 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "egress", Type: "string", Ref: "", Doc: "egress is what pods and machines reach outside the cluster: NAT (the default) masquerades pod traffic to addresses outside the cluster and service networks on its node, and on the local platform gives machines a route out through the host, which masquerades them as Docker does for kind; None seals the cluster (nothing leaves it), for air-gapped sites."},
 		}},
 		"NonePlatform": {Doc: "NonePlatform is user-provisioned infrastructure.", Fields: []fieldDoc{}},
+		"PKI": {Doc: "PKI sets the lifetime of the certificates kiln issues.", Fields: []fieldDoc{
+			{Name: "leafValidity", Type: "string", Ref: "", Doc: "leafValidity is the lifetime of the serving and client certificates kiln issues (the API server's, the etcd members', the control plane's clients', the machine-config server's, the kubeconfigs' in auth/), a Go duration: at least 168h (7 days) and at most 8760h (1 year, the default). `kiln certs renew` issues them again. The kubelets' certificates are not kiln's: kube-controller-manager issues them for 1 year and the kubelets renew them."},
+			{Name: "allowShortLeafValidityForTests", Type: "boolean", Ref: "", Doc: "allowShortLeafValidityForTests lets leafValidity be as short as 2m, for tests that watch certificates expire; such a cluster's API stops when they do, until `kiln certs renew`."},
+		}},
 		"Platform": {Doc: "Platform holds exactly one platform's configuration.", Fields: []fieldDoc{
 			{Name: "local", Type: "object", Ref: "LocalPlatform", Doc: "local is the embedded platform: systemd-nspawn machines on a host bridge."},
 			{Name: "none", Type: "object", Ref: "NonePlatform", Doc: "none is user-provisioned infrastructure: kiln writes Ignition configs only."},

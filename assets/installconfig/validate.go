@@ -46,6 +46,7 @@ func Validate(c *types.Config, plats []configs.Platform) field.ErrorList {
 	errs = append(errs, validatePlatform(c, plats)...)
 	errs = append(errs, validateNodeAccess(c)...)
 	errs = append(errs, validateTimeouts(c.Timeouts, field.NewPath("timeouts"))...)
+	errs = append(errs, validatePKI(c.PKI, field.NewPath("pki"))...)
 	return errs
 }
 
@@ -147,6 +148,28 @@ func validatePlatform(c *types.Config, plats []configs.Platform) field.ErrorList
 		return field.ErrorList{field.NotSupported(fp, names[0], supported)}
 	}
 	return p.Validate(c, fp.Child(names[0]))
+}
+
+func validatePKI(p *types.PKI, fp *field.Path) field.ErrorList {
+	if p == nil || p.LeafValidity == "" {
+		return nil
+	}
+	fp = fp.Child("leafValidity")
+	v, err := time.ParseDuration(p.LeafValidity)
+	if err != nil {
+		return field.ErrorList{field.Invalid(fp, p.LeafValidity, "must be a duration such as \"2160h\" (90 days)")}
+	}
+	least, why := types.MinLeafValidity, " (7 days): a shorter lifetime leaves too little time to renew; tests that watch certificates expire set pki.allowShortLeafValidityForTests"
+	if p.AllowShortLeafValidityForTests {
+		least, why = types.MinTestLeafValidity, " with pki.allowShortLeafValidityForTests"
+	}
+	switch {
+	case v < least:
+		return field.ErrorList{field.Invalid(fp, p.LeafValidity, "must be at least "+least.String()+why)}
+	case v > types.DefaultLeafValidity:
+		return field.ErrorList{field.Invalid(fp, p.LeafValidity, "must be at most 8760h (1 year): kiln checks that a CA outlives its leaves by that much")}
+	}
+	return nil
 }
 
 func validateTimeouts(t *types.Timeouts, fp *field.Path) field.ErrorList {

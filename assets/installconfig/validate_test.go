@@ -141,6 +141,16 @@ func TestValidate(t *testing.T) {
 		{"networkType KilnVXLAN", func(c *types.Config) { c.Networking.NetworkType = types.NetworkTypeKilnVXLAN }, nil},
 		{"egress", func(c *types.Config) { c.Networking.Egress = "Open" }, []fieldErr{{ns, "networking.egress"}}},
 		{"egress None", func(c *types.Config) { c.Networking.Egress = types.EgressNone }, nil},
+		{"pki.leafValidity 90 days", func(c *types.Config) { c.PKI = &types.PKI{LeafValidity: "2160h"} }, nil},
+		{"pki.leafValidity not a duration", func(c *types.Config) { c.PKI = &types.PKI{LeafValidity: "90d"} }, []fieldErr{{inv, "pki.leafValidity"}}},
+		{"pki.leafValidity below the floor", func(c *types.Config) { c.PKI = &types.PKI{LeafValidity: "10m"} }, []fieldErr{{inv, "pki.leafValidity"}}},
+		{"pki.leafValidity above a year", func(c *types.Config) { c.PKI = &types.PKI{LeafValidity: "8761h"} }, []fieldErr{{inv, "pki.leafValidity"}}},
+		{"pki.leafValidity short for tests", func(c *types.Config) {
+			c.PKI = &types.PKI{LeafValidity: "10m", AllowShortLeafValidityForTests: true}
+		}, nil},
+		{"pki.leafValidity too short even for tests", func(c *types.Config) {
+			c.PKI = &types.PKI{LeafValidity: "1m", AllowShortLeafValidityForTests: true}
+		}, []fieldErr{{inv, "pki.leafValidity"}}},
 		{"controlPlaneHardwareSpeed", func(c *types.Config) { c.ControlPlaneHardwareSpeed = "Fast" }, []fieldErr{{ns, "controlPlaneHardwareSpeed"}}},
 		{"controlPlaneHardwareSpeed Slower", func(c *types.Config) { c.ControlPlaneHardwareSpeed = types.HardwareSpeedSlower }, nil},
 		{"kubernetesVersion unknown", func(c *types.Config) { c.KubernetesVersion = "v1.30.0" }, []fieldErr{{ns, "kubernetesVersion"}}},

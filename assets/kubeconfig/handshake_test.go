@@ -27,13 +27,13 @@ import (
 func TestHandshake(t *testing.T) {
 	const vip = "192.168.126.10"
 	ic := testInstallConfig(vip)
-	alg := &tls.KeyAlgorithm{Algorithm: tls.ECDSAP256}
+	alg, life := &tls.KeyAlgorithm{Algorithm: tls.ECDSAP256}, &tls.Lifetimes{Leaf: tls.LeafValidity}
 	ca, serving := &tls.RootCA{}, &tls.APIServer{}
 	generate(t, ca, alg)
-	generate(t, serving, alg, ca, ic)
+	generate(t, serving, alg, ca, life, ic)
 	clients := []graph.Asset{&tls.AdminClient{}, &tls.KubeControllerManagerClient{}, &tls.KubeSchedulerClient{}}
 	for _, c := range clients {
-		generate(t, c, alg, ca)
+		generate(t, c, alg, ca, life)
 	}
 
 	caCert, err := ca.Certificate()

@@ -25,9 +25,8 @@ func (*AdminClient) Dependencies() []graph.Asset { return signedDeps(&RootCA{}) 
 // Generate issues the client certificate, signed by the RootCA.
 func (c *AdminClient) Generate(ctx context.Context, p graph.Parents) error {
 	return c.signed(ctx, p, &RootCA{}, certSpec{
-		Subject:  pkix.Name{CommonName: "system:admin", Organization: []string{"system:masters"}},
-		Usage:    usageClient,
-		Validity: LeafValidity,
+		Subject: pkix.Name{CommonName: "system:admin", Organization: []string{"system:masters"}},
+		Usage:   usageClient,
 	})
 }
 

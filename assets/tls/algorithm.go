@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/graph"
 )
 
@@ -21,9 +22,10 @@ var _ graph.Asset = (*KeyAlgorithm)(nil)
 const (
 	// CAValidity is the lifetime of the certificate authorities.
 	CAValidity = 10 * 365 * 24 * time.Hour
-	// LeafValidity is the lifetime of serving and client certificates that
-	// outlive the bootstrap machine.
-	LeafValidity = 365 * 24 * time.Hour
+	// LeafValidity is the default lifetime of serving and client
+	// certificates that outlive the bootstrap machine (Lifetimes holds a
+	// cluster's own).
+	LeafValidity = types.DefaultLeafValidity
 	// BootstrapValidity is the lifetime of credentials used only while the
 	// bootstrap machine exists; the Ignition configs must be used within
 	// half of it.

@@ -45,7 +45,6 @@ func (c *APIServer) Generate(ctx context.Context, p graph.Parents) error {
 		DNSNames: dns,
 		IPs:      ips,
 		Usage:    usageServer,
-		Validity: LeafValidity,
 	})
 }
 

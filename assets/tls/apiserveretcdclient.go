@@ -25,9 +25,8 @@ func (*APIServerEtcdClient) Dependencies() []graph.Asset { return signedDeps(&Et
 // Generate issues the client certificate, signed by the EtcdCA.
 func (c *APIServerEtcdClient) Generate(ctx context.Context, p graph.Parents) error {
 	return c.signed(ctx, p, &EtcdCA{}, certSpec{
-		Subject:  pkix.Name{CommonName: "kube-apiserver-etcd-client"},
-		Usage:    usageClient,
-		Validity: LeafValidity,
+		Subject: pkix.Name{CommonName: "kube-apiserver-etcd-client"},
+		Usage:   usageClient,
 	})
 }
 

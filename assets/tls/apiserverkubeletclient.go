@@ -27,9 +27,8 @@ func (*APIServerKubeletClient) Dependencies() []graph.Asset { return signedDeps(
 // Generate issues the client certificate, signed by the RootCA.
 func (c *APIServerKubeletClient) Generate(ctx context.Context, p graph.Parents) error {
 	return c.signed(ctx, p, &RootCA{}, certSpec{
-		Subject:  pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{KubeletAPIGroup}},
-		Usage:    usageClient,
-		Validity: LeafValidity,
+		Subject: pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{KubeletAPIGroup}},
+		Usage:   usageClient,
 	})
 }
 

@@ -22,3 +22,21 @@ func Assets() []graph.WritableAsset {
 		&ServiceAccountKeyPair{},
 	}
 }
+
+// RenewableIDs returns the IDs of the leaf certificates that outlive the
+// bootstrap machine, which `kiln certs renew` issues again from the same
+// CAs: every certificate of Assets but the CAs, the bootstrap machine's
+// etcd serving certificate and the service account key pair (a key, not
+// a certificate).
+func RenewableIDs() []string {
+	return []string{
+		(&APIServer{}).ID(),
+		(&APIServerKubeletClient{}).ID(),
+		(&APIServerEtcdClient{}).ID(),
+		(&FrontProxyClient{}).ID(),
+		(&AdminClient{}).ID(),
+		(&KubeControllerManagerClient{}).ID(),
+		(&KubeSchedulerClient{}).ID(),
+		(&MachineConfigServer{}).ID(),
+	}
+}

@@ -116,11 +116,16 @@ func (c *CertKey) selfSigned(ctx context.Context, p graph.Parents, spec certSpec
 	return nil
 }
 
-// signed generates a new key and a certificate signed by the asset ca.
+// signed generates a new key and a certificate signed by the asset ca,
+// valid for spec.Validity or, when that is zero, the leaf lifetime of
+// Lifetimes.
 func (c *CertKey) signed(ctx context.Context, p graph.Parents, ca caAsset, spec certSpec) error {
-	alg := &KeyAlgorithm{}
-	if err := p.Get(alg, ca); err != nil {
+	alg, life := &KeyAlgorithm{}, &Lifetimes{}
+	if err := p.Get(alg, ca, life); err != nil {
 		return err
+	}
+	if spec.Validity == 0 {
+		spec.Validity = life.Leaf
 	}
 	ck, err := issue(ctx, alg.Algorithm, ca.certKey(), spec)
 	if err != nil {
@@ -132,7 +137,7 @@ func (c *CertKey) signed(ctx context.Context, p graph.Parents, ca caAsset, spec 
 
 // signedDeps are the dependencies of a certificate signed by ca, plus extra.
 func signedDeps(ca caAsset, extra ...graph.Asset) []graph.Asset {
-	return append([]graph.Asset{&KeyAlgorithm{}, ca}, extra...)
+	return append([]graph.Asset{&KeyAlgorithm{}, ca, &Lifetimes{}}, extra...)
 }
 
 // parseCert decodes the first CERTIFICATE block of data.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
@@ -163,5 +164,61 @@ func TestEngineUserCAAfterGeneration(t *testing.T) {
 		if _, err := cert.Verify(opts); err != nil {
 			t.Errorf("%s was not reissued by the user's CA: %v", p, err)
 		}
+	}
+}
+
+// TestEngineLeafValidity issues every leaf for pki.leafValidity, keeps the
+// CAs' and the bootstrap-only certificate's lifetimes, and renews leaves
+// from the same CA with graph.WithRenew.
+func TestEngineLeafValidity(t *testing.T) {
+	dir := t.TempDir()
+	ic := installConfigYAML + "pki:\n  leafValidity: 240h\n"
+	if err := os.WriteFile(filepath.Join(dir, "install-config.yaml"), []byte(ic), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	assets, _ := persistTLS(t, dir)
+	lifetime := func(p string) time.Duration {
+		data, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := parseCert(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.NotAfter.Sub(c.NotBefore) - clockSkew
+	}
+	for _, a := range assets {
+		p := a.ID() + ".crt"
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			continue
+		}
+		want := 240 * time.Hour
+		switch a.ID() {
+		case "tls/root-ca", "tls/etcd-ca", "tls/front-proxy-ca", "tls/kubelet-serving-ca":
+			want = CAValidity
+		case "tls/etcd-server":
+			want = BootstrapValidity
+		}
+		if got := lifetime(p); got != want {
+			t.Errorf("%s: lifetime %s, want %s", p, got, want)
+		}
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "tls/apiserver.crt"))
+	ca, _ := os.ReadFile(filepath.Join(dir, "tls/root-ca.crt"))
+	s, err := graph.Open(dir, graph.WithRenew("tls/apiserver"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Persist(context.Background(), graph.Target{Name: "tls", Assets: Assets()}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, "tls/apiserver.crt"))
+	caAfter, _ := os.ReadFile(filepath.Join(dir, "tls/root-ca.crt"))
+	if bytes.Equal(before, after) || !bytes.Equal(ca, caAfter) {
+		t.Errorf("renewal: apiserver.crt changed %v, root CA kept %v; want a new leaf from the same CA", !bytes.Equal(before, after), bytes.Equal(ca, caAfter))
+	}
+	if got := lifetime("tls/apiserver.crt"); got != 240*time.Hour {
+		t.Errorf("renewed tls/apiserver.crt: lifetime %s", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 )
 
 // Subjects of the etcd member certificates issued at runtime.
@@ -32,11 +33,12 @@ type EtcdMember struct {
 }
 
 // IssueEtcdMember issues the serving and peer certificates of the etcd member
-// on node name with addresses ips, signed by the etcd CA, for LeafValidity.
+// on node name with addresses ips, signed by the etcd CA, valid for
+// validity (a cluster's Lifetimes.Leaf).
 // It runs on the bootstrap machine, the only machine that holds the etcd CA
 // key, when a member's addresses are known: its own member at first boot and
 // each master's before it joins.
-func IssueEtcdMember(ctx context.Context, alg Algorithm, ca *CertKey, name string, ips []net.IP) (EtcdMember, error) {
+func IssueEtcdMember(ctx context.Context, alg Algorithm, ca *CertKey, name string, ips []net.IP, validity time.Duration) (EtcdMember, error) {
 	if name == "" || len(ips) == 0 {
 		return EtcdMember{}, errors.New("an etcd member needs a node name and at least one IP address")
 	}
@@ -45,7 +47,7 @@ func IssueEtcdMember(ctx context.Context, alg Algorithm, ca *CertKey, name strin
 		DNSNames: []string{"localhost", name},
 		IPs:      append(loopbackIPs(), ips...),
 		Usage:    usageServerClient,
-		Validity: LeafValidity,
+		Validity: validity,
 	})
 	if err != nil {
 		return EtcdMember{}, fmt.Errorf("etcd serving certificate of %s: %w", name, err)
@@ -55,7 +57,7 @@ func IssueEtcdMember(ctx context.Context, alg Algorithm, ca *CertKey, name strin
 		DNSNames: []string{name},
 		IPs:      ips,
 		Usage:    usageServerClient,
-		Validity: LeafValidity,
+		Validity: validity,
 	})
 	if err != nil {
 		return EtcdMember{}, fmt.Errorf("etcd peer certificate of %s: %w", name, err)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestIssueEtcdMember(t *testing.T) {
@@ -15,7 +16,8 @@ func TestIssueEtcdMember(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AddCert(caCert)
 	ip := net.ParseIP("192.168.126.11").To4()
-	m, err := IssueEtcdMember(context.Background(), ECDSAP256, &ca, "master-0", []net.IP{ip})
+	const validity = 90 * 24 * time.Hour
+	m, err := IssueEtcdMember(context.Background(), ECDSAP256, &ca, "master-0", []net.IP{ip}, validity)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,12 +53,12 @@ func TestIssueEtcdMember(t *testing.T) {
 			if tt.absent != "" && cert.VerifyHostname(tt.absent) == nil {
 				t.Errorf("certificate is valid for %s", tt.absent)
 			}
-			if d := cert.NotAfter.Sub(cert.NotBefore); d != LeafValidity+clockSkew {
-				t.Errorf("validity %s, want %s", d-clockSkew, LeafValidity)
+			if d := cert.NotAfter.Sub(cert.NotBefore); d != validity+clockSkew {
+				t.Errorf("validity %s, want %s", d-clockSkew, validity)
 			}
 		})
 	}
-	if _, err := IssueEtcdMember(context.Background(), ECDSAP256, &ca, "master-0", nil); err == nil {
+	if _, err := IssueEtcdMember(context.Background(), ECDSAP256, &ca, "master-0", nil, validity); err == nil {
 		t.Error("a member without addresses was issued")
 	}
 }

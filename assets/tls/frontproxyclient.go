@@ -26,9 +26,8 @@ func (*FrontProxyClient) Dependencies() []graph.Asset { return signedDeps(&Front
 // Generate issues the client certificate, signed by the FrontProxyCA.
 func (c *FrontProxyClient) Generate(ctx context.Context, p graph.Parents) error {
 	return c.signed(ctx, p, &FrontProxyCA{}, certSpec{
-		Subject:  pkix.Name{CommonName: "front-proxy-client"},
-		Usage:    usageClient,
-		Validity: LeafValidity,
+		Subject: pkix.Name{CommonName: "front-proxy-client"},
+		Usage:   usageClient,
 	})
 }
 

@@ -28,9 +28,8 @@ func (*KubeControllerManagerClient) Dependencies() []graph.Asset { return signed
 // Generate issues the client certificate, signed by the RootCA.
 func (c *KubeControllerManagerClient) Generate(ctx context.Context, p graph.Parents) error {
 	return c.signed(ctx, p, &RootCA{}, certSpec{
-		Subject:  pkix.Name{CommonName: "system:kube-controller-manager"},
-		Usage:    usageClient,
-		Validity: LeafValidity,
+		Subject: pkix.Name{CommonName: "system:kube-controller-manager"},
+		Usage:   usageClient,
 	})
 }
 

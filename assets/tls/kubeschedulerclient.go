@@ -26,9 +26,8 @@ func (*KubeSchedulerClient) Dependencies() []graph.Asset { return signedDeps(&Ro
 // Generate issues the client certificate, signed by the RootCA.
 func (c *KubeSchedulerClient) Generate(ctx context.Context, p graph.Parents) error {
 	return c.signed(ctx, p, &RootCA{}, certSpec{
-		Subject:  pkix.Name{CommonName: "system:kube-scheduler"},
-		Usage:    usageClient,
-		Validity: LeafValidity,
+		Subject: pkix.Name{CommonName: "system:kube-scheduler"},
+		Usage:   usageClient,
 	})
 }
 

@@ -46,7 +46,6 @@ func (c *MachineConfigServer) Generate(ctx context.Context, p graph.Parents) err
 		DNSNames: dns,
 		IPs:      ips,
 		Usage:    usageServer,
-		Validity: LeafValidity,
 	})
 }
 

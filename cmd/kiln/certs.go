@@ -1,22 +1,41 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/cmd/cluster/certs"
+	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
+	"github.com/kiln-project/kiln/cmd/cluster/install"
+	"github.com/kiln-project/kiln/cmd/cluster/renew"
+	"github.com/kiln-project/kiln/cmd/cluster/scale"
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/platforms"
 )
 
-// newCertsCmd is `kiln certs`: reports on the cluster's certificates. It
-// only reads --dir, so it keeps no debug log there.
+// apiProbeTimeout bounds renew's first look at the API, which decides
+// whether the masters are renewed one at a time.
+const apiProbeTimeout = 10 * time.Second
+
+// newCertsCmd is `kiln certs`: the cluster's certificates.
 func newCertsCmd(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:         "certs",
-		Short:       "Inspect the certificates of --dir and of the cluster's nodes",
-		Args:        cobra.NoArgs,
-		Annotations: map[string]string{debugLogAnnotation: debugLogNone},
+		Use:   "certs",
+		Short: "Inspect and renew the certificates of --dir and of the cluster's nodes",
+		Args:  cobra.NoArgs,
 	}
+	cmd.AddCommand(newCertsCheckCmd(o), newCertsRenewCmd(o))
+	return cmd
+}
+
+// newCertsCheckCmd only reads --dir, so it keeps no debug log there.
+func newCertsCheckCmd(o *rootOptions) *cobra.Command {
 	opts := certs.Options{Nodes: true, Timeout: 5 * time.Second}
 	check := &cobra.Command{
 		Use:   "check-expiration",
@@ -25,7 +44,8 @@ func newCertsCmd(o *rootOptions) *cobra.Command {
 			"through the API with --dir's auth/kubeconfig, every node's kubelet serving (and, while its CSR\n" +
 			"exists, client) certificate expires. STATUS is EXPIRING within 30 days, EXPIRED after.\n" +
 			"--dir is only read.",
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{debugLogAnnotation: debugLogNone},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Dir, opts.Now, opts.Log = o.dir, time.Now(), o.log
 			var err error
@@ -37,6 +57,70 @@ func newCertsCmd(o *rootOptions) *cobra.Command {
 	}
 	check.Flags().BoolVar(&opts.Nodes, "nodes", opts.Nodes, "also show the nodes' kubelet certificates (needs the API)")
 	check.Flags().DurationVar(&opts.Timeout, "timeout", opts.Timeout, "timeout of each API request and TLS handshake")
-	cmd.AddCommand(check)
+	return check
+}
+
+func newCertsRenewCmd(o *rootOptions) *cobra.Command {
+	opts := renew.Options{Timeout: scale.DefaultJoinTimeout}
+	cmd := &cobra.Command{
+		Use:   "renew [NAME...]",
+		Short: "Issue the cluster's leaf certificates again from its CAs and put them on the masters",
+		Long: fmt.Sprintf(`Issue the leaf certificates of --dir's cluster again from the CAs in --dir, for the lifetime of
+install-config's pki.leafValidity, and put them on the masters without the API: %s.
+Only the API server, kube-controller-manager and kube-scheduler restart. With the API up the masters
+are renewed one at a time; when it does not answer (the certificates expired already) all at once.
+auth/kubeconfig and the Ignition configs in --dir get the new certificates. Run it again after an
+interrupt: it goes on with the same certificates. See docs/pki.md.`, strings.Join(renew.Names(), ", ")),
+		Annotations: map[string]string{lockAnnotation: ""},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if err := renew.CheckNames(args); err != nil {
+				return exitcode.With(exitcode.Input, err)
+			}
+			opts.Names = args
+			s, err := o.openCluster(ctx, install.Timeouts{}, 0)
+			if err != nil {
+				return err
+			}
+			shell, ok := s.prov.(platforms.NodeShell)
+			if !ok {
+				return exitcode.With(exitcode.Input, fmt.Errorf("platform %s cannot reach its machines without the cluster's API, so kiln cannot renew its certificates yet", s.cluster.Config.PlatformName()))
+			}
+			before, err := s.cluster.API(o.log, o.status, s.prov)
+			if err != nil {
+				return err
+			}
+			r := &renew.Renewal{
+				Cluster: s.cluster,
+				Shell:   shell,
+				Reissue: func(ctx context.Context, ids []string) error {
+					store, err := graph.Open(o.dir, graph.WithLogger(o.log), graph.WithRetired(targets.Retired()...), graph.WithRenew(ids...))
+					if err != nil {
+						return err
+					}
+					return o.createTarget(ctx, store, targets.IgnitionConfigs())
+				},
+				APIReady: func(ctx context.Context) error {
+					ctx, cancel := context.WithTimeout(ctx, apiProbeTimeout)
+					defer cancel()
+					body, err := before.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+					if err != nil {
+						return err
+					}
+					if string(body) != "ok" {
+						return errors.New("/readyz: " + string(body))
+					}
+					return nil
+				},
+				API:      func() (install.API, error) { return s.cluster.API(o.log, o.status, s.prov) },
+				Log:      o.log,
+				Progress: o.status,
+				Out:      o.stdout,
+				Now:      time.Now,
+			}
+			return r.Run(ctx, opts)
+		},
+	}
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", opts.Timeout, "how long to wait for each master's components, the API and every node Ready")
 	return cmd
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,9 +24,11 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/release"
+	kilntls "github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/cmd/cluster/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/node/bootkube"
+	"github.com/kiln-project/kiln/cmd/node/certinstall"
 	"github.com/kiln-project/kiln/cmd/node/csrapprover"
 	"github.com/kiln-project/kiln/cmd/node/etcdmember"
 	"github.com/kiln-project/kiln/cmd/node/mcs"
@@ -33,6 +36,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/node/permission"
 	"github.com/kiln-project/kiln/cmd/node/probe"
 	"github.com/kiln-project/kiln/cmd/node/resolvconf"
+	"github.com/kiln-project/kiln/ignition/certbundle"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms/resolvers"
 )
@@ -47,7 +51,7 @@ func newNodeCmd(o *rootOptions) *cobra.Command {
 		// Agents run for the machine's life; their log is the journal.
 		Annotations: map[string]string{debugLogAnnotation: debugLogNone},
 	}
-	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o), newNodeEtcdRestoreCmd(o), newNodeProbeCmd(o),
+	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o), newNodeEtcdRestoreCmd(o), newNodeCertsInstallCmd(o), newNodeProbeCmd(o),
 		newNodeCSRApproverCmd(o), newNodeAwaitPermissionCmd(o), newNodeResolvConfCmd(o))
 	return cmd
 }
@@ -89,6 +93,7 @@ func newNodeBootkubeCmd(o *rootOptions) *cobra.Command {
 	f.IntVar(&cfg.Masters, "masters", 1, "number of masters to hand over to")
 	f.StringVar(&cfg.NodeName, "node-name", "", "this machine's node and etcd member name")
 	f.StringVar(&cfg.DoneFile, "done-file", nodelayout.BootkubeDoneFile, "written when bootstrap is complete")
+	f.DurationVar(&cfg.EtcdMemberValidity, "etcd-member-validity", kilntls.LeafValidity, "lifetime of the masters' etcd member certificates (install-config's pki.leafValidity)")
 	f.BoolVar(&cfg.RetireFirst, "retire-first", false, "stop the temporary control plane and remove the bootstrap etcd member as soon as every master's member votes, before the masters' API servers are up (slower hardware)")
 	return cmd
 }
@@ -247,6 +252,7 @@ func newNodeCSRApproverCmd(o *rootOptions) *cobra.Command {
 
 func newNodeEtcdCertsCmd(o *rootOptions) *cobra.Command {
 	var dir, name, ip string
+	var validity time.Duration
 	cmd := &cobra.Command{
 		Use:   "etcd-certs",
 		Short: "Issue this machine's etcd member certificates with the etcd CA in --pki-dir",
@@ -260,7 +266,7 @@ func newNodeEtcdCertsCmd(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := etcdmembers.Issue(cmd.Context(), ca, name, addr)
+			m, err := etcdmembers.Issue(cmd.Context(), ca, name, addr, validity)
 			if err != nil {
 				return err
 			}
@@ -273,6 +279,7 @@ func newNodeEtcdCertsCmd(o *rootOptions) *cobra.Command {
 	cmd.Flags().StringVar(&dir, "pki-dir", nodelayout.EtcdPKIDir, "directory with ca.crt and ca.key; certificates are written there")
 	cmd.Flags().StringVar(&name, "node-name", "", "node name")
 	cmd.Flags().StringVar(&ip, "node-ip", "", "node IP address")
+	cmd.Flags().DurationVar(&validity, "validity", kilntls.LeafValidity, "lifetime of the certificates (install-config's pki.leafValidity)")
 	return cmd
 }
 
@@ -322,6 +329,47 @@ server on it. Run by kiln restore cluster on every master; a second run of the s
 	cmd.Flags().StringVar(&r.Marker, "marker", nodelayout.EtcdRestoreMarker, "the file that records the restore done")
 	cmd.Flags().StringVar(&r.Etcdutl, "etcdutl", path.Join(release.BinDir, "etcdutl"), "etcdutl of the node's release")
 	_ = cmd.MarkFlagRequired("run")
+	return cmd
+}
+
+func newNodeCertsInstallCmd(o *rootOptions) *cobra.Command {
+	var bundle string
+	var timeout time.Duration
+	in := certinstall.Install{
+		KubeDir: nodelayout.KubernetesDir,
+		Started: func(binary string) (time.Time, bool, error) { return certinstall.Started("/proc", binary) },
+		Ready:   certinstall.LocalReady(nodelayout.PKIDir + "/ca.crt"),
+		Now:     time.Now,
+		Poll:    time.Second,
+	}
+	cmd := &cobra.Command{
+		Use:   "certs-install",
+		Short: "This master's part of kiln certs renew: put new certificates in place and restart what reads them",
+		Long: `Put the certificates and kubeconfigs of --bundle (written by kiln certs renew) in place on this
+master, restart the API server, kube-controller-manager and kube-scheduler through their static pods
+(annotation ` + certinstall.Annotation + `), wait until they run again and the API server is ready with
+its new certificate, then remove the bundle. A second run of the same bundle restarts nothing.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			data, err := os.ReadFile(bundle)
+			if err != nil {
+				return err
+			}
+			var b certbundle.Bundle
+			if err := json.Unmarshal(data, &b); err != nil {
+				return exitcode.With(exitcode.Input, fmt.Errorf("%s: %w", bundle, err))
+			}
+			in.Log = o.log
+			if err := in.Do(ctx, b); err != nil {
+				return err
+			}
+			return os.Remove(bundle)
+		},
+	}
+	cmd.Flags().StringVar(&bundle, "bundle", nodelayout.CertsRenewBundle, "the renewal's files (JSON, 0600)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for the restarted components")
 	return cmd
 }
 

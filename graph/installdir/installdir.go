@@ -87,6 +87,9 @@ const (
 	// RestoreJournal records the `kiln restore cluster` under way: its
 	// name and the backup it restores.
 	RestoreJournal = ".kiln/restore.json"
+	// RenewJournal records the `kiln certs renew` under way: its name and
+	// the masters that have their new certificates.
+	RenewJournal = ".kiln/renew.json"
 	// UpgradeSnapshots holds the etcd snapshots an upgrade takes; each
 	// holds every Secret of the cluster.
 	UpgradeSnapshots = "upgrade"
@@ -161,6 +164,7 @@ func Layout() []Entry {
 		{UpgradeJournal, Removed, true},
 		{UpgradeSnapshots, Removed, false},
 		{RestoreJournal, Removed, false},
+		{RenewJournal, Removed, false},
 		{LogBundlePrefix + "*.tar.gz", Kept, false},
 		{Backups, Kept, false},
 	}

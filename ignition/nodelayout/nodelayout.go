@@ -70,6 +70,9 @@ const (
 	// snapshot on the master that restores it (0600; removed once
 	// restored).
 	EtcdRestoreSnapshot = "/var/lib/kiln/etcd-restore.db"
+	// CertsRenewBundle is where `kiln certs renew` puts a master's new
+	// certificates and kubeconfigs (0600; removed once in place).
+	CertsRenewBundle = "/var/lib/kiln/certs-renew.json"
 	// KubeconfigDir holds the control plane components' kubeconfigs.
 	KubeconfigDir = KubernetesDir + "/kubeconfigs"
 	// BootstrapKubeconfig is the kubelet's bootstrap kubeconfig (a

@@ -33,7 +33,8 @@ import (
 // TestClusterHA is the issue's main scenario: 3 masters and 1 worker through
 // `kiln create cluster`, checked through the API and the machines, and
 // backed up (assertBackup); then a master crash, `kiln stop cluster` and a host reboot, each undone by `kiln
-// start cluster` (assertRestart); then two masters lose etcd's data and `kiln restore cluster` brings the
+// start cluster` (assertRestart); then `kiln certs renew` renews its certificates one master at a time
+// under a canary writer (assertRenew); then two masters lose etcd's data and `kiln restore cluster` brings the
 // cluster back from a backup (assertRestore); then `kiln destroy cluster` leaves nothing behind.
 // Like every cluster of the suite but TestClusterConnected's it is sealed
 // (networking.egress None); TestClusterSingleMaster checks that a pod's
@@ -55,7 +56,9 @@ func TestClusterHA(t *testing.T) {
 // overlay (the HA cluster has the default KilnBridge), and after create its
 // worker is moved to a second L2 segment behind a router (splitLocalSegments):
 // pods on different nodes reach each other through the kiln.vxlan tunnel
-// across the router.
+// across the router. Its certificates last only shortLeafValidity: at the
+// end they expire, the API stops, and `kiln certs renew` brings it back
+// (assertRenewExpired).
 func TestClusterSingleMaster(t *testing.T) {
 	t.Parallel()
 	testCluster(t, 1, 1, "10.66.102.0/24", "KilnVXLAN", true)
@@ -72,6 +75,10 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 	dir := t.TempDir()
 	name := fmt.Sprintf("e2e%d%d", masters, workers)
 	writeInstallConfig(t, dir, name, masters, workers, machineCIDR, networkType)
+	if masters == 1 {
+		// Its certificates expire during the test (assertRenewExpired).
+		withShortLeafValidity(t, dir)
+	}
 
 	addUserManifest(t, kiln, dir)
 
@@ -166,12 +173,15 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 		// runs the conformance subset: the two clusters are tested at once,
 		// and the HA one takes longer.
 		runNetpolSubset(t, kiln, dir)
+		// Last: it waits for the certificates to expire.
+		assertRenewExpired(t, kiln, dir, infraID, machineCIDR, masters)
 	}
 	if masters == 3 {
 		// Backed up with three etcd members, the user's manifest in it.
 		assertBackup(t, kiln, dir)
 		runConformanceSubset(t, kiln, dir)
 		assertRestart(t, kiln, dir, infraID, client, masters)
+		assertRenew(t, kiln, dir, infraID, machineCIDR, masters)
 		// Last, as it rolls the cluster back to its backup.
 		assertRestore(t, kiln, dir, infraID, client, masters+workers)
 	}

@@ -67,7 +67,8 @@ func table() []floor {
 }
 
 // contracts are the packages of the assets' floor that every floor above
-// reads and that hold no asset logic: the node's file layout and the
+// reads and that hold no asset logic: the node's file layout, the
+// certificate renewal bundle kiln sends a master, and the
 // machine-config server's authentication, the install-config schema with
 // each platform's section and config logic, the releases, the manifest
 // inventory. A contract imports only other contracts and the floors below
@@ -75,6 +76,7 @@ func table() []floor {
 func contracts() []string {
 	return []string{
 		"ignition/nodelayout",
+		"ignition/certbundle",
 		"ignition/mcsauth",
 		"assets/installconfig/types/...",
 		"assets/release",

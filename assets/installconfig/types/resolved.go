@@ -19,6 +19,19 @@ const (
 	DefaultInstallTimeout = "30m"
 )
 
+// The lifetimes pki.leafValidity may take.
+const (
+	// DefaultLeafValidity is the lifetime of the leaf certificates kiln
+	// issues when pki.leafValidity is unset: 1 year, as kubeadm's.
+	DefaultLeafValidity = 365 * 24 * time.Hour
+	// MinLeafValidity is the shortest pki.leafValidity: a week leaves room
+	// to renew (and to notice a failed renewal) before the API stops.
+	MinLeafValidity = 7 * 24 * time.Hour
+	// MinTestLeafValidity is the shortest pki.leafValidity with
+	// pki.allowShortLeafValidityForTests.
+	MinTestLeafValidity = 2 * time.Minute
+)
+
 // Resolved is an install-config's values resolved once, typed, after
 // defaulting and validation: what the install run and the provisioners
 // read instead of parsing Config's strings again.
@@ -33,6 +46,8 @@ type Resolved struct {
 	ServiceNetwork netip.Prefix
 	// Timeouts are timeouts.*, their defaults where unset.
 	Timeouts ResolvedTimeouts
+	// LeafValidity is pki.leafValidity, DefaultLeafValidity when unset.
+	LeafValidity time.Duration
 	// Egress is networking.egress; the cluster of an install-config
 	// without one, written before the field existed, is sealed
 	// (EgressNone), as it was created.
@@ -154,6 +169,14 @@ func (c *Config) Resolve() (Resolved, error) {
 			errs = append(errs, fmt.Errorf("install-config.yaml: %s: %w", f.field, err))
 		}
 		*f.dst = d
+	}
+	r.LeafValidity = DefaultLeafValidity
+	if c.PKI != nil && c.PKI.LeafValidity != "" {
+		d, err := time.ParseDuration(c.PKI.LeafValidity)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("install-config.yaml: pki.leafValidity: %w", err))
+		}
+		r.LeafValidity = d
 	}
 	return r, errors.Join(errs...)
 }

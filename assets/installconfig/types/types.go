@@ -104,6 +104,8 @@ type Config struct {
 	ImageMirrors []ImageMirror `json:"imageMirrors,omitempty"`
 	// Timeouts bounds each wait of create cluster.
 	Timeouts *Timeouts `json:"timeouts,omitempty"`
+	// PKI sets the lifetime of the certificates kiln issues (docs/pki.md).
+	PKI *PKI `json:"pki,omitempty"`
 }
 
 // ImageMirror is one registry and its mirrors.
@@ -201,6 +203,14 @@ type Proxy struct {
 	HTTPSProxy string `json:"httpsProxy,omitempty"`
 	// NoProxy is a comma-separated list of destinations that bypass the proxy.
 	NoProxy string `json:"noProxy,omitempty"`
+}
+
+// PKI sets the lifetime of the certificates kiln issues.
+type PKI struct {
+	// LeafValidity is the lifetime of the serving and client certificates kiln issues (the API server's, the etcd members', the control plane's clients', the machine-config server's, the kubeconfigs' in auth/), a Go duration: at least 168h (7 days) and at most 8760h (1 year, the default). `kiln certs renew` issues them again. The kubelets' certificates are not kiln's: kube-controller-manager issues them for 1 year and the kubelets renew them.
+	LeafValidity string `json:"leafValidity,omitempty"`
+	// AllowShortLeafValidityForTests lets leafValidity be as short as 2m, for tests that watch certificates expire; such a cluster's API stops when they do, until `kiln certs renew`.
+	AllowShortLeafValidityForTests bool `json:"allowShortLeafValidityForTests,omitempty"`
 }
 
 // Timeouts bounds the waits of create cluster; values are Go durations ("20m").

@@ -66,7 +66,7 @@ func parseURL(t *testing.T, s string) url.URL {
 func (c *testCluster) start(name, peer, initial, state string) (*testMember, error) {
 	t := c.t
 	dir := t.TempDir()
-	certs, err := Issue(context.Background(), c.ca, name, net.IPv4(127, 0, 0, 1))
+	certs, err := Issue(context.Background(), c.ca, name, net.IPv4(127, 0, 0, 1), kilntls.LeafValidity)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	corev1 "k8s.io/api/core/v1"
@@ -47,13 +48,16 @@ type PodInstaller struct {
 	Image string
 	// Node and IP are the master's Node name and InternalIP.
 	Node, IP string
+	// Validity is the lifetime of the member's certificates
+	// (pki.leafValidity).
+	Validity time.Duration
 }
 
 // Install issues the member's certificates, renders its static pod for
 // the learner id of members and starts the installer with them. Running
 // it again replaces the Secret and the pod.
 func (p PodInstaller) Install(ctx context.Context, members []*etcdserverpb.Member, id uint64) error {
-	member, err := Issue(ctx, p.CA, p.Node, net.ParseIP(p.IP))
+	member, err := Issue(ctx, p.CA, p.Node, net.ParseIP(p.IP), p.Validity)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	kilntls "github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/graph"
@@ -42,13 +43,13 @@ func LoadCA(dir string) (*kilntls.CertKey, error) {
 }
 
 // Issue issues the member certificates of node name at ip, with a key of the
-// CA's own type.
-func Issue(ctx context.Context, ca *kilntls.CertKey, name string, ip net.IP) (kilntls.EtcdMember, error) {
+// CA's own type, valid for validity.
+func Issue(ctx context.Context, ca *kilntls.CertKey, name string, ip net.IP, validity time.Duration) (kilntls.EtcdMember, error) {
 	key, err := ca.PrivateKey()
 	if err != nil {
 		return kilntls.EtcdMember{}, fmt.Errorf("etcd CA key: %w", err)
 	}
-	return kilntls.IssueEtcdMember(ctx, algorithmOf(key), ca, name, []net.IP{ip})
+	return kilntls.IssueEtcdMember(ctx, algorithmOf(key), ca, name, []net.IP{ip}, validity)
 }
 
 // Files returns the member's certificate files by name, keys included.

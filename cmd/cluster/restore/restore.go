@@ -110,15 +110,15 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 			others = append(others, name)
 		}
 	}
-	if err := stopOthers(ctx, shell, c.InfraID, j.Run, others, progress, out, now); err != nil {
+	if err := stopOthers(ctx, shell, &c.Cluster, j.Run, others, progress, out, now); err != nil {
 		return exitcode.With(exitcode.Install, err)
 	}
 	t := now()
 	end := progress.Start("Restoring the snapshot on " + j.Seed)
-	err = putSnapshot(ctx, shell, c.InfraID, j.Seed, snap)
+	err = putSnapshot(ctx, shell, &c.Cluster, j.Seed, snap)
 	var outp []byte
 	if err == nil {
-		outp, err = shell.RunOnNode(ctx, c.InfraID, j.Seed, NodeArgv(j.Run, nodelayout.EtcdRestoreSnapshot, j.Seed, peerURL)...)
+		outp, err = shell.RunOnNode(ctx, &c.Cluster, j.Seed, NodeArgv(j.Run, nodelayout.EtcdRestoreSnapshot, j.Seed, peerURL)...)
 	}
 	end(err)
 	if err != nil {
@@ -196,7 +196,7 @@ func journal(c *install.Cluster, m backup.Manifest, masters []string, now time.T
 // stopOthers has every master of others stop its etcd and API server and
 // keep its data aside, all at once; each waits for its kubelet to stop
 // the static pods.
-func stopOthers(ctx context.Context, shell platforms.NodeShell, infraID, run string, others []string,
+func stopOthers(ctx context.Context, shell platforms.NodeShell, c *platforms.Cluster, run string, others []string,
 	progress platforms.Progress, out io.Writer, now func() time.Time) error {
 	if len(others) == 0 {
 		return nil
@@ -209,7 +209,7 @@ func stopOthers(ctx context.Context, shell platforms.NodeShell, infraID, run str
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outp, err := shell.RunOnNode(ctx, infraID, name, NodeArgv(run, "", "", "")...)
+			outp, err := shell.RunOnNode(ctx, c, name, NodeArgv(run, "", "", "")...)
 			if err != nil {
 				errs[i] = fmt.Errorf("master %s: %w", name, nodeError(err, outp))
 			}
@@ -226,11 +226,11 @@ func stopOthers(ctx context.Context, shell platforms.NodeShell, infraID, run str
 }
 
 // putSnapshot copies the snapshot to the master, 0600.
-func putSnapshot(ctx context.Context, shell platforms.NodeShell, infraID, node string, snap *os.File) error {
+func putSnapshot(ctx context.Context, shell platforms.NodeShell, c *platforms.Cluster, node string, snap *os.File) error {
 	if _, err := snap.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	if err := shell.PutNodeFile(ctx, infraID, node, nodelayout.EtcdRestoreSnapshot, snap, 0o600); err != nil {
+	if err := shell.PutNodeFile(ctx, c, node, nodelayout.EtcdRestoreSnapshot, snap, 0o600); err != nil {
 		return fmt.Errorf("copy the snapshot: %w", err)
 	}
 	return nil

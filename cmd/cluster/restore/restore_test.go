@@ -63,12 +63,12 @@ type shell struct {
 	t *testing.T
 }
 
-func (s shell) PutNodeFile(context.Context, string, string, string, io.Reader, fs.FileMode) error {
+func (s shell) PutNodeFile(context.Context, *platforms.Cluster, string, string, io.Reader, fs.FileMode) error {
 	s.t.Error("a file was put on a node")
 	return errors.New("no")
 }
 
-func (s shell) RunOnNode(context.Context, string, string, ...string) ([]byte, error) {
+func (s shell) RunOnNode(context.Context, *platforms.Cluster, string, ...string) ([]byte, error) {
 	s.t.Error("a command ran on a node")
 	return nil, errors.New("no")
 }

@@ -97,7 +97,7 @@ func (r *Runner) addMaster(ctx context.Context, name string) error {
 // static pod installed), then promote it once it has started and caught
 // up.
 func (r *Runner) joinStep(ctx context.Context, etcd Etcd, name, ip string) (bool, string, error) {
-	inst := etcdmembers.PodInstaller{Kube: r.Kube, CA: r.PKI.CA, Manifest: r.PKI.Manifest, Image: r.InstallerImage, Node: name, IP: ip}
+	inst := etcdmembers.PodInstaller{Kube: r.Kube, CA: r.PKI.CA, Manifest: r.PKI.Manifest, Image: r.InstallerImage, Node: name, IP: ip, Validity: r.PKI.Validity}
 	p, err := etcdmembers.Join(ctx, etcd, name, etcdmembers.PeerURL(ip), inst)
 	if p.Step == etcdmembers.Added {
 		r.Log.Infof("etcd member %s added as a learner at %s", name, etcdmembers.PeerURL(ip))

@@ -33,6 +33,8 @@ type EtcdPKI struct {
 	CA       *kilntls.CertKey
 	Client   *kilntls.CertKey
 	Manifest string
+	// Validity is the lifetime of a new member's certificates.
+	Validity time.Duration
 }
 
 // Runner carries out plans on one cluster. Its fields are the cluster, its

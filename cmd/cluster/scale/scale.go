@@ -244,6 +244,10 @@ func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler,
 			return nil, exitcode.With(exitcode.Input, fmt.Errorf("%s is not in the state of %s: %v", a.Name(), c.Dir, err))
 		}
 	}
+	validity, err := kilntls.LeafValidityOf(store)
+	if err != nil {
+		return nil, exitcode.With(exitcode.Input, err)
+	}
 	var manifest string
 	for _, f := range pods.Files() {
 		if filepath.Base(f.Path) == etcdmembers.ManifestFile {
@@ -275,7 +279,7 @@ func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler,
 		Etcd: func(endpoints []string) (Etcd, error) {
 			return etcdmembers.DialPEM(endpoints, ca.Cert, client.Cert, client.Key, dial.DialContext)
 		},
-		PKI:            EtcdPKI{CA: &ca.CertKey, Client: &client.CertKey, Manifest: manifest},
+		PKI:            EtcdPKI{CA: &ca.CertKey, Client: &client.CertKey, Manifest: manifest, Validity: validity},
 		Configs:        map[string][]byte{machines.RoleMaster: master.Config, machines.RoleWorker: worker.Config},
 		Joining:        rec.Joining,
 		InstallerImage: release.PauseImage(),

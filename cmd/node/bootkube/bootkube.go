@@ -49,6 +49,9 @@ type Config struct {
 	// the masters' API servers are up (controlPlaneHardwareSpeed Slower;
 	// retireFirst in retire.go).
 	RetireFirst bool
+	// EtcdMemberValidity is the lifetime of the member certificates it
+	// issues for the masters (pki.leafValidity).
+	EtcdMemberValidity time.Duration
 }
 
 // DefaultPoll is how often bootkube checks again while it waits. Each

@@ -120,7 +120,7 @@ func (g *grower) step(ctx context.Context) ([]master, error) {
 
 // installer puts m's etcd member on it through the installer pod.
 func (g *grower) installer(m master) etcdmembers.PodInstaller {
-	return etcdmembers.PodInstaller{Kube: g.client, CA: g.ca, Manifest: g.manifest, Image: g.cfg.InstallerImage, Node: m.Name, IP: m.IP}
+	return etcdmembers.PodInstaller{Kube: g.client, CA: g.ca, Manifest: g.manifest, Image: g.cfg.InstallerImage, Node: m.Name, IP: m.IP, Validity: g.cfg.EtcdMemberValidity}
 }
 
 // joining says where the join of m's member stands (p): progress is an

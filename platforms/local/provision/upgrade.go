@@ -133,8 +133,8 @@ func (p *Provisioner) WriteNodeFile(ctx context.Context, infraID, node, path str
 }
 
 // PutNodeFile replaces path on node with src's bytes (platforms.NodeShell).
-func (p *Provisioner) PutNodeFile(ctx context.Context, infraID, node, path string, src io.Reader, mode fs.FileMode) error {
-	if err := nodeOf(infraID, node); err != nil {
+func (p *Provisioner) PutNodeFile(ctx context.Context, c *platforms.Cluster, node, path string, src io.Reader, mode fs.FileMode) error {
+	if err := nodeOf(c.InfraID, node); err != nil {
 		return err
 	}
 	return p.machines().WriteFile(ctx, node, path, mode, func(w io.Writer) error {
@@ -144,8 +144,8 @@ func (p *Provisioner) PutNodeFile(ctx context.Context, infraID, node, path strin
 }
 
 // RunOnNode runs argv inside node's machine (platforms.NodeShell).
-func (p *Provisioner) RunOnNode(ctx context.Context, infraID, node string, argv ...string) ([]byte, error) {
-	if err := nodeOf(infraID, node); err != nil {
+func (p *Provisioner) RunOnNode(ctx context.Context, c *platforms.Cluster, node string, argv ...string) ([]byte, error) {
+	if err := nodeOf(c.InfraID, node); err != nil {
 		return nil, err
 	}
 	return p.machines().Exec(ctx, node, argv...)
