@@ -174,14 +174,14 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 		// and the HA one takes longer.
 		runNetpolSubset(t, kiln, dir)
 		// Last: it waits for the certificates to expire.
-		assertRenewExpired(t, kiln, dir, infraID, machineCIDR, masters)
+		assertRenewExpired(t, kiln, dir, localMasters(t, infraID, machineCIDR, masters))
 	}
 	if masters == 3 {
 		// Backed up with three etcd members, the user's manifest in it.
 		assertBackup(t, kiln, dir)
 		runConformanceSubset(t, kiln, dir)
 		assertRestart(t, kiln, dir, infraID, client, masters)
-		assertRenew(t, kiln, dir, infraID, machineCIDR, masters)
+		assertRenew(t, kiln, dir, localMasters(t, infraID, machineCIDR, masters))
 		// Last, as it rolls the cluster back to its backup.
 		assertRestore(t, kiln, dir, infraID, client, masters+workers)
 	}

@@ -44,23 +44,33 @@ func withShortLeafValidity(t *testing.T, dir string) {
 	}
 }
 
-// servedCerts returns the certificate each master of the cluster serves
-// where kiln renews one (the API server, etcd's client and peer ports, the
-// machine-config server), by address.
-func servedCerts(t *testing.T, infraID, machineCIDR string, masters int) map[string]*x509.Certificate {
+// localMasters returns the addresses of the masters of a local cluster.
+func localMasters(t *testing.T, infraID, machineCIDR string, masters int) []string {
 	t.Helper()
 	cidr, err := netip.ParsePrefix(machineCIDR)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]*x509.Certificate{}
+	var out []string
 	for i := range masters {
 		_, ip, err := localconfig.MachineAddress(cidr.Masked(), infraID, fmt.Sprintf("%s-master-%d", infraID, i))
 		if err != nil {
 			t.Fatal(err)
 		}
+		out = append(out, ip.String())
+	}
+	return out
+}
+
+// servedCerts returns the certificate each master, by its address, serves
+// where kiln renews one (the API server, etcd's client and peer ports, the
+// machine-config server), by address and port.
+func servedCerts(t *testing.T, masters []string) map[string]*x509.Certificate {
+	t.Helper()
+	out := map[string]*x509.Certificate{}
+	for _, ip := range masters {
 		for _, port := range []string{"6443", "2379", "2380", "22623"} {
-			addr := net.JoinHostPort(ip.String(), port)
+			addr := net.JoinHostPort(ip, port)
 			c, err := servedCert(addr)
 			if err != nil {
 				t.Errorf("%s: %v", addr, err)
@@ -151,14 +161,15 @@ func (c *canary) finish() (writes int, errs []string) {
 	return c.writes, c.errs
 }
 
-// assertRenew is `kiln certs renew` on a healthy HA cluster: the masters
-// are renewed one at a time while a canary writes through the API's
-// address; afterwards every master serves new certificates on every port,
-// the canary lost at most the writes of one restart, --dir's kubeconfig
-// works, and check-expiration shows the new dates.
-func assertRenew(t *testing.T, kiln, dir, infraID, machineCIDR string, masters int) {
+// assertRenew is `kiln certs renew` on a healthy cluster whose masters
+// are at the addresses masters: they are renewed one at a time while a
+// canary writes through the API's address; afterwards every master serves
+// new certificates on every port, the canary lost at most the writes of
+// one restart when there are several masters, --dir's kubeconfig works,
+// and check-expiration shows the new dates.
+func assertRenew(t *testing.T, kiln, dir string, masters []string) {
 	t.Helper()
-	before := servedCerts(t, infraID, machineCIDR, masters)
+	before := servedCerts(t, masters)
 	cn := startCanary(t, adminClient(t, dir), "e2e-renew")
 	start := time.Now()
 	out, err := runKiln(t, kiln, 20*time.Minute, "certs", "renew", "--dir", dir)
@@ -166,17 +177,18 @@ func assertRenew(t *testing.T, kiln, dir, infraID, machineCIDR string, masters i
 	if err != nil {
 		t.Fatalf("certs renew: %v\n%s", err, lastLines(out, 40))
 	}
-	t.Logf("certs renew (%d masters, one at a time): %s; canary: %d writes, %d failed", masters, time.Since(start).Round(time.Second), writes, len(errs))
+	t.Logf("certs renew (%d masters, one at a time): %s; canary: %d writes, %d failed", len(masters), time.Since(start).Round(time.Second), writes, len(errs))
 	assertOutput(t, "certs renew", out, "Renewal complete", "every node Ready")
 	if strings.Contains(out, "at once") {
 		t.Errorf("certs renew renewed every master at once although the API answered:\n%s", lastLines(out, 20))
 	}
 	// One restart of one API server at a time: the load balancer takes
 	// it out once its /readyz fails; writes sent to it before may fail.
-	if len(errs) > 5 {
+	// (A single master's API is down while it restarts.)
+	if len(masters) > 1 && len(errs) > 5 {
 		t.Errorf("the canary saw %d failed writes of %d during the renewal, more than one restart explains: %v", len(errs), writes, errs)
 	}
-	after := servedCerts(t, infraID, machineCIDR, masters)
+	after := servedCerts(t, masters)
 	for addr, old := range before {
 		c := after[addr]
 		if c == nil {
@@ -222,9 +234,9 @@ func assertRenewedDir(t *testing.T, kiln, dir string, served map[string]*x509.Ce
 // assertRenewExpired waits for the certificates of a cluster created with
 // shortLeafValidity to expire: the API stops answering; `kiln certs renew`
 // renews every master at once and brings it back.
-func assertRenewExpired(t *testing.T, kiln, dir, infraID, machineCIDR string, masters int) {
+func assertRenewExpired(t *testing.T, kiln, dir string, masters []string) {
 	t.Helper()
-	before := servedCerts(t, infraID, machineCIDR, masters)
+	before := servedCerts(t, masters)
 	var expiry time.Time
 	for _, c := range before {
 		if c.NotAfter.After(expiry) {
@@ -250,7 +262,7 @@ func assertRenewExpired(t *testing.T, kiln, dir, infraID, machineCIDR string, ma
 	}
 	t.Logf("certs renew of expired certificates: %s", time.Since(start).Round(time.Second))
 	assertOutput(t, "certs renew", out, "The API does not answer: renewing on", "Renewal complete", "every node Ready")
-	after := servedCerts(t, infraID, machineCIDR, masters)
+	after := servedCerts(t, masters)
 	for addr, c := range after {
 		if !c.NotAfter.After(time.Now().Add(shortLeafValidity / 2)) {
 			t.Errorf("%s serves a certificate until %s after the renewal", addr, c.NotAfter)

@@ -55,7 +55,8 @@ func TestSSHCluster(t *testing.T) {
 // Service answers across hosts through the tunnel on each host; `kiln
 // stop cluster` stops both nodes, the master's host reboots with its node
 // stopped, and `kiln start cluster` brings the cluster back
-// (restartSSHCluster); the master's host reboots, and `kiln destroy
+// (restartSSHCluster), and `kiln certs renew` gives the master new
+// certificates over SSH (assertRenew); the master's host reboots, and `kiln destroy
 // cluster`, through the router, leaves every host as it was (the tunnel
 // device gone, the bootstrap host reset twice), the firewall rules its
 // owner keeps there before the install among it. The cluster is connected
@@ -323,6 +324,12 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	}
 	if o.restart {
 		restartSSHCluster(ctx, t, kiln, dir, f, client, nodes, masters[0], worker.Name, masters[len(masters)-1].Name)
+		// kiln certs renew over SSH, as on local.
+		var addrs []string
+		for _, m := range masters {
+			addrs = append(addrs, m.Address)
+		}
+		assertRenew(t, kiln, dir, addrs)
 	}
 
 	if o.masters > 1 {
