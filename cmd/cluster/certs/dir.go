@@ -48,14 +48,8 @@ func FromDir(dir string) ([]Entry, error) {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		var v struct {
-			Cert []byte `json:"cert"`
-		}
-		if json.Unmarshal(st.Assets[id].Value, &v) != nil || len(v.Cert) == 0 {
-			continue
-		}
-		if certs := pemCerts(v.Cert); len(certs) > 0 {
-			add(id, certs[0])
+		if c := stateCert(st, id); c != nil {
+			add(id, c)
 		}
 	}
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -92,6 +86,41 @@ func FromDir(dir string) ([]Entry, error) {
 		return nil, fmt.Errorf("read %s: %w", dir, err)
 	}
 	return out, nil
+}
+
+// stateCert is the certificate of the asset id in st; nil when it holds
+// none.
+func stateCert(st *graph.State, id string) *x509.Certificate {
+	e, ok := st.Assets[id]
+	if !ok {
+		return nil
+	}
+	var v struct {
+		Cert []byte `json:"cert"`
+	}
+	if json.Unmarshal(e.Value, &v) != nil || len(v.Cert) == 0 {
+		return nil
+	}
+	if certs := pemCerts(v.Cert); len(certs) > 0 {
+		return certs[0]
+	}
+	return nil
+}
+
+// FirstToExpire returns the certificate of the assets ids in dir's state
+// that expires first; ok is false when they hold none.
+func FirstToExpire(dir string, ids []string) (e Entry, ok bool, err error) {
+	st, err := graph.ReadState(dir)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	for _, id := range ids {
+		c := stateCert(st, id)
+		if c != nil && (!ok || c.NotAfter.Before(e.Cert.NotAfter)) {
+			e, ok = Entry{Name: id, Cert: c}, true
+		}
+	}
+	return e, ok, nil
 }
 
 // fileCerts returns the certificates of one file: PEM blocks, or those

@@ -139,3 +139,33 @@ func TestFromDirWithoutState(t *testing.T) {
 		t.Error("FromDir created a state file")
 	}
 }
+
+// TestFirstToExpire: of the assets asked for, the certificate that
+// expires first; the others, and assets that hold none, are ignored.
+func TestFirstToExpire(t *testing.T) {
+	year := 365 * 24 * time.Hour
+	root := issue(t, "kiln-root-ca", now.Add(10*year), nil, true)
+	early := issue(t, "system:admin", now.Add(time.Hour), &root, false)
+	late := issue(t, "kube-apiserver", now.Add(year), &root, false)
+	earliest := issue(t, "not asked", now.Add(time.Minute), &root, false)
+	state := map[string]any{"version": 1, "assets": map[string]any{
+		"tls/root-ca":      map[string]any{"hash": "x", "value": map[string]any{"cert": root.pemOf()}},
+		"tls/apiserver":    map[string]any{"hash": "x", "value": map[string]any{"cert": late.pemOf()}},
+		"tls/admin-client": map[string]any{"hash": "x", "value": map[string]any{"cert": early.pemOf()}},
+		"tls/other":        map[string]any{"hash": "x", "value": map[string]any{"cert": earliest.pemOf()}},
+		"clusterid":        map[string]any{"hash": "x", "value": "not an object"},
+	}}
+	stateJSON, err := json.Marshal(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string][]byte{installdir.State: stateJSON})
+	e, ok, err := FirstToExpire(dir, []string{"tls/apiserver", "tls/admin-client", "clusterid", "tls/absent"})
+	if err != nil || !ok || e.Name != "tls/admin-client" || !e.Cert.Equal(early.cert) {
+		t.Errorf("FirstToExpire = %s, %v, %v; want tls/admin-client", e.Name, ok, err)
+	}
+	if _, ok, err := FirstToExpire(dir, []string{"clusterid"}); ok || err != nil {
+		t.Errorf("no certificate among the assets: ok %v, %v", ok, err)
+	}
+}

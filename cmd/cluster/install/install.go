@@ -32,6 +32,8 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/kubeconfig"
+	kilntls "github.com/kiln-project/kiln/assets/tls"
+	"github.com/kiln-project/kiln/cmd/cluster/certs"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/cluster/machineset"
 	"github.com/kiln-project/kiln/cmd/cluster/waitfor"
@@ -199,7 +201,26 @@ func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress, prov 
 			return ec.APIEndpointProblem(ctx, &c.Cluster)
 		}
 	}
+	w.Expired = c.expired()
 	return API{Waits: w, Server: rc.Host, Client: client}, nil
+}
+
+// expired returns the waits' check of --dir's certificates (see
+// waitfor.Waiter.Expired): the first of the leaf certificates that kiln
+// certs renew renews to expire, as the state holds it now; nil when the
+// state holds none.
+func (c *Cluster) expired() func(time.Time) string {
+	first, ok, err := certs.FirstToExpire(c.Dir, kilntls.RenewableIDs())
+	if err != nil || !ok {
+		return nil
+	}
+	return func(now time.Time) string {
+		if now.Before(first.Cert.NotAfter) {
+			return ""
+		}
+		return fmt.Sprintf("certificate %s expired at %s: run `kiln certs renew --dir %s`",
+			first.Name, first.Cert.NotAfter.UTC().Format("2006-01-02 15:04 UTC"), c.Dir)
+	}
 }
 
 // Dialer returns what every connection of kiln's to c's addresses (its

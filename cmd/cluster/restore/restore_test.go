@@ -13,6 +13,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/local"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/cmd/cluster/backup"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
@@ -20,10 +21,15 @@ import (
 	"github.com/kiln-project/kiln/platforms"
 )
 
-func cluster(t *testing.T) *install.Cluster {
+// cluster is a local cluster; platform, when not nil, replaces its
+// platform.
+func cluster(t *testing.T, platform ...types.Platform) *install.Cluster {
 	t.Helper()
-	return &install.Cluster{Cluster: platforms.Cluster{Dir: t.TempDir(), InfraID: "c1-abcde",
-		Config: &types.Config{Platform: types.Platform{SSH: &ssh.Platform{}}}}}
+	p := types.Platform{Local: &local.Platform{}}
+	if len(platform) > 0 {
+		p = platform[0]
+	}
+	return &install.Cluster{Cluster: platforms.Cluster{Dir: t.TempDir(), InfraID: "c1-abcde", Config: &types.Config{Platform: p}}}
 }
 
 func TestJournalResumesTheSameSnapshotOnly(t *testing.T) {
@@ -52,8 +58,18 @@ func TestJournalResumesTheSameSnapshotOnly(t *testing.T) {
 
 func TestClusterRefusesAPlatformWithoutNodeShell(t *testing.T) {
 	err := Cluster(context.Background(), cluster(t), nil, Options{From: "/nonexistent"}, logrus.New(), platforms.NoProgress{}, io.Discard)
-	if exitcode.Of(err) != exitcode.Input || !strings.Contains(err.Error(), "platform ssh cannot reach its machines") {
-		t.Errorf("Cluster on ssh = %v, want an input error naming the platform", err)
+	if exitcode.Of(err) != exitcode.Input || !strings.Contains(err.Error(), "platform local cannot reach its machines") {
+		t.Errorf("Cluster without a NodeShell = %v, want an input error naming the platform", err)
+	}
+}
+
+// TestClusterRefusesSSH: the ssh platform reaches its hosts, but kiln does
+// not restore there yet, and touches no host.
+func TestClusterRefusesSSH(t *testing.T) {
+	c := cluster(t, types.Platform{SSH: &ssh.Platform{}})
+	err := Cluster(context.Background(), c, shell{t: t}, Options{From: "/nonexistent"}, logrus.New(), platforms.NoProgress{}, io.Discard)
+	if exitcode.Of(err) != exitcode.Input || !strings.Contains(err.Error(), "platform ssh yet") || !strings.Contains(err.Error(), "etcd's own procedure") {
+		t.Errorf("Cluster on ssh = %v, want an input error naming the platform and the manual procedure", err)
 	}
 }
 

@@ -77,6 +77,11 @@ func (d *diagnosis) wrap(check func(context.Context) (bool, string, error)) func
 
 // problem is the first problem found, most telling first; "" when none.
 func (d *diagnosis) problem(ctx context.Context, now time.Time) string {
+	if d.w.Expired != nil {
+		if p := d.w.Expired(now); p != "" {
+			return p
+		}
+	}
 	if d.machines {
 		if p := d.stoppedMachine(ctx); p != "" {
 			return p

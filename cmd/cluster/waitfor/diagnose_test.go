@@ -254,6 +254,15 @@ func TestAPIWaitNamesEndpointProblem(t *testing.T) {
 		t.Errorf("state lines %q do not name the endpoint's problem", progress.all())
 	}
 
+	// A certificate of --dir that expired comes first: nothing else
+	// helps until it is renewed.
+	w.Expired = func(time.Time) string { return "certificate tls/apiserver expired at 2026-12-05 10:00 UTC" }
+	_, err = w.API(context.Background(), srv.URL, timesOut)
+	if want := "last state: certificate tls/apiserver expired at 2026-12-05 10:00 UTC; API not ready: "; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("with an expired certificate: err = %v, want it to contain %q", err, want)
+	}
+	w.Expired = nil
+
 	w.Endpoint = func(context.Context) string { return "" }
 	_, err = w.API(context.Background(), srv.URL, timesOut)
 	if err == nil || strings.Contains(err.Error(), "load balancer") {

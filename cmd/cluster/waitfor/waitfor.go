@@ -57,6 +57,10 @@ type Waiter struct {
 	// Units, when the platform can tell, reports failed systemd units on
 	// the cluster's machines: the waits name the first one.
 	Units FailedUnits
+	// Expired, when set, names the certificate of --dir that the API needs
+	// and that has expired at now ("" when none has): no wait can end
+	// then, and the waits name it before any other problem.
+	Expired func(now time.Time) string
 	// Endpoint, when the platform can tell, says why the API endpoint
 	// serves no client ("" when nothing is known to be wrong): the waits
 	// name it before any other problem.
