@@ -23,8 +23,9 @@ cluster whose etcd lost quorum or its data. The archive is checked whole first. 
 and API server stop and keep their old data in /var/lib/etcd.before-restore-<run>; the first master
 restores the snapshot as a new one-member cluster and starts its API server; the other masters join
 it again as learners, promoted once caught up, as kiln scale cluster finishes a join. Everything
-written to the cluster since the backup is lost. Run it again after an interrupt: it goes on with
-the same restore. See docs/backup.md.`,
+written to the cluster since the backup is lost. An encrypted archive (kiln backup cluster
+--encrypt-to) needs --identity. Run it again after an interrupt: it goes on with the same restore.
+See docs/backup.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.From == "" {
@@ -39,6 +40,7 @@ the same restore. See docs/backup.md.`,
 	}
 	cluster.Annotations = map[string]string{lockAnnotation: ""}
 	cluster.Flags().StringVar(&opts.From, "from", "", "the backup archive (kiln backup cluster) to restore")
+	cluster.Flags().StringVar(&opts.Identity, "identity", "", "the age identity file (0600) that decrypts an encrypted archive (kiln backup keygen)")
 	cluster.Flags().DurationVar(&opts.Timeout, "timeout", scale.DefaultJoinTimeout, "how long to wait for the API, each master's join and every node Ready")
 	cmd.AddCommand(cluster)
 	return cmd

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -20,7 +21,8 @@ import (
 const restoreObjects = 200
 
 // assertRestore is issue 47's recovery: restoreObjects ConfigMaps are
-// written and backed up, then deleted; two of the three masters lose
+// written and backed up, encrypted to a key of kiln backup keygen's (the
+// archive checked without it and with it), then deleted; two of the three masters lose
 // etcd's data and their member is killed, so etcd has no quorum and the
 // API fails. `kiln restore cluster` is killed (SIGKILL) while it works on
 // the masters and run again: the ConfigMaps are back, etcd has the three
@@ -42,9 +44,26 @@ func assertRestore(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 			t.Fatal(err)
 		}
 	}
-	archive := filepath.Join(t.TempDir(), "before-loss.tar.gz")
-	if out, err := runKiln(t, kiln, 5*time.Minute, "backup", "cluster", "--dir", dir, "--to", archive); err != nil {
+	// The backup is encrypted to a key of kiln backup keygen's, kept
+	// away from --dir: the restore reads it with that key only.
+	keys := t.TempDir()
+	identity, recipients := filepath.Join(keys, "backup.key"), filepath.Join(keys, "recipients")
+	pub, err := runKiln(t, kiln, time.Minute, "backup", "keygen", "--to", identity)
+	if err != nil {
+		t.Fatalf("backup keygen: %v\n%s", err, pub)
+	}
+	if err := os.WriteFile(recipients, []byte(pub), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(t.TempDir(), "before-loss.tar.gz.age")
+	if out, err := runKiln(t, kiln, 5*time.Minute, "backup", "cluster", "--dir", dir, "--to", archive, "--encrypt-to", recipients); err != nil {
 		t.Fatalf("backup cluster: %v\n%s", err, out)
+	}
+	if out, err := runKiln(t, kiln, time.Minute, "backup", "check", archive); err == nil || !strings.Contains(out, "--identity") {
+		t.Errorf("backup check of the encrypted archive without its key: %v\n%s", err, out)
+	}
+	if out, err := runKiln(t, kiln, time.Minute, "backup", "check", archive, "--identity", identity); err != nil || !strings.Contains(out, "all as the manifest says") {
+		t.Errorf("backup check --identity: %v\n%s", err, out)
 	}
 	if err := cms.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
@@ -73,9 +92,9 @@ func assertRestore(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 	}
 
 	start := time.Now()
-	killed, _ := signalAt(t, kiln, "etcd and the API server stopped", time.Second, syscall.SIGKILL, "restore", "cluster", "--dir", dir, "--from", archive)
+	killed, _ := signalAt(t, kiln, "etcd and the API server stopped", time.Second, syscall.SIGKILL, "restore", "cluster", "--dir", dir, "--from", archive, "--identity", identity)
 	t.Logf("restore cluster killed (SIGKILL) 1 s after the other masters stopped, as the first restores:\n%s", lastLines(killed, 10))
-	out, err := runKiln(t, kiln, 30*time.Minute, "restore", "cluster", "--dir", dir, "--from", archive)
+	out, err := runKiln(t, kiln, 30*time.Minute, "restore", "cluster", "--dir", dir, "--from", archive, "--identity", identity)
 	if err != nil {
 		t.Fatalf("restore cluster after the kill: %v\n%s", err, lastLines(out, 60))
 	}

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"filippo.io/age"
+
 	"github.com/kiln-project/kiln/cmd/cluster/etcdmembers"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/graph/installdir"
@@ -185,13 +187,18 @@ func Describe(name, path string) (Member, error) {
 // Check reads the archive r whole and returns its manifest once every
 // member matches it (each file named, of its size and SHA-256, none
 // missing or extra) and the snapshot passes etcd's integrity check; the
-// first difference is the error.
-func Check(r io.Reader) (Manifest, error) { return Read(r, io.Discard) }
+// first difference is the error. An encrypted archive is decrypted with
+// ids (ErrEncrypted without).
+func Check(r io.Reader, ids []age.Identity) (Manifest, error) { return Read(r, ids, io.Discard) }
 
 // Read is Check that also copies the snapshot into snapshot as it reads
 // it; what was copied is the snapshot only when Read returns no error.
-func Read(r io.Reader, snapshot io.Writer) (Manifest, error) {
+func Read(r io.Reader, ids []age.Identity, snapshot io.Writer) (Manifest, error) {
 	var m Manifest
+	r, err := plain(r, ids)
+	if err != nil {
+		return m, err
+	}
 	gz, err := gzip.NewReader(r)
 	if err != nil {
 		return m, fmt.Errorf("not a kiln backup (gzip): %w", err)

@@ -124,7 +124,7 @@ func TestWriteThenCheck(t *testing.T) {
 	dir, snapshot := testDir(t)
 	m := manifestOf(t, dir, snapshot)
 	data := archive(t, m, dir, snapshot)
-	got, err := Check(bytes.NewReader(data))
+	got, err := Check(bytes.NewReader(data), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestCheckFindsEveryDifference(t *testing.T) {
 		"not gzip":          {[]byte("plain text"), "not a kiln backup"},
 		"no manifest first": {rewrite(t, data, map[string][]byte{ManifestName: nil}, nil), "first member is not backup.json"},
 	} {
-		if _, err := Check(bytes.NewReader(tc.data)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := Check(bytes.NewReader(tc.data), nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Check said %v; want %q", name, err, tc.want)
 		}
 	}

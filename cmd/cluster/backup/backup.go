@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"filippo.io/age"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kiln-project/kiln/cmd/cluster/etcdmembers"
@@ -23,13 +24,21 @@ type Options struct {
 	// To is the archive's path; "" names it in --dir's Backups folder
 	// after the infra ID and the UTC time (DefaultName).
 	To string
+	// Recipients, when set, are the age public keys the archive is
+	// encrypted to; only their identities read it again.
+	Recipients []age.Recipient
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
 
-// DefaultName is the archive's path in dir when no --to names one.
-func DefaultName(dir, infraID string, at time.Time) string {
-	return filepath.Join(dir, installdir.Backups, fmt.Sprintf("%s-%s.tar.gz", infraID, at.UTC().Format("20060102T150405Z")))
+// DefaultName is the archive's path in dir when no --to names one; an
+// encrypted archive's ends in EncryptedSuffix.
+func DefaultName(dir, infraID string, at time.Time, encrypted bool) string {
+	name := fmt.Sprintf("%s-%s.tar.gz", infraID, at.UTC().Format("20060102T150405Z"))
+	if encrypted {
+		name += EncryptedSuffix
+	}
+	return filepath.Join(dir, installdir.Backups, name)
 }
 
 // Cluster backs up c: etcd's snapshot, taken from the members on its
@@ -106,13 +115,20 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 
 	name, w := o.To, &atomicfile.Writer{}
 	if name == "" {
-		name, w = DefaultName(c.Dir, c.InfraID, taken), &atomicfile.Writer{Root: c.Dir}
+		name, w = DefaultName(c.Dir, c.InfraID, taken, len(o.Recipients) > 0), &atomicfile.Writer{Root: c.Dir}
 	}
 	err = w.WriteFunc(name, 0o600, func(dst io.Writer) error {
 		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 			return err
 		}
-		return Write(dst, m, tmp, c.Dir)
+		ew, end, err := encrypting(dst, o.Recipients)
+		if err != nil {
+			return err
+		}
+		if err := Write(ew, m, tmp, c.Dir); err != nil {
+			return err
+		}
+		return end()
 	})
 	if err != nil {
 		return "", Manifest{}, fmt.Errorf("backup %s: %w", name, err)
@@ -121,7 +137,11 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	if err != nil {
 		return "", Manifest{}, err
 	}
-	fmt.Fprintf(out, "backup of %s (%s): %s, %.1f MiB, 0600, with %d files of --dir; %s\n",
-		m.Cluster, m.InfraID, name, float64(st.Size())/(1<<20), len(m.Files), now().Sub(start).Round(100*time.Millisecond))
+	sealed := ""
+	if len(o.Recipients) > 0 {
+		sealed = fmt.Sprintf(", encrypted to %d key(s)", len(o.Recipients))
+	}
+	fmt.Fprintf(out, "backup of %s (%s): %s, %.1f MiB, 0600%s, with %d files of --dir; %s\n",
+		m.Cluster, m.InfraID, name, float64(st.Size())/(1<<20), sealed, len(m.Files), now().Sub(start).Round(100*time.Millisecond))
 	return name, m, nil
 }

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"filippo.io/age"
 	"github.com/sirupsen/logrus"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
@@ -38,6 +39,9 @@ import (
 type Options struct {
 	// From is the backup archive.
 	From string
+	// Identity is the age identity file that decrypts an encrypted
+	// archive; "" for one that is not.
+	Identity string
 	// Timeout bounds each wait: the API on the restored master, each
 	// master's join, every node Ready.
 	Timeout time.Duration
@@ -80,7 +84,7 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	}
 	defer os.Remove(snap.Name())
 	defer snap.Close()
-	m, err := readBackup(o.From, snap)
+	m, err := readBackup(o.From, o.Identity, snap)
 	if err != nil {
 		return exitcode.With(exitcode.Input, err)
 	}
@@ -162,15 +166,22 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	return nil
 }
 
-// readBackup checks the archive at path whole and copies its snapshot
+// readBackup checks the archive at path whole, decrypted with the
+// identity file's keys when it is encrypted, and copies its snapshot
 // into snap.
-func readBackup(path string, snap *os.File) (backup.Manifest, error) {
+func readBackup(path, identity string, snap *os.File) (backup.Manifest, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return backup.Manifest{}, fmt.Errorf("--from: %w", err)
 	}
 	defer f.Close()
-	m, err := backup.Read(f, snap)
+	var ids []age.Identity
+	if identity != "" {
+		if ids, err = backup.ReadIdentities(identity); err != nil {
+			return backup.Manifest{}, fmt.Errorf("--identity: %w", err)
+		}
+	}
+	m, err := backup.Read(f, ids, snap)
 	if err != nil {
 		return m, fmt.Errorf("--from: %s: %w", path, err)
 	}
