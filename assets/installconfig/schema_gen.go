@@ -5,6 +5,11 @@ package installconfig
 // schemaTypes documents each struct type of install-config.yaml.
 func schemaTypes() map[string]typeDoc {
 	return map[string]typeDoc{
+		"Backup": {Doc: "Backup schedules etcd backups that the cluster takes by itself.", Fields: []fieldDoc{
+			{Name: "schedule", Type: "string", Ref: "", Doc: "schedule is when the cluster takes a backup, in cron's five fields (minute hour day-of-month month day-of-week, UTC), as a Kubernetes CronJob reads it: \"0 3 * * *\" is every day at 03:00. Each run takes an etcd snapshot on a master and archives it, integrity-checked, under /var/lib/kiln/backups on that master."},
+			{Name: "keep", Type: "integer", Ref: "", Doc: "keep is how many archives each master keeps; older ones are removed after each new one (default 7, at most 100)."},
+			{Name: "encryptTo", Type: "[]string", Ref: "", Doc: "encryptTo are age public keys (\"age1...\"; `kiln backup keygen` makes a pair) the archives are encrypted to; none leaves them unencrypted (0600, root's). The cluster holds no key that decrypts them."},
+		}},
 		"ClusterNetworkEntry": {Doc: "ClusterNetworkEntry is one pod address block.", Fields: []fieldDoc{
 			{Name: "cidr", Type: "string", Ref: "", Doc: "cidr is the block, e.g. 10.128.0.0/14."},
 			{Name: "hostPrefix", Type: "integer", Ref: "", Doc: "hostPrefix is the prefix length of each node's share, e.g. 23; at most 25, so a node holds kubelet's 110 pods."},
@@ -26,6 +31,7 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "imageMirrors", Type: "[]object", Ref: "ImageMirror", Doc: "imageMirrors are registries whose images the nodes pull from mirrors first (OpenShift's imageDigestSources, by registry): each node's containerd tries the cluster's own registry (the registry add-on) where it mirrors the source, then these mirrors in order, then the source itself."},
 			{Name: "timeouts", Type: "object", Ref: "Timeouts", Doc: "timeouts bounds each wait of create cluster."},
 			{Name: "pki", Type: "object", Ref: "PKI", Doc: "pki sets the lifetime of the certificates kiln issues (docs/pki.md)."},
+			{Name: "backup", Type: "object", Ref: "Backup", Doc: "backup schedules etcd backups in the cluster, on the masters (docs/backup.md)."},
 		}},
 		"ImageMirror": {Doc: "ImageMirror is one registry and its mirrors.", Fields: []fieldDoc{
 			{Name: "source", Type: "string", Ref: "", Doc: "source is the registry as image names give it, e.g. docker.io, quay.io or registry.example.com:5000."},

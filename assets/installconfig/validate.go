@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"filippo.io/age"
+	"github.com/robfig/cron/v3"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -47,6 +49,7 @@ func Validate(c *types.Config, plats []configs.Platform) field.ErrorList {
 	errs = append(errs, validateNodeAccess(c)...)
 	errs = append(errs, validateTimeouts(c.Timeouts, field.NewPath("timeouts"))...)
 	errs = append(errs, validatePKI(c.PKI, field.NewPath("pki"))...)
+	errs = append(errs, validateBackup(c.Backup, field.NewPath("backup"))...)
 	return errs
 }
 
@@ -170,6 +173,32 @@ func validatePKI(p *types.PKI, fp *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(fp, p.LeafValidity, "must be at most 8760h (1 year): kiln checks that a CA outlives its leaves by that much")}
 	}
 	return nil
+}
+
+func validateBackup(b *types.Backup, fp *field.Path) field.ErrorList {
+	if b == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	switch _, err := cron.ParseStandard(b.Schedule); {
+	case b.Schedule == "":
+		errs = append(errs, field.Required(fp.Child("schedule"), "when the cluster takes a backup, in cron's five fields, e.g. \"0 3 * * *\""))
+	case strings.Contains(b.Schedule, "TZ"):
+		errs = append(errs, field.Invalid(fp.Child("schedule"), b.Schedule, "takes no time zone: it is UTC"))
+	case err != nil:
+		errs = append(errs, field.Invalid(fp.Child("schedule"), b.Schedule, "must be cron's five fields (minute hour day-of-month month day-of-week), e.g. \"0 3 * * *\": "+err.Error()))
+	}
+	if b.Keep < 0 || b.Keep > types.MaxBackupKeep {
+		errs = append(errs, field.Invalid(fp.Child("keep"), b.Keep, fmt.Sprintf("must be between 1 and %d (0 or unset: %d)", types.MaxBackupKeep, types.DefaultBackupKeep)))
+	}
+	for i, r := range b.EncryptTo {
+		if _, err := age.ParseX25519Recipient(r); err != nil {
+			// The value is not echoed: it may be a private key put
+			// here by mistake.
+			errs = append(errs, field.Invalid(fp.Child("encryptTo").Index(i), "(not shown)", "must be an age public key, \"age1...\" (kiln backup keygen prints one)"))
+		}
+	}
+	return errs
 }
 
 func validateTimeouts(t *types.Timeouts, fp *field.Path) field.ErrorList {

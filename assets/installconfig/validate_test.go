@@ -151,6 +151,14 @@ func TestValidate(t *testing.T) {
 		{"pki.leafValidity too short even for tests", func(c *types.Config) {
 			c.PKI = &types.PKI{LeafValidity: "1m", AllowShortLeafValidityForTests: true}
 		}, []fieldErr{{inv, "pki.leafValidity"}}},
+		{"backup daily, encrypted", func(c *types.Config) {
+			c.Backup = &types.Backup{Schedule: "0 3 * * *", Keep: 14, EncryptTo: []string{"age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"}}
+		}, nil},
+		{"backup without a schedule", func(c *types.Config) { c.Backup = &types.Backup{} }, []fieldErr{{req, "backup.schedule"}}},
+		{"backup every errors at once", func(c *types.Config) {
+			c.Backup = &types.Backup{Schedule: "every day", Keep: 101, EncryptTo: []string{"AGE-SECRET-KEY-1QQQ", "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"}}
+		}, []fieldErr{{inv, "backup.schedule"}, {inv, "backup.keep"}, {inv, "backup.encryptTo[0]"}}},
+		{"backup schedule with a time zone", func(c *types.Config) { c.Backup = &types.Backup{Schedule: "CRON_TZ=Europe/Paris 0 3 * * *"} }, []fieldErr{{inv, "backup.schedule"}}},
 		{"controlPlaneHardwareSpeed", func(c *types.Config) { c.ControlPlaneHardwareSpeed = "Fast" }, []fieldErr{{ns, "controlPlaneHardwareSpeed"}}},
 		{"controlPlaneHardwareSpeed Slower", func(c *types.Config) { c.ControlPlaneHardwareSpeed = types.HardwareSpeedSlower }, nil},
 		{"kubernetesVersion unknown", func(c *types.Config) { c.KubernetesVersion = "v1.30.0" }, []fieldErr{{ns, "kubernetesVersion"}}},

@@ -71,6 +71,10 @@ type Values struct {
 	Images          Images
 	// Addons are the optional add-ons the cluster gets.
 	Addons types.Addons
+	// Backup is install-config's backup, its keep defaulted; nil when
+	// the cluster takes no backups by itself. (Omitted when nil, so the
+	// values of a cluster made before it existed are unchanged.)
+	Backup *types.Backup `json:",omitempty"`
 }
 
 // ID implements graph.Asset.
@@ -147,6 +151,13 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 			KubeRouter:            rel.Image(release.KubeRouter),
 		},
 		Addons: configs.Addons(c),
+	}
+	if c.Backup != nil {
+		b := *c.Backup
+		if b.Keep == 0 {
+			b.Keep = types.DefaultBackupKeep
+		}
+		v.Backup = &b
 	}
 	return nil
 }

@@ -16,15 +16,19 @@ import (
 	"strings"
 	"time"
 
+	"filippo.io/age"
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/wait"
+	kubeversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/release"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
+	"github.com/kiln-project/kiln/cmd/cluster/backup"
 	"github.com/kiln-project/kiln/cmd/cluster/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/node/bootkube"
@@ -51,7 +55,7 @@ func newNodeCmd(o *rootOptions) *cobra.Command {
 		// Agents run for the machine's life; their log is the journal.
 		Annotations: map[string]string{debugLogAnnotation: debugLogNone},
 	}
-	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o), newNodeEtcdRestoreCmd(o), newNodeCertsInstallCmd(o), newNodeProbeCmd(o),
+	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o), newNodeEtcdRestoreCmd(o), newNodeEtcdBackupCmd(o), newNodeCertsInstallCmd(o), newNodeProbeCmd(o),
 		newNodeCSRApproverCmd(o), newNodeAwaitPermissionCmd(o), newNodeResolvConfCmd(o))
 	return cmd
 }
@@ -330,6 +334,76 @@ server on it. Run by kiln restore cluster on every master; a second run of the s
 	cmd.Flags().StringVar(&r.Etcdutl, "etcdutl", path.Join(release.BinDir, "etcdutl"), "etcdutl of the node's release")
 	_ = cmd.MarkFlagRequired("run")
 	return cmd
+}
+
+func newNodeEtcdBackupCmd(o *rootOptions) *cobra.Command {
+	s := backup.Scheduled{Dir: nodelayout.BackupDir, Keep: types.DefaultBackupKeep, Now: time.Now}
+	var encryptTo []string
+	var caFile, certFile, keyFile string
+	timeout := 10 * time.Minute
+	cmd := &cobra.Command{
+		Use:   "etcd-backup",
+		Short: "A backup the cluster takes by itself: this master's etcd snapshot, archived into --backup-dir",
+		Long: `Take a snapshot of this master's etcd member (the API server's etcd client certificate), check it,
+and archive it, encrypted to --encrypt-to when given, into --backup-dir as <infra ID>-<UTC time>.tar.gz[.age]
+(0600); then remove all but the newest --keep archives of the cluster there. Run by the CronJob
+kiln-system/kiln-etcd-backup that install-config's backup.schedule creates. The archive holds no file of
+--dir: kiln restore cluster reads them from --dir.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			if s.Manifest.InfraID == "" {
+				return exitcode.With(exitcode.Input, errors.New("--infra-id is required"))
+			}
+			if len(encryptTo) > 0 {
+				rs, err := age.ParseRecipients(strings.NewReader(strings.Join(encryptTo, "\n")))
+				if err != nil {
+					return exitcode.With(exitcode.Input, fmt.Errorf("--encrypt-to: %w", err))
+				}
+				s.Recipients = rs
+			}
+			s.Manifest.Kubernetes = inClusterVersion(o.log)
+			etcd, err := etcdmembers.Dial([]string{s.Source}, caFile, certFile, keyFile)
+			if err != nil {
+				return err
+			}
+			defer etcd.Close()
+			_, err = s.Run(ctx, etcd, o.stdout)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&s.Dir, "backup-dir", s.Dir, "where the archives are kept")
+	cmd.Flags().StringVar(&s.Manifest.Cluster, "cluster", "", "the cluster's name")
+	cmd.Flags().StringVar(&s.Manifest.InfraID, "infra-id", "", "the cluster's infra ID")
+	cmd.Flags().StringVar(&s.Manifest.Platform, "platform", "", "the cluster's platform")
+	cmd.Flags().IntVar(&s.Keep, "keep", s.Keep, "how many archives of the cluster to keep")
+	cmd.Flags().StringArrayVar(&encryptTo, "encrypt-to", nil, "an age public key to encrypt the archives to (repeatable)")
+	cmd.Flags().StringVar(&s.Source, "endpoint", "https://127.0.0.1:2379", "this master's etcd client URL")
+	cmd.Flags().StringVar(&caFile, "cacert", nodelayout.EtcdPKIDir+"/ca.crt", "etcd's CA")
+	cmd.Flags().StringVar(&certFile, "cert", nodelayout.PKIDir+"/apiserver-etcd-client.crt", "the etcd client certificate")
+	cmd.Flags().StringVar(&keyFile, "key", nodelayout.PKIDir+"/apiserver-etcd-client.key", "its key")
+	cmd.Flags().DurationVar(&timeout, "timeout", timeout, "how long the backup may take")
+	return cmd
+}
+
+// inClusterVersion is the API server's release, asked with the pod's own
+// service account (anyone may read /version); "" when it does not answer,
+// which does not stop a backup: etcd may be all that is left.
+func inClusterVersion(log logrus.FieldLogger) string {
+	rc, err := rest.InClusterConfig()
+	if err == nil {
+		rc.Timeout = 10 * time.Second
+		var kube *kubernetes.Clientset
+		if kube, err = kubernetes.NewForConfig(rc); err == nil {
+			var v *kubeversion.Info
+			if v, err = kube.Discovery().ServerVersion(); err == nil {
+				return v.GitVersion
+			}
+		}
+	}
+	log.Warnf("the API server's version is not known (%v): the archive does not name it", err)
+	return ""
 }
 
 func newNodeCertsInstallCmd(o *rootOptions) *cobra.Command {

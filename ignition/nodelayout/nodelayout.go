@@ -70,6 +70,9 @@ const (
 	// snapshot on the master that restores it (0600; removed once
 	// restored).
 	EtcdRestoreSnapshot = "/var/lib/kiln/etcd-restore.db"
+	// BackupDir holds the archives of the backups a master takes on
+	// install-config's backup.schedule (0700; `kiln node etcd-backup`).
+	BackupDir = "/var/lib/kiln/backups"
 	// CertsRenewBundle is where `kiln certs renew` puts a master's new
 	// certificates and kubeconfigs (0600; removed once in place).
 	CertsRenewBundle = "/var/lib/kiln/certs-renew.json"

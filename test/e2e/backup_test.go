@@ -23,8 +23,9 @@ import (
 // passes `kiln backup check`, holds the state, the kubeconfig, metadata
 // and the Terraform state of --dir, and its etcd snapshot (checked by
 // etcd's own hash) holds the ConfigMap the user's manifest made
-// (assertUserManifest). A copy with one byte changed is refused.
-func assertBackup(t *testing.T, kiln, dir string) {
+// (assertUserManifest). A copy with one byte changed is refused. A third,
+// encrypted to key, is read with its identity only.
+func assertBackup(t *testing.T, kiln, dir string, key backupKey) {
 	t.Helper()
 	start := time.Now()
 	out, err := runKiln(t, kiln, 5*time.Minute, "backup", "cluster", "--dir", dir)
@@ -50,6 +51,17 @@ func assertBackup(t *testing.T, kiln, dir string) {
 			t.Errorf("backup check %s: %v\n%s", archive, err, out)
 		}
 		assertArchive(t, archive)
+	}
+	// Encrypted to key: read with its identity only.
+	sealed := filepath.Join(t.TempDir(), "cluster.tar.gz.age")
+	if out, err := runKiln(t, kiln, 5*time.Minute, "backup", "cluster", "--dir", dir, "--to", sealed, "--encrypt-to", key.recipients); err != nil || !strings.Contains(out, "encrypted to 1 key(s)") {
+		t.Fatalf("backup cluster --encrypt-to: %v\n%s", err, out)
+	}
+	if out, err := runKiln(t, kiln, time.Minute, "backup", "check", sealed); err == nil || !strings.Contains(out, "encrypted (age)") {
+		t.Errorf("backup check of an encrypted archive without --identity: %v\n%s", err, out)
+	}
+	if out, err := runKiln(t, kiln, time.Minute, "backup", "check", sealed, "--identity", key.identity); err != nil || !strings.Contains(out, "files of --dir, all as the manifest says") {
+		t.Errorf("backup check --identity %s: %v\n%s", sealed, err, out)
 	}
 	data, err := os.ReadFile(elsewhere)
 	if err != nil {

@@ -35,7 +35,8 @@ import (
 // backed up (assertBackup); then a master crash, `kiln stop cluster` and a host reboot, each undone by `kiln
 // start cluster` (assertRestart); then `kiln certs renew` renews its certificates one master at a time
 // under a canary writer (assertRenew); then two masters lose etcd's data and `kiln restore cluster` brings the
-// cluster back from a backup (assertRestore); then `kiln destroy cluster` leaves nothing behind.
+// cluster back from a backup that the cluster took by itself, on install-config's backup schedule, encrypted
+// (assertRestore); then `kiln destroy cluster` leaves nothing behind.
 // Like every cluster of the suite but TestClusterConnected's it is sealed
 // (networking.egress None); TestClusterSingleMaster checks that a pod's
 // request out of one fails at once.
@@ -78,6 +79,12 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 	if masters == 1 {
 		// Its certificates expire during the test (assertRenewExpired).
 		withShortLeafValidity(t, dir)
+	}
+	var key backupKey
+	if masters == 3 {
+		// It backs itself up, encrypted (takeScheduledBackup).
+		key = newBackupKey(t, kiln)
+		withBackupSchedule(t, dir, key.public)
 	}
 
 	addUserManifest(t, kiln, dir)
@@ -178,12 +185,12 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 	}
 	if masters == 3 {
 		// Backed up with three etcd members, the user's manifest in it.
-		assertBackup(t, kiln, dir)
+		assertBackup(t, kiln, dir, key)
 		runConformanceSubset(t, kiln, dir)
 		assertRestart(t, kiln, dir, infraID, client, masters)
 		assertRenew(t, kiln, dir, localMasters(t, infraID, machineCIDR, masters))
 		// Last, as it rolls the cluster back to its backup.
-		assertRestore(t, kiln, dir, infraID, client, masters+workers)
+		assertRestore(t, kiln, dir, infraID, client, masters+workers, key)
 	}
 }
 

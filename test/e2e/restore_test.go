@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,14 +19,15 @@ import (
 const restoreObjects = 200
 
 // assertRestore is issue 47's recovery: restoreObjects ConfigMaps are
-// written and backed up, encrypted to a key of kiln backup keygen's (the
-// archive checked without it and with it), then deleted; two of the three masters lose
+// written and backed up by the cluster itself (takeScheduledBackup),
+// encrypted to key (the archive checked without it and with it), then
+// deleted; two of the three masters lose
 // etcd's data and their member is killed, so etcd has no quorum and the
 // API fails. `kiln restore cluster` is killed (SIGKILL) while it works on
 // the masters and run again: the ConfigMaps are back, etcd has the three
 // masters as voters, every node is Ready, and the echo Deployment
 // (assertRestart's, in the backup) is available.
-func assertRestore(t *testing.T, kiln, dir, infraID string, client kubernetes.Interface, nodes int) {
+func assertRestore(t *testing.T, kiln, dir, infraID string, client kubernetes.Interface, nodes int, key backupKey) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -44,27 +43,17 @@ func assertRestore(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 			t.Fatal(err)
 		}
 	}
-	// The backup is encrypted to a key of kiln backup keygen's, kept
-	// away from --dir: the restore reads it with that key only.
-	keys := t.TempDir()
-	identity, recipients := filepath.Join(keys, "backup.key"), filepath.Join(keys, "recipients")
-	pub, err := runKiln(t, kiln, time.Minute, "backup", "keygen", "--to", identity)
-	if err != nil {
-		t.Fatalf("backup keygen: %v\n%s", err, pub)
-	}
-	if err := os.WriteFile(recipients, []byte(pub), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	archive := filepath.Join(t.TempDir(), "before-loss.tar.gz.age")
-	if out, err := runKiln(t, kiln, 5*time.Minute, "backup", "cluster", "--dir", dir, "--to", archive, "--encrypt-to", recipients); err != nil {
-		t.Fatalf("backup cluster: %v\n%s", err, out)
-	}
+	// The backup is the cluster's own (install-config's backup, a Job of
+	// its CronJob), encrypted to a key of kiln backup keygen's kept away
+	// from --dir and the cluster: it is read with that key only.
+	archive := takeScheduledBackup(ctx, t, client, infraID, 3)
 	if out, err := runKiln(t, kiln, time.Minute, "backup", "check", archive); err == nil || !strings.Contains(out, "--identity") {
 		t.Errorf("backup check of the encrypted archive without its key: %v\n%s", err, out)
 	}
-	if out, err := runKiln(t, kiln, time.Minute, "backup", "check", archive, "--identity", identity); err != nil || !strings.Contains(out, "all as the manifest says") {
+	if out, err := runKiln(t, kiln, time.Minute, "backup", "check", archive, "--identity", key.identity); err != nil || !strings.Contains(out, "all as the manifest says") {
 		t.Errorf("backup check --identity: %v\n%s", err, out)
 	}
+	identity := key.identity
 	if err := cms.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,14 @@ const (
 	MinTestLeafValidity = 2 * time.Minute
 )
 
+// The archives backup.keep may keep on each master.
+const (
+	// DefaultBackupKeep is backup.keep when unset.
+	DefaultBackupKeep = 7
+	// MaxBackupKeep is the most backup.keep may keep.
+	MaxBackupKeep = 100
+)
+
 // Resolved is an install-config's values resolved once, typed, after
 // defaulting and validation: what the install run and the provisioners
 // read instead of parsing Config's strings again.

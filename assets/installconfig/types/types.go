@@ -106,6 +106,18 @@ type Config struct {
 	Timeouts *Timeouts `json:"timeouts,omitempty"`
 	// PKI sets the lifetime of the certificates kiln issues (docs/pki.md).
 	PKI *PKI `json:"pki,omitempty"`
+	// Backup schedules etcd backups in the cluster, on the masters (docs/backup.md).
+	Backup *Backup `json:"backup,omitempty"`
+}
+
+// Backup schedules etcd backups that the cluster takes by itself.
+type Backup struct {
+	// Schedule is when the cluster takes a backup, in cron's five fields (minute hour day-of-month month day-of-week, UTC), as a Kubernetes CronJob reads it: "0 3 * * *" is every day at 03:00. Each run takes an etcd snapshot on a master and archives it, integrity-checked, under /var/lib/kiln/backups on that master.
+	Schedule string `json:"schedule"`
+	// Keep is how many archives each master keeps; older ones are removed after each new one (default 7, at most 100).
+	Keep int `json:"keep,omitempty"`
+	// EncryptTo are age public keys ("age1..."; `kiln backup keygen` makes a pair) the archives are encrypted to; none leaves them unencrypted (0600, root's). The cluster holds no key that decrypts them.
+	EncryptTo []string `json:"encryptTo,omitempty"`
 }
 
 // ImageMirror is one registry and its mirrors.

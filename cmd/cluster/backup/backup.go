@@ -34,11 +34,17 @@ type Options struct {
 // DefaultName is the archive's path in dir when no --to names one; an
 // encrypted archive's ends in EncryptedSuffix.
 func DefaultName(dir, infraID string, at time.Time, encrypted bool) string {
+	return filepath.Join(dir, installdir.Backups, archiveName(infraID, at, encrypted))
+}
+
+// archiveName is the file name kiln gives an archive of infraID taken at
+// at: <infra ID>-<UTC time>.tar.gz, and EncryptedSuffix when encrypted.
+func archiveName(infraID string, at time.Time, encrypted bool) string {
 	name := fmt.Sprintf("%s-%s.tar.gz", infraID, at.UTC().Format("20060102T150405Z"))
 	if encrypted {
 		name += EncryptedSuffix
 	}
-	return filepath.Join(dir, installdir.Backups, name)
+	return name
 }
 
 // Cluster backs up c: etcd's snapshot, taken from the members on its
@@ -80,59 +86,23 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	}
 	defer etcd.Close()
 
-	// The snapshot waits in --dir, under atomicfile's prefix for a sweep
-	// after a crash, until the archive takes it.
-	tmp, err := os.CreateTemp(c.Dir, atomicfile.TempPrefix+"backup-*.db")
-	if err != nil {
-		return "", Manifest{}, err
-	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	taken := now().UTC()
-	if _, err := etcdmembers.SaveSnapshot(ctx, etcd, tmp); err != nil {
-		return "", Manifest{}, fmt.Errorf("etcd snapshot from %v: %w", endpoints, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return "", Manifest{}, err
-	}
 	m := Manifest{Version: FormatVersion, Cluster: c.Config.Metadata.Name, InfraID: c.InfraID, Platform: c.Config.PlatformName(),
-		Kubernetes: version.GitVersion, TakenAt: taken}
-	if m.Snapshot, err = Describe(SnapshotName, tmp.Name()); err != nil {
+		Kubernetes: version.GitVersion}
+	name, w := o.To, &atomicfile.Writer{}
+	if name == "" {
+		w = &atomicfile.Writer{Root: c.Dir}
+	}
+	a := archiver{source: fmt.Sprint(endpoints), work: c.Dir, dir: c.Dir, files: true, recipients: o.Recipients, now: now}
+	name, m, err = a.take(ctx, etcd, m, w, func(taken time.Time) string {
+		if name != "" {
+			return name
+		}
+		return DefaultName(c.Dir, c.InfraID, taken, len(o.Recipients) > 0)
+	})
+	if err != nil {
 		return "", Manifest{}, err
 	}
 	fmt.Fprintf(out, "etcd snapshot: %.1f MiB from %d member(s), its integrity checked\n", float64(m.Snapshot.Size)/(1<<20), len(endpoints))
-	files, err := DirFiles(c.Dir)
-	if err != nil {
-		return "", Manifest{}, err
-	}
-	for _, f := range files {
-		d, err := Describe(DirPrefix+f, filepath.Join(c.Dir, filepath.FromSlash(f)))
-		if err != nil {
-			return "", Manifest{}, err
-		}
-		m.Files = append(m.Files, d)
-	}
-
-	name, w := o.To, &atomicfile.Writer{}
-	if name == "" {
-		name, w = DefaultName(c.Dir, c.InfraID, taken, len(o.Recipients) > 0), &atomicfile.Writer{Root: c.Dir}
-	}
-	err = w.WriteFunc(name, 0o600, func(dst io.Writer) error {
-		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
-		ew, end, err := encrypting(dst, o.Recipients)
-		if err != nil {
-			return err
-		}
-		if err := Write(ew, m, tmp, c.Dir); err != nil {
-			return err
-		}
-		return end()
-	})
-	if err != nil {
-		return "", Manifest{}, fmt.Errorf("backup %s: %w", name, err)
-	}
 	st, err := os.Stat(name)
 	if err != nil {
 		return "", Manifest{}, err
@@ -143,5 +113,75 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	}
 	fmt.Fprintf(out, "backup of %s (%s): %s, %.1f MiB, 0600%s, with %d files of --dir; %s\n",
 		m.Cluster, m.InfraID, name, float64(st.Size())/(1<<20), sealed, len(m.Files), now().Sub(start).Round(100*time.Millisecond))
+	return name, m, nil
+}
+
+// archiver takes a snapshot and writes an archive of it.
+type archiver struct {
+	// source names the etcd members the snapshot comes from.
+	source string
+	// work is where the snapshot waits, under atomicfile's prefix for a
+	// sweep after a crash, until the archive takes it.
+	work string
+	// dir is --dir, whose files of DirFiles are archived when files is
+	// set.
+	dir   string
+	files bool
+	// recipients encrypt the archive when set.
+	recipients []age.Recipient
+	now        func() time.Time
+}
+
+// take streams a snapshot from etcd, checked, and writes the archive of
+// m (TakenAt, Snapshot and Files set here) through w, 0600, at the name
+// nameAt gives for the snapshot's time. It returns the name and the
+// manifest.
+func (a archiver) take(ctx context.Context, etcd etcdmembers.Snapshotter, m Manifest, w *atomicfile.Writer, nameAt func(time.Time) string) (string, Manifest, error) {
+	tmp, err := os.CreateTemp(a.work, atomicfile.TempPrefix+"backup-*.db")
+	if err != nil {
+		return "", m, err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	m.TakenAt = a.now().UTC()
+	if _, err := etcdmembers.SaveSnapshot(ctx, etcd, tmp); err != nil {
+		return "", m, fmt.Errorf("etcd snapshot from %s: %w", a.source, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return "", m, err
+	}
+	if m.Snapshot, err = Describe(SnapshotName, tmp.Name()); err != nil {
+		return "", m, err
+	}
+	if a.files {
+		files, err := DirFiles(a.dir)
+		if err != nil {
+			return "", m, err
+		}
+		for _, f := range files {
+			d, err := Describe(DirPrefix+f, filepath.Join(a.dir, filepath.FromSlash(f)))
+			if err != nil {
+				return "", m, err
+			}
+			m.Files = append(m.Files, d)
+		}
+	}
+	name := nameAt(m.TakenAt)
+	err = w.WriteFunc(name, 0o600, func(dst io.Writer) error {
+		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		ew, end, err := encrypting(dst, a.recipients)
+		if err != nil {
+			return err
+		}
+		if err := Write(ew, m, tmp, a.dir); err != nil {
+			return err
+		}
+		return end()
+	})
+	if err != nil {
+		return "", m, fmt.Errorf("backup %s: %w", name, err)
+	}
 	return name, m, nil
 }
