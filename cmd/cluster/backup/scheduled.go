@@ -62,7 +62,7 @@ func (s Scheduled) Run(ctx context.Context, etcd etcdmembers.Snapshotter, out io
 	if err != nil {
 		return "", err
 	}
-	removed, err := prune(s.Dir, m.InfraID, s.Keep)
+	removed, err := prune(s.Dir, m.InfraID, s.Keep, s.Now())
 	fmt.Fprintf(out, "backup of %s (%s): %s, %.1f MiB, 0600, etcd snapshot of %s integrity-checked; %d older archive(s) removed, %d kept; %s\n",
 		m.Cluster, m.InfraID, name, float64(st.Size())/(1<<20), s.Source, len(removed), s.Keep, s.Now().Sub(start).Round(100*time.Millisecond))
 	if err != nil {
@@ -71,17 +71,33 @@ func (s Scheduled) Run(ctx context.Context, etcd etcdmembers.Snapshotter, out io
 	return name, nil
 }
 
+// staleTemp is the age after which a temporary file in the backup
+// directory is a killed run's: no run lasts that long (the Job's deadline
+// is 15 minutes).
+const staleTemp = time.Hour
+
 // prune removes all but the newest keep archives of infraID in dir (by the
-// UTC time in their names) and returns the names it removed. Other files
-// are left alone, and so is anything that is not a regular file.
-func prune(dir, infraID string, keep int) ([]string, error) {
+// UTC time in their names), and the temporary files of runs killed more
+// than staleTemp before now; it returns the archives it removed. Other
+// files are left alone, and so is anything that is not a regular file.
+func prune(dir, infraID string, keep int, now time.Time) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
+	w := atomicfile.Writer{Root: dir}
 	var ours []string
+	var errs []error
 	for _, e := range entries {
 		n := e.Name()
+		if e.Type().IsRegular() && strings.HasPrefix(n, atomicfile.TempPrefix) {
+			if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > staleTemp {
+				if err := w.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					errs = append(errs, err)
+				}
+			}
+			continue
+		}
 		if !e.Type().IsRegular() || !strings.HasPrefix(n, infraID+"-") ||
 			!(strings.HasSuffix(n, ".tar.gz") || strings.HasSuffix(n, ".tar.gz"+EncryptedSuffix)) {
 			continue
@@ -91,11 +107,9 @@ func prune(dir, infraID string, keep int) ([]string, error) {
 	// The names hold the time as 20060102T150405Z: they sort by it.
 	slices.Sort(ours)
 	if len(ours) <= keep {
-		return nil, nil
+		return nil, errors.Join(errs...)
 	}
 	old := ours[:len(ours)-keep]
-	w := atomicfile.Writer{Root: dir}
-	var errs []error
 	for _, n := range old {
 		if err := w.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)

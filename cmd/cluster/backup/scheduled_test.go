@@ -12,6 +12,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kiln-project/kiln/graph/atomicfile"
 )
 
 // fakeEtcd streams data, as etcd's Snapshot RPC does.
@@ -23,8 +25,9 @@ func (f fakeEtcd) SnapshotWithVersion(context.Context) (*clientv3.SnapshotRespon
 
 // TestScheduledKeepsTheNewest: each run archives a checked snapshot,
 // encrypted to the recipients, named by its time; the newest Keep of the
-// cluster stay, and other files (another cluster's, the operator's) are
-// left alone; a corrupt snapshot writes nothing and removes nothing.
+// cluster stay, a killed run's temporary file goes, and other files
+// (another cluster's, the operator's, a run's under way) are left alone;
+// a corrupt snapshot writes nothing and removes nothing.
 func TestScheduledKeepsTheNewest(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "backups")
 	idPath, rs := identity(t, t.TempDir(), "backup.key")
@@ -35,12 +38,19 @@ func TestScheduledKeepsTheNewest(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	for _, other := range []string{"c2-zzzzz-20200101T000000Z.tar.gz", "notes.txt"} {
+	at := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
+	for _, other := range []string{"c2-zzzzz-20200101T000000Z.tar.gz", "notes.txt", atomicfile.TempPrefix + "backup-killed.db", atomicfile.TempPrefix + "backup-running.db"} {
 		if err := os.WriteFile(filepath.Join(dir, other), []byte("not ours"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	at := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
+	// A killed run's temporary file, and one of a run under way.
+	if err := os.Chtimes(filepath.Join(dir, atomicfile.TempPrefix+"backup-killed.db"), at, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(dir, atomicfile.TempPrefix+"backup-running.db"), at.Add(9*time.Hour), at.Add(9*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	s := Scheduled{Dir: dir, Keep: 2, Recipients: rs, Source: "https://127.0.0.1:2379",
 		Manifest: Manifest{Cluster: "c", InfraID: "c-abcde", Platform: "local", Kubernetes: "v1.36.3"},
 		Now:      func() time.Time { return at }}
@@ -81,8 +91,8 @@ func TestScheduledKeepsTheNewest(t *testing.T) {
 	for _, e := range entries {
 		got = append(got, e.Name())
 	}
-	want := []string{"c-abcde-20261205T060000Z.tar.gz.age", "c-abcde-20261205T090000Z.tar.gz.age", "c2-zzzzz-20200101T000000Z.tar.gz", "notes.txt"}
-	if !slices.Equal(got, want) || names[1] != want[0] || names[2] != want[1] {
+	want := []string{atomicfile.TempPrefix + "backup-running.db", "c-abcde-20261205T060000Z.tar.gz.age", "c-abcde-20261205T090000Z.tar.gz.age", "c2-zzzzz-20200101T000000Z.tar.gz", "notes.txt"}
+	if !slices.Equal(got, want) || names[1] != want[1] || names[2] != want[2] {
 		t.Errorf("the directory holds %q, want %q (runs named %q)", got, want, names)
 	}
 
