@@ -86,17 +86,15 @@ func assertServingCSRApproval(t *testing.T, dir, infraID string) {
 	if _, err := node.CoreV1().Nodes().Patch(ctx, worker, types.JSONPatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatalf("the worker's kubelet credentials could not patch its Node's status (the finding's first step): %v", err)
 	}
-	t.Cleanup(func() { restoreNodeAddresses(t, admin, worker, apiVIP) })
+	// Deferred, not t.Cleanup: the cluster test renews the certificates
+	// of admin's kubeconfig before it ends.
+	defer restoreNodeAddresses(t, admin, worker, apiVIP)
 
 	suffix := fmt.Sprintf("%d", time.Now().Unix())
 	bad := createServingCSR(ctx, t, node, "e2e-serving-vip-"+suffix, worker,
 		[]string{worker, "kubernetes.default.svc"}, []string{workerIP, apiVIP})
 	good := createServingCSR(ctx, t, node, "e2e-serving-own-"+suffix, worker, []string{worker}, []string{workerIP})
-	t.Cleanup(func() {
-		for _, n := range []string{bad, good} {
-			_ = admin.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), n, metav1.DeleteOptions{})
-		}
-	})
+	defer deleteCSRs(t, admin, bad, good)
 	submitted := time.Now()
 
 	kubeletCA := kubeletServingCA(ctx, t, admin)

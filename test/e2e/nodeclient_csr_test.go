@@ -56,11 +56,13 @@ func assertNodeClientCSRClaims(t *testing.T, dir, infraID string) {
 	if _, err := secrets.Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create the token's Secret: %v", err)
 	}
-	t.Cleanup(func() {
+	// Deferred, not t.Cleanup: the cluster test renews the certificates
+	// of admin's kubeconfig before it ends.
+	defer func() {
 		if err := secrets.Delete(context.Background(), secret.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("delete Secret %s: %v", secret.Name, err)
 		}
-	})
+	}()
 	holder := kubernetes.NewForConfigOrDie(&rest.Config{
 		Host:            adminRC.Host,
 		BearerToken:     tok.Token(),
@@ -68,8 +70,10 @@ func assertNodeClientCSRClaims(t *testing.T, dir, infraID string) {
 	})
 
 	suffix := fmt.Sprintf("%d", time.Now().Unix())
-	takeover := createNodeClientCSR(ctx, t, admin, holder, "e2e-client-master-"+suffix, master)
-	stranger := createNodeClientCSR(ctx, t, admin, holder, "e2e-client-unknown-"+suffix, unknown)
+	takeover, stranger := "e2e-client-master-"+suffix, "e2e-client-unknown-"+suffix
+	defer deleteCSRs(t, admin, takeover, stranger)
+	createNodeClientCSR(ctx, t, holder, takeover, master)
+	createNodeClientCSR(ctx, t, holder, stranger, unknown)
 	submitted := time.Now()
 	time.Sleep(time.Until(submitted.Add(csrPatience)))
 
@@ -98,25 +102,28 @@ func assertNodeClientCSRClaims(t *testing.T, dir, infraID string) {
 	}
 }
 
-// createNodeClientCSR creates, as client (a bootstrap token holder), a node
-// client CSR for node, as a joining kubelet makes one, and returns its
-// name; admin deletes it when the test ends. The API server may take a
-// moment to accept a token whose Secret is new: creation is retried while
-// it answers Unauthorized.
-func createNodeClientCSR(ctx context.Context, t *testing.T, admin, client kubernetes.Interface, name, node string) string {
-	t.Helper()
-	csr := nodeCSR(t, name, node, certificatesv1.KubeAPIServerClientKubeletSignerName, certificatesv1.UsageClientAuth, nil, nil)
-	t.Cleanup(func() {
+// deleteCSRs deletes the CSRs names through admin, those that exist.
+func deleteCSRs(t *testing.T, admin kubernetes.Interface, names ...string) {
+	for _, name := range names {
 		err := admin.CertificatesV1().CertificateSigningRequests().Delete(context.Background(), name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("delete CSR %s: %v", name, err)
 		}
-	})
+	}
+}
+
+// createNodeClientCSR creates, as client (a bootstrap token holder), the
+// node client CSR name for node, as a joining kubelet makes one. The API
+// server may take a moment to accept a token whose Secret is new:
+// creation is retried while it answers Unauthorized.
+func createNodeClientCSR(ctx context.Context, t *testing.T, client kubernetes.Interface, name, node string) {
+	t.Helper()
+	csr := nodeCSR(t, name, node, certificatesv1.KubeAPIServerClientKubeletSignerName, certificatesv1.UsageClientAuth, nil, nil)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, err := client.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{})
 		if err == nil {
-			return name
+			return
 		}
 		if !apierrors.IsUnauthorized(err) || time.Now().After(deadline) {
 			t.Fatalf("the bootstrap token could not create CSR %s: %v", name, err)
