@@ -312,7 +312,7 @@ func newNodeEtcdRestoreCmd(o *rootOptions) *cobra.Command {
 		Use:   "etcd-restore",
 		Short: "This master's part of kiln restore cluster: stop etcd and the API server, keep etcd's data aside, restore a snapshot",
 		Long: `Stop this master's etcd and API server (their static pods out of the kubelet's directory; the
-API server's staged, as on a master that joins), keep etcd's data aside in <data-dir>.before-restore-<run>,
+API server's staged, as on a master that joins), keep etcd's data aside in <data-dir>/member.before-restore-<run>,
 and, given --snapshot, restore it with etcdutl as a new one-member cluster and start etcd and the API
 server on it. Run by kiln restore cluster on every master; a second run of the same --run does nothing.`,
 		Args: cobra.NoArgs,

@@ -20,7 +20,7 @@ func newRestoreCmd(o *rootOptions) *cobra.Command {
 		Short: "Restore the cluster's etcd from a backup archive, when etcd lost quorum or its data",
 		Long: `Restore the etcd of --dir's cluster from the backup archive --from (kiln backup cluster), for a
 cluster whose etcd lost quorum or its data. The archive is checked whole first. Every master's etcd
-and API server stop and keep their old data in /var/lib/etcd.before-restore-<run>; the first master
+and API server stop and keep their old data in /var/lib/etcd/member.before-restore-<run>; the first master
 restores the snapshot as a new one-member cluster and starts its API server; the other masters join
 it again as learners, promoted once caught up, as kiln scale cluster finishes a join. Everything
 written to the cluster since the backup is lost. An encrypted archive (kiln backup cluster

@@ -12,6 +12,7 @@ package nodelayout
 
 import (
 	"maps"
+	"path"
 	"slices"
 	"strings"
 )
@@ -185,6 +186,13 @@ func EnvFile(env map[string]string) string {
 
 // Sysctl is a kernel setting: its path below /proc/sys and its value.
 type Sysctl struct{ Key, Value string }
+
+// EtcdRestoreAside is where `kiln restore cluster` run keeps a master's
+// etcd data of before it: inside etcd's data directory dataDir
+// (EtcdDataDir), on the same filesystem as the data it was.
+func EtcdRestoreAside(dataDir, run string) string {
+	return path.Join(dataDir, "member.before-restore-"+run)
+}
 
 // KubeletSysctls are the global sysctls kubelet checks at start
 // (setupKernelTunables), with the values it wants and sets where it can:

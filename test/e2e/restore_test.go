@@ -32,17 +32,9 @@ func assertRestore(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	mgr := machine.NewManager(machine.Options{})
+	masters := []string{infraID + "-master-0", infraID + "-master-1", infraID + "-master-2"}
 	const ns = "e2e-restore"
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cms := client.CoreV1().ConfigMaps(ns)
-	for i := range restoreObjects {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%03d", i)}, Data: map[string]string{"i": fmt.Sprint(i)}}
-		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeConfigMaps(ctx, t, client, ns)
 	// The backup is the cluster's own (install-config's backup, a Job of
 	// its CronJob), encrypted to a key of kiln backup keygen's kept away
 	// from --dir and the cluster: it is read with that key only.
@@ -54,31 +46,8 @@ func assertRestore(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 		t.Errorf("backup check --identity: %v\n%s", err, out)
 	}
 	identity := key.identity
-	if err := cms.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if n := countConfigMaps(ctx, t, client, ns); n != 0 {
-		t.Fatalf("%d ConfigMaps left in %s after their deletion", n, ns)
-	}
-
-	// Two masters lose etcd's data, and etcd its quorum.
-	for _, m := range []string{infraID + "-master-1", infraID + "-master-2"} {
-		if out, err := mgr.Exec(ctx, m, "sh", "-c", "rm -rf /var/lib/etcd/member && pkill -9 -x etcd"); err != nil {
-			t.Fatalf("%s: wipe etcd's data: %v\n%s", m, err, out)
-		}
-	}
-	lost := time.Now()
-	for {
-		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").Timeout(10 * time.Second).DoRaw(ctx)
-		if err != nil || string(body) != "ok" {
-			t.Logf("the API fails %s after two masters lost etcd's data: %v", time.Since(lost).Round(time.Second), briefError(err))
-			break
-		}
-		if time.Since(lost) > 3*time.Minute {
-			t.Fatalf("/readyz still ok 3 minutes after two of three masters lost etcd's data")
-		}
-		time.Sleep(2 * time.Second)
-	}
+	deleteConfigMaps(ctx, t, client, ns)
+	loseEtcdQuorum(ctx, t, client, mgr.Exec, masters[1:])
 
 	start := time.Now()
 	killed, _ := signalAt(t, kiln, "etcd and the API server stopped", time.Second, syscall.SIGKILL, "restore", "cluster", "--dir", dir, "--from", archive, "--identity", identity)
@@ -88,12 +57,78 @@ func assertRestore(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 		t.Fatalf("restore cluster after the kill: %v\n%s", err, lastLines(out, 60))
 	}
 	t.Logf("MEASURE restore cluster (kill and re-run, to every node Ready): %s\n%s", time.Since(start).Round(time.Second), lastLines(out, 20))
-	assertOutput(t, "restore cluster", out, "finish joining master "+infraID+"-master-1", "finish joining master "+infraID+"-master-2", "Restore complete")
+	assertRestored(ctx, t, client, mgr.Exec, out, ns, masters, nodes)
+	waitDeployment(ctx, t, client)
+}
 
+// machineExec runs argv on the machine node: a machine of the local
+// platform, or a test host of the ssh platform's (also a machine).
+type machineExec func(ctx context.Context, node string, argv ...string) ([]byte, error)
+
+// writeConfigMaps creates the namespace ns with restoreObjects
+// ConfigMaps, which a backup then holds.
+func writeConfigMaps(ctx context.Context, t *testing.T, client kubernetes.Interface, ns string) {
+	t.Helper()
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cms := client.CoreV1().ConfigMaps(ns)
+	for i := range restoreObjects {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%03d", i)}, Data: map[string]string{"i": fmt.Sprint(i)}}
+		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// deleteConfigMaps deletes writeConfigMaps' ConfigMaps after the backup.
+func deleteConfigMaps(ctx context.Context, t *testing.T, client kubernetes.Interface, ns string) {
+	t.Helper()
+	if err := client.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := countConfigMaps(ctx, t, client, ns); n != 0 {
+		t.Fatalf("%d ConfigMaps left in %s after their deletion", n, ns)
+	}
+}
+
+// loseEtcdQuorum wipes etcd's data on the masters lost (a majority) and
+// kills their etcd, then waits until the API's /readyz fails.
+func loseEtcdQuorum(ctx context.Context, t *testing.T, client kubernetes.Interface, exec machineExec, lost []string) {
+	t.Helper()
+	for _, m := range lost {
+		if out, err := exec(ctx, m, "sh", "-c", "rm -rf /var/lib/etcd/member && pkill -9 -x etcd"); err != nil {
+			t.Fatalf("%s: wipe etcd's data: %v\n%s", m, err, out)
+		}
+	}
+	at := time.Now()
+	for {
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").Timeout(10 * time.Second).DoRaw(ctx)
+		if err != nil || string(body) != "ok" {
+			t.Logf("the API fails %s after %s lost etcd's data: %v", time.Since(at).Round(time.Second), strings.Join(lost, ", "), briefError(err))
+			return
+		}
+		if time.Since(at) > 3*time.Minute {
+			t.Fatalf("/readyz still ok 3 minutes after %s lost etcd's data", strings.Join(lost, ", "))
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// assertRestored checks a cluster after kiln restore cluster (its output
+// out): writeConfigMaps' ConfigMaps of ns are back, etcd has exactly
+// masters as voters, nodes nodes are all Ready, and each master kept its
+// old etcd data inside /var/lib/etcd with no snapshot left.
+func assertRestored(ctx context.Context, t *testing.T, client kubernetes.Interface, exec machineExec, out, ns string, masters []string, nodes int) {
+	t.Helper()
+	for _, m := range masters[1:] {
+		assertOutput(t, "restore cluster", out, "finish joining master "+m)
+	}
+	assertOutput(t, "restore cluster", out, "Restore complete")
 	if n := countConfigMaps(ctx, t, client, ns); n != restoreObjects {
 		t.Errorf("%d ConfigMaps in %s after the restore, want %d", n, ns, restoreObjects)
 	}
-	assertEtcdMembers(t, infraID, 3)
+	assertEtcdVoters(ctx, t, exec, masters)
 	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -106,11 +141,9 @@ func assertRestore(t *testing.T, kiln, dir, infraID string, client kubernetes.In
 	if len(list.Items) != nodes {
 		t.Errorf("%d nodes after the restore, want %d", len(list.Items), nodes)
 	}
-	waitDeployment(ctx, t, client)
-	// Each master kept its old data beside the new.
-	for _, m := range []string{infraID + "-master-0", infraID + "-master-1", infraID + "-master-2"} {
-		out, err := mgr.Exec(ctx, m, "sh", "-c", "ls -d /var/lib/etcd.before-restore-* && ls /var/lib/kiln/etcd-restore.db 2>&1 || true")
-		if err != nil || !strings.Contains(string(out), "/var/lib/etcd.before-restore-") || !strings.Contains(string(out), "No such file") {
+	for _, m := range masters {
+		out, err := exec(ctx, m, "sh", "-c", "ls -d /var/lib/etcd/member.before-restore-* && ls /var/lib/kiln/etcd-restore.db 2>&1 || true")
+		if err != nil || !strings.Contains(string(out), "/var/lib/etcd/member.before-restore-") || !strings.Contains(string(out), "No such file") {
 			t.Errorf("%s after the restore: %q, %v; want the old data kept aside and no snapshot left", m, out, err)
 		}
 	}

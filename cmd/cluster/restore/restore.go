@@ -66,11 +66,6 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	now := time.Now
 	start := now()
 	const manual = "restore etcd with etcd's own procedure (docs/upgrade.md, \"Restoring etcd from the snapshot\")"
-	if c.Config.Platform.SSH != nil {
-		// Its hosts are reached (kiln certs renew does), but a restore
-		// there, which stops etcd on the users' servers, is not tested.
-		return exitcode.With(exitcode.Input, errors.New("kiln cannot restore a cluster on platform ssh yet: "+manual))
-	}
 	shell, ok := prov.(platforms.NodeShell)
 	if !ok {
 		return exitcode.With(exitcode.Input, fmt.Errorf("platform %s cannot reach its machines without the cluster's API, so kiln cannot restore it yet: %s",
@@ -110,7 +105,7 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 		"  the other masters join it again. Everything written since the backup is lost; each master keeps\n"+
 		"  its old etcd data in %s.\n",
 		c.InfraID, o.From, m.TakenAt.Format("2006-01-02 15:04:05 UTC"), m.Kubernetes, j.Run, j.Seed,
-		nodelayout.EtcdDataDir+".before-restore-"+j.Run)
+		nodelayout.EtcdRestoreAside(nodelayout.EtcdDataDir, j.Run))
 
 	// The other masters first, at once: no API server may serve from an
 	// old etcd once the restored one answers.

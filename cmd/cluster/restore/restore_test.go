@@ -14,7 +14,6 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/local"
-	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/cmd/cluster/backup"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/cluster/install"
@@ -60,16 +59,6 @@ func TestClusterRefusesAPlatformWithoutNodeShell(t *testing.T) {
 	err := Cluster(context.Background(), cluster(t), nil, Options{From: "/nonexistent"}, logrus.New(), platforms.NoProgress{}, io.Discard)
 	if exitcode.Of(err) != exitcode.Input || !strings.Contains(err.Error(), "platform local cannot reach its machines") {
 		t.Errorf("Cluster without a NodeShell = %v, want an input error naming the platform", err)
-	}
-}
-
-// TestClusterRefusesSSH: the ssh platform reaches its hosts, but kiln does
-// not restore there yet, and touches no host.
-func TestClusterRefusesSSH(t *testing.T) {
-	c := cluster(t, types.Platform{SSH: &ssh.Platform{}})
-	err := Cluster(context.Background(), c, shell{t: t}, Options{From: "/nonexistent"}, logrus.New(), platforms.NoProgress{}, io.Discard)
-	if exitcode.Of(err) != exitcode.Input || !strings.Contains(err.Error(), "platform ssh yet") || !strings.Contains(err.Error(), "etcd's own procedure") {
-		t.Errorf("Cluster on ssh = %v, want an input error naming the platform and the manual procedure", err)
 	}
 }
 

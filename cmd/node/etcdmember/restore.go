@@ -67,16 +67,30 @@ func (r *Restore) now() time.Time {
 // runName is what a restore's name may be: it becomes part of paths.
 var runName = regexp.MustCompile(`^[0-9A-Za-z-]{1,64}$`)
 
+// Everything a restore keeps aside or writes stays inside etcd's data
+// directory (or, for the static pod, /etc/kubernetes): on the same
+// filesystem as what it replaces, so each step is one rename even when
+// DataDir is a mount point of its own, and gone with the directory when
+// a host is given back (the ssh platform's reset).
+
+// memberDir is etcd's data proper: the one directory etcd reads in
+// DataDir (the others it names in a warning and leaves alone).
+func (r *Restore) memberDir() string { return filepath.Join(r.DataDir, "member") }
+
 // Aside is where the master's etcd data of before the restore is kept.
-func (r *Restore) Aside() string { return r.DataDir + ".before-restore-" + r.Run }
+func (r *Restore) Aside() string {
+	return filepath.FromSlash(nodelayout.EtcdRestoreAside(filepath.ToSlash(r.DataDir), r.Run))
+}
 
 // heldManifest is where the member's etcd static pod waits while etcd is
-// stopped: beside the data kept aside, outside the kubelet's directory.
-func (r *Restore) heldManifest() string { return r.Aside() + ".etcd.yaml" }
+// stopped: in /etc/kubernetes, outside the kubelet's directory.
+func (r *Restore) heldManifest() string {
+	return filepath.Join(r.KubeDir, "etcd.before-restore-"+r.Run+".yaml")
+}
 
-// restoring is where etcdutl writes the restored data before it takes
-// DataDir's place in one rename.
-func (r *Restore) restoring() string { return r.DataDir + ".restoring-" + r.Run }
+// restoring is the data directory etcdutl writes the restored data into;
+// its member directory then takes memberDir's place in one rename.
+func (r *Restore) restoring() string { return filepath.Join(r.DataDir, "restoring-"+r.Run) }
 
 // Do carries out the master's part: it stops the local etcd and API server
 // (their static pods out of the kubelet's directory: the API server's into
@@ -109,10 +123,10 @@ func (r *Restore) Do(ctx context.Context) error {
 	if err := r.stop(ctx); err != nil {
 		return err
 	}
-	// With the old data aside already, DataDir is what an earlier run of
-	// this restore wrote: the restored data, or nothing.
+	// With the old data aside already, memberDir is what an earlier run
+	// of this restore wrote: the restored data, or nothing.
 	if _, err := os.Lstat(r.Aside()); errors.Is(err, os.ErrNotExist) {
-		if err := moveIfPresent(r.DataDir, r.Aside()); err != nil {
+		if err := moveIfPresent(r.memberDir(), r.Aside()); err != nil {
 			return err
 		}
 	} else if err != nil {
@@ -173,7 +187,10 @@ func (r *Restore) stop(ctx context.Context) error {
 // restore writes the snapshot as a new one-member cluster into DataDir
 // with etcdutl, then starts etcd and the API server on it.
 func (r *Restore) restore(ctx context.Context) error {
-	if _, err := os.Stat(r.DataDir); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(r.memberDir()); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(r.DataDir, 0o700); err != nil {
+			return err
+		}
 		if err := os.RemoveAll(r.restoring()); err != nil {
 			return err
 		}
@@ -182,14 +199,18 @@ func (r *Restore) restore(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("etcdutl snapshot restore: %w: %s", err, strings.TrimSpace(string(out)))
 		}
-		if err := os.Rename(r.restoring(), r.DataDir); err != nil {
+		if err := os.Rename(filepath.Join(r.restoring(), "member"), r.memberDir()); err != nil {
 			return err
 		}
-		if err := atomicfile.SyncDir(filepath.Dir(r.DataDir)); err != nil {
+		if err := atomicfile.SyncDir(r.DataDir); err != nil {
 			return err
 		}
 		r.Log.Infof("snapshot restored into %s as a one-member cluster (%s at %s)", r.DataDir, r.Name, r.PeerURL)
 	} else if err != nil {
+		return err
+	}
+	// Empty once its member moved; an earlier run may have left it.
+	if err := os.RemoveAll(r.restoring()); err != nil {
 		return err
 	}
 	pods := filepath.Join(r.KubeDir, nodelayout.StaticPodsSubdir)

@@ -116,10 +116,10 @@ func TestRestoreSeed(t *testing.T) {
 	}
 	n.want(t, []string{
 		"kubernetes/manifests/etcd.yaml", "kubernetes/manifests/kube-apiserver.yaml", "kubernetes/manifests/kube-scheduler.yaml",
-		"etcd/member/restored", "etcd.before-restore-20261204T190652Z/member/snap/db",
+		"etcd/member/restored", "etcd/member.before-restore-20261204T190652Z/snap/db",
 	}, []string{
-		"kiln/etcd-restore.db", "etcd/member/snap/db", "etcd.restoring-20261204T190652Z",
-		"kubernetes/" + nodelayout.StagedPodsSubdir + "/kube-apiserver.yaml", "etcd.before-restore-20261204T190652Z.etcd.yaml",
+		"kiln/etcd-restore.db", "etcd/member/snap/db", "etcd/restoring-20261204T190652Z",
+		"kubernetes/" + nodelayout.StagedPodsSubdir + "/kube-apiserver.yaml", "kubernetes/etcd.before-restore-20261204T190652Z.yaml",
 	})
 	if marker, _ := os.ReadFile(n.path("kiln/etcd-restore")); string(marker) != "20261204T190652Z\n" {
 		t.Errorf("marker %q", marker)
@@ -129,7 +129,7 @@ func TestRestoreSeed(t *testing.T) {
 	}
 	want := []string{"/usr/local/bin/etcdutl", "snapshot", "restore", n.path("kiln/etcd-restore.db"),
 		"--name=c-master-0", "--initial-cluster=c-master-0=https://10.0.0.11:2380",
-		"--initial-advertise-peer-urls=https://10.0.0.11:2380", "--data-dir=" + n.path("etcd.restoring-20261204T190652Z"),
+		"--initial-advertise-peer-urls=https://10.0.0.11:2380", "--data-dir=" + n.path("etcd/restoring-20261204T190652Z"),
 		"--bump-revision=18000000000000", "--mark-compacted"}
 	if !slices.Equal(n.execs[0], want) {
 		t.Errorf("etcdutl\n got %q\nwant %q", n.execs[0], want)
@@ -148,8 +148,8 @@ func TestRestoreOtherMaster(t *testing.T) {
 	// and data kept aside; no etcdutl.
 	n.want(t, []string{
 		"kubernetes/" + nodelayout.StagedPodsSubdir + "/kube-apiserver.yaml", "kubernetes/manifests/kube-scheduler.yaml",
-		"etcd.before-restore-r1/member/snap/db", "etcd.before-restore-r1.etcd.yaml",
-	}, []string{"kubernetes/manifests/etcd.yaml", "kubernetes/manifests/kube-apiserver.yaml", "etcd"})
+		"etcd/member.before-restore-r1/snap/db", "kubernetes/etcd.before-restore-r1.yaml",
+	}, []string{"kubernetes/manifests/etcd.yaml", "kubernetes/manifests/kube-apiserver.yaml", "etcd/member"})
 	if len(n.execs) != 0 {
 		t.Errorf("commands %q, want none", n.execs)
 	}
@@ -195,8 +195,8 @@ func TestRestoreResumesAfterTheRestoredData(t *testing.T) {
 	if len(n.execs) != 0 {
 		t.Errorf("etcdutl ran again: %q", n.execs)
 	}
-	n.want(t, []string{"etcd/member/restored", "etcd.before-restore-r1/member/snap/db",
-		"kubernetes/manifests/etcd.yaml", "kubernetes/manifests/kube-apiserver.yaml"}, nil)
+	n.want(t, []string{"etcd/member/restored", "etcd/member.before-restore-r1/snap/db",
+		"kubernetes/manifests/etcd.yaml", "kubernetes/manifests/kube-apiserver.yaml"}, []string{"etcd/restoring-r1"})
 }
 
 func TestRestoreFailedEtcdutlKeepsTheOldData(t *testing.T) {
@@ -207,7 +207,7 @@ func TestRestoreFailedEtcdutlKeepsTheOldData(t *testing.T) {
 		t.Fatalf("Do = %v, want etcdutl's error with its output", err)
 	}
 	// Nothing marked done; the old data aside; a fixed etcdutl finishes.
-	n.want(t, []string{"etcd.before-restore-r1/member/snap/db", "kiln/etcd-restore.db"}, []string{"kiln/etcd-restore", "etcd"})
+	n.want(t, []string{"etcd/member.before-restore-r1/snap/db", "kiln/etcd-restore.db"}, []string{"kiln/etcd-restore", "etcd/member"})
 	n.failOn = ""
 	if err := n.restore("r1", true).Do(context.Background()); err != nil {
 		t.Fatal(err)
@@ -223,4 +223,21 @@ func TestRestoreRefusesABadRunName(t *testing.T) {
 		}
 	}
 	n.want(t, []string{"etcd/member/snap/db", "kubernetes/manifests/etcd.yaml"}, nil)
+}
+
+func TestRestoreSeedWithoutDataDir(t *testing.T) {
+	// The seed lost its whole data directory, not only etcd's member.
+	n := newRestoreNode(t)
+	if err := os.RemoveAll(n.path("etcd")); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.restore("r1", true).Do(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n.want(t, []string{"etcd/member/restored", "kubernetes/manifests/etcd.yaml"}, []string{"etcd/member.before-restore-r1", "etcd/restoring-r1"})
+	if st, err := os.Stat(n.path("etcd")); err != nil {
+		t.Error(err)
+	} else if st.Mode().Perm() != 0o700 {
+		t.Errorf("etcd's data directory is %v, want it made 0700", st.Mode().Perm())
+	}
 }
