@@ -82,45 +82,54 @@ interrupt: it goes on with the same certificates. See docs/pki.md.`, strings.Joi
 			if err != nil {
 				return err
 			}
-			shell, ok := s.prov.(platforms.NodeShell)
-			if !ok {
-				return exitcode.With(exitcode.Input, fmt.Errorf("platform %s cannot reach its machines without the cluster's API, so kiln cannot renew its certificates yet", s.cluster.Config.PlatformName()))
-			}
-			before, err := s.cluster.API(o.log, o.status, s.prov)
+			r, err := o.renewal(s)
 			if err != nil {
 				return err
-			}
-			r := &renew.Renewal{
-				Cluster: s.cluster,
-				Shell:   shell,
-				Reissue: func(ctx context.Context, ids []string) error {
-					store, err := graph.Open(o.dir, graph.WithLogger(o.log), graph.WithRetired(targets.Retired()...), graph.WithRenew(ids...))
-					if err != nil {
-						return err
-					}
-					return o.createTarget(ctx, store, targets.IgnitionConfigs())
-				},
-				APIReady: func(ctx context.Context) error {
-					ctx, cancel := context.WithTimeout(ctx, apiProbeTimeout)
-					defer cancel()
-					body, err := before.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-					if err != nil {
-						return err
-					}
-					if string(body) != "ok" {
-						return errors.New("/readyz: " + string(body))
-					}
-					return nil
-				},
-				API:      func() (install.API, error) { return s.cluster.API(o.log, o.status, s.prov) },
-				Log:      o.log,
-				Progress: o.status,
-				Out:      o.stdout,
-				Now:      time.Now,
 			}
 			return r.Run(ctx, opts)
 		},
 	}
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", opts.Timeout, "how long to wait for each master's components, the API and every node Ready")
 	return cmd
+}
+
+// renewal is kiln certs renew of s's cluster, which kiln upgrade cluster
+// runs too.
+func (o *rootOptions) renewal(s *session) (*renew.Renewal, error) {
+	shell, ok := s.prov.(platforms.NodeShell)
+	if !ok {
+		return nil, exitcode.With(exitcode.Input, fmt.Errorf("platform %s cannot reach its machines without the cluster's API, so kiln cannot renew its certificates yet", s.cluster.Config.PlatformName()))
+	}
+	before, err := s.cluster.API(o.log, o.status, s.prov)
+	if err != nil {
+		return nil, err
+	}
+	return &renew.Renewal{
+		Cluster: s.cluster,
+		Shell:   shell,
+		Reissue: func(ctx context.Context, ids []string) error {
+			store, err := graph.Open(o.dir, graph.WithLogger(o.log), graph.WithRetired(targets.Retired()...), graph.WithRenew(ids...))
+			if err != nil {
+				return err
+			}
+			return o.createTarget(ctx, store, targets.IgnitionConfigs())
+		},
+		APIReady: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, apiProbeTimeout)
+			defer cancel()
+			body, err := before.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+			if err != nil {
+				return err
+			}
+			if string(body) != "ok" {
+				return errors.New("/readyz: " + string(body))
+			}
+			return nil
+		},
+		API:      func() (install.API, error) { return s.cluster.API(o.log, o.status, s.prov) },
+		Log:      o.log,
+		Progress: o.status,
+		Out:      o.stdout,
+		Now:      time.Now,
+	}, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,6 +9,7 @@ import (
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/cluster/install"
+	"github.com/kiln-project/kiln/cmd/cluster/renew"
 	"github.com/kiln-project/kiln/cmd/cluster/scale"
 	"github.com/kiln-project/kiln/cmd/cluster/upgrade"
 )
@@ -18,6 +20,7 @@ func newUpgradeCmd(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "upgrade", Short: "Upgrade a running cluster to a newer Kubernetes release", Args: cobra.NoArgs,
 		Annotations: map[string]string{lockAnnotation: ""}}
 	f := upgrade.Flags{}
+	renewCerts := true
 	cluster := &cobra.Command{
 		Use:   "cluster",
 		Short: "Move the cluster of --dir to the release --to names, node by node, showing the plan first",
@@ -32,7 +35,9 @@ CoreDNS. It is applied after you answer yes (or with --yes); --plan only prints 
 Before the first change etcd is saved into --dir/upgrade/ (0600). Each change must pass its
 health gate within --step-timeout, or it is rolled back on its node and the upgrade stops,
 naming the node, the component and the last error. Each step is recorded in --dir before it
-begins: an interrupted upgrade finishes when run again. See docs/upgrade.md.`,
+begins: an interrupted upgrade finishes when run again. Once every node runs the new release the
+leaf certificates are renewed, as kiln certs renew does (and kubeadm upgrade apply);
+--certificate-renewal=false skips it. See docs/upgrade.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := release.Lookup(f.To); err != nil {
@@ -45,6 +50,16 @@ begins: an interrupted upgrade finishes when run again. See docs/upgrade.md.`,
 			if err != nil {
 				return err
 			}
+			if renewCerts {
+				r, err := o.renewal(s)
+				if err != nil {
+					return err
+				}
+				f.Finish = func(ctx context.Context) error {
+					fmt.Fprintln(o.stdout, "Renewing the certificates, as every upgrade does (--certificate-renewal=false skips it)")
+					return r.Run(ctx, renew.Options{Timeout: scale.DefaultJoinTimeout})
+				}
+			}
 			return upgrade.Upgrade(cmd.Context(), s.cluster, s.prov, f, o.log, o.stdin, o.stdout)
 		},
 	}
@@ -55,6 +70,7 @@ begins: an interrupted upgrade finishes when run again. See docs/upgrade.md.`,
 	fl.IntVar(&f.WorkerBatch, "worker-batch", 1, "how many workers to drain and change at once")
 	fl.DurationVar(&f.DrainTimeout, "drain-timeout", scale.DefaultDrainTimeout, "how long each node's drain may take (a PodDisruptionBudget may block it)")
 	fl.DurationVar(&f.StepTimeout, "step-timeout", upgrade.DefaultStepTimeout, "how long each change may take to turn healthy before it is rolled back")
+	fl.BoolVar(&renewCerts, "certificate-renewal", renewCerts, "renew the cluster's leaf certificates once every node runs the new release, as kiln certs renew does")
 	cmd.AddCommand(cluster)
 	return cmd
 }

@@ -43,7 +43,8 @@ import (
 //     run again, completes: every node's kubelet, every control-plane pod
 //     and kube-proxy run the default release, the API server reports it,
 //     etcd keeps its 3 members, each runs the new etcd and etcd's cluster
-//     version is its minor, and the journal is gone;
+//     version is its minor, and the journal is gone; its last step renewed
+//     every certificate the masters serve (as kubeadm upgrade apply does);
 //   - a last plan has nothing to do;
 //   - the upstream conformance subset of the new release passes;
 //   - a master replaced and a worker added after the upgrade (kiln scale
@@ -140,6 +141,8 @@ func TestClusterUpgrade(t *testing.T) {
 		t.Errorf("snapshot %s: %v, %v; want 0600 and at least 1 MiB", snaps[0], st, err)
 	}
 
+	masters := localMasters(t, infraID, "10.66.105.0/24", 3)
+	before := servedCerts(t, masters)
 	// The upgrade, killed in its first kubelet step, then run again.
 	mon.begin("upgrade, killed during a kubelet step")
 	start := time.Now()
@@ -154,6 +157,16 @@ func TestClusterUpgrade(t *testing.T) {
 		diagnose(ctx, t, kiln, dir, client)
 		t.Fatalf("the resumed upgrade: %v\n%s", err, lastLines(out, 40))
 	}
+	// As kubeadm's, the upgrade renewed every certificate the masters
+	// serve, and --dir's.
+	assertOutput(t, "upgrade cluster", out, "Renewal complete: ")
+	after := servedCerts(t, masters)
+	for addr, c := range before {
+		if n := after[addr]; n == nil || n.SerialNumber.Cmp(c.SerialNumber) == 0 {
+			t.Errorf("%s serves the certificate of before the upgrade (serial %x)", addr, c.SerialNumber)
+		}
+	}
+	assertRenewedDir(t, kiln, dir, after)
 	t.Logf("MEASURE upgrade 3+2 %s → %s: %s including the kill and the resume\n%s", from.Kubernetes, to.Kubernetes,
 		time.Since(start).Round(time.Second), out)
 	mon.stop()

@@ -57,6 +57,9 @@ type Runner struct {
 	Out io.Writer
 	// Now is the clock of the progress lines.
 	Now func() time.Time
+	// Finish, when set, runs after the last step, before the journal is
+	// removed (Flags.Finish).
+	Finish func(ctx context.Context) error
 }
 
 // StepError is a step whose change failed its health gate and was rolled
@@ -135,6 +138,11 @@ func (r *Runner) Run(ctx context.Context, p *Plan, j Journal) error {
 			return err
 		}
 		fmt.Fprintf(r.Out, "[%d/%d] %s: done (%s)\n", i+1, len(p.Steps), st.Where(), r.since(t))
+	}
+	if r.Finish != nil {
+		if err := r.Finish(ctx); err != nil {
+			return err
+		}
 	}
 	if err := RemoveJournal(r.Dir); err != nil {
 		return err

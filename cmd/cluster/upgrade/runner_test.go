@@ -499,3 +499,34 @@ func TestRunKeepsAnIrreversibleChange(t *testing.T) {
 		t.Errorf("want the upgrade finished: %+v", f.state)
 	}
 }
+
+// TestRunFinishesBeforeTheJournalGoes: Finish (kiln upgrade cluster's
+// certificate renewal) runs once, after the last step; when it fails the
+// journal stays, so that the next run finishes it.
+func TestRunFinishesBeforeTheJournalGoes(t *testing.T) {
+	s := cluster(1, 0, "v1.35.4", "3.5.35")
+	f := newFakeNodes(t, s)
+	var out bytes.Buffer
+	dir := t.TempDir()
+	r := newRunner(dir, f, &out)
+	r.Finish = func(context.Context) error {
+		f.call("finish")
+		if _, found, _ := LoadJournal(dir); !found {
+			t.Error("the journal was gone before Finish")
+		}
+		return errors.New("renewal failed")
+	}
+	err := r.Run(context.Background(), mustPlan(t, s), Journal{To: to136.Kubernetes})
+	if err == nil || !strings.Contains(err.Error(), "renewal failed") {
+		t.Fatalf("Run = %v, want Finish's error", err)
+	}
+	if last := f.calls[len(f.calls)-1]; last != "finish" || slices.Index(f.calls, "finish") != len(f.calls)-1 {
+		t.Errorf("calls %q: want finish once, last", f.calls)
+	}
+	if _, found, _ := LoadJournal(dir); !found {
+		t.Error("a failed Finish removed the journal")
+	}
+	if strings.Contains(out.String(), "Upgrade complete") {
+		t.Errorf("complete before Finish succeeded:\n%s", out.String())
+	}
+}

@@ -39,6 +39,10 @@ type Flags struct {
 	// DrainTimeout bounds each node's drain; StepTimeout each change's
 	// health gate.
 	DrainTimeout, StepTimeout time.Duration
+	// Finish, when set, runs once every step is done, before the journal
+	// goes, so that a run killed in it runs it again: kiln upgrade
+	// cluster renews the certificates there, as kubeadm does.
+	Finish func(ctx context.Context) error
 }
 
 // Upgrade is kiln upgrade cluster: check that c is healthy, plan its move
@@ -114,10 +118,17 @@ func Upgrade(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	warnRemovedAPIs(ctx, kube, release.MustParseVersion(to.Kubernetes), log, out)
 	warnStoredObjects(ctx, rc, kube, plan.From, release.MustParseVersion(to.Kubernetes), log, out)
 	if f.PlanOnly || (plan.Empty() && !resuming) {
-		if !f.PlanOnly && found {
-			return RemoveJournal(c.Dir)
+		if f.PlanOnly || !found {
+			return nil
 		}
-		return nil
+		// Every step done, the journal not removed yet: the run that did
+		// them stopped before or in Finish.
+		if f.Finish != nil {
+			if err := f.Finish(ctx); err != nil {
+				return err
+			}
+		}
+		return RemoveJournal(c.Dir)
 	}
 	if !f.Yes {
 		if err := scale.Confirm(in, out); err != nil {
@@ -140,7 +151,7 @@ func Upgrade(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 		}
 	}
 	drainer := &scale.Drainer{Client: kube, Timeout: f.DrainTimeout, Log: log}
-	r := &Runner{Dir: c.Dir, StepTimeout: f.StepTimeout, Out: out, Nodes: &ClusterNodes{
+	r := &Runner{Dir: c.Dir, StepTimeout: f.StepTimeout, Out: out, Finish: f.Finish, Nodes: &ClusterNodes{
 		Cluster: &c.Cluster, Upgrader: up, Backends: backends, Kube: kube, Etcd: etcd,
 		EtcdClusterVersion: clusterVersion, Drainer: drainer.Drain}}
 	return exitcode.With(exitcode.Install, r.Run(ctx, plan, j))
