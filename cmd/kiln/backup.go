@@ -3,9 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
+	"io"
 
-	"filippo.io/age"
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-project/kiln/cmd/cluster/backup"
@@ -66,21 +65,9 @@ the cluster.`,
 		Args:        cobra.ExactArgs(1),
 		Annotations: map[string]string{debugLogAnnotation: debugLogNone},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var ids []age.Identity
-			if identity != "" {
-				var err error
-				if ids, err = backup.ReadIdentities(identity); err != nil {
-					return exitcode.With(exitcode.Input, fmt.Errorf("--identity: %w", err))
-				}
-			}
-			f, err := os.Open(args[0])
+			m, err := backup.ReadFile(args[0], identity, io.Discard)
 			if err != nil {
 				return exitcode.With(exitcode.Input, err)
-			}
-			defer f.Close()
-			m, err := backup.Check(f, ids)
-			if err != nil {
-				return exitcode.With(exitcode.Input, fmt.Errorf("%s: %w", args[0], err))
 			}
 			fmt.Fprintf(o.stdout, "%s: cluster %s (%s, platform %s, Kubernetes %s), taken %s: etcd snapshot %d bytes and %d files of --dir, all as the manifest says\n",
 				args[0], m.Cluster, m.InfraID, m.Platform, m.Kubernetes, m.TakenAt.Format("2006-01-02 15:04:05 UTC"), m.Snapshot.Size, len(m.Files))

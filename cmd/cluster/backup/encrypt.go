@@ -41,6 +41,38 @@ func ReadRecipients(path string) ([]age.Recipient, error) {
 	return rs, nil
 }
 
+// ReadFile is Read of the archive at path, decrypted with the identities
+// of the file identityFile when it is not "": kiln backup check's and kiln
+// restore cluster's one way in. An error of the identity file is an
+// *IdentityError; one of the archive names its path.
+func ReadFile(path, identityFile string, snapshot io.Writer) (Manifest, error) {
+	var ids []age.Identity
+	if identityFile != "" {
+		var err error
+		if ids, err = ReadIdentities(identityFile); err != nil {
+			return Manifest{}, &IdentityError{Err: err}
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Manifest{}, err
+	}
+	defer f.Close()
+	m, err := Read(f, ids, snapshot)
+	if err != nil {
+		return m, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// IdentityError is ReadFile's error of its identity file (--identity).
+type IdentityError struct{ Err error }
+
+func (e *IdentityError) Error() string { return "--identity: " + e.Err.Error() }
+
+// Unwrap returns the error of reading the file.
+func (e *IdentityError) Unwrap() error { return e.Err }
+
 // ReadIdentities reads the age identities that decrypt an archive from
 // the file at path ("AGE-SECRET-KEY-1…" lines, as age-keygen and kiln
 // backup keygen write them). It is a secret: a file that its group or

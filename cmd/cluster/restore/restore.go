@@ -19,7 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"filippo.io/age"
 	"github.com/sirupsen/logrus"
 
 	"github.com/kiln-project/kiln/assets/installconfig"
@@ -165,20 +164,11 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 // identity file's keys when it is encrypted, and copies its snapshot
 // into snap.
 func readBackup(path, identity string, snap *os.File) (backup.Manifest, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return backup.Manifest{}, fmt.Errorf("--from: %w", err)
-	}
-	defer f.Close()
-	var ids []age.Identity
-	if identity != "" {
-		if ids, err = backup.ReadIdentities(identity); err != nil {
-			return backup.Manifest{}, fmt.Errorf("--identity: %w", err)
-		}
-	}
-	m, err := backup.Read(f, ids, snap)
-	if err != nil {
-		return m, fmt.Errorf("--from: %s: %w", path, err)
+	m, err := backup.ReadFile(path, identity, snap)
+	if ie := (*backup.IdentityError)(nil); errors.As(err, &ie) {
+		return m, err
+	} else if err != nil {
+		return m, fmt.Errorf("--from: %w", err)
 	}
 	return m, snap.Sync()
 }
