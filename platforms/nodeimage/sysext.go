@@ -47,9 +47,11 @@ import (
 var sysextPackages = [...]string{"ignition", "containernetworking-plugins"}
 
 // sysextBinaries are the image's binaries in /usr/local/bin that run on
-// the host itself: kubelet, the container runtime, and kubectl, with which
-// the bootstrap host applies the cluster's manifests.
-var sysextBinaries = [...]string{"containerd", "containerd-shim-runc-v2", "ctr", "kubectl", "kubelet", "runc"}
+// the host itself: kubelet, the container runtime, kubectl, with which
+// the bootstrap host applies the cluster's manifests, and etcdutl, with
+// which a master restores a snapshot (kiln restore cluster) while its
+// etcd, whose image holds the others, is stopped.
+var sysextBinaries = [...]string{"containerd", "containerd-shim-runc-v2", "ctr", "etcdutl", "kubectl", "kubelet", "runc"}
 
 // sysextUnits are the image's units the payload carries.
 var sysextUnits = [...]string{"containerd.service", "kiln-cgroup-rw.service", "kiln-ignition.service", "kiln-images.service"}

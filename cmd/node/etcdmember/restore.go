@@ -120,6 +120,12 @@ func (r *Restore) Do(ctx context.Context) error {
 		r.Log.Infof("this master's part of restore %s is done already", r.Run)
 		return r.dropSnapshot()
 	}
+	if r.Snapshot != "" {
+		// Before anything stops: a node without it cannot restore.
+		if _, err := os.Stat(r.Etcdutl); err != nil {
+			return fmt.Errorf("etcdutl, which restores the snapshot, is not on this master: %w (a payload of a kiln older than its restore on ssh: scale the master out and in again, or restore by hand)", err)
+		}
+	}
 	if err := r.stop(ctx); err != nil {
 		return err
 	}

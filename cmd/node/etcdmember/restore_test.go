@@ -34,6 +34,7 @@ func newRestoreNode(t *testing.T) *restoreNode {
 		"kubernetes/" + nodelayout.StagedPodsSubdir: "",
 		"etcd/member/snap/db":                       "old data",
 		"kiln/etcd-restore.db":                      "snapshot",
+		"bin/etcdutl":                               "#!",
 	} {
 		p := filepath.Join(n.root, filepath.FromSlash(name))
 		if data == "" {
@@ -58,7 +59,7 @@ func newRestoreNode(t *testing.T) *restoreNode {
 func (n *restoreNode) restore(run string, seed bool) *Restore {
 	r := &Restore{
 		Run: run, KubeDir: n.path("kubernetes"), DataDir: n.path("etcd"), Marker: n.path("kiln/etcd-restore"),
-		Etcdutl: "/usr/local/bin/etcdutl",
+		Etcdutl: n.path("bin/etcdutl"),
 		Now:     func() time.Time { return time.Unix(1_800_000_000, 0) },
 		Log:     logrus.New(),
 		Exec: func(_ context.Context, argv ...string) ([]byte, error) {
@@ -127,7 +128,7 @@ func TestRestoreSeed(t *testing.T) {
 	if len(n.execs) != 1 {
 		t.Fatalf("commands %q, want etcdutl's restore alone", n.execs)
 	}
-	want := []string{"/usr/local/bin/etcdutl", "snapshot", "restore", n.path("kiln/etcd-restore.db"),
+	want := []string{n.path("bin/etcdutl"), "snapshot", "restore", n.path("kiln/etcd-restore.db"),
 		"--name=c-master-0", "--initial-cluster=c-master-0=https://10.0.0.11:2380",
 		"--initial-advertise-peer-urls=https://10.0.0.11:2380", "--data-dir=" + n.path("etcd/restoring-20261204T190652Z"),
 		"--bump-revision=18000000000000", "--mark-compacted"}
@@ -201,7 +202,7 @@ func TestRestoreResumesAfterTheRestoredData(t *testing.T) {
 
 func TestRestoreFailedEtcdutlKeepsTheOldData(t *testing.T) {
 	n := newRestoreNode(t)
-	n.failOn = "/usr/local/bin/etcdutl"
+	n.failOn = n.path("bin/etcdutl")
 	err := n.restore("r1", true).Do(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "wrong sha256") {
 		t.Fatalf("Do = %v, want etcdutl's error with its output", err)
@@ -239,5 +240,21 @@ func TestRestoreSeedWithoutDataDir(t *testing.T) {
 		t.Error(err)
 	} else if st.Mode().Perm() != 0o700 {
 		t.Errorf("etcd's data directory is %v, want it made 0700", st.Mode().Perm())
+	}
+}
+
+func TestRestoreWithoutEtcdutlStopsNothing(t *testing.T) {
+	n := newRestoreNode(t)
+	if err := os.Remove(n.path("bin/etcdutl")); err != nil {
+		t.Fatal(err)
+	}
+	err := n.restore("r1", true).Do(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "etcdutl") {
+		t.Fatalf("Do = %v, want an error naming etcdutl", err)
+	}
+	n.want(t, []string{"kubernetes/manifests/etcd.yaml", "kubernetes/manifests/kube-apiserver.yaml", "etcd/member/snap/db"},
+		[]string{"etcd/member.before-restore-r1"})
+	if n.stops != 0 {
+		t.Error("it waited for etcd to stop")
 	}
 }
