@@ -142,8 +142,11 @@ func debugLogMode(cmd *cobra.Command) string {
 	return ""
 }
 
-// consoleHook prints entries at or above a level to the console.
+// consoleHook prints entries at or above a level to the console. logrus
+// fires hooks outside its lock, and the asset engine logs from several
+// goroutines at once: mu keeps each entry's line whole.
 type consoleHook struct {
+	mu    sync.Mutex
 	w     io.Writer
 	level logrus.Level
 	fmt   logrus.Formatter
@@ -159,6 +162,8 @@ func (h *consoleHook) Fire(e *logrus.Entry) error {
 	if err != nil {
 		return err
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	_, err = h.w.Write(b)
 	return err
 }
