@@ -495,6 +495,13 @@ func assertEtcdVoters(ctx context.Context, t *testing.T, exec machineExec, maste
 	for _, m := range list.Members {
 		got = append(got, fmt.Sprintf("%s learner=%v", m.Name, m.IsLearner))
 	}
+	wantVoters(t, got, masters)
+}
+
+// wantVoters checks that got (etcd's members as "<name> learner=<bool>")
+// are exactly masters, all voting.
+func wantVoters(t *testing.T, got, masters []string) {
+	t.Helper()
 	var want []string
 	for _, m := range masters {
 		want = append(want, m+" learner=false")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
+	"github.com/kiln-project/kiln/cmd/cluster/etcdmembers"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/lb"
@@ -481,6 +482,31 @@ func restoreSSHCluster(ctx context.Context, t *testing.T, kiln, dir string, f *s
 	}
 	t.Logf("MEASURE restore cluster over SSH (3 masters, to every node Ready): %s\n%s", time.Since(start).Round(time.Second), lastLines(out, 12))
 	assertRestored(ctx, t, client, f.m.Exec, out, ns, names, nodes)
+	// No etcdctl on an ssh host (etcd runs from its image): etcd's
+	// members are asked from here, with the API server's etcd client
+	// certificate read off the first master.
+	var pem [3][]byte
+	for i, p := range []string{etcdCAFile, etcdClientCert, etcdClientKey} {
+		data, err := f.m.Exec(ctx, masters[0].Name, "cat", p)
+		if err != nil {
+			t.Fatalf("%s on %s: %v", p, masters[0].Name, err)
+		}
+		pem[i] = data
+	}
+	etcd, err := etcdmembers.DialPEM([]string{etcdmembers.ClientURL(masters[0].Address)}, pem[0], pem[1], pem[2], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer etcd.Close()
+	list, err := etcd.MemberList(ctx)
+	if err != nil {
+		t.Fatalf("etcd's members: %v", err)
+	}
+	var got []string
+	for _, m := range list.Members {
+		got = append(got, fmt.Sprintf("%s learner=%v", m.Name, m.IsLearner))
+	}
+	wantVoters(t, got, names)
 }
 
 // assertOutput checks that the output out of the command what holds
