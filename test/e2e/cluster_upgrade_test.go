@@ -63,7 +63,8 @@ func TestClusterUpgrade(t *testing.T) {
 	to := release.Default()
 	kiln := buildStaticKiln(t)
 	dir := t.TempDir()
-	writeInstallConfig(t, dir, "e2eupg", 3, 2, "10.66.105.0/24", "")
+	const machineCIDR = "10.66.105.0/24"
+	writeInstallConfig(t, dir, "e2eupg", 3, 2, machineCIDR, "")
 	appendInstallConfig(t, dir, "kubernetesVersion: "+from.Kubernetes+"\n")
 	_, infraID := createCluster(t, kiln, dir)
 	client := adminClient(t, dir)
@@ -141,7 +142,7 @@ func TestClusterUpgrade(t *testing.T) {
 		t.Errorf("snapshot %s: %v, %v; want 0600 and at least 1 MiB", snaps[0], st, err)
 	}
 
-	masters := localMasters(t, infraID, "10.66.105.0/24", 3)
+	masters := localMasters(t, infraID, machineCIDR, 3)
 	before := servedCerts(t, masters)
 	// The upgrade, killed in its first kubelet step, then run again.
 	mon.begin("upgrade, killed during a kubelet step")

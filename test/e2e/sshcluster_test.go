@@ -483,17 +483,13 @@ func restoreSSHCluster(ctx context.Context, t *testing.T, kiln, dir string, f *s
 	t.Logf("MEASURE restore cluster over SSH (3 masters, to every node Ready): %s\n%s", time.Since(start).Round(time.Second), lastLines(out, 12))
 	assertRestored(ctx, t, client, f.m.Exec, out, ns, names, nodes)
 	// No etcdctl on an ssh host (etcd runs from its image): etcd's
-	// members are asked from here, with the API server's etcd client
-	// certificate read off the first master.
-	var pem [3][]byte
-	for i, p := range []string{etcdCAFile, etcdClientCert, etcdClientKey} {
-		data, err := f.m.Exec(ctx, masters[0].Name, "cat", p)
-		if err != nil {
-			t.Fatalf("%s on %s: %v", p, masters[0].Name, err)
-		}
-		pem[i] = data
+	// members are asked from here, as kiln dials etcd from the host, with
+	// the API server's etcd client certificate from --dir's state.
+	ca, cert, key, err := etcdmembers.ClientPKIFromState(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	etcd, err := etcdmembers.DialPEM([]string{etcdmembers.ClientURL(masters[0].Address)}, pem[0], pem[1], pem[2], nil)
+	etcd, err := etcdmembers.DialPEM([]string{etcdmembers.ClientURL(masters[0].Address)}, ca, cert, key, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,9 +78,7 @@ var runName = regexp.MustCompile(`^[0-9A-Za-z-]{1,64}$`)
 func (r *Restore) memberDir() string { return filepath.Join(r.DataDir, "member") }
 
 // Aside is where the master's etcd data of before the restore is kept.
-func (r *Restore) Aside() string {
-	return filepath.FromSlash(nodelayout.EtcdRestoreAside(filepath.ToSlash(r.DataDir), r.Run))
-}
+func (r *Restore) Aside() string { return nodelayout.EtcdRestoreAside(r.DataDir, r.Run) }
 
 // heldManifest is where the member's etcd static pod waits while etcd is
 // stopped: in /etc/kubernetes, outside the kubelet's directory.
