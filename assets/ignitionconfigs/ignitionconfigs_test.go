@@ -189,11 +189,23 @@ func TestIgnitionConfigs(t *testing.T) {
 			}
 		}
 	}
-	// The etcd CA key never leaves the bootstrap machine.
-	for name, c := range map[string]types.Config{"master": master, "worker": worker} {
-		if _, ok, _ := ignition.FileContents(c, "/etc/kubernetes/pki/etcd/ca.key"); ok {
-			t.Errorf("%s config holds the etcd CA key", name)
+	// A worker holds no CA key. With pki.renewal Automatic (the default)
+	// the masters hold the etcd and front-proxy CA keys for their renewal
+	// timer (TestManualRenewalKeepsCAKeysOffMasters: not without).
+	for _, p := range []string{"/etc/kubernetes/pki/etcd/ca.key", "/etc/kubernetes/pki/front-proxy-ca.key", "/etc/kubernetes/pki/ca.key"} {
+		if _, ok, _ := ignition.FileContents(worker, p); ok {
+			t.Errorf("the worker config holds %s", p)
 		}
+		if _, ok, _ := ignition.FileContents(master, p); !ok {
+			t.Errorf("the master config lacks %s, which its renewal timer signs with", p)
+		}
+	}
+	unit, _ := unitContents(master, "kiln-certs-renew.service")
+	timer, _ := unitContents(master, "kiln-certs-renew.timer")
+	// testdata's leafValidity is the default year: renewBefore 30 days,
+	// looked at hourly.
+	if !strings.Contains(unit, "ExecStart=/usr/local/bin/kiln node certs-renew --before=720h0m0s") || !strings.Contains(timer, "OnUnitActiveSec=1h0m0s") {
+		t.Errorf("the renewal unit or timer:\n%s\n%s", unit, timer)
 	}
 	motd, _, _ := ignition.FileContents(boot, "/etc/motd")
 	if !strings.HasPrefix(string(motd), "This is the bootstrap node; it will be destroyed when the master is fully up.") {
@@ -358,5 +370,41 @@ func TestKubeletWaitsForBootstrapRBAC(t *testing.T) {
 	}
 	if unit := kubelet(boot); strings.Contains(unit, "await-permission") {
 		t.Errorf("the bootstrap machine's kubelet waits for an API it runs itself:\n%s", unit)
+	}
+}
+
+// unitContents returns the contents of c's unit name.
+func unitContents(c types.Config, name string) (string, bool) {
+	for _, u := range c.Systemd.Units {
+		if u.Name == name && u.Contents != nil {
+			return *u.Contents, true
+		}
+	}
+	return "", false
+}
+
+// TestManualRenewalKeepsCAKeysOffMasters: with pki.renewal Manual a
+// master gets neither the etcd nor the front-proxy CA key, and no
+// renewal timer.
+func TestManualRenewalKeepsCAKeysOffMasters(t *testing.T) {
+	dir := newDir(t)
+	f, err := os.OpenFile(filepath.Join(dir, "install-config.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("pki:\n  renewal: Manual\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	master := served(t, bootstrapIn(t, dir), "master")
+	for _, p := range []string{"/etc/kubernetes/pki/etcd/ca.key", "/etc/kubernetes/pki/front-proxy-ca.key"} {
+		if _, ok, _ := ignition.FileContents(master, p); ok {
+			t.Errorf("the master config holds %s with pki.renewal Manual", p)
+		}
+	}
+	for _, u := range master.Systemd.Units {
+		if strings.HasPrefix(u.Name, "kiln-certs-renew") {
+			t.Errorf("the master config has unit %s with pki.renewal Manual", u.Name)
+		}
 	}
 }

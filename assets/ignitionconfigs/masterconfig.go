@@ -54,7 +54,15 @@ func (m *MasterConfig) Generate(_ context.Context, p graph.Parents) error {
 	if err != nil {
 		return err
 	}
-	if err := place(&cfg, bundle, controlPlanePKI()); err != nil {
+	pki := controlPlanePKI()
+	res, err := ic.Resolved()
+	if err != nil {
+		return err
+	}
+	if res.AutomaticRenewal {
+		pki = append(pki, renewalPKI()...)
+	}
+	if err := place(&cfg, bundle, pki); err != nil {
 		return err
 	}
 	ignition.AddFile(&cfg, nodelayout.BootstrapKubeconfig, 0o600, kubelet.File.Data)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/coreos/ignition/v2/config/v3_3/types"
 
@@ -63,6 +64,10 @@ type nodeValues struct {
 	// certificates the bootstrap machine issues; empty for the default,
 	// which the agents assume.
 	EtcdMemberValidity string
+	// CertsRenewBefore is pki.renewBefore for a master's renewal timer,
+	// CertsRenewEvery how often it looks; both empty with pki.renewal
+	// Manual (no timer).
+	CertsRenewBefore, CertsRenewEvery string
 }
 
 // baseConfig renders common.bu and <role>.bu and merges them.
@@ -93,6 +98,9 @@ func baseConfig(role string, ic *installconfig.InstallConfig, v *manifests.Value
 	if res.LeafValidity != tls.LeafValidity {
 		nv.EtcdMemberValidity = res.LeafValidity.String()
 	}
+	if role == RoleMaster && res.AutomaticRenewal {
+		nv.CertsRenewBefore, nv.CertsRenewEvery = res.RenewBefore.String(), renewEvery(res).String()
+	}
 	if p := c.Proxy; p != nil {
 		nv.Proxy = unitEnvironment(map[string]string{"HTTP_PROXY": p.HTTPProxy, "HTTPS_PROXY": p.HTTPSProxy, "NO_PROXY": noProxy(c, res)})
 	}
@@ -108,6 +116,14 @@ func baseConfig(role string, ic *installconfig.InstallConfig, v *manifests.Value
 		ignition.AddFile(&cfg, nodelayout.TrustBundleFile, 0o644, []byte(c.AdditionalTrustBundle))
 	}
 	return cfg, nil
+}
+
+// renewEvery is how often a master's renewal timer looks at its
+// certificates: a fifth of the time a new certificate is not yet due
+// (leafValidity less renewBefore), so one is renewed at most a fifth of
+// that late, between a minute (tests' short lifetimes) and an hour.
+func renewEvery(res installtypes.Resolved) time.Duration {
+	return min(max((res.LeafValidity-res.RenewBefore)/5, time.Minute), time.Hour).Round(time.Second)
 }
 
 // noProxy is proxy.noProxy with what must never go through the proxy:

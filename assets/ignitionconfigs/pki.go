@@ -7,7 +7,10 @@ import "github.com/kiln-project/kiln/ignition/nodelayout"
 // bootstrap machine and masters (kube-controller-manager signs kubelet client
 // certificates with the first, kubelet serving certificates with the
 // second), the etcd CA key only to the bootstrap machine (it issues every
-// etcd member's certificates), the front-proxy CA key nowhere.
+// etcd member's certificates), the front-proxy CA key nowhere; with
+// pki.renewal Automatic (the default) the etcd and front-proxy CA keys go to
+// the masters too, whose renewal timer issues the leaves they sign again
+// (renewalPKI).
 
 func cert(name, dest string) placement { return placement{"tls/" + name + ".crt", dest, 0o644} }
 func key(name, dest string) placement  { return placement{"tls/" + name + ".key", dest, 0o600} }
@@ -41,6 +44,16 @@ func controlPlanePKI() []placement {
 // bootstrapOnlyPKI is the etcd CA key.
 func bootstrapOnlyPKI() []placement {
 	return []placement{key("etcd-ca", nodelayout.EtcdPKIDir+"/ca.key")}
+}
+
+// renewalPKI is what a master's automatic renewal needs besides
+// controlPlanePKI: the keys of the CAs that sign its etcd members' and
+// the API server's etcd and front-proxy client certificates.
+func renewalPKI() []placement {
+	return []placement{
+		key("etcd-ca", nodelayout.EtcdPKIDir+"/ca.key"),
+		key("front-proxy-ca", nodelayout.PKIDir+"/front-proxy-ca.key"),
+	}
 }
 
 // workerPKI is the CA kubelets verify clients with.

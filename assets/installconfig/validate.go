@@ -154,23 +154,59 @@ func validatePlatform(c *types.Config, plats []configs.Platform) field.ErrorList
 }
 
 func validatePKI(p *types.PKI, fp *field.Path) field.ErrorList {
-	if p == nil || p.LeafValidity == "" {
+	if p == nil {
 		return nil
 	}
-	fp = fp.Child("leafValidity")
-	v, err := time.ParseDuration(p.LeafValidity)
-	if err != nil {
-		return field.ErrorList{field.Invalid(fp, p.LeafValidity, "must be a duration such as \"2160h\" (90 days)")}
+	var errs field.ErrorList
+	leaf := types.DefaultLeafValidity
+	if p.LeafValidity != "" {
+		lp := fp.Child("leafValidity")
+		v, err := time.ParseDuration(p.LeafValidity)
+		if err != nil {
+			return field.ErrorList{field.Invalid(lp, p.LeafValidity, "must be a duration such as \"2160h\" (90 days)")}
+		}
+		least, why := types.MinLeafValidity, " (7 days): a shorter lifetime leaves too little time to renew; tests that watch certificates expire set pki.allowShortLeafValidityForTests"
+		if p.AllowShortLeafValidityForTests {
+			least, why = types.MinTestLeafValidity, " with pki.allowShortLeafValidityForTests"
+		}
+		switch {
+		case v < least:
+			errs = append(errs, field.Invalid(lp, p.LeafValidity, "must be at least "+least.String()+why))
+		case v > types.DefaultLeafValidity:
+			errs = append(errs, field.Invalid(lp, p.LeafValidity, "must be at most 8760h (1 year): kiln checks that a CA outlives its leaves by that much"))
+		}
+		leaf = v
 	}
-	least, why := types.MinLeafValidity, " (7 days): a shorter lifetime leaves too little time to renew; tests that watch certificates expire set pki.allowShortLeafValidityForTests"
+	switch p.Renewal {
+	case "", types.RenewalAutomatic, types.RenewalManual:
+	default:
+		errs = append(errs, field.NotSupported(fp.Child("renewal"), p.Renewal, []string{types.RenewalAutomatic, types.RenewalManual}))
+	}
+	if p.RenewBefore != "" {
+		errs = append(errs, validateRenewBefore(p, leaf, fp.Child("renewBefore"))...)
+	}
+	return errs
+}
+
+// validateRenewBefore checks pki.renewBefore against the lifetime leaf:
+// renewing more often than every half lifetime (or, in tests, at once
+// again) would restart the control plane over and over.
+func validateRenewBefore(p *types.PKI, leaf time.Duration, fp *field.Path) field.ErrorList {
+	v, err := time.ParseDuration(p.RenewBefore)
+	if err != nil {
+		return field.ErrorList{field.Invalid(fp, p.RenewBefore, "must be a duration such as \"720h\" (30 days)")}
+	}
+	least, most, why := types.MinRenewBefore, leaf/2, "half of pki.leafValidity ("+leaf.String()+"): renewals would follow each other too closely"
 	if p.AllowShortLeafValidityForTests {
-		least, why = types.MinTestLeafValidity, " with pki.allowShortLeafValidityForTests"
+		least, most, why = types.MinTestRenewBefore, leaf-types.MinTestRenewBefore, "pki.leafValidity less "+types.MinTestRenewBefore.String()+" with pki.allowShortLeafValidityForTests"
 	}
 	switch {
+	case p.Renewal == types.RenewalManual:
+		return field.ErrorList{field.Invalid(fp, p.RenewBefore, "only pki.renewal Automatic renews on the masters; with Manual, run `kiln certs renew`")}
 	case v < least:
-		return field.ErrorList{field.Invalid(fp, p.LeafValidity, "must be at least "+least.String()+why)}
-	case v > types.DefaultLeafValidity:
-		return field.ErrorList{field.Invalid(fp, p.LeafValidity, "must be at most 8760h (1 year): kiln checks that a CA outlives its leaves by that much")}
+		return field.ErrorList{field.Invalid(fp, p.RenewBefore, "must be at least "+least.String())}
+	case v > most:
+		return field.ErrorList{field.Invalid(fp, p.RenewBefore, "must be at most "+most.String()+": "+why)}
 	}
 	return nil
 }

@@ -151,6 +151,24 @@ func TestValidate(t *testing.T) {
 		{"pki.leafValidity too short even for tests", func(c *types.Config) {
 			c.PKI = &types.PKI{LeafValidity: "1m", AllowShortLeafValidityForTests: true}
 		}, []fieldErr{{inv, "pki.leafValidity"}}},
+		{"pki.renewBefore 60 days of a year", func(c *types.Config) { c.PKI = &types.PKI{RenewBefore: "1440h"} }, nil},
+		{"pki.renewal Manual", func(c *types.Config) { c.PKI = &types.PKI{Renewal: "Manual"} }, nil},
+		{"pki.renewal unknown", func(c *types.Config) { c.PKI = &types.PKI{Renewal: "Sometimes"} }, []fieldErr{{ns, "pki.renewal"}}},
+		{"pki.renewBefore with Manual", func(c *types.Config) { c.PKI = &types.PKI{Renewal: "Manual", RenewBefore: "720h"} }, []fieldErr{{inv, "pki.renewBefore"}}},
+		{"pki.renewBefore over half the lifetime", func(c *types.Config) {
+			c.PKI = &types.PKI{LeafValidity: "2160h", RenewBefore: "1081h"}
+		}, []fieldErr{{inv, "pki.renewBefore"}}},
+		{"pki.renewBefore below an hour", func(c *types.Config) { c.PKI = &types.PKI{RenewBefore: "59m"} }, []fieldErr{{inv, "pki.renewBefore"}}},
+		{"pki.renewBefore not a duration", func(c *types.Config) { c.PKI = &types.PKI{RenewBefore: "30d"} }, []fieldErr{{inv, "pki.renewBefore"}}},
+		{"pki.renewBefore short for tests", func(c *types.Config) {
+			c.PKI = &types.PKI{LeafValidity: "60m", RenewBefore: "54m", AllowShortLeafValidityForTests: true}
+		}, nil},
+		{"pki.renewBefore the whole lifetime, even for tests", func(c *types.Config) {
+			c.PKI = &types.PKI{LeafValidity: "60m", RenewBefore: "60m", AllowShortLeafValidityForTests: true}
+		}, []fieldErr{{inv, "pki.renewBefore"}}},
+		{"pki.leafValidity and renewBefore both wrong, both named", func(c *types.Config) {
+			c.PKI = &types.PKI{LeafValidity: "10m", Renewal: "Never"}
+		}, []fieldErr{{inv, "pki.leafValidity"}, {ns, "pki.renewal"}}},
 		{"backup daily, encrypted", func(c *types.Config) {
 			c.Backup = &types.Backup{Schedule: "0 3 * * *", Keep: 14, EncryptTo: []string{"age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"}}
 		}, nil},

@@ -33,6 +33,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/node/bootkube"
 	"github.com/kiln-project/kiln/cmd/node/certinstall"
+	"github.com/kiln-project/kiln/cmd/node/certrenew"
 	"github.com/kiln-project/kiln/cmd/node/csrapprover"
 	"github.com/kiln-project/kiln/cmd/node/etcdmember"
 	"github.com/kiln-project/kiln/cmd/node/mcs"
@@ -55,7 +56,7 @@ func newNodeCmd(o *rootOptions) *cobra.Command {
 		// Agents run for the machine's life; their log is the journal.
 		Annotations: map[string]string{debugLogAnnotation: debugLogNone},
 	}
-	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o), newNodeEtcdRestoreCmd(o), newNodeEtcdBackupCmd(o), newNodeCertsInstallCmd(o), newNodeProbeCmd(o),
+	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o), newNodeEtcdRestoreCmd(o), newNodeEtcdBackupCmd(o), newNodeCertsInstallCmd(o), newNodeCertsRenewCmd(o), newNodeProbeCmd(o),
 		newNodeCSRApproverCmd(o), newNodeAwaitPermissionCmd(o), newNodeResolvConfCmd(o))
 	return cmd
 }
@@ -409,13 +410,7 @@ func inClusterVersion(log logrus.FieldLogger) string {
 func newNodeCertsInstallCmd(o *rootOptions) *cobra.Command {
 	var bundle string
 	var timeout time.Duration
-	in := certinstall.Install{
-		KubeDir: nodelayout.KubernetesDir,
-		Started: func(binary string) (time.Time, bool, error) { return certinstall.Started("/proc", binary) },
-		Ready:   certinstall.LocalReady(nodelayout.PKIDir + "/ca.crt"),
-		Now:     time.Now,
-		Poll:    time.Second,
-	}
+	var lock bool
 	cmd := &cobra.Command{
 		Use:   "certs-install",
 		Short: "This master's part of kiln certs renew: put new certificates in place and restart what reads them",
@@ -435,8 +430,7 @@ its new certificate, then remove the bundle. A second run of the same bundle res
 			if err := json.Unmarshal(data, &b); err != nil {
 				return exitcode.With(exitcode.Input, fmt.Errorf("%s: %w", bundle, err))
 			}
-			in.Log = o.log
-			if err := in.Do(ctx, b); err != nil {
+			if err := newNodeCertsInstall(o.log, lock).Do(ctx, b); err != nil {
 				return err
 			}
 			return os.Remove(bundle)
@@ -444,6 +438,62 @@ its new certificate, then remove the bundle. A second run of the same bundle res
 	}
 	cmd.Flags().StringVar(&bundle, "bundle", nodelayout.CertsRenewBundle, "the renewal's files (JSON, 0600)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for the restarted components")
+	cmd.Flags().BoolVar(&lock, "lock", false, "hold the cluster's renewal lock in etcd while the components restart (one master at a time)")
+	return cmd
+}
+
+// newNodeCertsInstall is a master's certinstall.Install, holding the
+// cluster's renewal lock when lock is set.
+func newNodeCertsInstall(log logrus.FieldLogger, lock bool) *certinstall.Install {
+	in := &certinstall.Install{
+		KubeDir: nodelayout.KubernetesDir,
+		Started: func(binary string) (time.Time, bool, error) { return certinstall.Started("/proc", binary) },
+		Ready:   certinstall.LocalReady(nodelayout.PKIDir + "/ca.crt"),
+		Now:     time.Now,
+		Poll:    time.Second,
+		Log:     log,
+	}
+	if lock {
+		in.Lock = certinstall.EtcdLock("", 10*time.Second, log)
+		in.Settle = certsSettle
+	}
+	return in
+}
+
+// certsSettle is how long a master keeps the renewal lock once its API
+// server is ready again: two of kiln's load balancers' health checks
+// (lb.DefaultInterval), which take it back at the first that passes.
+const certsSettle = 5 * time.Second
+
+func newNodeCertsRenewCmd(o *rootOptions) *cobra.Command {
+	var before, timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "certs-renew",
+		Short: "This master's automatic renewal: issue again its certificates that expire within --before, one master at a time",
+		Long: `Run by the kiln-certs-renew timer on every master (install-config pki.renewal Automatic). It
+reads this master's control plane certificates and kubeconfigs, issues again each that expires within
+--before from the CA on this master that signed it (the same key, names, usages and lifetime), takes
+the cluster's renewal lock in etcd, puts them in place and restarts the API server, kube-controller-manager
+and kube-scheduler as kiln certs renew does, waits until the API server is ready with its new
+certificate, and lets the next master go. With nothing due it says when the next certificate is.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if before <= 0 {
+				return exitcode.With(exitcode.Input, errors.New("--before must be a positive duration"))
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			r := certrenew.Renewer{
+				Before:  before,
+				Install: newNodeCertsInstall(o.log, true).Do,
+				Now:     time.Now,
+				Log:     o.log,
+			}
+			return r.Run(ctx)
+		},
+	}
+	cmd.Flags().DurationVar(&before, "before", 30*24*time.Hour, "renew a certificate that expires within this (install-config pki.renewBefore)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 15*time.Minute, "how long to wait for the lock and the restarted components")
 	return cmd
 }
 

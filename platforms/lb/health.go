@@ -6,9 +6,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +26,15 @@ const (
 	maxCheckTimeout = 5 * time.Second
 )
 
+// maxCheckBody bounds how much of a failed HTTPS check's answer is read
+// to grade it (kube-apiserver's /readyz lists its checks in a few KiB).
+const maxCheckBody = 64 << 10
+
+// shutdownLine starts the line of kube-apiserver's /readyz answer that
+// says its "shutdown" check failed: it received SIGTERM and is draining
+// ("[-]shutdown failed: reason withheld").
+const shutdownLine = "[-]shutdown "
+
 // How many failed checks in a row change what the balancer does with a
 // backend, by what the checks saw (HAProxy's "fall", graded):
 //   - a backend that refuses or drops TCP connections is gone: it is marked
@@ -31,6 +42,14 @@ const (
 //   - one that answers "not ready" (a non-200 /readyz, such as an API server
 //     whose etcd member was removed) is marked down after fallChecks, and
 //     its sessions are closed then if another backend is healthy;
+//   - one that answers that it is shutting down (draining: a non-200
+//     /readyz whose "shutdown" check failed, an API server that received
+//     SIGTERM) is marked down at the first such check, and its sessions
+//     are left to it: it serves them on for its --shutdown-delay-duration,
+//     then sends HTTP/2 GOAWAY and finishes the requests in flight, so its
+//     clients move to another backend without an error, where closing
+//     their connections would fail those requests. Once it refuses TCP
+//     connections it is gone, as above;
 //   - one that accepts connections but does not answer in time is marked
 //     down after fallChecks, and its sessions are closed after staleChecks
 //     if another backend is healthy: a busy API server (a loaded host, a
@@ -56,6 +75,9 @@ const (
 	slow failure = iota
 	// notReady: the backend answered that it is not ready.
 	notReady
+	// draining: the backend answered that it is shutting down (its
+	// /readyz "shutdown" check failed) and closes its sessions itself.
+	draining
 	// unreachable: no TCP connection could be made.
 	unreachable
 )
@@ -69,8 +91,8 @@ type checkError struct {
 func (e *checkError) Error() string { return e.err.Error() }
 func (e *checkError) Unwrap() error { return e.err }
 
-// gradeOf returns how err failed: unreachable and notReady when the checker
-// said so, slow otherwise.
+// gradeOf returns how err failed: unreachable, notReady and draining when
+// the checker said so, slow otherwise.
 func gradeOf(err error) failure {
 	var ce *checkError
 	if errors.As(err, &ce) {
@@ -129,14 +151,31 @@ func newChecker(s Service, d netroute.Dialer) (checker, error) {
 			if err != nil {
 				return err
 			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return &checkError{grade: notReady, err: fmt.Errorf("GET %s: %s", s.HealthPath, resp.Status)}
+			defer resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
 			}
-			return nil
+			// A body cut short (the check's timeout) is graded by what
+			// came of it.
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, maxCheckBody))
+			if shuttingDown(body) {
+				return &checkError{grade: draining, err: fmt.Errorf("GET %s: %s: shutting down", s.HealthPath, resp.Status)}
+			}
+			return &checkError{grade: notReady, err: fmt.Errorf("GET %s: %s", s.HealthPath, resp.Status)}
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown health check %q", s.Health)
+}
+
+// shuttingDown reports whether body, the answer to a failed /readyz, has
+// a line saying that kube-apiserver's "shutdown" check failed.
+func shuttingDown(body []byte) bool {
+	for line := range strings.Lines(string(body)) {
+		if strings.HasPrefix(line, shutdownLine) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkLoop checks the service's backends as cfg says, through the
@@ -185,12 +224,26 @@ func (b *Balancer) record(svc *service, be *backend, err error) {
 	be.lastErr.Store(&msg)
 	grade := gradeOf(err)
 	be.reachable.Store(grade != unreachable)
-	down := grade == unreachable || n >= fallChecks
+	down := grade == unreachable || grade == draining || n >= fallChecks
 	if !down {
 		b.log.Debugf("%s: backend %s failed %d check(s) in a row, still in use: %v", name, be.addr, n, err)
 		return
 	}
 	wasHealthy := be.healthy.Swap(false)
+	if grade == draining {
+		// Its sessions end when it closes them (GOAWAY, then its exit).
+		if !wasHealthy {
+			b.log.Debugf("%s: backend %s still draining (%d sessions): %v", name, be.addr, be.sessions.count(), err)
+			return
+		}
+		conns := "no new connections"
+		if !svc.healthyOtherThan(be) {
+			conns = "new connections only while no backend is healthy"
+		}
+		b.log.Infof("%s: backend %s is draining (shutting down): %s, its %d sessions end when it closes them",
+			name, be.addr, conns, be.sessions.count())
+		return
+	}
 	closed := 0
 	if grade == unreachable || (grade == notReady || n >= staleChecks) && svc.healthyOtherThan(be) {
 		closed = be.sessions.closeAll()
@@ -205,6 +258,13 @@ func (b *Balancer) record(svc *service, be *backend, err error) {
 	case closed > 0:
 		b.log.Infof("%s: backend %s still unhealthy (%d sessions closed): %v", name, be.addr, closed, err)
 	}
+}
+
+// count returns how many sessions there are.
+func (s *sessions) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
 }
 
 // healthyOtherThan reports whether a backend of svc other than be passed

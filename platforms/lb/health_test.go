@@ -18,14 +18,30 @@ import (
 	"github.com/kiln-project/kiln/platforms/netroute/netroutetest"
 )
 
+// readyzShuttingDown is kube-apiserver's /readyz answer once it received
+// SIGTERM: its "shutdown" check fails.
+const readyzShuttingDown = "[+]ping ok\n[+]etcd ok\n[-]shutdown failed: reason withheld\nreadyz check failed"
+
+// answering is an HTTPS server answering every request with status and body.
+func answering(t *testing.T, status int, body string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, body, status)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // The checkers grade what they saw: no TCP connection, a "not ready"
-// answer, or no answer in time.
+// answer, a "shutting down" one, or no answer in time.
 func TestCheckGrades(t *testing.T) {
 	goneAddr := netroutetest.RefusingAddr(t)
-	notReadySrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "etcd member removed", http.StatusInternalServerError)
-	}))
-	t.Cleanup(notReadySrv.Close)
+	notReadySrv := answering(t, http.StatusInternalServerError, "etcd member removed")
+	drainingSrv := answering(t, http.StatusInternalServerError, readyzShuttingDown)
+	// The shutdown line past the bytes a check reads is not seen.
+	farSrv := answering(t, http.StatusInternalServerError, strings.Repeat("[+]x ok\n", 2*maxCheckBody/8)+readyzShuttingDown)
+	// Another check failing, "shutdown" passing: not draining.
+	etcdSrv := answering(t, http.StatusInternalServerError, "[+]ping ok\n[-]etcd failed: reason withheld\n[+]shutdown ok\nreadyz check failed")
 	release := make(chan struct{})
 	slowSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -59,9 +75,18 @@ func TestCheckGrades(t *testing.T) {
 		{"https to a closed port", https, goneAddr, unreachable},
 		{"tcp to a closed port", tcp, goneAddr, unreachable},
 		{"https answering 500", https, hostOf(notReadySrv), notReady},
+		{"https answering 500, shutting down", https, hostOf(drainingSrv), draining},
+		{"https answering 500, shutting down past the bytes read", https, hostOf(farSrv), notReady},
+		{"https answering 500, etcd failing", https, hostOf(etcdSrv), notReady},
 		{"https not answering in time", https, hostOf(slowSrv), slow},
 	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		timeout := 300 * time.Millisecond
+		if tc.want != slow {
+			// An answer, or a refusal, must not be graded by a timeout
+			// on a loaded machine (-race).
+			timeout = 10 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		err := tc.check(ctx, tc.addr)
 		cancel()
 		if err == nil {
@@ -77,6 +102,30 @@ func TestCheckGrades(t *testing.T) {
 	}
 }
 
+// TestShuttingDown: only a line starting "[-]shutdown " says that
+// kube-apiserver's shutdown check failed.
+func TestShuttingDown(t *testing.T) {
+	for body, want := range map[string]bool{
+		readyzShuttingDown:                                  true,
+		"[-]shutdown failed: reason withheld":               true,
+		"[-]shutdown failed: reason withheld\r\n":           true,
+		"[+]shutdown ok\nreadyz check failed":               false,
+		"[-]shutdowns failed: reason withheld":              false,
+		"etcd member removed; [-]shutdown failed":           false,
+		"[+]ping ok\n  [-]shutdown failed: reason withheld": false,
+		"": false,
+	} {
+		if got := shuttingDown([]byte(body)); got != want {
+			t.Errorf("shuttingDown(%q) = %v, want %v", body, got, want)
+		}
+	}
+}
+
+// drainingErr is a failed check of an API server that is shutting down.
+func drainingErr() error {
+	return &checkError{grade: draining, err: errors.New("GET /readyz: 500 Internal Server Error: shutting down")}
+}
+
 // gradedChecks returns a quiet Balancer and a failed check of each grade:
 // one that timed out, one answered "not ready", one refused.
 func gradedChecks() (b *Balancer, slowErr, notReadyErr, goneErr error) {
@@ -90,9 +139,11 @@ func gradedChecks() (b *Balancer, slowErr, notReadyErr, goneErr error) {
 // record marks a backend down and closes its sessions by the grade, the
 // count of failed checks in a row (fallChecks, staleChecks) and whether
 // another backend is healthy: sessions move only when they have somewhere
-// to go, except from a backend that is gone.
+// to go, except from a backend that is gone, and never from one that is
+// draining, which closes them itself.
 func TestRecordFallRules(t *testing.T) {
 	b, slowErr, notReadyErr, goneErr := gradedChecks()
+	drainErr := drainingErr()
 	never := int32(staleChecks + 1)
 	for _, tc := range []struct {
 		name string
@@ -106,6 +157,8 @@ func TestRecordFallRules(t *testing.T) {
 		{"slow", slowErr, true, fallChecks, staleChecks},
 		{"not ready", notReadyErr, true, fallChecks, fallChecks},
 		{"unreachable", goneErr, true, 1, 1},
+		{"draining", drainErr, true, 1, never},
+		{"draining, no other backend", drainErr, false, 1, never},
 		{"slow, no other backend", slowErr, false, fallChecks, never},
 		{"not ready, no other backend", notReadyErr, false, fallChecks, never},
 		{"unreachable, no other backend", goneErr, false, 1, 1},
@@ -187,6 +240,10 @@ func TestUsableFallsBackToReachableBackends(t *testing.T) {
 		{"both healthy", []error{nil}, []error{nil}, []string{"a", "b"}},
 		{"one slow, one healthy", times(fallChecks, slowErr), []error{nil}, []string{"b"}},
 		{"one not ready, one healthy", times(fallChecks, notReadyErr), []error{nil}, []string{"b"}},
+		{"one draining, one healthy", times(1, drainingErr()), []error{nil}, []string{"b"}},
+		// It still serves until it stops listening.
+		{"one draining, one gone", times(1, drainingErr()), times(1, goneErr), []string{"a"}},
+		{"draining, then gone; one slow", append(times(1, drainingErr()), goneErr), times(fallChecks, slowErr), []string{"b"}},
 		{"one slow, one not ready", times(fallChecks, slowErr), times(fallChecks, notReadyErr), []string{"a", "b"}},
 		{"both slow", times(staleChecks, slowErr), times(fallChecks, slowErr), []string{"a", "b"}},
 		{"slow, then not ready; one gone", append(times(2, slowErr), notReadyErr), times(1, goneErr), []string{"a"}},

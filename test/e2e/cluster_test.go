@@ -33,7 +33,8 @@ import (
 
 // TestClusterHA is the issue's main scenario: 3 masters and 1 worker through
 // `kiln create cluster`, checked through the API and the machines, and
-// backed up (assertBackup); then a master crash, `kiln stop cluster` and a host reboot, each undone by `kiln
+// backed up (assertBackup); its masters renew their certificates by themselves, one at a time,
+// under a canary writer that sees no error (assertAutoRenew); then a master crash, `kiln stop cluster` and a host reboot, each undone by `kiln
 // start cluster` (assertRestart); then `kiln certs renew` renews its certificates one master at a time
 // under a canary writer (assertRenew); then two masters lose etcd's data and `kiln restore cluster` brings the
 // cluster back from a backup that the cluster took by itself, on install-config's backup schedule, encrypted
@@ -80,6 +81,9 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 	if masters == 1 {
 		// Its certificates expire during the test (assertRenewExpired).
 		withShortLeafValidity(t, dir)
+	} else {
+		// Its masters renew their certificates soon after create.
+		withAutoRenewal(t, dir)
 	}
 	var key backupKey
 	if masters == 3 {
@@ -119,6 +123,17 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 	}
 	if _, err := os.Stat(filepath.Join(dir, "auth", "kubeadmin-password")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("auth/kubeadmin-password: %v, want it absent", err)
+	}
+
+	if masters == 3 {
+		// First: the renewal is due a few minutes after create.
+		var names []string
+		for i := range masters {
+			names = append(names, fmt.Sprintf("%s-master-%d", infraID, i))
+		}
+		assertAutoRenew(t, dir, localMasters(t, infraID, machineCIDR, masters), names)
+	} else {
+		assertManualRenewal(t, infraID+"-master-0")
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/local/localconfig"
 	"github.com/kiln-project/kiln/graph/installdir"
+	"github.com/kiln-project/kiln/platforms/local/machine"
 )
 
 // shortLeafValidity is the single-master cluster's pki.leafValidity: long
@@ -39,8 +40,120 @@ func withShortLeafValidity(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := fmt.Fprintf(f, "pki:\n  leafValidity: %s\n  allowShortLeafValidityForTests: true\n", shortLeafValidity); err != nil {
+	// Renewal Manual: nothing on the master renews them before they expire
+	// (assertManualRenewal).
+	if _, err := fmt.Fprintf(f, "pki:\n  leafValidity: %s\n  allowShortLeafValidityForTests: true\n  renewal: Manual\n", shortLeafValidity); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The HA cluster's pki: its masters renew their certificates by
+// themselves autoRenewLeafValidity-autoRenewBefore (4 minutes) after they
+// were issued (by create manifests), soon after create (assertAutoRenew);
+// its certificates in --dir outlive the test.
+const (
+	autoRenewLeafValidity = 60 * time.Minute
+	autoRenewBefore       = 56 * time.Minute
+)
+
+// withAutoRenewal adds the HA cluster's pki to dir's install-config.
+func withAutoRenewal(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, "install-config.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "pki:\n  leafValidity: %s\n  renewBefore: %s\n  allowShortLeafValidityForTests: true\n", autoRenewLeafValidity, autoRenewBefore); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// assertAutoRenew waits, with a canary writing through the API's address,
+// until every master (by address, machine names) serves new certificates
+// on every port, which their kiln-certs-renew timers issue once less than
+// autoRenewBefore is left: no kiln command runs. The canary sees no error:
+// one master at a time (the renewal lock in etcd), and each API server
+// leaves the load balancer before it stops. Then the timers are stopped:
+// the rest of the test restarts API servers only where it means to.
+func assertAutoRenew(t *testing.T, dir string, masters, names []string) {
+	t.Helper()
+	before := servedCerts(t, masters)
+	var due time.Time
+	for _, c := range before {
+		if d := c.NotAfter.Add(-autoRenewBefore); due.IsZero() || d.Before(due) {
+			due = d
+		}
+	}
+	cn := startCanary(t, adminClient(t, dir), "e2e-auto-renew")
+	start := time.Now()
+	renewed := func(addr string, c *x509.Certificate) bool {
+		old := before[addr]
+		return old != nil && c.SerialNumber.Cmp(old.SerialNumber) != 0 && c.NotAfter.After(old.NotAfter)
+	}
+	t.Logf("automatic renewal due from %s (in %s)", due.UTC().Format(time.TimeOnly), time.Until(due).Round(time.Second))
+	deadline := due.Add(10 * time.Minute)
+	var left []string
+	for {
+		left = left[:0]
+		for addr := range before {
+			if c, err := servedCert(addr); err != nil || !renewed(addr, c) {
+				left = append(left, addr)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Second)
+	}
+	writes, errs := cn.finish()
+	mgr := machine.NewManager(machine.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, name := range names {
+		journal, _ := mgr.Exec(ctx, name, "journalctl", "--no-pager", "-o", "short-iso", "-u", "kiln-certs-renew.service")
+		if len(left) > 0 {
+			t.Logf("%s: kiln-certs-renew.service:\n%s", name, lastLines(string(journal), 30))
+		} else if !strings.Contains(string(journal), "holding the cluster's renewal lock") {
+			t.Errorf("%s renewed without the cluster's renewal lock:\n%s", name, lastLines(string(journal), 30))
+		}
+		if out, err := mgr.Exec(ctx, name, "systemctl", "disable", "--now", "kiln-certs-renew.timer"); err != nil {
+			t.Errorf("%s: stop the renewal timer: %v\n%s", name, err, out)
+		}
+	}
+	if len(left) > 0 {
+		t.Fatalf("not renewed by %s, %s after they were due: %s", deadline.UTC().Format(time.TimeOnly), time.Since(due).Round(time.Second), strings.Join(left, ", "))
+	}
+	t.Logf("MEASURE automatic renewal: every master renewed %s after it was due (%s after the canary started); canary: %d writes, %d failed",
+		time.Since(due).Round(time.Second), time.Since(start).Round(time.Second), writes, len(errs))
+	if start.After(due.Add(time.Minute)) {
+		t.Logf("create took longer than the certificates' first %s: some renewals may have happened before the canary started", autoRenewLeafValidity-autoRenewBefore)
+	}
+	if len(errs) > 0 {
+		t.Errorf("the canary saw %d failed writes of %d during the automatic renewal, want none: %v", len(errs), writes, errs)
+	}
+	for addr, c := range servedCerts(t, masters) {
+		if old := before[addr]; old != nil && c.NotAfter.Sub(c.NotBefore) != old.NotAfter.Sub(old.NotBefore) {
+			t.Errorf("%s: renewed for %s, issued for %s", addr, c.NotAfter.Sub(c.NotBefore), old.NotAfter.Sub(old.NotBefore))
+		}
+	}
+}
+
+// assertManualRenewal checks that a master of a cluster with pki.renewal
+// Manual has no renewal timer and neither the etcd nor the front-proxy CA
+// key.
+func assertManualRenewal(t *testing.T, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	mgr := machine.NewManager(machine.Options{})
+	if out, err := mgr.Exec(ctx, name, "systemctl", "is-enabled", "kiln-certs-renew.timer"); err == nil {
+		t.Errorf("%s with pki.renewal Manual: kiln-certs-renew.timer is %s", name, strings.TrimSpace(string(out)))
+	}
+	for _, key := range []string{"/etc/kubernetes/pki/etcd/ca.key", "/etc/kubernetes/pki/front-proxy-ca.key"} {
+		if _, err := mgr.Exec(ctx, name, "test", "!", "-e", key); err != nil {
+			t.Errorf("%s with pki.renewal Manual holds %s (%v)", name, key, err)
+		}
 	}
 }
 

@@ -30,6 +30,16 @@ const (
 	// MinTestLeafValidity is the shortest pki.leafValidity with
 	// pki.allowShortLeafValidityForTests.
 	MinTestLeafValidity = 2 * time.Minute
+	// DefaultRenewBefore is pki.renewBefore when unset and a third of
+	// leafValidity is longer: 30 days, as OpenShift and cert-manager
+	// renew.
+	DefaultRenewBefore = 30 * 24 * time.Hour
+	// MinRenewBefore is the shortest pki.renewBefore: the masters look
+	// at their certificates at least every hour.
+	MinRenewBefore = time.Hour
+	// MinTestRenewBefore is the shortest pki.renewBefore with
+	// pki.allowShortLeafValidityForTests.
+	MinTestRenewBefore = time.Minute
 )
 
 // The archives backup.keep may keep on each master.
@@ -56,6 +66,11 @@ type Resolved struct {
 	Timeouts ResolvedTimeouts
 	// LeafValidity is pki.leafValidity, DefaultLeafValidity when unset.
 	LeafValidity time.Duration
+	// AutomaticRenewal is pki.renewal Automatic (the default).
+	AutomaticRenewal bool
+	// RenewBefore is pki.renewBefore, or the lesser of
+	// DefaultRenewBefore and a third of LeafValidity when unset.
+	RenewBefore time.Duration
 	// Egress is networking.egress; the cluster of an install-config
 	// without one, written before the field existed, is sealed
 	// (EgressNone), as it was created.
@@ -185,6 +200,15 @@ func (c *Config) Resolve() (Resolved, error) {
 			errs = append(errs, fmt.Errorf("install-config.yaml: pki.leafValidity: %w", err))
 		}
 		r.LeafValidity = d
+	}
+	r.AutomaticRenewal = c.PKI == nil || c.PKI.Renewal != RenewalManual
+	r.RenewBefore = min(DefaultRenewBefore, r.LeafValidity/3)
+	if c.PKI != nil && c.PKI.RenewBefore != "" {
+		d, err := time.ParseDuration(c.PKI.RenewBefore)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("install-config.yaml: pki.renewBefore: %w", err))
+		}
+		r.RenewBefore = d
 	}
 	return r, errors.Join(errs...)
 }

@@ -223,7 +223,19 @@ type PKI struct {
 	LeafValidity string `json:"leafValidity,omitempty"`
 	// AllowShortLeafValidityForTests lets leafValidity be as short as 2m, for tests that watch certificates expire; such a cluster's API stops when they do, until `kiln certs renew`.
 	AllowShortLeafValidityForTests bool `json:"allowShortLeafValidityForTests,omitempty"`
+	// Renewal is who renews the leaf certificates on the masters: Automatic (the default) runs a timer on every master that issues a certificate again, for its key, names and lifetime, once less than renewBefore of it is left, one master at a time (an etcd lock), restarting only what reads it; the masters then hold the etcd and front-proxy CA keys as well (docs/security.md). Manual leaves those keys off the masters: run `kiln certs renew` before the certificates expire.
+	Renewal string `json:"renewal,omitempty"`
+	// RenewBefore is how long before a leaf certificate expires the masters renew it (Renewal Automatic), a Go duration: at least 1h and at most half of leafValidity; the default is 720h (30 days), or a third of leafValidity when that is shorter. With allowShortLeafValidityForTests it may be as short as 1m and up to just under leafValidity.
+	RenewBefore string `json:"renewBefore,omitempty"`
 }
+
+// The values of pki.renewal.
+const (
+	// RenewalAutomatic renews the masters' leaf certificates on the masters.
+	RenewalAutomatic = "Automatic"
+	// RenewalManual leaves renewal to `kiln certs renew`.
+	RenewalManual = "Manual"
+)
 
 // Timeouts bounds the waits of create cluster; values are Go durations ("20m").
 type Timeouts struct {

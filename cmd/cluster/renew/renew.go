@@ -284,7 +284,7 @@ func (r *Renewal) master(ctx context.Context, j Journal, name string, files []ce
 	err = r.Shell.PutNodeFile(ctx, &c.Cluster, name, nodelayout.CertsRenewBundle, strings.NewReader(string(data)), 0o600)
 	var out []byte
 	if err == nil {
-		out, err = r.Shell.RunOnNode(ctx, &c.Cluster, name, NodeArgv(timeout)...)
+		out, err = r.Shell.RunOnNode(ctx, &c.Cluster, name, NodeArgv(timeout, !j.AtOnce)...)
 	}
 	end(err)
 	if err != nil {
@@ -298,9 +298,15 @@ func (r *Renewal) master(ctx context.Context, j Journal, name string, files []ce
 	return nil
 }
 
-// NodeArgv is the command a master runs for its part of a renewal.
-func NodeArgv(timeout time.Duration) []string {
-	return []string{nodelayout.KilnBinary, "node", "certs-install", "--bundle=" + nodelayout.CertsRenewBundle, "--timeout=" + timeout.String()}
+// NodeArgv is the command a master runs for its part of a renewal; lock
+// (one master at a time) holds the cluster's renewal lock in etcd, which
+// the masters' own renewal timers take too.
+func NodeArgv(timeout time.Duration, lock bool) []string {
+	argv := []string{nodelayout.KilnBinary, "node", "certs-install", "--bundle=" + nodelayout.CertsRenewBundle, "--timeout=" + timeout.String()}
+	if lock {
+		argv = append(argv, "--lock")
+	}
+	return argv
 }
 
 // etcdMember issues master name's etcd member certificates for its

@@ -81,7 +81,9 @@ type shell struct {
 	mu      sync.Mutex
 	bundles map[string]certbundle.Bundle
 	ran     []string
-	failOn  string
+	// locked are the nodes that ran with the cluster's renewal lock.
+	locked []string
+	failOn string
 }
 
 func (s *shell) PutNodeFile(_ context.Context, _ *platforms.Cluster, node, path string, src io.Reader, mode fs.FileMode) error {
@@ -105,8 +107,12 @@ func (s *shell) PutNodeFile(_ context.Context, _ *platforms.Cluster, node, path 
 func (s *shell) RunOnNode(_ context.Context, _ *platforms.Cluster, node string, argv ...string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !slices.Equal(argv, NodeArgv(time.Minute)) {
+	lock := slices.Equal(argv, NodeArgv(time.Minute, true))
+	if !lock && !slices.Equal(argv, NodeArgv(time.Minute, false)) {
 		return nil, errors.New("unexpected command")
+	}
+	if lock {
+		s.locked = append(s.locked, node)
 	}
 	if node == s.failOn {
 		return []byte("the API server has not restarted yet"), errors.New("exit status 1")
@@ -200,6 +206,9 @@ func TestRenewOneMasterAtATime(t *testing.T) {
 	if !slices.Equal(sh.ran, masters) || reissued != 1 {
 		t.Fatalf("ran on %v (reissued %d times), want %v in order, once", sh.ran, reissued, masters)
 	}
+	if !slices.Equal(sh.locked, masters) {
+		t.Errorf("ran with the renewal lock on %v, want every master", sh.locked)
+	}
 	serving := servingCert(t, c.Dir)
 	if string(serving) == string(oldServing) {
 		t.Error("tls/apiserver.crt was not renewed")
@@ -239,6 +248,9 @@ func TestRenewAllMastersAtOnceWhenTheAPIIsDown(t *testing.T) {
 	}
 	if got := slices.Sorted(slices.Values(sh.ran)); !slices.Equal(got, c.Machines().Masters) {
 		t.Errorf("ran on %v", got)
+	}
+	if len(sh.locked) > 0 {
+		t.Errorf("ran with the renewal lock on %v: etcd cannot answer with the certificates expired", sh.locked)
 	}
 }
 

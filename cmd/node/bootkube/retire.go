@@ -36,9 +36,11 @@ func retireAfterComplete() []string { return []string{"etcd.yaml"} }
 const (
 	localAPIAddress = "127.0.0.1:6443"
 	// apiStopTimeout bounds the wait for the local API server to close its
-	// port after its static pod is retired: the kubelet gives it its grace
-	// period (30 s) and then kills it.
-	apiStopTimeout = 45 * time.Second
+	// port after its static pod is retired: it keeps serving for its
+	// shutdown delay (10 s) while load balancers take it out, closes its
+	// port, drains, and the kubelet kills it at the end of its grace period
+	// (45 s).
+	apiStopTimeout = 60 * time.Second
 )
 
 // retirer stops the bootstrap machine's temporary control plane once the

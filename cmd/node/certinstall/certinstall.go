@@ -73,13 +73,22 @@ type Install struct {
 	Now func() time.Time
 	// Poll is how often it looks again while it waits.
 	Poll time.Duration
-	Log  logrus.FieldLogger
+	// Lock, when set, is held from the first file written until the
+	// restarted components run and Settle has passed: the cluster's
+	// renewal lock (EtcdLock), so that one master at a time restarts its
+	// API server. nil when every master is renewed at once.
+	Lock func(ctx context.Context) (unlock func(), err error)
+	// Settle is how long the lock is kept once the API server is ready
+	// again: load balancers see it back before another master's goes.
+	Settle time.Duration
+	Log    logrus.FieldLogger
 }
 
 // Do writes b's files that differ from the master's, sets Annotation to
-// b.Run on the static pods of Components, and waits until each runs a
-// process started since, and the API server is ready with its new
-// certificate. A second run of the same bundle restarts nothing.
+// b.Run on the static pods of Components when b holds a file they read at
+// start (readAtStart), and waits until each runs a process started since,
+// and the API server is ready with its new certificate. A second run of the
+// same bundle restarts nothing.
 func (in *Install) Do(ctx context.Context, b certbundle.Bundle) error {
 	if err := b.Check(); err != nil {
 		return err
@@ -91,6 +100,13 @@ func (in *Install) Do(ctx context.Context, b certbundle.Bundle) error {
 	defer lock.Close()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	if in.Lock != nil {
+		unlock, err := in.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		defer unlock()
 	}
 	var serving []byte
 	for _, f := range b.Files {
@@ -108,6 +124,10 @@ func (in *Install) Do(ctx context.Context, b certbundle.Bundle) error {
 	}
 	since := in.Now()
 	var restarted []Component
+	if !readAtStart(b) {
+		// Only etcd's and the config server's: read at every handshake.
+		return nil
+	}
 	for _, c := range Components() {
 		p := filepath.Join(in.Root, in.KubeDir, nodelayout.StaticPodsSubdir, c.Manifest)
 		changed, err := annotate(p, b.Run)
@@ -127,7 +147,17 @@ func (in *Install) Do(ctx context.Context, b certbundle.Bundle) error {
 			return err
 		}
 	}
-	return in.wait(ctx, restarted, since, serving)
+	if err := in.wait(ctx, restarted, since, serving); err != nil {
+		return err
+	}
+	if in.Lock != nil && len(restarted) > 0 && in.Settle > 0 {
+		select {
+		case <-time.After(in.Settle):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // wait waits until every component of restarted runs a process started
@@ -158,6 +188,20 @@ func (in *Install) wait(ctx context.Context, restarted []Component, since time.T
 		return fmt.Errorf("%w: %s", err, last)
 	}
 	return nil
+}
+
+// readAtStart reports whether b holds a file that a component of
+// Components reads only when it starts: anything but etcd's member
+// certificates and the machine-config server's, which those read at every
+// TLS handshake. It looks at the bundle, not at what changed on disk, so a
+// run cut short after writing still restarts them when run again.
+func readAtStart(b certbundle.Bundle) bool {
+	for _, f := range b.Files {
+		if dir := path.Dir(f.Path); dir != nodelayout.EtcdPKIDir && dir != nodelayout.MCSConfigDir {
+			return true
+		}
+	}
+	return false
 }
 
 // annotate sets Annotation to run in the static pod manifest at p; changed

@@ -169,3 +169,86 @@ func TestDo(t *testing.T) {
 		t.Errorf("Do without a restart = %v; want what it waited for", err)
 	}
 }
+
+// With a Lock, Do holds it from the first file written until the API
+// server is ready again; a lock it cannot take writes nothing.
+func TestDoHoldsTheLock(t *testing.T) {
+	root := t.TempDir()
+	kube := nodelayout.KubernetesDir
+	for _, d := range []string{nodelayout.KilnConfigDir, nodelayout.PKIDir, filepath.Join(kube, nodelayout.StaticPodsSubdir)} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	manifest := filepath.Join(root, kube, nodelayout.StaticPodsSubdir, "kube-apiserver.yaml")
+	if err := os.WriteFile(manifest, []byte(strings.ReplaceAll(schedulerPod, "kube-scheduler", "kube-apiserver")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	var events []string
+	held := false
+	in := &Install{
+		Root: root, KubeDir: kube, Now: func() time.Time { return now }, Poll: time.Millisecond, Log: logrus.New(),
+		Started: func(string) (time.Time, bool, error) { return now.Add(time.Second), true, nil },
+		Ready: func(context.Context, []byte) error {
+			if !held {
+				t.Error("the API server was waited for without the lock")
+			}
+			events = append(events, "ready")
+			return nil
+		},
+		Lock: func(context.Context) (func(), error) {
+			held = true
+			events = append(events, "lock")
+			return func() { held = false; events = append(events, "unlock") }, nil
+		},
+		Settle: time.Millisecond,
+	}
+	b := certbundle.Bundle{Run: "auto-20261205T000000Z", Files: []certbundle.File{{Path: nodelayout.PKIDir + "/apiserver.crt", Mode: 0o644, Data: []byte("new")}}}
+	if err := in.Do(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(events, ","); got != "lock,ready,unlock" {
+		t.Errorf("events %s", got)
+	}
+	in.Lock = func(context.Context) (func(), error) { return nil, context.DeadlineExceeded }
+	b.Run, b.Files[0].Data = "auto-20261206T000000Z", []byte("newer")
+	if err := in.Do(t.Context(), b); err == nil {
+		t.Error("Do without its lock succeeded")
+	}
+	if data, _ := os.ReadFile(filepath.Join(root, nodelayout.PKIDir, "apiserver.crt")); string(data) != "new" {
+		t.Errorf("apiserver.crt = %q without the lock", data)
+	}
+}
+
+// A bundle of etcd member certificates only restarts nothing: etcd reads
+// them at every handshake.
+func TestDoEtcdMemberOnlyRestartsNothing(t *testing.T) {
+	root := t.TempDir()
+	kube := nodelayout.KubernetesDir
+	for _, d := range []string{nodelayout.KilnConfigDir, nodelayout.EtcdPKIDir, filepath.Join(kube, nodelayout.StaticPodsSubdir)} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	manifest := filepath.Join(root, kube, nodelayout.StaticPodsSubdir, "kube-apiserver.yaml")
+	pod := strings.ReplaceAll(schedulerPod, "kube-scheduler", "kube-apiserver")
+	if err := os.WriteFile(manifest, []byte(pod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := &Install{
+		Root: root, KubeDir: kube, Now: time.Now, Poll: time.Millisecond, Log: logrus.New(),
+		Started: func(string) (time.Time, bool, error) { t.Error("waited for a restart"); return time.Time{}, false, nil },
+		Ready:   func(context.Context, []byte) error { t.Error("waited for the API server"); return nil },
+	}
+	b := certbundle.Bundle{Run: "auto-20261205T000000Z", Files: []certbundle.File{{Path: nodelayout.EtcdPKIDir + "/peer.crt", Mode: 0o644, Data: []byte("new")}}}
+	if err := in.Do(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(manifest); string(data) != pod {
+		t.Errorf("kube-apiserver.yaml was annotated:\n%s", data)
+	}
+	if data, _ := os.ReadFile(filepath.Join(root, nodelayout.EtcdPKIDir, "peer.crt")); string(data) != "new" {
+		t.Errorf("peer.crt = %q", data)
+	}
+}
