@@ -42,7 +42,9 @@ func newCertsCheckCmd(o *rootOptions) *cobra.Command {
 		Short: "Print when every certificate of --dir and every kubelet's certificates expire",
 		Long: "Print when every certificate of --dir (its state and any certificate or kubeconfig file in it) and,\n" +
 			"through the API with --dir's auth/kubeconfig, every node's kubelet serving (and, while its CSR\n" +
-			"exists, client) certificate expires. STATUS is EXPIRING within 30 days, EXPIRED after.\n" +
+			"exists, client) certificate expires, and the certificates each master serves on :6443, :2379,\n" +
+			":2380 and :22623 (which the masters renew by themselves with pki.renewal Automatic).\n" +
+			"STATUS is EXPIRING within 30 days, EXPIRED after.\n" +
 			"--dir is only read.",
 		Args:        cobra.NoArgs,
 		Annotations: map[string]string{debugLogAnnotation: debugLogNone},
@@ -55,7 +57,7 @@ func newCertsCheckCmd(o *rootOptions) *cobra.Command {
 			return certs.CheckExpiration(cmd.Context(), o.stdout, opts)
 		},
 	}
-	check.Flags().BoolVar(&opts.Nodes, "nodes", opts.Nodes, "also show the nodes' kubelet certificates (needs the API)")
+	check.Flags().BoolVar(&opts.Nodes, "nodes", opts.Nodes, "also show the nodes' kubelet certificates and what each master serves (needs the API)")
 	check.Flags().DurationVar(&opts.Timeout, "timeout", opts.Timeout, "timeout of each API request and TLS handshake")
 	return check
 }

@@ -260,13 +260,6 @@ func (b *Balancer) record(svc *service, be *backend, err error) {
 	}
 }
 
-// count returns how many sessions there are.
-func (s *sessions) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.conns)
-}
-
 // healthyOtherThan reports whether a backend of svc other than be passed
 // its last check.
 func (svc *service) healthyOtherThan(be *backend) bool {

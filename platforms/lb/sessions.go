@@ -45,3 +45,10 @@ func (s *sessions) closeAll() int {
 	s.conns = nil
 	return n
 }
+
+// count returns how many sessions there are.
+func (s *sessions) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}

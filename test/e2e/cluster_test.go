@@ -131,7 +131,7 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 		for i := range masters {
 			names = append(names, fmt.Sprintf("%s-master-%d", infraID, i))
 		}
-		assertAutoRenew(t, dir, localMasters(t, infraID, machineCIDR, masters), names)
+		assertAutoRenew(t, kiln, dir, localMasters(t, infraID, machineCIDR, masters), names)
 	} else {
 		assertManualRenewal(t, infraID+"-master-0")
 	}

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -35,16 +36,9 @@ const shortLeafValidity = 17 * time.Minute
 // the normal floor with the switch for tests) to dir's install-config.
 func withShortLeafValidity(t *testing.T, dir string) {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(dir, "install-config.yaml"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	// Renewal Manual: nothing on the master renews them before they expire
 	// (assertManualRenewal).
-	if _, err := fmt.Fprintf(f, "pki:\n  leafValidity: %s\n  allowShortLeafValidityForTests: true\n  renewal: Manual\n", shortLeafValidity); err != nil {
-		t.Fatal(err)
-	}
+	appendInstallConfig(t, dir, fmt.Sprintf("pki:\n  leafValidity: %s\n  allowShortLeafValidityForTests: true\n  renewal: Manual\n", shortLeafValidity))
 }
 
 // The HA cluster's pki: its masters renew their certificates by
@@ -59,14 +53,7 @@ const (
 // withAutoRenewal adds the HA cluster's pki to dir's install-config.
 func withAutoRenewal(t *testing.T, dir string) {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(dir, "install-config.yaml"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := fmt.Fprintf(f, "pki:\n  leafValidity: %s\n  renewBefore: %s\n  allowShortLeafValidityForTests: true\n", autoRenewLeafValidity, autoRenewBefore); err != nil {
-		t.Fatal(err)
-	}
+	appendInstallConfig(t, dir, fmt.Sprintf("pki:\n  leafValidity: %s\n  renewBefore: %s\n  allowShortLeafValidityForTests: true\n", autoRenewLeafValidity, autoRenewBefore))
 }
 
 // assertAutoRenew waits, with a canary writing through the API's address,
@@ -76,7 +63,7 @@ func withAutoRenewal(t *testing.T, dir string) {
 // one master at a time (the renewal lock in etcd), and each API server
 // leaves the load balancer before it stops. Then the timers are stopped:
 // the rest of the test restarts API servers only where it means to.
-func assertAutoRenew(t *testing.T, dir string, masters, names []string) {
+func assertAutoRenew(t *testing.T, kiln, dir string, masters, names []string) {
 	t.Helper()
 	before := servedCerts(t, masters)
 	var due time.Time
@@ -132,9 +119,23 @@ func assertAutoRenew(t *testing.T, dir string, masters, names []string) {
 	if len(errs) > 0 {
 		t.Errorf("the canary saw %d failed writes of %d during the automatic renewal, want none: %v", len(errs), writes, errs)
 	}
-	for addr, c := range servedCerts(t, masters) {
+	after := servedCerts(t, masters)
+	for addr, c := range after {
 		if old := before[addr]; old != nil && c.NotAfter.Sub(c.NotBefore) != old.NotAfter.Sub(old.NotBefore) {
 			t.Errorf("%s: renewed for %s, issued for %s", addr, c.NotAfter.Sub(c.NotBefore), old.NotAfter.Sub(old.NotBefore))
+		}
+	}
+	// check-expiration shows what the masters serve now, not only --dir's
+	// copies.
+	out, err := runKiln(t, kiln, 2*time.Minute, "certs", "check-expiration", "--dir", dir)
+	if err != nil {
+		t.Errorf("certs check-expiration: %v\n%s", err, out)
+	}
+	for i, name := range names {
+		row := "node/" + name + " kube-apiserver serving (:6443)"
+		want := after[net.JoinHostPort(masters[i], "6443")].NotAfter.UTC().Format("Jan 02, 2006 15:04 UTC")
+		if !slices.ContainsFunc(strings.Split(out, "\n"), func(l string) bool { return strings.HasPrefix(l, row) && strings.Contains(l, want) }) {
+			t.Errorf("check-expiration has no row %q until %s:\n%s", row, want, out)
 		}
 	}
 }

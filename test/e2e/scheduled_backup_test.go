@@ -55,14 +55,7 @@ func newBackupKey(t *testing.T, kiln string) backupKey {
 // to public) to dir's install-config.
 func withBackupSchedule(t *testing.T, dir, public string) {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(dir, "install-config.yaml"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := fmt.Fprintf(f, "backup:\n  schedule: %q\n  keep: %d\n  encryptTo: [%s]\n", backupSchedule, backupKeep, public); err != nil {
-		t.Fatal(err)
-	}
+	appendInstallConfig(t, dir, fmt.Sprintf("backup:\n  schedule: %q\n  keep: %d\n  encryptTo: [%s]\n", backupSchedule, backupKeep, public))
 }
 
 // takeScheduledBackup checks the schedule that install-config's backup

@@ -24,7 +24,7 @@ type Options struct {
 	// Dir is the --dir to report on; it is only read.
 	Dir string
 	// Nodes also reports the kubelets' certificates through the API, with
-	// the admin kubeconfig of Dir.
+	// the admin kubeconfig of Dir, and what each master serves.
 	Nodes bool
 	// Timeout bounds each API request and each TLS handshake.
 	Timeout time.Duration
@@ -79,7 +79,7 @@ func fromAdminKubeconfig(ctx context.Context, o Options) ([]Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", installdir.AdminKubeconfig, err)
 	}
-	nodes, err := FromCluster(ctx, client, o.Dial, o.Timeout)
+	nodes, err := FromCluster(ctx, client, o.Dial, o.Timeout, MasterPorts())
 	if err != nil {
 		return nil, fmt.Errorf("nodes' certificates: %w", err)
 	}

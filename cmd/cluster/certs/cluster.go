@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kiln-project/kiln/cmd/cluster/handover"
 	"github.com/kiln-project/kiln/platforms/netroute"
 )
 
@@ -25,6 +26,24 @@ const defaultKubeletPort = 10250
 // nodeUserPrefix is the CN of a kubelet's certificates before its node name.
 const nodeUserPrefix = "system:node:"
 
+// ServedPort is a port where a master serves a certificate kiln renews.
+type ServedPort struct {
+	Port int
+	// What names the certificate in the table.
+	What string
+}
+
+// MasterPorts are the ports whose certificates FromCluster reads on every
+// master: what `kiln certs renew` and the masters' own renewal renew.
+func MasterPorts() []ServedPort {
+	return []ServedPort{
+		{6443, "kube-apiserver serving"},
+		{2379, "etcd serving"},
+		{2380, "etcd peer"},
+		{22623, "machine-config server serving"},
+	}
+}
+
 // FromCluster returns the kubelet certificates of every Node, in name order:
 //   - "node/<name> kubelet serving": the certificate the kubelet really serves,
 //     read by a TLS handshake with the Node's InternalIP and kubelet port;
@@ -32,10 +51,14 @@ const nodeUserPrefix = "system:node:"
 //     for the node ("... (CSR <name>)"), else an entry with the error;
 //   - "node/<name> kubelet client (CSR <name>)": the newest issued client
 //     certificate, when its CSR still exists (kube-controller-manager deletes
-//     issued CSRs after an hour).
+//     issued CSRs after an hour);
+//   - on a master (label handover.ControlPlaneLabel), "node/<name> <what>
+//     (:<port>)" for each of masterPorts: the certificate served there,
+//     which the masters' automatic renewal may have renewed since --dir's
+//     copy was issued.
 //
 // Only listing Nodes is an error; dial and CSR problems become entries.
-func FromCluster(ctx context.Context, client kubernetes.Interface, dial netroute.Dialer, timeout time.Duration) ([]Entry, error) {
+func FromCluster(ctx context.Context, client kubernetes.Interface, dial netroute.Dialer, timeout time.Duration, masterPorts []ServedPort) ([]Entry, error) {
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list Nodes: %w", err)
@@ -60,8 +83,31 @@ func FromCluster(ctx context.Context, client kubernetes.Interface, dial netroute
 		if c := issued[signerNode{certificatesv1.KubeAPIServerClientKubeletSignerName, n.Name}]; c.cert != nil {
 			out = append(out, Entry{Name: "node/" + n.Name + " kubelet client (CSR " + c.csr + ")", Cert: c.cert})
 		}
+		if _, master := n.Labels[handover.ControlPlaneLabel]; !master {
+			continue
+		}
+		ip := internalIP(n)
+		for _, p := range masterPorts {
+			e := Entry{Name: fmt.Sprintf("node/%s %s (:%d)", n.Name, p.What, p.Port)}
+			if ip == "" {
+				e.Err = fmt.Errorf("Node %s has no InternalIP", n.Name)
+			} else {
+				e.Cert, e.Err = DialCert(ctx, dial, net.JoinHostPort(ip, strconv.Itoa(p.Port)), timeout)
+			}
+			out = append(out, e)
+		}
 	}
 	return out, nil
+}
+
+// internalIP returns n's first InternalIP, "" without one.
+func internalIP(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	return ""
 }
 
 // signerNode keys issued certificates by signer and node name.
@@ -102,13 +148,7 @@ func issuedCerts(ctx context.Context, client kubernetes.Interface) (map[signerNo
 
 // servedCert reads the certificate a Node's kubelet presents.
 func servedCert(ctx context.Context, n *corev1.Node, dial netroute.Dialer, timeout time.Duration) (*x509.Certificate, error) {
-	var ip string
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			ip = a.Address
-			break
-		}
-	}
+	ip := internalIP(n)
 	if ip == "" {
 		return nil, fmt.Errorf("Node %s has no InternalIP", n.Name)
 	}
@@ -131,14 +171,23 @@ func DialCert(ctx context.Context, dial netroute.Dialer, addr string, timeout ti
 	if err != nil {
 		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
 	}
-	conn := tls.Client(raw, &tls.Config{InsecureSkipVerify: true})
+	// The certificate is read as it arrives: etcd ends the handshake after
+	// it, for want of a client certificate.
+	var leaf *x509.Certificate
+	conn := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, VerifyPeerCertificate: func(certs [][]byte, _ [][]*x509.Certificate) error {
+		if len(certs) == 0 {
+			return nil
+		}
+		c, err := x509.ParseCertificate(certs[0])
+		leaf = c
+		return err
+	}})
 	defer conn.Close()
-	if err := conn.HandshakeContext(ctx); err != nil {
+	if err := conn.HandshakeContext(ctx); err != nil && leaf == nil {
 		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
 	}
-	peers := conn.ConnectionState().PeerCertificates
-	if len(peers) == 0 {
+	if leaf == nil {
 		return nil, fmt.Errorf("%s presented no certificate", addr)
 	}
-	return peers[0], nil
+	return leaf, nil
 }

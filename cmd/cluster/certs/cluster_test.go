@@ -2,6 +2,8 @@ package certs
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -64,7 +66,7 @@ func TestFromCluster(t *testing.T) {
 		&certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "pending"},
 			Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: certificatesv1.KubeletServingSignerName}},
 	)
-	entries, err := FromCluster(context.Background(), cs, netroute.Dialer{}, 2*time.Second)
+	entries, err := FromCluster(context.Background(), cs, netroute.Dialer{}, 2*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,5 +103,53 @@ func TestFromCluster(t *testing.T) {
 		if got := issuerName(e, append([]Entry{ca}, entries...)); got != "tls/root-ca" {
 			t.Errorf("%s: CA %q, want tls/root-ca", e.Name, got)
 		}
+	}
+}
+
+// On a master FromCluster reads the certificates served on the master
+// ports too: one whose server wants a client certificate (etcd's) as
+// well, and an error entry for a port that refuses.
+func TestFromClusterMasterPorts(t *testing.T) {
+	year := 365 * 24 * time.Hour
+	root := issue(t, "kiln-root-ca", now.Add(10*year), nil, true)
+	api := issue(t, "kube-apiserver", now.Add(year), &root, false, "127.0.0.1")
+	etcd := issue(t, "system:etcd-peer:m0", now.Add(year), &root, false, "127.0.0.1")
+	apiSrv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	apiSrv.TLS = tlsConfig(api)
+	apiSrv.StartTLS()
+	defer apiSrv.Close()
+	etcdSrv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	etcdSrv.TLS = tlsConfig(etcd)
+	etcdSrv.TLS.ClientAuth = tls.RequireAndVerifyClientCert
+	etcdSrv.StartTLS()
+	defer etcdSrv.Close()
+	portOf := func(s *httptest.Server) int { return s.Listener.Addr().(*net.TCPAddr).Port }
+	master := kubeletNode("m0", closedPort(t))
+	master.Labels = map[string]string{"node-role.kubernetes.io/control-plane": ""}
+	cs := fake.NewClientset(master, kubeletNode("w0", closedPort(t)))
+	ports := []ServedPort{{portOf(apiSrv), "kube-apiserver serving"}, {portOf(etcdSrv), "etcd peer"}, {closedPort(t), "machine-config server serving"}}
+	entries, err := FromCluster(context.Background(), cs, netroute.Dialer{}, 2*time.Second, ports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Entry{}
+	var names []string
+	for _, e := range entries {
+		got[e.Name], names = e, append(names, e.Name)
+	}
+	apiName := fmt.Sprintf("node/m0 kube-apiserver serving (:%d)", portOf(apiSrv))
+	etcdName := fmt.Sprintf("node/m0 etcd peer (:%d)", portOf(etcdSrv))
+	mcsName := fmt.Sprintf("node/m0 machine-config server serving (:%d)", ports[2].Port)
+	if len(entries) != 5 {
+		t.Fatalf("entries %q, want the kubelets' and m0's three ports (none for the worker)", names)
+	}
+	if e := got[apiName]; e.Cert == nil || !e.Cert.Equal(api.cert) {
+		t.Errorf("%s: %+v", apiName, e)
+	}
+	if e := got[etcdName]; e.Cert == nil || !e.Cert.Equal(etcd.cert) {
+		t.Errorf("%s (a server that wants a client certificate): %+v", etcdName, e)
+	}
+	if e := got[mcsName]; e.Cert != nil || e.Err == nil {
+		t.Errorf("%s (refused): %+v, want the error", mcsName, e)
 	}
 }

@@ -173,17 +173,7 @@ func TestDo(t *testing.T) {
 // With a Lock, Do holds it from the first file written until the API
 // server is ready again; a lock it cannot take writes nothing.
 func TestDoHoldsTheLock(t *testing.T) {
-	root := t.TempDir()
-	kube := nodelayout.KubernetesDir
-	for _, d := range []string{nodelayout.KilnConfigDir, nodelayout.PKIDir, filepath.Join(kube, nodelayout.StaticPodsSubdir)} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	manifest := filepath.Join(root, kube, nodelayout.StaticPodsSubdir, "kube-apiserver.yaml")
-	if err := os.WriteFile(manifest, []byte(strings.ReplaceAll(schedulerPod, "kube-scheduler", "kube-apiserver")), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	root, kube, _ := apiServerMaster(t)
 	now := time.Unix(1_800_000_000, 0)
 	var events []string
 	held := false
@@ -224,18 +214,8 @@ func TestDoHoldsTheLock(t *testing.T) {
 // A bundle of etcd member certificates only restarts nothing: etcd reads
 // them at every handshake.
 func TestDoEtcdMemberOnlyRestartsNothing(t *testing.T) {
-	root := t.TempDir()
-	kube := nodelayout.KubernetesDir
-	for _, d := range []string{nodelayout.KilnConfigDir, nodelayout.EtcdPKIDir, filepath.Join(kube, nodelayout.StaticPodsSubdir)} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	manifest := filepath.Join(root, kube, nodelayout.StaticPodsSubdir, "kube-apiserver.yaml")
-	pod := strings.ReplaceAll(schedulerPod, "kube-scheduler", "kube-apiserver")
-	if err := os.WriteFile(manifest, []byte(pod), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	root, kube, manifest := apiServerMaster(t)
+	pod, _ := os.ReadFile(manifest)
 	in := &Install{
 		Root: root, KubeDir: kube, Now: time.Now, Poll: time.Millisecond, Log: logrus.New(),
 		Started: func(string) (time.Time, bool, error) { t.Error("waited for a restart"); return time.Time{}, false, nil },
@@ -245,10 +225,28 @@ func TestDoEtcdMemberOnlyRestartsNothing(t *testing.T) {
 	if err := in.Do(t.Context(), b); err != nil {
 		t.Fatal(err)
 	}
-	if data, _ := os.ReadFile(manifest); string(data) != pod {
+	if data, _ := os.ReadFile(manifest); string(data) != string(pod) {
 		t.Errorf("kube-apiserver.yaml was annotated:\n%s", data)
 	}
 	if data, _ := os.ReadFile(filepath.Join(root, nodelayout.EtcdPKIDir, "peer.crt")); string(data) != "new" {
 		t.Errorf("peer.crt = %q", data)
 	}
+}
+
+// apiServerMaster returns the root of a master's files with kiln's and
+// the PKI directories and an active kube-apiserver static pod, its
+// /etc/kubernetes and the manifest's path.
+func apiServerMaster(t *testing.T) (root, kube, manifest string) {
+	t.Helper()
+	root, kube = t.TempDir(), nodelayout.KubernetesDir
+	for _, d := range []string{nodelayout.KilnConfigDir, nodelayout.PKIDir, nodelayout.EtcdPKIDir, filepath.Join(kube, nodelayout.StaticPodsSubdir)} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	manifest = filepath.Join(root, kube, nodelayout.StaticPodsSubdir, "kube-apiserver.yaml")
+	if err := os.WriteFile(manifest, []byte(strings.ReplaceAll(schedulerPod, "kube-scheduler", "kube-apiserver")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root, kube, manifest
 }
