@@ -44,23 +44,46 @@ func ReadState(dir string) (*State, error) { return readState(dir) }
 
 // readState reads dir's state file; a missing file is an empty state.
 func readState(dir string) (*State, error) {
-	st := &State{Version: stateVersion, Assets: map[string]*StateEntry{}}
 	b, err := ReadFile(dir, installdir.State, StateInput)
 	if errors.Is(err, fs.ErrNotExist) {
-		return st, nil
+		return &State{Version: stateVersion, Assets: map[string]*StateEntry{}}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	return ParseState(b, filepath.Join(dir, installdir.State))
+}
+
+// ParseState decodes b as a state file, which name names in errors: a
+// file of the wrong format version is an error.
+func ParseState(b []byte, name string) (*State, error) {
+	st := &State{}
 	if err := json.Unmarshal(b, st); err != nil {
-		return nil, &InputError{Err: fmt.Errorf("%s: %w", filepath.Join(dir, installdir.State), err)}
+		return nil, &InputError{Err: fmt.Errorf("%s: %w", name, err)}
 	}
 	if st.Version != stateVersion {
-		return nil, &InputError{Err: fmt.Errorf("%s: format version %d, this kiln reads version %d",
-			filepath.Join(dir, installdir.State), st.Version, stateVersion)}
+		return nil, &InputError{Err: fmt.Errorf("%s: format version %d, this kiln reads version %d", name, st.Version, stateVersion)}
 	}
 	if st.Assets == nil {
 		st.Assets = map[string]*StateEntry{}
+	}
+	return st, nil
+}
+
+// SeedState makes b, the state file of another --dir (a backup's), the
+// state of dir, which has none of its own: b is checked as the state file
+// is read, and written 0600 in one step. name names b in errors. The
+// next store of dir resumes from it: assets whose files are missing from
+// dir are taken from the state and written again, as after a consumed
+// file; graph.WithRenew issues those that must not be kept.
+func SeedState(dir string, b []byte, name string) (*State, error) {
+	st, err := ParseState(b, name)
+	if err != nil {
+		return nil, err
+	}
+	w := &atomicfile.Writer{Root: dir}
+	if err := w.Write(filepath.Join(dir, installdir.State), b, stateMode); err != nil {
+		return nil, err
 	}
 	return st, nil
 }

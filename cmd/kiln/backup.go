@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -65,7 +64,7 @@ the cluster.`,
 		Args:        cobra.ExactArgs(1),
 		Annotations: map[string]string{debugLogAnnotation: debugLogNone},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, err := backup.ReadFile(args[0], identity, io.Discard)
+			m, err := backup.ReadFile(args[0], identity, backup.Sinks{})
 			if err != nil {
 				return exitcode.With(exitcode.Input, err)
 			}

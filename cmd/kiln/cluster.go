@@ -36,32 +36,39 @@ func newCreateClusterCmd(o *rootOptions, co *createOptions) *cobra.Command {
 		Short: "Create the Ignition configs (if needed) and a cluster from them; re-run to resume",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
 			if err := flags.Check(); err != nil {
 				return err
 			}
-			store, err := o.openStore(co)
-			if err != nil {
-				return err
-			}
-			if err := o.createTarget(ctx, store, targets.IgnitionConfigs()); err != nil {
-				return err
-			}
-			s, err := o.openClusterIn(ctx, store, flags, withAPI)
-			if err != nil {
-				return err
-			}
-			if err := install.Create(ctx, s.cluster, s.prov, s.api, o.log, o.stdout); err != nil {
-				return err
-			}
-			if note := kubectl.SkewNote(ctx, exec.LookPath, s.cluster.Resolved.Release.Kubernetes, o.dir); note != "" {
-				fmt.Fprintln(o.stdout, note)
-			}
-			return nil
+			_, err := o.createCluster(cmd.Context(), co, flags)
+			return err
 		},
 	}
 	addTimeoutFlags(cmd, &flags)
 	return cmd
+}
+
+// createCluster is kiln create cluster: the Ignition configs (if needed)
+// and the cluster made from them, resumed where a run stopped; co is nil
+// for a command that has no create flags.
+func (o *rootOptions) createCluster(ctx context.Context, co *createOptions, flags install.Timeouts) (*session, error) {
+	store, err := o.openStore(co)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.createTarget(ctx, store, targets.IgnitionConfigs()); err != nil {
+		return nil, err
+	}
+	s, err := o.openClusterIn(ctx, store, flags, withAPI)
+	if err != nil {
+		return nil, err
+	}
+	if err := install.Create(ctx, s.cluster, s.prov, s.api, o.log, o.stdout); err != nil {
+		return nil, err
+	}
+	if note := kubectl.SkewNote(ctx, exec.LookPath, s.cluster.Resolved.Release.Kubernetes, o.dir); note != "" {
+		fmt.Fprintln(o.stdout, note)
+	}
+	return s, nil
 }
 
 func newDestroyCmd(o *rootOptions) *cobra.Command {

@@ -147,7 +147,7 @@ func nodeClient(kubeconfig string) (kubernetes.Interface, error) {
 func newNodeNetdCmd(o *rootOptions) *cobra.Command {
 	var kubeconfig, nodeIP, serviceNetwork string
 	var clusterNetworks []string
-	cfg := netd.Config{CNIConfPath: "/etc/cni/net.d/10-kiln.conflist", Runner: execRunner{}, ProxyMetricsURL: netd.DefaultProxyMetricsURL}
+	cfg := netd.Config{CNIConfPath: nodelayout.CNIConfig, Runner: execRunner{}, ProxyMetricsURL: netd.DefaultProxyMetricsURL}
 	cmd := &cobra.Command{
 		Use:   "netd",
 		Short: "Maintain this node's pod network (CNI config and routes to other nodes' pods)",

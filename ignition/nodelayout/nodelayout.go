@@ -100,6 +100,14 @@ const (
 // a reset of the host, touch no other route.
 const PodRouteProtocol = "199"
 
+// The pod network on every node: the CNI config the node agent writes for
+// the Node's podCIDR, and the bridge the CNI bridge plugin puts the pods
+// on, which holds the pod CIDR's gateway address.
+const (
+	CNIConfig = "/etc/cni/net.d/10-kiln.conflist"
+	PodBridge = "cni0"
+)
+
 // The machine-config server, on the bootstrap machine and on masters.
 const (
 	// MCSConfigDir holds the configs it serves (<role>.ign) and its

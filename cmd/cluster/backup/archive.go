@@ -189,11 +189,20 @@ func Describe(name, path string) (Member, error) {
 // missing or extra) and the snapshot passes etcd's integrity check; the
 // first difference is the error. An encrypted archive is decrypted with
 // ids (ErrEncrypted without).
-func Check(r io.Reader, ids []age.Identity) (Manifest, error) { return Read(r, ids, io.Discard) }
+func Check(r io.Reader, ids []age.Identity) (Manifest, error) { return Read(r, ids, Sinks{}) }
 
-// Read is Check that also copies the snapshot into snapshot as it reads
-// it; what was copied is the snapshot only when Read returns no error.
-func Read(r io.Reader, ids []age.Identity, snapshot io.Writer) (Manifest, error) {
+// Sinks are where Read copies members as it reads them.
+type Sinks struct {
+	// Snapshot receives etcd's snapshot; nil discards it.
+	Snapshot io.Writer
+	// Dir receives, by path relative to --dir (slash-separated, without
+	// DirPrefix), the archived files of --dir that the caller wants.
+	Dir map[string]io.Writer
+}
+
+// Read is Check that also copies members into s as it reads them; what
+// was copied is the archive's only when Read returns no error.
+func Read(r io.Reader, ids []age.Identity, s Sinks) (Manifest, error) {
 	var m Manifest
 	r, err := plain(r, ids)
 	if err != nil {
@@ -233,8 +242,13 @@ func Read(r io.Reader, ids []age.Identity, snapshot io.Writer) (Manifest, error)
 		delete(want, hdr.Name)
 		h, snap := sha256.New(), etcdmembers.NewSnapshotCheck()
 		sink := io.Writer(h)
-		if hdr.Name == SnapshotName {
-			sink = io.MultiWriter(h, snap, snapshot)
+		switch rel, isDir := strings.CutPrefix(hdr.Name, DirPrefix); {
+		case hdr.Name == SnapshotName && s.Snapshot != nil:
+			sink = io.MultiWriter(h, snap, s.Snapshot)
+		case hdr.Name == SnapshotName:
+			sink = io.MultiWriter(h, snap)
+		case isDir && s.Dir[rel] != nil:
+			sink = io.MultiWriter(h, s.Dir[rel])
 		}
 		n, err := io.Copy(sink, tr)
 		if err != nil {

@@ -152,6 +152,16 @@ func TestWriteThenCheck(t *testing.T) {
 	if len(names) != 7 || names[0] != ManifestName || names[1] != SnapshotName {
 		t.Errorf("members %q", names)
 	}
+	// Read copies the members asked for, and only those.
+	var snap, state, none bytes.Buffer
+	sinks := Sinks{Snapshot: &snap, Dir: map[string]io.Writer{installdir.State: &state, installdir.Ignition("bootstrap"): &none}}
+	if _, err := Read(bytes.NewReader(data), nil, sinks); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(snapshot)
+	if !bytes.Equal(snap.Bytes(), want) || state.String() != `{"assets":{}}` || none.Len() != 0 {
+		t.Errorf("Read copied snapshot %d bytes (want %d), state %q, an unarchived file %q", snap.Len(), len(want), state.String(), none.String())
+	}
 }
 
 func mustGunzip(t *testing.T, data []byte) io.Reader {

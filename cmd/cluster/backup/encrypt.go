@@ -45,7 +45,7 @@ func ReadRecipients(path string) ([]age.Recipient, error) {
 // of the file identityFile when it is not "": kiln backup check's and kiln
 // restore cluster's one way in. An error of the identity file is an
 // *IdentityError; one of the archive names its path.
-func ReadFile(path, identityFile string, snapshot io.Writer) (Manifest, error) {
+func ReadFile(path, identityFile string, s Sinks) (Manifest, error) {
 	var ids []age.Identity
 	if identityFile != "" {
 		var err error
@@ -58,7 +58,7 @@ func ReadFile(path, identityFile string, snapshot io.Writer) (Manifest, error) {
 		return Manifest{}, err
 	}
 	defer f.Close()
-	m, err := Read(f, ids, snapshot)
+	m, err := Read(f, ids, s)
 	if err != nil {
 		return m, fmt.Errorf("%s: %w", path, err)
 	}

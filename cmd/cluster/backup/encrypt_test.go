@@ -58,7 +58,7 @@ func TestEncryptedArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	var snap bytes.Buffer
-	got, err := Read(bytes.NewReader(data), ids, &snap)
+	got, err := Read(bytes.NewReader(data), ids, Sinks{Snapshot: &snap})
 	if err != nil || got.Snapshot != m.Snapshot {
 		t.Fatalf("Read with the identity: %+v, %v", got.Snapshot, err)
 	}

@@ -5,6 +5,9 @@
 // server, and adds the other masters' members again through the API as
 // `kiln scale cluster` finishes a master's join: as learners, promoted
 // once caught up. Each master's old etcd data is kept beside the new one.
+// In a --dir without a cluster it first re-creates the backup's cluster
+// on new machines (recreate.go): the backup's state with its CAs and
+// names, new leaf certificates and bootstrap credentials.
 package restore
 
 import (
@@ -27,7 +30,6 @@ import (
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/cluster/install"
 	"github.com/kiln-project/kiln/cmd/cluster/scale"
-	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
@@ -54,8 +56,17 @@ type Journal struct {
 	Run string `json:"run"`
 	// Snapshot is the SHA-256 of the backup's snapshot.
 	Snapshot string `json:"snapshot"`
-	// Seed is the master that restores the snapshot.
+	// Seed is the master that restores the snapshot; "" until the
+	// cluster's machines are known (a restore that re-creates them).
 	Seed string `json:"seed"`
+	// Recreate says --dir held no cluster when the restore began: it
+	// re-creates the backup's cluster (Seed, then create cluster) and
+	// restores etcd on the new machines. Configs says the Ignition
+	// configs are written with the backup's CAs, Created that create
+	// cluster finished.
+	Recreate bool `json:"recreate,omitempty"`
+	Configs  bool `json:"configs,omitempty"`
+	Created  bool `json:"created,omitempty"`
 }
 
 // Cluster restores c's etcd from the backup o.From (see the package
@@ -78,12 +89,14 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	}
 	defer os.Remove(snap.Name())
 	defer snap.Close()
-	m, err := readBackup(o.From, o.Identity, snap)
+	m, err := readBackup(o.From, o.Identity, backup.Sinks{Snapshot: snap})
 	if err != nil {
 		return exitcode.With(exitcode.Input, err)
 	}
 	if m.InfraID != c.InfraID {
-		return exitcode.With(exitcode.Input, fmt.Errorf("--from: %s is a backup of cluster %s (infra ID %s); --dir holds %s (infra ID %s)",
+		return exitcode.With(exitcode.Input, fmt.Errorf("--from: %s is a backup of cluster %s (infra ID %s); --dir holds %s (infra ID %s). "+
+			"To bring the backup's cluster back on new machines instead, restore it in a --dir without a cluster (after kiln destroy cluster): "+
+			"it is created again with the backup's names and CAs first",
 			o.From, m.Cluster, m.InfraID, c.Config.Metadata.Name, c.InfraID))
 	}
 	masters := c.Machines().Masters
@@ -148,6 +161,24 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 		log, progress, nil, out); err != nil {
 		return err
 	}
+	if j.Recreate {
+		t := now()
+		gone, err := pruneNodes(ctx, api.Client, c.Machines().All())
+		if err != nil {
+			return exitcode.With(exitcode.Install, err)
+		}
+		if len(gone) > 0 {
+			fmt.Fprintln(out, pruned(gone, now().Sub(t)))
+		}
+		t = now()
+		end := progress.Start("Moving the pods into the pod CIDRs of the restored Nodes")
+		moved, err := repairPodNetworks(ctx, api.Client, shell, &c.Cluster, now)
+		end(err)
+		if err != nil {
+			return exitcode.With(exitcode.Install, err)
+		}
+		fmt.Fprintf(out, "Pod networks match the restored Nodes: %d pods started again in their node's pod CIDR (%s)\n", moved, now().Sub(t).Round(100*time.Millisecond))
+	}
 	if err := api.InstallComplete(ctx, c.Nodes(), o.Timeout); err != nil {
 		return exitcode.With(exitcode.Install, err)
 	}
@@ -161,38 +192,45 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 }
 
 // readBackup checks the archive at path whole, decrypted with the
-// identity file's keys when it is encrypted, and copies its snapshot
-// into snap.
-func readBackup(path, identity string, snap *os.File) (backup.Manifest, error) {
-	m, err := backup.ReadFile(path, identity, snap)
+// identity file's keys when it is encrypted, copying into s what it asks
+// for; a snapshot file is synced.
+func readBackup(path, identity string, s backup.Sinks) (backup.Manifest, error) {
+	m, err := backup.ReadFile(path, identity, s)
 	if ie := (*backup.IdentityError)(nil); errors.As(err, &ie) {
 		return m, err
 	} else if err != nil {
 		return m, fmt.Errorf("--from: %w", err)
 	}
-	return m, snap.Sync()
+	if f, ok := s.Snapshot.(*os.File); ok {
+		return m, f.Sync()
+	}
+	return m, nil
 }
 
 // journal returns the restore under way in c's --dir when it restores the
-// same snapshot, else records a new one, restored on the first master.
+// same snapshot, else records a new one; either is restored on the first
+// master, recorded once the cluster's masters are known.
 func journal(c *install.Cluster, m backup.Manifest, masters []string, now time.Time) (Journal, error) {
-	var j Journal
-	found, err := graph.LoadRecord(c.Dir, installdir.RestoreJournal, &j)
+	j, found, err := Pending(c.Dir)
 	if err != nil {
-		return j, exitcode.With(exitcode.Input, fmt.Errorf("%s: %w", installdir.RestoreJournal, err))
+		return j, err
 	}
 	if found {
 		if j.Snapshot != m.Snapshot.SHA256 {
 			return j, exitcode.With(exitcode.Input, fmt.Errorf("--from: a restore of another backup (restore %s, its snapshot's SHA-256 %s) is under way in %s: run it again with that backup to finish it",
 				j.Run, j.Snapshot, c.Dir))
 		}
-		return j, nil
+		if j.Seed != "" {
+			return j, nil
+		}
+	} else {
+		j = Journal{Run: now.UTC().Format("20060102T150405Z"), Snapshot: m.Snapshot.SHA256}
 	}
 	if len(masters) == 0 {
 		return j, errors.New("the cluster has no master")
 	}
-	j = Journal{Run: now.UTC().Format("20060102T150405Z"), Snapshot: m.Snapshot.SHA256, Seed: masters[0]}
-	return j, graph.SaveRecord(c.Dir, installdir.RestoreJournal, j)
+	j.Seed = masters[0]
+	return j, j.Save(c.Dir)
 }
 
 // stopOthers has every master of others stop its etcd and API server and

@@ -125,7 +125,7 @@ func routeEntry(r Route) entry {
 func CNIConfig(podCIDR netip.Prefix, mtu int) ([]byte, error) {
 	bridge := map[string]any{
 		"type":        "bridge",
-		"bridge":      "cni0",
+		"bridge":      nodelayout.PodBridge,
 		"isGateway":   true,
 		"ipMasq":      false,
 		"hairpinMode": true,
