@@ -70,22 +70,19 @@ func ParseState(b []byte, name string) (*State, error) {
 	return st, nil
 }
 
-// SeedState makes b, the state file of another --dir (a backup's), the
-// state of dir, which has none of its own: b is checked as the state file
-// is read, and written 0600 in one step. name names b in errors. The
-// next store of dir resumes from it: assets whose files are missing from
-// dir are taken from the state and written again, as after a consumed
-// file; graph.WithRenew issues those that must not be kept.
-func SeedState(dir string, b []byte, name string) (*State, error) {
-	st, err := ParseState(b, name)
+// SeedState makes st, the parsed state file of another --dir (a
+// backup's, ParseState), the state of dir, which has none of its own: it
+// is written 0600 in one step, as the store writes it. The next store of
+// dir resumes from it: assets whose files are missing from dir are taken
+// from the state and written again, as after a consumed file;
+// graph.WithRenew issues those that must not be kept.
+func SeedState(dir string, st *State) error {
+	b, err := st.encode()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	w := &atomicfile.Writer{Root: dir}
-	if err := w.Write(filepath.Join(dir, installdir.State), b, stateMode); err != nil {
-		return nil, err
-	}
-	return st, nil
+	return w.Write(filepath.Join(dir, installdir.State), b, stateMode)
 }
 
 // retire removes the assets ids from st: their entries, and their place

@@ -110,17 +110,17 @@ func Seed(dir string, o Options, prev Journal, pending bool, now time.Time, out 
 		return prev, exitcode.With(exitcode.Input, err)
 	}
 	j := Journal{Run: now.UTC().Format("20060102T150405Z"), Snapshot: m.Snapshot.SHA256, Recreate: true}
-	if pending && prev.Snapshot == j.Snapshot {
+	if pending {
+		if err := prev.sameSnapshot(m, dir); err != nil {
+			return prev, err
+		}
 		j.Run = prev.Run
-	} else if pending {
-		return prev, exitcode.With(exitcode.Input, fmt.Errorf("--from: a restore of another backup (restore %s, its snapshot's SHA-256 %s) is under way in %s: run it again with that backup to finish it",
-			prev.Run, prev.Snapshot, dir))
 	}
 	// The journal first: a run cut short after it seeds again.
 	if err := j.Save(dir); err != nil {
 		return prev, err
 	}
-	if _, err := graph.SeedState(dir, state.Bytes(), name); err != nil {
+	if err := graph.SeedState(dir, st); err != nil {
 		return j, err
 	}
 	fmt.Fprintf(out, "Re-creating the machines of cluster %s (infra ID %s, platform %s) from %s, taken %s:\n"+

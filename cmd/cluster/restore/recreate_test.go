@@ -259,7 +259,7 @@ func TestPruneNodesDeletesOnlyThoseWithoutAMachine(t *testing.T) {
 	}
 }
 
-func TestStrayPodsAndStaleAddresses(t *testing.T) {
+func TestPodNetworkPodsAndStaleAddresses(t *testing.T) {
 	cidr := netip.MustParsePrefix("10.128.0.0/23")
 	pod := func(name, node, ip string, host bool) corev1.Pod {
 		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"},

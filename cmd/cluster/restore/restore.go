@@ -216,9 +216,8 @@ func journal(c *install.Cluster, m backup.Manifest, masters []string, now time.T
 		return j, err
 	}
 	if found {
-		if j.Snapshot != m.Snapshot.SHA256 {
-			return j, exitcode.With(exitcode.Input, fmt.Errorf("--from: a restore of another backup (restore %s, its snapshot's SHA-256 %s) is under way in %s: run it again with that backup to finish it",
-				j.Run, j.Snapshot, c.Dir))
+		if err := j.sameSnapshot(m, c.Dir); err != nil {
+			return j, err
 		}
 		if j.Seed != "" {
 			return j, nil
@@ -231,6 +230,16 @@ func journal(c *install.Cluster, m backup.Manifest, masters []string, now time.T
 	}
 	j.Seed = masters[0]
 	return j, j.Save(c.Dir)
+}
+
+// sameSnapshot refuses to go on with j, the restore under way in dir,
+// with another backup than its own, m.
+func (j Journal) sameSnapshot(m backup.Manifest, dir string) error {
+	if j.Snapshot == m.Snapshot.SHA256 {
+		return nil
+	}
+	return exitcode.With(exitcode.Input, fmt.Errorf("--from: a restore of another backup (restore %s, its snapshot's SHA-256 %s) is under way in %s: run it again with that backup to finish it",
+		j.Run, j.Snapshot, dir))
 }
 
 // stopOthers has every master of others stop its etcd and API server and
