@@ -38,6 +38,14 @@ type StateEntry struct {
 	Value json.RawMessage `json:"value"`
 }
 
+// Recorded reports whether data is the content the state last wrote or
+// read for file name of asset id: false for a user's edit, or a file the
+// state does not know.
+func (s *State) Recorded(id, name string, data []byte) bool {
+	e := s.Assets[id]
+	return e != nil && e.Disk[name] != "" && e.Disk[name] == hashBytes(data)
+}
+
 // ReadState reads dir's state file and changes nothing; a missing file is an
 // empty state. It is for commands that only report, like `kiln certs`.
 func ReadState(dir string) (*State, error) { return readState(dir) }

@@ -437,3 +437,30 @@ func TestFromStateReadsWhatPersistWrote(t *testing.T) {
 		t.Fatalf("FromState after Persist = %v, %v, %q; want %q", found, err, got.Value, ign.Value)
 	}
 }
+
+func TestStateRecordedTellsWrittenFilesFromEdits(t *testing.T) {
+	dir := t.TempDir()
+	ctx, _ := withHooks(t)
+	s, _ := open(t, dir)
+	if err := s.Persist(ctx, target(&fileAsset[sIC]{}, &fileAsset[sMan]{})); err != nil {
+		t.Fatal(err)
+	}
+	st, err := graph.ReadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := []byte(readFile(t, dir, "config.txt"))
+	if !st.Recorded("ic", "config.txt", written) {
+		t.Error("the file as kiln wrote it is not recorded")
+	}
+	for _, c := range []struct{ id, name, data string }{
+		{"ic", "config.txt", "edited\n"},
+		{"ic", "other.txt", string(written)},
+		{"man", "config.txt", string(written)},
+		{"missing", "config.txt", string(written)},
+	} {
+		if st.Recorded(c.id, c.name, []byte(c.data)) {
+			t.Errorf("Recorded(%s, %s, %q) = true, want false", c.id, c.name, c.data)
+		}
+	}
+}

@@ -40,8 +40,12 @@ const shutdownLine = "[-]shutdown "
 //   - a backend that refuses or drops TCP connections is gone: it is marked
 //     down and its sessions are closed at the first failed check;
 //   - one that answers "not ready" (a non-200 /readyz, such as an API server
-//     whose etcd member was removed) is marked down after fallChecks, and
-//     its sessions are closed then if another backend is healthy;
+//     whose etcd member was removed, or whose etcd answers late on a loaded
+//     host) is marked down after fallChecks, and its sessions are closed
+//     after staleChecks if another backend is healthy: it still answers the
+//     requests it has, and cutting them after a few failed etcd checks
+//     failed requests in flight (the conformance suite's `unexpected EOF`
+//     on a loaded host);
 //   - one that answers that it is shutting down (draining: a non-200
 //     /readyz whose "shutdown" check failed, an API server that received
 //     SIGTERM) is marked down at the first such check, and its sessions
@@ -52,9 +56,10 @@ const shutdownLine = "[-]shutdown "
 //     connections it is gone, as above;
 //   - one that accepts connections but does not answer in time is marked
 //     down after fallChecks, and its sessions are closed after staleChecks
-//     if another backend is healthy: a busy API server (a loaded host, a
-//     large LIST) still serves the requests and watches it has, and
-//     cutting them would fail every client at once for a few slow checks.
+//     if another backend is healthy, as for "not ready": a busy API server
+//     (a loaded host, a large LIST) still serves the requests and watches
+//     it has, and cutting them would fail every client at once for a few
+//     slow checks.
 //
 // Sessions are moved off a backend only when there is somewhere better to
 // go. With no healthy backend, a backend still reachable keeps its sessions
@@ -245,7 +250,7 @@ func (b *Balancer) record(svc *service, be *backend, err error) {
 		return
 	}
 	closed := 0
-	if grade == unreachable || (grade == notReady || n >= staleChecks) && svc.healthyOtherThan(be) {
+	if grade == unreachable || n >= staleChecks && svc.healthyOtherThan(be) {
 		closed = be.sessions.closeAll()
 	}
 	switch {

@@ -155,7 +155,7 @@ func TestRecordFallRules(t *testing.T) {
 		downAt, closeAt int32
 	}{
 		{"slow", slowErr, true, fallChecks, staleChecks},
-		{"not ready", notReadyErr, true, fallChecks, fallChecks},
+		{"not ready", notReadyErr, true, fallChecks, staleChecks},
 		{"unreachable", goneErr, true, 1, 1},
 		{"draining", drainErr, true, 1, never},
 		{"draining, no other backend", drainErr, false, 1, never},
@@ -201,7 +201,7 @@ func TestSessionsMoveOnceAnotherBackendIsHealthy(t *testing.T) {
 	client, server := net.Pipe()
 	t.Cleanup(func() { client.Close(); server.Close() })
 	be.sessions.add(client)
-	for range fallChecks + 2 {
+	for range staleChecks + 2 {
 		b.record(svc, be, notReadyErr)
 	}
 	if len(be.sessions.conns) != 1 {

@@ -6,10 +6,11 @@ import (
 )
 
 // sessions are the client connections proxied to one backend. When the
-// backend is removed, or marked down for a reason other than slow checks
-// (fallChecks) or draining (an API server shutting down, which closes them
-// itself, gracefully, once its shutdown delay is over), they are closed (HAProxy's "on-marked-down
-// shutdown-sessions"): a client with a long-lived
+// backend is removed, gone (refusing connections), or failing its checks
+// for staleChecks while another backend is healthy — never while it is
+// draining (an API server shutting down, which closes them itself,
+// gracefully, once its shutdown delay is over) — they are closed
+// (HAProxy's "on-marked-down shutdown-sessions"): a client with a long-lived
 // connection — a kubelet's or client-go's HTTP/2 connection to the API — would
 // otherwise keep talking to a dead API server that still answers TCP and
 // HTTP/2 pings, such as the bootstrap machine's after its etcd member is

@@ -3,8 +3,6 @@ package restore
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -141,8 +139,7 @@ func sameInstallConfig(dir string, st *graph.State, m backup.Manifest) error {
 	if err != nil {
 		return err
 	}
-	sum := sha256.Sum256(b)
-	if e := st.Assets[installconfig.ID]; e != nil && e.Disk[installdir.InstallConfig] == hex.EncodeToString(sum[:]) {
+	if st.Recorded(installconfig.ID, installdir.InstallConfig, b) {
 		return nil
 	}
 	return fmt.Errorf("--dir: %s is not the install-config of the backup's cluster %s (%s): the cluster restored onto new machines is the backup's, "+
