@@ -414,10 +414,10 @@ func newNodeCertsInstallCmd(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "certs-install",
 		Short: "This master's part of kiln certs renew: put new certificates in place and restart what reads them",
-		Long: `Put the certificates and kubeconfigs of --bundle (written by kiln certs renew) in place on this
-master, restart the API server, kube-controller-manager and kube-scheduler through their static pods
-(annotation ` + certinstall.Annotation + `), wait until they run again and the API server is ready with
-its new certificate, then remove the bundle. A second run of the same bundle restarts nothing.`,
+		Long: `Read and remove --bundle (written by kiln certs renew), put its certificates and kubeconfigs in
+place on this master, restart the API server, kube-controller-manager and kube-scheduler through their
+static pods (annotation ` + certinstall.Annotation + `), and wait until they run again and the API server
+is ready with its new certificate. A second run of the same bundle restarts nothing; two runs take turns.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
@@ -430,10 +430,14 @@ its new certificate, then remove the bundle. A second run of the same bundle res
 			if err := json.Unmarshal(data, &b); err != nil {
 				return exitcode.With(exitcode.Input, fmt.Errorf("%s: %w", bundle, err))
 			}
-			if err := newNodeCertsInstall(o.log, lock).Do(ctx, b); err != nil {
+			// Removed once read, not once installed: kiln on the host,
+			// killed and run again, puts the bundle again while this
+			// process may still be installing the first (they take
+			// turns), and the first's late removal took the second's.
+			if err := os.Remove(bundle); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
-			return os.Remove(bundle)
+			return newNodeCertsInstall(o.log, lock).Do(ctx, b)
 		},
 	}
 	cmd.Flags().StringVar(&bundle, "bundle", nodelayout.CertsRenewBundle, "the renewal's files (JSON, 0600)")
