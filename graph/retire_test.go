@@ -19,16 +19,7 @@ import (
 // depended on, and the file that asset wrote is still in --dir.
 func oldDir(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	ctx, _ := withHooks(t)
-	s, _ := open(t, dir)
-	if err := s.Persist(ctx, target(&fileAsset[sIC]{}, &fileAsset[sMan]{})); err != nil {
-		t.Fatal(err)
-	}
-	st, err := graph.ReadState(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, st := persisted(t)
 	st.Assets["old/secret"] = &graph.StateEntry{
 		Hash:  "h-old",
 		Disk:  map[string]string{"auth/old-secret": "h-file"},

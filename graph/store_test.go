@@ -438,7 +438,10 @@ func TestFromStateReadsWhatPersistWrote(t *testing.T) {
 	}
 }
 
-func TestStateRecordedTellsWrittenFilesFromEdits(t *testing.T) {
+// persisted returns a --dir where ic and man were persisted, and its
+// state as read back.
+func persisted(t *testing.T) (string, *graph.State) {
+	t.Helper()
 	dir := t.TempDir()
 	ctx, _ := withHooks(t)
 	s, _ := open(t, dir)
@@ -449,6 +452,11 @@ func TestStateRecordedTellsWrittenFilesFromEdits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, st
+}
+
+func TestStateRecordedTellsWrittenFilesFromEdits(t *testing.T) {
+	dir, st := persisted(t)
 	written := []byte(readFile(t, dir, "config.txt"))
 	if !st.Recorded("ic", "config.txt", written) {
 		t.Error("the file as kiln wrote it is not recorded")
