@@ -1,6 +1,7 @@
 // Package graphtest has stand-ins for the asset engine, for testing one
 // asset's Generate and Load without a store: an in-memory --dir and a
-// Parents that serves given values for declared dependencies only.
+// Parents that serves given values for declared dependencies only; and
+// StateValue, which reads one asset's value from a --dir's state file.
 package graphtest
 
 import (
@@ -94,4 +95,19 @@ func Generate(t testing.TB, a graph.Asset, values ...graph.Asset) {
 	if err := a.Generate(context.Background(), NewParents(a, values...)); err != nil {
 		t.Fatalf("%s: %v", a.ID(), err)
 	}
+}
+
+// StateValue returns the JSON value of asset id in dir's state file and
+// fails the test when it has none.
+func StateValue(t testing.TB, dir, id string) string {
+	t.Helper()
+	st, err := graph.ReadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := st.Assets[id]
+	if e == nil {
+		t.Fatalf("no %s in %s's state", id, dir)
+	}
+	return string(e.Value)
 }

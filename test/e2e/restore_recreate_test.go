@@ -10,7 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/graphtest"
 	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 )
@@ -61,7 +61,7 @@ func TestClusterRecreate(t *testing.T) {
 	// A --dir of its own for the admin kubeconfig of before the disaster.
 	before := t.TempDir()
 	copyFile(t, filepath.Join(dir, installdir.AdminKubeconfig), filepath.Join(before, installdir.AdminKubeconfig))
-	rootCA := stateValue(t, dir, "tls/root-ca")
+	rootCA := graphtest.StateValue(t, dir, "tls/root-ca")
 
 	if out, err := runKiln(t, kiln, 10*time.Minute, "destroy", "cluster", "--dir", dir); err != nil {
 		t.Fatalf("destroy cluster: %v\n%s", err, lastLines(out, 30))
@@ -84,7 +84,7 @@ func TestClusterRecreate(t *testing.T) {
 	if got := readInfraID(t, dir); got != infraID {
 		t.Errorf("infra ID %s after the restore, want the backup's %s", got, infraID)
 	}
-	if stateValue(t, dir, "tls/root-ca") != rootCA {
+	if graphtest.StateValue(t, dir, "tls/root-ca") != rootCA {
 		t.Errorf("the root CA changed: the re-created cluster must keep the backup's")
 	}
 	client = adminClient(t, dir)
@@ -96,20 +96,6 @@ func TestClusterRecreate(t *testing.T) {
 	if _, err := adminClient(t, before).CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
 		t.Errorf("the admin kubeconfig of before the disaster: %v", err)
 	}
-}
-
-// stateValue returns the value of asset id in dir's state file.
-func stateValue(t *testing.T, dir, id string) string {
-	t.Helper()
-	st, err := graph.ReadState(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := st.Assets[id]
-	if e == nil {
-		t.Fatalf("no %s in %s's state", id, dir)
-	}
-	return string(e.Value)
 }
 
 // copyFile copies src to dst, 0600, making dst's folder.

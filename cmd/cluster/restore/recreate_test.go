@@ -27,6 +27,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/cluster/backup"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/graphtest"
 	"github.com/kiln-project/kiln/graph/installdir"
 )
 
@@ -96,20 +97,6 @@ func backedUpDir(t *testing.T, withState bool, kubernetes string) (dir, archive 
 	return dir, archive
 }
 
-// value is the state's value of asset id in dir.
-func value(t *testing.T, dir, id string) string {
-	t.Helper()
-	st, err := graph.ReadState(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := st.Assets[id]
-	if e == nil {
-		t.Fatalf("%s: no %s in the state", dir, id)
-	}
-	return string(e.Value)
-}
-
 // TestSeedKeepsTheIdentityAndIssuesTheRest re-creates a backup's --dir as
 // kiln restore cluster does in a --dir without a cluster: the destroyed
 // cluster's install-config.yaml is back in --dir (destroy puts it back).
@@ -152,13 +139,13 @@ func TestSeedKeepsTheIdentityAndIssuesTheRest(t *testing.T) {
 	kept := []string{clusterid.ID, installconfig.ID, (&kilntls.RootCA{}).ID(), (&kilntls.EtcdCA{}).ID(), (&kilntls.FrontProxyCA{}).ID(),
 		(&kilntls.KubeletServingCA{}).ID(), (&kilntls.ServiceAccountKeyPair{}).ID()}
 	for _, id := range kept {
-		if value(t, dir, id) != value(t, old, id) {
+		if graphtest.StateValue(t, dir, id) != graphtest.StateValue(t, old, id) {
 			t.Errorf("%s was not kept", id)
 		}
 	}
 	// Every leaf certificate and the bootstrap credentials are new.
 	for _, id := range append(kilntls.RenewableIDs(), (&kilntls.EtcdServer{}).ID(), "bootstrap-token", "machine-config-tokens") {
-		if value(t, dir, id) == value(t, old, id) {
+		if graphtest.StateValue(t, dir, id) == graphtest.StateValue(t, old, id) {
 			t.Errorf("%s was kept; want it issued again", id)
 		}
 	}
