@@ -90,6 +90,9 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 	defer os.Remove(snap.Name())
 	defer snap.Close()
 	m, err := readBackup(o.From, o.Identity, backup.Sinks{Snapshot: snap})
+	if err == nil {
+		err = snap.Sync()
+	}
 	if err != nil {
 		return exitcode.With(exitcode.Input, err)
 	}
@@ -193,16 +196,13 @@ func Cluster(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 
 // readBackup checks the archive at path whole, decrypted with the
 // identity file's keys when it is encrypted, copying into s what it asks
-// for; a snapshot file is synced.
+// for.
 func readBackup(path, identity string, s backup.Sinks) (backup.Manifest, error) {
 	m, err := backup.ReadFile(path, identity, s)
 	if ie := (*backup.IdentityError)(nil); errors.As(err, &ie) {
 		return m, err
 	} else if err != nil {
 		return m, fmt.Errorf("--from: %w", err)
-	}
-	if f, ok := s.Snapshot.(*os.File); ok {
-		return m, f.Sync()
 	}
 	return m, nil
 }
