@@ -109,13 +109,7 @@ func (o *rootOptions) renewal(s *session) (*renew.Renewal, error) {
 	return &renew.Renewal{
 		Cluster: s.cluster,
 		Shell:   shell,
-		Reissue: func(ctx context.Context, ids []string) error {
-			store, err := graph.Open(o.dir, graph.WithLogger(o.log), graph.WithRetired(targets.Retired()...), graph.WithRenew(ids...))
-			if err != nil {
-				return err
-			}
-			return o.createTarget(ctx, store, targets.IgnitionConfigs())
-		},
+		Reissue: o.reissue,
 		APIReady: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, apiProbeTimeout)
 			defer cancel()
@@ -134,4 +128,14 @@ func (o *rootOptions) renewal(s *session) (*renew.Renewal, error) {
 		Out:      o.stdout,
 		Now:      time.Now,
 	}, nil
+}
+
+// reissue issues the assets ids again in --dir, with every file made from
+// them: the state, auth/ and the Ignition configs.
+func (o *rootOptions) reissue(ctx context.Context, ids []string) error {
+	store, err := graph.Open(o.dir, graph.WithLogger(o.log), graph.WithRetired(targets.Retired()...), graph.WithRenew(ids...))
+	if err != nil {
+		return err
+	}
+	return o.createTarget(ctx, store, targets.IgnitionConfigs())
 }

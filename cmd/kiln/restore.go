@@ -7,12 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-project/kiln/assets/targets"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/cluster/install"
 	"github.com/kiln-project/kiln/cmd/cluster/restore"
 	"github.com/kiln-project/kiln/cmd/cluster/scale"
-	"github.com/kiln-project/kiln/graph"
 )
 
 // newRestoreCmd is `kiln restore`: bring a cluster back from a backup.
@@ -77,11 +75,7 @@ func (o *rootOptions) recreateForRestore(ctx context.Context, opts restore.Optio
 		if j, err = restore.Seed(o.dir, opts, j, pending, time.Now(), o.stdout); err != nil {
 			return nil, err
 		}
-		store, err := graph.Open(o.dir, graph.WithLogger(o.log), graph.WithRetired(targets.Retired()...), graph.WithRenew(restore.Reissued()...))
-		if err != nil {
-			return nil, err
-		}
-		if err := o.createTarget(ctx, store, targets.IgnitionConfigs()); err != nil {
+		if err := o.reissue(ctx, restore.Reissued()); err != nil {
 			return nil, err
 		}
 		j.Configs = true
