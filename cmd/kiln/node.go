@@ -145,7 +145,7 @@ func nodeClient(kubeconfig string) (kubernetes.Interface, error) {
 }
 
 func newNodeNetdCmd(o *rootOptions) *cobra.Command {
-	var kubeconfig, nodeIP, serviceNetwork string
+	var kubeconfig, nodeIP, serviceNetwork, serviceRoute string
 	var clusterNetworks []string
 	cfg := netd.Config{CNIConfPath: nodelayout.CNIConfig, Runner: execRunner{}, ProxyMetricsURL: netd.DefaultProxyMetricsURL}
 	cmd := &cobra.Command{
@@ -158,6 +158,13 @@ func newNodeNetdCmd(o *rootOptions) *cobra.Command {
 			}
 			if err := setNetdEgress(&cfg.Egress, clusterNetworks, serviceNetwork); err != nil {
 				return err
+			}
+			if serviceRoute != "" {
+				p, err := netip.ParsePrefix(serviceRoute)
+				if err != nil || !p.Addr().Is4() {
+					return exitcode.With(exitcode.Input, fmt.Errorf("--service-route: %q is not an IPv4 prefix", serviceRoute))
+				}
+				cfg.ServiceRoute = p.Masked()
 			}
 			client, err := awaitNodeClient(cmd.Context(), kubeconfig, credentialsPoll, o.log)
 			if err != nil {
@@ -179,6 +186,8 @@ func newNodeNetdCmd(o *rootOptions) *cobra.Command {
 		"what pods reach outside the cluster, install-config's networking.egress: "+strings.Join(types.Egresses(), " or ")+" (NAT masquerades pod traffic leaving the pod and Service networks)")
 	cmd.Flags().StringSliceVar(&clusterNetworks, "cluster-network", nil, "the pod networks (networking.clusterNetwork), with --egress NAT")
 	cmd.Flags().StringVar(&serviceNetwork, "service-network", "", "the Service network (networking.serviceNetwork), with --egress NAT")
+	cmd.Flags().StringVar(&serviceRoute, "service-route", "",
+		"the Service network (networking.serviceNetwork), routed on-link through --node-ip's interface when this host has no route to it (empty: never)")
 	return cmd
 }
 

@@ -57,6 +57,9 @@ type Config struct {
 	// Egress is what the node's pods reach outside the cluster; netd
 	// keeps its masquerade rules (egress.go).
 	Egress Egress
+	// ServiceRoute is the Service network, which netd routes on-link
+	// when the node has no route to it (serviceroute.go); invalid: never.
+	ServiceRoute netip.Prefix
 }
 
 // Route is a route to another node's pods.
@@ -191,10 +194,13 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg Config) error {
 	}
 }
 
-// reconcile installs the paths to the other nodes' pods and the pods'
-// egress, then this node's CNI config (which may wait for kube-proxy: the
-// paths must not).
+// reconcile installs the route to the Service network where the node has
+// none, the paths to the other nodes' pods and the pods' egress, then this
+// node's CNI config (which may wait for kube-proxy: the paths must not).
 func reconcile(ctx context.Context, cfg Config, nodes []*corev1.Node) error {
+	if err := reconcileServiceRoute(ctx, cfg); err != nil {
+		return err
+	}
 	mtu, err := reconcilePaths(ctx, cfg, nodes)
 	if err != nil {
 		return err
@@ -259,6 +265,9 @@ func routeSet(ctx context.Context, cfg Config, want []Route) (entrySet, error) {
 		dst, err := netip.ParsePrefix(r.Dst)
 		if err != nil {
 			continue
+		}
+		if cfg.ServiceRoute.IsValid() && dst == cfg.ServiceRoute.Masked() {
+			continue // reconcileServiceRoute's
 		}
 		via, _ := netip.ParseAddr(r.Gateway)
 		s.have = append(s.have, routeEntry(Route{Dst: dst, Via: via}))

@@ -3,6 +3,7 @@ package netd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/netip"
 	"os"
@@ -30,12 +31,16 @@ func node(name, ip, cidr string) *corev1.Node {
 // fakeRunner records each command and answers the listings in out.
 type fakeRunner struct {
 	out   map[string]string // command line -> its output
+	fail  map[string]bool   // command lines that exit non-zero
 	calls []string
 }
 
 func (f *fakeRunner) Run(_ context.Context, argv ...string) ([]byte, error) {
 	cmd := strings.Join(argv, " ")
 	f.calls = append(f.calls, cmd)
+	if f.fail[cmd] {
+		return []byte(f.out[cmd]), errors.New("exit status 2")
+	}
 	return []byte(f.out[cmd]), nil
 }
 
