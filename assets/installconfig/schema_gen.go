@@ -93,6 +93,10 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "httpsProxy", Type: "string", Ref: "", Doc: "httpsProxy is the URL of the proxy for https:// destinations."},
 			{Name: "noProxy", Type: "string", Ref: "", Doc: "noProxy is a comma-separated list of destinations that bypass the proxy."},
 		}},
+		"SshAddons": {Doc: "SshAddons selects the in-cluster add-ons of an ssh cluster; each is installed unless set to false. They are local's storage and metrics add-ons; local's loadBalancer and registry run on kiln's host, which an ssh cluster does not have.", Fields: []fieldDoc{
+			{Name: "storage", Type: "boolean", Ref: "", Doc: "storage is the default StorageClass \"standard\": rancher's local-path-provisioner, with volumes in /var/lib/kiln/local-path on the host whose node runs the pod, removed with the rest of kiln's files when the host is reset (default true)."},
+			{Name: "metrics", Type: "boolean", Ref: "", Doc: "metrics is metrics-server: the metrics.k8s.io API behind `kubectl top` and HorizontalPodAutoscalers (default true)."},
+		}},
 		"SshHost": {Doc: "SshHost is one of the user's machines.", Fields: []fieldDoc{
 			{Name: "name", Type: "string", Ref: "", Doc: "name is the host's hostname, which its Node is named after; kiln checks that the host answers to it and leaves it unchanged."},
 			{Name: "address", Type: "string", Ref: "", Doc: "address is the host's IPv4 address in machineNetwork: where kiln reaches its SSH server, and the address its node and the other hosts use."},
@@ -107,6 +111,7 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "bastion", Type: "string", Ref: "", Doc: "bastion is host[:port] of a jump host kiln dials the hosts through, with the same user and key; unset, kiln dials them directly."},
 			{Name: "apiVIP", Type: "string", Ref: "", Doc: "apiVIP is the address users reach the API at from outside the hosts: a virtual IP or load balancer of theirs in front of port 6443 of the masters, or one master's address. It is in the API server's certificate and the admin kubeconfig. Unset, the admin kubeconfig names api.<metadata.name>.<baseDomain>, which the user's DNS resolves to the masters. The hosts themselves never use it: each reaches the API through its own proxy on 127.0.0.1:6444."},
 			{Name: "hosts", Type: "[]object", Ref: "SshHost", Doc: "hosts are the cluster's machines: one bootstrap host, the masters (as many as controlPlane.replicas) and the workers (as many as the compute pools' replicas, the bootstrap host among them when it joins as a worker)."},
+			{Name: "addons", Type: "object", Ref: "SshAddons", Doc: "addons switches off the add-ons an ssh cluster gets by default, for users who bring their own."},
 		}},
 		"Timeouts": {Doc: "Timeouts bounds the waits of create cluster; values are Go durations (\"20m\").", Fields: []fieldDoc{
 			{Name: "bootstrap", Type: "string", Ref: "", Doc: "bootstrap bounds the wait for bootstrap-complete (default 30m)."},

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,8 +52,8 @@ func TestApps(t *testing.T) {
 // binary bound into every machine, in the pause image.
 func assertApps(t *testing.T, dir, infraID string) {
 	client := adminClient(t, dir)
-	t.Run("storage", func(t *testing.T) { assertStorage(t, client) })
-	t.Run("metrics", func(t *testing.T) { assertMetrics(t, client, dir, infraID) })
+	t.Run("storage", func(t *testing.T) { assertStorage(t, client, localNodeFiles{}) })
+	t.Run("metrics", func(t *testing.T) { assertMetrics(t, client, localKubectl(dir, infraID)) })
 	t.Run("loadbalancer", func(t *testing.T) { assertLoadBalancer(t, client, infraID) })
 	t.Run("registry", func(t *testing.T) { assertRegistry(t, client, infraID) })
 	t.Run("kube-proxy restart", func(t *testing.T) { assertKubeProxyRestart(t, client) })
@@ -75,10 +76,59 @@ func probeSpec(labels map[string]string, args ...string) corev1.PodTemplateSpec 
 	}
 }
 
+// nodeFiles reads the files of a cluster's nodes from the test: a local
+// machine's root on the host, an ssh host over SSH.
+type nodeFiles interface {
+	// ReadFile returns the content of path on node.
+	ReadFile(ctx context.Context, node, path string) ([]byte, error)
+	// Exists reports whether path is on node.
+	Exists(ctx context.Context, node, path string) (bool, error)
+}
+
+// localNodeFiles are the files of local machines, whose names are their
+// nodes'.
+type localNodeFiles struct{}
+
+// ReadFile implements nodeFiles.
+func (localNodeFiles) ReadFile(_ context.Context, node, path string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(machine.DefaultStateRoot, node, "root", path))
+}
+
+// Exists implements nodeFiles.
+func (localNodeFiles) Exists(_ context.Context, node, path string) (bool, error) {
+	_, err := os.Stat(filepath.Join(machine.DefaultStateRoot, node, "root", path))
+	if os.IsNotExist(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// kubectlRunner runs the cluster release's kubectl as the cluster's admin
+// with args and returns what it printed.
+type kubectlRunner func(ctx context.Context, args ...string) ([]byte, error)
+
+// localKubectl runs the kubectl of a local cluster's first master, from
+// its root on the host, with --dir's admin kubeconfig.
+func localKubectl(dir, infraID string) kubectlRunner {
+	return func(ctx context.Context, args ...string) ([]byte, error) {
+		kubectl := filepath.Join(machine.DefaultStateRoot, infraID+"-master-0", "root", release.BinDir, "kubectl")
+		kc := filepath.Join(dir, "auth", "kubeconfig")
+		return exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", kc}, args...)...).CombinedOutput()
+	}
+}
+
+// kilnKubectl runs `kiln kubectl --dir dir -- args`: the release's
+// kubectl from kiln's cache, with --dir's admin kubeconfig.
+func kilnKubectl(kiln, dir string) kubectlRunner {
+	return func(ctx context.Context, args ...string) ([]byte, error) {
+		return exec.CommandContext(ctx, kiln, append([]string{"kubectl", "--dir", dir, "--"}, args...)...).CombinedOutput()
+	}
+}
+
 // assertStorage: a StatefulSet's pod writes a file on its claim; after the
 // pod is deleted its successor reads the same file; deleting the claim
 // removes the volume and its directory on the node.
-func assertStorage(t *testing.T, client kubernetes.Interface) {
+func assertStorage(t *testing.T, client kubernetes.Interface, files nodeFiles) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	ns, name := "default", "probe-store"
@@ -125,10 +175,10 @@ func assertStorage(t *testing.T, client kubernetes.Interface) {
 		!strings.HasPrefix(pv.Spec.HostPath.Path, "/var/lib/kiln/local-path/") {
 		t.Fatalf("volume %s: reclaim %s, source %+v; want Delete, a hostPath under /var/lib/kiln/local-path", pv.Name, pv.Spec.PersistentVolumeReclaimPolicy, pv.Spec.PersistentVolumeSource)
 	}
-	// The file is on the node's own disk: its machine's root on the host.
-	onNode := filepath.Join(machine.DefaultStateRoot, first.Spec.NodeName, "root", pv.Spec.HostPath.Path, "probe.txt")
-	if data, err := os.ReadFile(onNode); err != nil || string(data) != token {
-		t.Errorf("%s on the node: %q, %v", onNode, data, err)
+	// The file is on the node's own disk.
+	node, onNode := first.Spec.NodeName, path.Join(pv.Spec.HostPath.Path, "probe.txt")
+	if data, err := files.ReadFile(ctx, node, onNode); err != nil || string(data) != token {
+		t.Errorf("%s on node %s: %q, %v", onNode, node, data, err)
 	}
 
 	if err := client.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
@@ -147,8 +197,8 @@ func assertStorage(t *testing.T, client kubernetes.Interface) {
 		_, err := client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
 		return err
 	})
-	if _, err := os.Stat(filepath.Dir(onNode)); !os.IsNotExist(err) {
-		t.Errorf("the volume's directory is still on the node: %v", err)
+	if there, err := files.Exists(ctx, node, pv.Spec.HostPath.Path); there || err != nil {
+		t.Errorf("the volume's directory %s is still on node %s (%v)", pv.Spec.HostPath.Path, node, err)
 	}
 }
 
@@ -189,9 +239,9 @@ func waitGone(ctx context.Context, t *testing.T, what string, get func() error) 
 }
 
 // assertMetrics: the metrics API has usage for every node, and the
-// node image's kubectl (run from the master's root on the host) prints
-// `kubectl top nodes` and `kubectl top pods -A` with numbers.
-func assertMetrics(t *testing.T, client kubernetes.Interface, dir, infraID string) {
+// release's kubectl prints `kubectl top nodes` and `kubectl top pods -A`
+// with numbers.
+func assertMetrics(t *testing.T, client kubernetes.Interface, kubectl kubectlRunner) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -229,9 +279,7 @@ func assertMetrics(t *testing.T, client kubernetes.Interface, dir, infraID strin
 		}
 		time.Sleep(5 * time.Second)
 	}
-	kubectl := filepath.Join(machine.DefaultStateRoot, infraID+"-master-0", "root", release.BinDir, "kubectl")
-	kc := filepath.Join(dir, "auth", "kubeconfig")
-	out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kc, "top", "nodes", "--no-headers").CombinedOutput()
+	out, err := kubectl(ctx, "top", "nodes", "--no-headers")
 	if err != nil {
 		t.Fatalf("kubectl top nodes: %v\n%s", err, out)
 	}
@@ -245,7 +293,7 @@ func assertMetrics(t *testing.T, client kubernetes.Interface, dir, infraID strin
 		}
 	}
 	t.Logf("kubectl top nodes:\n%s", out)
-	out, err = exec.CommandContext(ctx, kubectl, "--kubeconfig", kc, "top", "pods", "-A", "--no-headers").CombinedOutput()
+	out, err = kubectl(ctx, "top", "pods", "-A", "--no-headers")
 	if err != nil || !strings.Contains(string(out), "coredns") {
 		t.Errorf("kubectl top pods -A: %v\n%s", err, out)
 	}

@@ -60,6 +60,9 @@ func TestAddons(t *testing.T) {
 		{"local, two off", types.Platform{Local: &local.Platform{Addons: &local.Addons{Storage: &f, Metrics: &tr, LoadBalancer: &f}}}, on(false, true, false, true)},
 		{"local, registry off", types.Platform{Local: &local.Platform{Addons: &local.Addons{Registry: &f}}}, on(true, true, true, false)},
 		{"none: no add-ons", types.Platform{None: &none.Platform{}}, types.Addons{}},
+		{"ssh, no addons section: storage and metrics", types.Platform{SSH: &ssh.Platform{}}, on(true, true, false, false)},
+		{"ssh, metrics off", types.Platform{SSH: &ssh.Platform{Addons: &ssh.Addons{Metrics: &f}}}, on(true, false, false, false)},
+		{"ssh, storage off", types.Platform{SSH: &ssh.Platform{Addons: &ssh.Addons{Storage: &f, Metrics: &tr}}}, on(false, true, false, false)},
 	}
 	for _, tt := range tests {
 		c := &types.Config{Platform: tt.p}
@@ -83,6 +86,7 @@ func TestImageRegistry(t *testing.T) {
 		"port too high": withLocal(local.Platform{APIVIP: "10.66.110.1", RegistryPort: 70000}),
 		"no VIP":        withLocal(local.Platform{RegistryPort: 5002}),
 		"platform none": {Platform: types.Platform{None: &none.Platform{}}},
+		"platform ssh":  {Platform: types.Platform{SSH: &ssh.Platform{APIVIP: "10.66.110.1"}}},
 	} {
 		if r, ok := ImageRegistry(c); ok {
 			t.Errorf("%s: ImageRegistry = %+v, want none", name, r)

@@ -65,6 +65,22 @@ type Platform struct {
 	// controlPlane.replicas) and the workers (as many as the compute pools' replicas, the
 	// bootstrap host among them when it joins as a worker).
 	Hosts []Host `json:"hosts"`
+	// Addons switches off the add-ons an ssh cluster gets by default, for users who bring
+	// their own.
+	Addons *Addons `json:"addons,omitempty"`
+}
+
+// Addons selects the in-cluster add-ons of an ssh cluster; each is installed unless set to
+// false. They are local's storage and metrics add-ons; local's loadBalancer and registry run on
+// kiln's host, which an ssh cluster does not have.
+type Addons struct {
+	// Storage is the default StorageClass "standard": rancher's local-path-provisioner, with
+	// volumes in /var/lib/kiln/local-path on the host whose node runs the pod, removed with the
+	// rest of kiln's files when the host is reset (default true).
+	Storage *bool `json:"storage,omitempty"`
+	// Metrics is metrics-server: the metrics.k8s.io API behind `kubectl top` and
+	// HorizontalPodAutoscalers (default true).
+	Metrics *bool `json:"metrics,omitempty"`
 }
 
 // Host is one of the user's machines.

@@ -51,3 +51,24 @@ func (Config) BootstrapJoinsAsWorker(c *types.Config) bool {
 	}
 	return false
 }
+
+// Addons implements configs.AddonProvider: storage and metrics-server,
+// each unless platform.ssh.addons switches it off; none without a section.
+func (Config) Addons(c *types.Config) types.Addons {
+	s := c.Platform.SSH
+	if s == nil {
+		return types.Addons{}
+	}
+	on := func(b *bool) bool { return b == nil || *b }
+	a := s.Addons
+	if a == nil {
+		a = &ssh.Addons{}
+	}
+	return types.Addons{Storage: on(a.Storage), Metrics: on(a.Metrics)}
+}
+
+// ImageRegistry implements configs.AddonProvider: an ssh cluster has no
+// image registry add-on (local's runs on kiln's host).
+func (Config) ImageRegistry(*types.Config) (types.ImageRegistry, bool) {
+	return types.ImageRegistry{}, false
+}
