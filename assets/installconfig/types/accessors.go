@@ -97,6 +97,10 @@ type Addons struct {
 	Registry bool
 }
 
+// AddonOn reports whether an add-on switch of install-config is on: every
+// add-on is installed unless its switch is set to false.
+func AddonOn(b *bool) bool { return b == nil || *b }
+
 // SlowerControlPlane reports whether controlPlaneHardwareSpeed is Slower.
 func (c *Config) SlowerControlPlane() bool {
 	return c.ControlPlaneHardwareSpeed == HardwareSpeedSlower

@@ -27,12 +27,12 @@ func addons(l *local.Platform) types.Addons {
 	if l == nil {
 		return types.Addons{}
 	}
-	on := func(b *bool) bool { return b == nil || *b }
 	a := l.Addons
 	if a == nil {
 		a = &local.Addons{}
 	}
-	return types.Addons{Storage: on(a.Storage), Metrics: on(a.Metrics), LoadBalancer: on(a.LoadBalancer), Registry: on(a.Registry)}
+	return types.Addons{Storage: types.AddonOn(a.Storage), Metrics: types.AddonOn(a.Metrics),
+		LoadBalancer: types.AddonOn(a.LoadBalancer), Registry: types.AddonOn(a.Registry)}
 }
 
 // ImageRegistry implements configs.AddonProvider: the registry add-on on

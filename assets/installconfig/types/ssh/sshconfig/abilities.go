@@ -55,16 +55,14 @@ func (Config) BootstrapJoinsAsWorker(c *types.Config) bool {
 // Addons implements configs.AddonProvider: storage and metrics-server,
 // each unless platform.ssh.addons switches it off; none without a section.
 func (Config) Addons(c *types.Config) types.Addons {
-	s := c.Platform.SSH
-	if s == nil {
+	if c.Platform.SSH == nil {
 		return types.Addons{}
 	}
-	on := func(b *bool) bool { return b == nil || *b }
-	a := s.Addons
+	a := c.Platform.SSH.Addons
 	if a == nil {
 		a = &ssh.Addons{}
 	}
-	return types.Addons{Storage: on(a.Storage), Metrics: on(a.Metrics)}
+	return types.Addons{Storage: types.AddonOn(a.Storage), Metrics: types.AddonOn(a.Metrics)}
 }
 
 // ImageRegistry implements configs.AddonProvider: an ssh cluster has no
