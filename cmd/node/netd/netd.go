@@ -199,7 +199,8 @@ func Run(ctx context.Context, client kubernetes.Interface, cfg Config) error {
 // node's CNI config (which may wait for kube-proxy: the paths must not).
 func reconcile(ctx context.Context, cfg Config, nodes []*corev1.Node) error {
 	if err := reconcileServiceRoute(ctx, cfg); err != nil {
-		return err
+		// Not the pod network's: its paths are kept all the same.
+		cfg.Log.Warnf("route to the Service network: %v", err)
 	}
 	mtu, err := reconcilePaths(ctx, cfg, nodes)
 	if err != nil {

@@ -9,16 +9,15 @@ import (
 
 // reconcileServiceRoute routes the Service network on-link through the
 // interface of the node's address when the node has no route to it at
-// all: a host without a default route (an air-gapped server, a local
-// machine) could otherwise not connect to a ClusterIP from its own network
-// namespace ("network is unreachable" before kube-proxy's DNAT applies):
+// all: a host without a default route (an air-gapped server) could
+// otherwise not connect to a ClusterIP from its own network namespace ("network is unreachable" before kube-proxy's DNAT applies):
 // kube-apiserver calling an aggregated API such as metrics-server or a
 // webhook, a hostNetwork pod. A node that routes the network already (a
 // default route; a local machine's own on-link route) is left alone. The
 // route has netd's protocol, so a host's reset removes it with netd's
 // other routes; reconcileRoutes leaves it (routeSet).
 func reconcileServiceRoute(ctx context.Context, cfg Config) error {
-	svc := cfg.ServiceRoute
+	svc := cfg.ServiceRoute.Masked()
 	if !svc.IsValid() {
 		return nil
 	}
@@ -53,8 +52,8 @@ func reconcileServiceRoute(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// ServiceRouteArgv is the command that routes the Service network svc
-// on-link through dev, from the node's address src.
+// ServiceRouteArgv is the command that routes the Service network svc (a
+// masked prefix) on-link through dev, from the node's address src.
 func ServiceRouteArgv(svc netip.Prefix, dev string, src netip.Addr) []string {
-	return []string{"ip", "route", "replace", svc.Masked().String(), "dev", dev, "scope", "link", "src", src.String(), "proto", RouteProtocol}
+	return []string{"ip", "route", "replace", svc.String(), "dev", dev, "scope", "link", "src", src.String(), "proto", RouteProtocol}
 }

@@ -30,9 +30,30 @@ systemctl stop kubepods.slice 2>/dev/null
 # A container the runtime was creating when it was killed leaves its
 # `runc init` orphaned (its parent PID 1), waiting for a start that will
 # not come, outside the stopped slice: it goes too. A runtime of the
-# host's own keeps its runc init under its monitor, not PID 1.
-ps -eo pid=,ppid=,args= | awk '$2 == 1 && $3 ~ /(^|\/)runc$/ && $4 == "init" { print $1 }' | while IFS= read -r pid; do
-	kill -KILL "$pid" 2>/dev/null
+# host's own keeps its runc init under its monitor, not PID 1. A process
+# forked while a kill ran escapes it, and a runc init becomes an orphan
+# only once its killed parents are reaped (one was left after a destroy
+# in TestSSHCluster): so the runtime and the pods are killed once more,
+# and the orphans looked for until two looks in a row find none (at most
+# 5 s).
+systemctl kill --signal=SIGKILL containerd.service 2>/dev/null
+systemctl kill --signal=SIGKILL kubepods.slice 2>/dev/null
+orphan_runc_inits() {
+	ps -eo pid=,ppid=,args= | awk '$2 == 1 && $3 ~ /(^|\/)runc$/ && $4 == "init" { print $1 }'
+}
+clean=0
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	pids=$(orphan_runc_inits)
+	if [ -z "$pids" ]; then
+		clean=$((clean + 1))
+		[ "$clean" -ge 2 ] && break
+	else
+		clean=0
+		for pid in $pids; do
+			kill -KILL "$pid" 2>/dev/null
+		done
+	fi
+	sleep 0.5
 done
 # shellcheck disable=SC2086 # one word per unit
 systemctl disable --quiet $units 2>/dev/null
