@@ -125,20 +125,32 @@ func kilnKubectl(kiln, dir string) kubectlRunner {
 	}
 }
 
-// assertStorage: a StatefulSet's pod writes a file on its claim; after the
-// pod is deleted its successor reads the same file; deleting the claim
-// removes the volume and its directory on the node.
-func assertStorage(t *testing.T, client kubernetes.Interface, files nodeFiles) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	ns, name := "default", "probe-store"
-	token := fmt.Sprintf("kept-%d", time.Now().UnixNano())
+// storageProbe is a StatefulSet's pod that wrote a token on its claim of
+// the default class (startStorageProbe).
+type storageProbe struct {
+	ns, name, token string
+	// pod is the pod that wrote it.
+	pod *corev1.Pod
+	pvc *corev1.PersistentVolumeClaim
+	pv  *corev1.PersistentVolume
+}
+
+// file is where the probe's file is on its node.
+func (p storageProbe) file() string { return path.Join(p.pv.Spec.HostPath.Path, "probe.txt") }
+
+// startStorageProbe creates a StatefulSet name in default whose pod writes
+// a token on a claim without a storage class, and returns it once it wrote
+// it; the claim must be Bound by the default class, standard, to a
+// hostPath volume under /var/lib/kiln/local-path that is deleted with it.
+func startStorageProbe(ctx context.Context, t *testing.T, client kubernetes.Interface, name string) storageProbe {
+	t.Helper()
+	p := storageProbe{ns: "default", name: name, token: fmt.Sprintf("kept-%d", time.Now().UnixNano())}
 	labels := map[string]string{"app": name}
-	tmpl := probeSpec(labels, "--file=/data/probe.txt", "--body="+token, "--serve=:8080")
+	tmpl := probeSpec(labels, "--file=/data/probe.txt", "--body="+p.token, "--serve=:8080")
 	tmpl.Spec.Containers[0].VolumeMounts = append(tmpl.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "data", MountPath: "/data"})
 	one := int32(1)
 	sts := &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.ns},
 		Spec: appsv1.StatefulSetSpec{
 			Replicas: &one, ServiceName: name,
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -154,51 +166,65 @@ func assertStorage(t *testing.T, client kubernetes.Interface, files nodeFiles) {
 			}},
 		},
 	}
-	if _, err := client.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+	if _, err := client.AppsV1().StatefulSets(p.ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pod := name + "-0"
-	first := waitPodLog(ctx, t, client, ns, pod, "", "wrote /data/probe.txt: "+token)
+	p.pod = waitPodLog(ctx, t, client, p.ns, name+"-0", "", "wrote /data/probe.txt: "+p.token)
+	var err error
+	if p.pvc, err = client.CoreV1().PersistentVolumeClaims(p.ns).Get(ctx, "data-"+p.pod.Name, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if p.pvc.Status.Phase != corev1.ClaimBound || p.pvc.Spec.StorageClassName == nil || *p.pvc.Spec.StorageClassName != "standard" {
+		t.Fatalf("claim %s: phase %s, class %v; want Bound of class standard", p.pvc.Name, p.pvc.Status.Phase, p.pvc.Spec.StorageClassName)
+	}
+	if p.pv, err = client.CoreV1().PersistentVolumes().Get(ctx, p.pvc.Spec.VolumeName, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if p.pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || p.pv.Spec.HostPath == nil ||
+		!strings.HasPrefix(p.pv.Spec.HostPath.Path, "/var/lib/kiln/local-path/") {
+		t.Fatalf("volume %s: reclaim %s, source %+v; want Delete, a hostPath under /var/lib/kiln/local-path", p.pv.Name, p.pv.Spec.PersistentVolumeReclaimPolicy, p.pv.Spec.PersistentVolumeSource)
+	}
+	return p
+}
 
-	pvc, err := client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data-"+pod, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+// assertOnNode checks that the probe's file is on its node's own disk,
+// with its token.
+func (p storageProbe) assertOnNode(ctx context.Context, t *testing.T, files nodeFiles) {
+	t.Helper()
+	if data, err := files.ReadFile(ctx, p.pod.Spec.NodeName, p.file()); err != nil || string(data) != p.token {
+		t.Errorf("%s on node %s: %q, %v; want %q", p.file(), p.pod.Spec.NodeName, data, err, p.token)
 	}
-	if pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != "standard" {
-		t.Fatalf("claim %s: phase %s, class %v; want Bound of class standard", pvc.Name, pvc.Status.Phase, pvc.Spec.StorageClassName)
-	}
-	pv, err := client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || pv.Spec.HostPath == nil ||
-		!strings.HasPrefix(pv.Spec.HostPath.Path, "/var/lib/kiln/local-path/") {
-		t.Fatalf("volume %s: reclaim %s, source %+v; want Delete, a hostPath under /var/lib/kiln/local-path", pv.Name, pv.Spec.PersistentVolumeReclaimPolicy, pv.Spec.PersistentVolumeSource)
-	}
-	// The file is on the node's own disk.
-	node, onNode := first.Spec.NodeName, path.Join(pv.Spec.HostPath.Path, "probe.txt")
-	if data, err := files.ReadFile(ctx, node, onNode); err != nil || string(data) != token {
-		t.Errorf("%s on node %s: %q, %v", onNode, node, data, err)
-	}
+}
 
-	if err := client.CoreV1().Pods(ns).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
+// assertStorage: a StatefulSet's pod writes a file on its claim; after the
+// pod is deleted its successor reads the same file; deleting the claim
+// removes the volume and its directory on the node.
+func assertStorage(t *testing.T, client kubernetes.Interface, files nodeFiles) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	p := startStorageProbe(ctx, t, client, "probe-store")
+	p.assertOnNode(ctx, t, files)
+	if err := client.CoreV1().Pods(p.ns).Delete(ctx, p.pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitPodLog(ctx, t, client, ns, pod, first.UID, "read /data/probe.txt: "+token)
+	waitPodLog(ctx, t, client, p.ns, p.pod.Name, p.pod.UID, "read /data/probe.txt: "+p.token)
 
-	if err := client.AppsV1().StatefulSets(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+	if err := client.AppsV1().StatefulSets(p.ns).Delete(ctx, p.name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(ctx, t, "pod "+pod, func() error { _, err := client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{}); return err })
-	if err := client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitGone(ctx, t, "volume "+pv.Name, func() error {
-		_, err := client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+	waitGone(ctx, t, "pod "+p.pod.Name, func() error {
+		_, err := client.CoreV1().Pods(p.ns).Get(ctx, p.pod.Name, metav1.GetOptions{})
 		return err
 	})
-	if there, err := files.Exists(ctx, node, pv.Spec.HostPath.Path); there || err != nil {
-		t.Errorf("the volume's directory %s is still on node %s (%v)", pv.Spec.HostPath.Path, node, err)
+	if err := client.CoreV1().PersistentVolumeClaims(p.ns).Delete(ctx, p.pvc.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(ctx, t, "volume "+p.pv.Name, func() error {
+		_, err := client.CoreV1().PersistentVolumes().Get(ctx, p.pv.Name, metav1.GetOptions{})
+		return err
+	})
+	if there, err := files.Exists(ctx, p.pod.Spec.NodeName, p.pv.Spec.HostPath.Path); there || err != nil {
+		t.Errorf("the volume's directory %s is still on node %s (%v)", p.pv.Spec.HostPath.Path, p.pod.Spec.NodeName, err)
 	}
 }
 

@@ -66,7 +66,9 @@ func TestSSHCluster(t *testing.T) {
 // owner keeps there before the install among it. The cluster is connected
 // (networking.egress NAT) to its hosts' closed LAN (sshlan_test.go):
 // before the split, a pod on each node reaches a server there by the name
-// the hosts' resolver, on that server, gives it.
+// the hosts' resolver, on that server, gives it. A volume of the storage
+// add-on in use keeps its file through the stop, start and reboots, and
+// the destroy's reset takes it away with the rest.
 func TestSSHClusterVXLAN(t *testing.T) {
 	testSSHCluster(t, sshClusterOptions{name: "e2esshvx", third: 13, masters: 1, networkType: "KilnVXLAN", bootWorker: true, restart: true, lan: true, ownerFirewall: true})
 }
@@ -314,6 +316,13 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	// keeps a file across pods on its host's disk; kubectl top answers.
 	t.Run("storage", func(t *testing.T) { assertStorage(t, client, sshNodeFiles{f}) })
 	t.Run("metrics", func(t *testing.T) { assertMetrics(t, client, kilnKubectl(kiln, dir)) })
+	// A volume in use is kept through stop, start and reboots, and goes
+	// with its host's reset at destroy (the snapshot below).
+	var kept *storageProbe
+	if o.restart {
+		p := startStorageProbe(ctx, t, client, "kept-volume")
+		kept = &p
+	}
 	if o.networkType == "KilnVXLAN" {
 		// Everything below runs with the worker's host on a second L2
 		// segment behind a router: only the overlay's traffic, node to
@@ -377,6 +386,10 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 		// Last before the destroy, which must then give back hosts whose
 		// etcd was restored, the old data kept aside included.
 		restoreSSHCluster(ctx, t, kiln, dir, f, client, masters, len(nodes))
+	}
+
+	if kept != nil {
+		kept.assertOnNode(ctx, t, sshNodeFiles{f})
 	}
 
 	infraID := readInfraID(t, dir)
