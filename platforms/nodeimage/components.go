@@ -121,7 +121,7 @@ func Components(rel release.Release) []Component {
 			LDFlags: []string{"-X main.version=" + release.PauseVersion},
 		},
 		{
-			Name: "local-path-provisioner", Version: release.LocalPathProvisionerVersion,
+			Name: "local-path-provisioner", Version: release.LocalPathProvisionerVersion, StagingVersion: rel.KubernetesStaging,
 			Packages: []string{"github.com/rancher/local-path-provisioner", "./local-path-helper"},
 			Binaries: []string{"local-path-provisioner", "local-path-helper"},
 			LDFlags:  []string{"-X main.VERSION=" + release.LocalPathProvisionerVersion},

@@ -43,8 +43,9 @@ func TestComponentSources(t *testing.T) {
 		{name: "pause", wantMod: []string{"module kiln.local/components/pause"}, wantMain: true},
 		{
 			name:    "local-path-provisioner",
-			wantMod: []string{"require github.com/rancher/local-path-provisioner v0.0.30"},
-			wantSum: []string{"github.com/rancher/local-path-provisioner v0.0.30 h1:", "k8s.io/client-go v0.30.0 h1:"},
+			// The release's client libraries, as the Kubernetes component's.
+			wantMod: []string{"require github.com/rancher/local-path-provisioner v0.0.30", "k8s.io/client-go v0.36.3\n", "k8s.io/apimachinery v0.36.3\n"},
+			wantSum: []string{"github.com/rancher/local-path-provisioner v0.0.30 h1:", "k8s.io/client-go v0.36.3 h1:"},
 		},
 		{
 			name:    "metrics-server",
