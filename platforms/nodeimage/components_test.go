@@ -42,7 +42,7 @@ func TestComponentSources(t *testing.T) {
 		},
 		{name: "pause", wantMod: []string{"module kiln.local/components/pause"}, wantMain: true},
 		{
-			name:    "local-path-provisioner",
+			name: "local-path-provisioner",
 			// The release's client libraries, as the Kubernetes component's.
 			wantMod: []string{"require github.com/rancher/local-path-provisioner v0.0.30", "k8s.io/client-go v0.36.3\n", "k8s.io/apimachinery v0.36.3\n"},
 			wantSum: []string{"github.com/rancher/local-path-provisioner v0.0.30 h1:", "k8s.io/client-go v0.36.3 h1:"},
