@@ -52,7 +52,7 @@ func TestApps(t *testing.T) {
 // binary bound into every machine, in the pause image.
 func assertApps(t *testing.T, dir, infraID string) {
 	client := adminClient(t, dir)
-	t.Run("storage", func(t *testing.T) { assertStorage(t, client, localNodeFiles{}) })
+	t.Run("storage", func(t *testing.T) { assertStorage(t, client, machine.NewManager(machine.Options{}).Exec) })
 	t.Run("metrics", func(t *testing.T) { assertMetrics(t, client, localKubectl(dir, infraID)) })
 	t.Run("loadbalancer", func(t *testing.T) { assertLoadBalancer(t, client, infraID) })
 	t.Run("registry", func(t *testing.T) { assertRegistry(t, client, infraID) })
@@ -76,31 +76,13 @@ func probeSpec(labels map[string]string, args ...string) corev1.PodTemplateSpec 
 	}
 }
 
-// nodeFiles reads the files of a cluster's nodes from the test: a local
-// machine's root on the host, an ssh host over SSH.
-type nodeFiles interface {
-	// ReadFile returns the content of path on node.
-	ReadFile(ctx context.Context, node, path string) ([]byte, error)
-	// Exists reports whether path is on node.
-	Exists(ctx context.Context, node, path string) (bool, error)
-}
-
-// localNodeFiles are the files of local machines, whose names are their
-// nodes'.
-type localNodeFiles struct{}
-
-// ReadFile implements nodeFiles.
-func (localNodeFiles) ReadFile(_ context.Context, node, path string) ([]byte, error) {
-	return os.ReadFile(filepath.Join(machine.DefaultStateRoot, node, "root", path))
-}
-
-// Exists implements nodeFiles.
-func (localNodeFiles) Exists(_ context.Context, node, path string) (bool, error) {
-	_, err := os.Stat(filepath.Join(machine.DefaultStateRoot, node, "root", path))
-	if os.IsNotExist(err) {
-		return false, nil
+// nodeHas reports whether path is on node (through exec, as root there).
+func nodeHas(ctx context.Context, exec machineExec, node, path string) (bool, error) {
+	out, err := exec(ctx, node, "sh", "-c", `if [ -e "$1" ]; then echo yes; else echo no; fi`, "sh", path)
+	if err != nil {
+		return false, fmt.Errorf("%w: %s", err, out)
 	}
-	return err == nil, err
+	return strings.TrimSpace(string(out)) == "yes", nil
 }
 
 // kubectlRunner runs the cluster release's kubectl as the cluster's admin
@@ -188,10 +170,10 @@ func startStorageProbe(ctx context.Context, t *testing.T, client kubernetes.Inte
 }
 
 // assertOnNode checks that the probe's file is on its node's own disk,
-// with its token.
-func (p storageProbe) assertOnNode(ctx context.Context, t *testing.T, files nodeFiles) {
+// with its token (read through exec, on the node).
+func (p storageProbe) assertOnNode(ctx context.Context, t *testing.T, exec machineExec) {
 	t.Helper()
-	if data, err := files.ReadFile(ctx, p.pod.Spec.NodeName, p.file()); err != nil || string(data) != p.token {
+	if data, err := exec(ctx, p.pod.Spec.NodeName, "cat", "--", p.file()); err != nil || string(data) != p.token {
 		t.Errorf("%s on node %s: %q, %v; want %q", p.file(), p.pod.Spec.NodeName, data, err, p.token)
 	}
 }
@@ -199,11 +181,11 @@ func (p storageProbe) assertOnNode(ctx context.Context, t *testing.T, files node
 // assertStorage: a StatefulSet's pod writes a file on its claim; after the
 // pod is deleted its successor reads the same file; deleting the claim
 // removes the volume and its directory on the node.
-func assertStorage(t *testing.T, client kubernetes.Interface, files nodeFiles) {
+func assertStorage(t *testing.T, client kubernetes.Interface, exec machineExec) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	p := startStorageProbe(ctx, t, client, "probe-store")
-	p.assertOnNode(ctx, t, files)
+	p.assertOnNode(ctx, t, exec)
 	if err := client.CoreV1().Pods(p.ns).Delete(ctx, p.pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +205,7 @@ func assertStorage(t *testing.T, client kubernetes.Interface, files nodeFiles) {
 		_, err := client.CoreV1().PersistentVolumes().Get(ctx, p.pv.Name, metav1.GetOptions{})
 		return err
 	})
-	if there, err := files.Exists(ctx, p.pod.Spec.NodeName, p.pv.Spec.HostPath.Path); there || err != nil {
+	if there, err := nodeHas(ctx, exec, p.pod.Spec.NodeName, p.pv.Spec.HostPath.Path); there || err != nil {
 		t.Errorf("the volume's directory %s is still on node %s (%v)", p.pv.Spec.HostPath.Path, p.pod.Spec.NodeName, err)
 	}
 }

@@ -104,12 +104,14 @@ func deleteConfigMaps(ctx context.Context, t *testing.T, client kubernetes.Inter
 // into a lasting outage, as of masters whose disks are gone.
 func loseEtcdQuorum(ctx context.Context, t *testing.T, client kubernetes.Interface, exec machineExec, lost []string) {
 	t.Helper()
-	const wipe = "rm -rf /var/lib/etcd/member && { pkill -9 -x etcd || true; }"
-	for _, m := range lost {
-		if out, err := exec(ctx, m, "sh", "-c", wipe); err != nil {
-			t.Fatalf("%s: wipe etcd's data: %v\n%s", m, err, out)
+	wipe := func(report func(string, ...any)) {
+		for _, m := range lost {
+			if out, err := exec(ctx, m, "sh", "-c", "rm -rf /var/lib/etcd/member && { pkill -9 -x etcd || true; }"); err != nil {
+				report("%s: wipe etcd's data: %v\n%s", m, err, out)
+			}
 		}
 	}
+	wipe(t.Fatalf)
 	at := time.Now()
 	for {
 		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").Timeout(10 * time.Second).DoRaw(ctx)
@@ -121,11 +123,7 @@ func loseEtcdQuorum(ctx context.Context, t *testing.T, client kubernetes.Interfa
 			t.Fatalf("/readyz still ok 3 minutes after %s lost etcd's data", strings.Join(lost, ", "))
 		}
 		time.Sleep(2 * time.Second)
-		for _, m := range lost {
-			if out, err := exec(ctx, m, "sh", "-c", wipe); err != nil {
-				t.Logf("%s: wipe etcd's data again: %v\n%s", m, err, out)
-			}
-		}
+		wipe(t.Logf)
 	}
 }
 

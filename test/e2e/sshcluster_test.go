@@ -26,7 +26,6 @@ import (
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/lb"
-	"github.com/kiln-project/kiln/platforms/shellquote"
 	"github.com/kiln-project/kiln/platforms/ssh/footprint"
 )
 
@@ -314,7 +313,7 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	}
 	// The add-ons, on by default as on local: a claim without a class
 	// keeps a file across pods on its host's disk; kubectl top answers.
-	t.Run("storage", func(t *testing.T) { assertStorage(t, client, sshNodeFiles{f}) })
+	t.Run("storage", func(t *testing.T) { assertStorage(t, client, f.m.Exec) })
 	t.Run("metrics", func(t *testing.T) { assertMetrics(t, client, kilnKubectl(kiln, dir)) })
 	// A volume in use is kept through stop, start and reboots, and goes
 	// with its host's reset at destroy (the snapshot below).
@@ -389,7 +388,7 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	}
 
 	if kept != nil {
-		kept.assertOnNode(ctx, t, sshNodeFiles{f})
+		kept.assertOnNode(ctx, t, f.m.Exec)
 	}
 
 	infraID := readInfraID(t, dir)
@@ -635,40 +634,4 @@ func diagnoseCSRs(dir string) string {
 		fmt.Fprintf(&b, "== %s on %s (%v)\n%s\n", p.Name, p.Spec.NodeName, err, logs)
 	}
 	return b.String()
-}
-
-// sshNodeFiles are the files of an ssh cluster's hosts, read over SSH;
-// a host's name is its node's.
-type sshNodeFiles struct{ f *sshFleet }
-
-// address returns the address of node's host.
-func (s sshNodeFiles) address(node string) (string, error) {
-	for _, h := range s.f.Hosts {
-		if h.Name == node {
-			return h.Address, nil
-		}
-	}
-	return "", fmt.Errorf("no test host is named %s", node)
-}
-
-// ReadFile implements nodeFiles.
-func (s sshNodeFiles) ReadFile(ctx context.Context, node, path string) ([]byte, error) {
-	addr, err := s.address(node)
-	if err != nil {
-		return nil, err
-	}
-	return s.f.Client.RunScript(ctx, addr, "cat -- "+shellquote.Quote(path)+"\n")
-}
-
-// Exists implements nodeFiles.
-func (s sshNodeFiles) Exists(ctx context.Context, node, path string) (bool, error) {
-	addr, err := s.address(node)
-	if err != nil {
-		return false, err
-	}
-	out, err := s.f.Client.RunScript(ctx, addr, "if [ -e "+shellquote.Quote(path)+" ]; then echo yes; else echo no; fi\n")
-	if err != nil {
-		return false, err
-	}
-	return strings.TrimSpace(string(out)) == "yes", nil
 }
