@@ -48,9 +48,10 @@ func TestKubeletServingCAStaysWithKubeletClients(t *testing.T) {
 	keyB64 := []byte(base64.StdEncoding.EncodeToString(ca.Key))
 
 	allowed := map[string]bool{
-		"/etc/kubernetes/pki/kubelet-serving-ca.crt":     true, // bootstrap, masters
-		"/opt/kiln/manifests/06-kubelet-serving-ca.yaml": true, // the ConfigMap, bootstrap
-		"/etc/kiln/mcs/master.ign":                       true, // the full master config, checked as "master"
+		"/etc/kubernetes/pki/kubelet-serving-ca.crt":         true, // bootstrap, masters
+		"/etc/kubernetes/pki/signing-kubelet-serving-ca.crt": true, // kube-controller-manager's copy
+		"/opt/kiln/manifests/06-kubelet-serving-ca.yaml":     true, // the ConfigMap, bootstrap
+		"/etc/kiln/mcs/master.ign":                           true, // the full master config, checked as "master"
 	}
 	for name, c := range configs {
 		for _, f := range c.Storage.Files {
@@ -61,7 +62,7 @@ func TestKubeletServingCAStaysWithKubeletClients(t *testing.T) {
 			if (bytes.Contains(data, caPEM) || bytes.Contains(data, caB64)) && !allowed[f.Path] {
 				t.Errorf("%s: %s holds the kubelet serving CA", name, f.Path)
 			}
-			keyAllowed := f.Path == "/etc/kubernetes/pki/kubelet-serving-ca.key" || f.Path == "/etc/kiln/mcs/master.ign"
+			keyAllowed := f.Path == "/etc/kubernetes/pki/kubelet-serving-ca.key" || f.Path == "/etc/kubernetes/pki/signing-kubelet-serving-ca.key" || f.Path == "/etc/kiln/mcs/master.ign"
 			if (bytes.Contains(data, ca.Key) || bytes.Contains(data, keyB64)) && (!keyAllowed || name == "worker") {
 				t.Errorf("%s: %s holds the kubelet serving CA key", name, f.Path)
 			}
@@ -98,6 +99,18 @@ func TestKubeletServingCAStaysWithKubeletClients(t *testing.T) {
 		}
 	}
 
+	// Its signing copies are the CAs they copy, keys 0600.
+	for copyPath, orig := range map[string]string{
+		"/etc/kubernetes/pki/signing-kubelet-serving-ca.crt": "/etc/kubernetes/pki/kubelet-serving-ca.crt",
+		"/etc/kubernetes/pki/signing-kubelet-serving-ca.key": "/etc/kubernetes/pki/kubelet-serving-ca.key",
+		"/etc/kubernetes/pki/signing-ca.crt":                 "/etc/kubernetes/pki/ca.crt",
+		"/etc/kubernetes/pki/signing-ca.key":                 "/etc/kubernetes/pki/ca.key",
+	} {
+		if !bytes.Equal(fileOf(t, boot, copyPath), fileOf(t, boot, orig)) {
+			t.Errorf("%s is not a copy of %s", copyPath, orig)
+		}
+	}
+
 	// kube-controller-manager hands pods the root CA as their service
 	// account's ca.crt, and signs only kubelet serving certificates with
 	// the kubelet serving CA.
@@ -107,11 +120,11 @@ func TestKubeletServingCAStaysWithKubeletClients(t *testing.T) {
 		t.Errorf("--root-ca-file (the service account ca.crt) is not the root CA")
 	}
 	for flag, want := range map[string]string{
-		"cluster-signing-kubelet-serving-cert-file":       "/etc/kubernetes/pki/kubelet-serving-ca.crt",
-		"cluster-signing-kubelet-serving-key-file":        "/etc/kubernetes/pki/kubelet-serving-ca.key",
-		"cluster-signing-kubelet-client-cert-file":        "/etc/kubernetes/pki/ca.crt",
-		"cluster-signing-kube-apiserver-client-cert-file": "/etc/kubernetes/pki/ca.crt",
-		"cluster-signing-legacy-unknown-cert-file":        "/etc/kubernetes/pki/ca.crt",
+		"cluster-signing-kubelet-serving-cert-file":       "/etc/kubernetes/pki/signing-kubelet-serving-ca.crt",
+		"cluster-signing-kubelet-serving-key-file":        "/etc/kubernetes/pki/signing-kubelet-serving-ca.key",
+		"cluster-signing-kubelet-client-cert-file":        "/etc/kubernetes/pki/signing-ca.crt",
+		"cluster-signing-kube-apiserver-client-cert-file": "/etc/kubernetes/pki/signing-ca.crt",
+		"cluster-signing-legacy-unknown-cert-file":        "/etc/kubernetes/pki/signing-ca.crt",
 		"cluster-signing-cert-file":                       "", // excludes the per-signer files
 	} {
 		if got := flagOf(t, kcm, flag); got != want {

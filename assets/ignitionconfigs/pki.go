@@ -6,7 +6,9 @@ import "github.com/kiln-project/kiln/ignition/nodelayout"
 // where they are used: the root CA key and the kubelet serving CA key to the
 // bootstrap machine and masters (kube-controller-manager signs kubelet client
 // certificates with the first, kubelet serving certificates with the
-// second), the etcd CA key only to the bootstrap machine (it issues every
+// second; it reads both from copies of its own, nodelayout.SigningCA and
+// SigningKubeletServingCA, which stay one certificate while a CA rotation
+// makes the trust files bundles), the etcd CA key only to the bootstrap machine (it issues every
 // etcd member's certificates), the front-proxy CA key nowhere; with
 // pki.renewal Automatic (the default) the etcd and front-proxy CA keys go to
 // the masters too, whose renewal timer issues the leaves they sign again
@@ -24,6 +26,10 @@ func controlPlanePKI() []placement {
 		cert("root-ca", nodelayout.PKIDir+"/client-ca.crt"),
 		cert("kubelet-serving-ca", nodelayout.PKIDir+"/kubelet-serving-ca.crt"),
 		key("kubelet-serving-ca", nodelayout.PKIDir+"/kubelet-serving-ca.key"),
+		cert("root-ca", nodelayout.SigningCA+".crt"),
+		key("root-ca", nodelayout.SigningCA+".key"),
+		cert("kubelet-serving-ca", nodelayout.SigningKubeletServingCA+".crt"),
+		key("kubelet-serving-ca", nodelayout.SigningKubeletServingCA+".key"),
 		cert("apiserver", nodelayout.PKIDir+"/apiserver.crt"),
 		key("apiserver", nodelayout.PKIDir+"/apiserver.key"),
 		cert("apiserver-etcd-client", nodelayout.PKIDir+"/apiserver-etcd-client.crt"),

@@ -2,7 +2,6 @@ package tls
 
 import (
 	"context"
-	"crypto/x509/pkix"
 
 	"github.com/kiln-project/kiln/graph"
 )
@@ -13,6 +12,9 @@ var _ graph.WritableAsset = (*EtcdCA)(nil)
 // etcd client certificate. Its key goes to the bootstrap machine only, which
 // issues each member's certificates at runtime (see IssueEtcdMember).
 type EtcdCA struct{ CertKey }
+
+// etcdCACN is the common name of the EtcdCA's certificate.
+const etcdCACN = "kiln-etcd-ca"
 
 // ID implements graph.Asset.
 func (*EtcdCA) ID() string { return "tls/etcd-ca" }
@@ -25,11 +27,7 @@ func (*EtcdCA) Dependencies() []graph.Asset { return []graph.Asset{&KeyAlgorithm
 
 // Generate creates a self-signed CA valid for CAValidity.
 func (c *EtcdCA) Generate(ctx context.Context, p graph.Parents) error {
-	return c.selfSigned(ctx, p, certSpec{
-		Subject:  pkix.Name{CommonName: "kiln-etcd-ca", OrganizationalUnit: []string{"kiln"}},
-		Usage:    usageCA,
-		Validity: CAValidity,
-	})
+	return c.selfSigned(ctx, p, caSpec(etcdCACN))
 }
 
 // Files implements graph.WritableAsset.

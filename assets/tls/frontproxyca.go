@@ -2,7 +2,6 @@ package tls
 
 import (
 	"context"
-	"crypto/x509/pkix"
 
 	"github.com/kiln-project/kiln/graph"
 )
@@ -12,6 +11,9 @@ var _ graph.WritableAsset = (*FrontProxyCA)(nil)
 // FrontProxyCA signs the kube-apiserver's aggregation-layer client certificate
 // (FrontProxyClient); kube-apiserver trusts it as --requestheader-client-ca-file.
 type FrontProxyCA struct{ CertKey }
+
+// frontProxyCACN is the common name of the FrontProxyCA's certificate.
+const frontProxyCACN = "kiln-front-proxy-ca"
 
 // ID implements graph.Asset.
 func (*FrontProxyCA) ID() string { return "tls/front-proxy-ca" }
@@ -24,11 +26,7 @@ func (*FrontProxyCA) Dependencies() []graph.Asset { return []graph.Asset{&KeyAlg
 
 // Generate creates a self-signed CA valid for CAValidity.
 func (c *FrontProxyCA) Generate(ctx context.Context, p graph.Parents) error {
-	return c.selfSigned(ctx, p, certSpec{
-		Subject:  pkix.Name{CommonName: "kiln-front-proxy-ca", OrganizationalUnit: []string{"kiln"}},
-		Usage:    usageCA,
-		Validity: CAValidity,
-	})
+	return c.selfSigned(ctx, p, caSpec(frontProxyCACN))
 }
 
 // Files implements graph.WritableAsset.

@@ -2,7 +2,6 @@ package tls
 
 import (
 	"context"
-	"crypto/x509/pkix"
 
 	"github.com/kiln-project/kiln/graph"
 )
@@ -20,6 +19,9 @@ var _ graph.WritableAsset = (*KubeletServingCA)(nil)
 // carries, never passes for the API server's.
 type KubeletServingCA struct{ CertKey }
 
+// kubeletServingCACN is the common name of the KubeletServingCA's certificate.
+const kubeletServingCACN = "kiln-kubelet-serving-ca"
+
 // ID implements graph.Asset.
 func (*KubeletServingCA) ID() string { return "tls/kubelet-serving-ca" }
 
@@ -31,11 +33,7 @@ func (*KubeletServingCA) Dependencies() []graph.Asset { return []graph.Asset{&Ke
 
 // Generate creates a self-signed CA valid for CAValidity.
 func (c *KubeletServingCA) Generate(ctx context.Context, p graph.Parents) error {
-	return c.selfSigned(ctx, p, certSpec{
-		Subject:  pkix.Name{CommonName: "kiln-kubelet-serving-ca", OrganizationalUnit: []string{"kiln"}},
-		Usage:    usageCA,
-		Validity: CAValidity,
-	})
+	return c.selfSigned(ctx, p, caSpec(kubeletServingCACN))
 }
 
 // Files implements graph.WritableAsset.

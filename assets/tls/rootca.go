@@ -2,7 +2,6 @@ package tls
 
 import (
 	"context"
-	"crypto/x509/pkix"
 
 	"github.com/kiln-project/kiln/graph"
 )
@@ -18,6 +17,9 @@ var _ graph.WritableAsset = (*RootCA)(nil)
 // machine-config server.
 type RootCA struct{ CertKey }
 
+// rootCACN is the common name of the RootCA's certificate.
+const rootCACN = "kiln-root-ca"
+
 // ID implements graph.Asset.
 func (*RootCA) ID() string { return "tls/root-ca" }
 
@@ -29,11 +31,7 @@ func (*RootCA) Dependencies() []graph.Asset { return []graph.Asset{&KeyAlgorithm
 
 // Generate creates a self-signed CA valid for CAValidity.
 func (c *RootCA) Generate(ctx context.Context, p graph.Parents) error {
-	return c.selfSigned(ctx, p, certSpec{
-		Subject:  pkix.Name{CommonName: "kiln-root-ca", OrganizationalUnit: []string{"kiln"}},
-		Usage:    usageCA,
-		Validity: CAValidity,
-	})
+	return c.selfSigned(ctx, p, caSpec(rootCACN))
 }
 
 // Files implements graph.WritableAsset.

@@ -14,6 +14,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/cluster/install"
 	"github.com/kiln-project/kiln/cmd/cluster/renew"
+	"github.com/kiln-project/kiln/cmd/cluster/rotateca"
 	"github.com/kiln-project/kiln/cmd/cluster/scale"
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/platforms"
@@ -27,10 +28,10 @@ const apiProbeTimeout = 10 * time.Second
 func newCertsCmd(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "certs",
-		Short: "Inspect and renew the certificates of --dir and of the cluster's nodes",
+		Short: "Inspect, renew and rotate the certificates of --dir and of the cluster's nodes",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newCertsCheckCmd(o), newCertsRenewCmd(o))
+	cmd.AddCommand(newCertsCheckCmd(o), newCertsRenewCmd(o), newCertsRotateCACmd(o))
 	return cmd
 }
 
@@ -92,6 +93,50 @@ interrupt: it goes on with the same certificates. See docs/pki.md.`, strings.Joi
 		},
 	}
 	cmd.Flags().DurationVar(&opts.Timeout, "timeout", opts.Timeout, "how long to wait for each master's components, the API and every node Ready")
+	return cmd
+}
+
+func newCertsRotateCACmd(o *rootOptions) *cobra.Command {
+	opts := rotateca.Options{Timeout: scale.DefaultJoinTimeout}
+	cmd := &cobra.Command{
+		Use:   "rotate-ca",
+		Short: "Replace the cluster's CAs with new ones while it runs, and every certificate they signed",
+		Long: `Replace the four CAs of --dir's cluster (root, kubelet serving, etcd, front proxy) with new ones while
+it runs, with no node joining again, in four phases on every node, masters one at a time:
+introduce (every node trusts the old and the new CAs; the cluster's Deployments, DaemonSets and
+StatefulSets restart to read both), reissue (the new CAs go into --dir, the masters' certificates
+and kubeconfigs are issued again from them and kube-controller-manager signs with them), kubelets
+(every kubelet gets a client certificate and requests a serving certificate from the new CAs) and
+retire (nothing trusts the old CAs; the workloads restart again). auth/ and the Ignition configs in
+--dir use the new CAs once it is done. The cluster must be healthy to start. Run it again after an
+interrupt: it goes on with the same new CAs. Not rotated: the service account key (not a CA);
+bare pods keep trusting the old CAs until re-created. See docs/pki.md.`,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{lockAnnotation: ""},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			s, err := o.openCluster(ctx, install.Timeouts{}, 0)
+			if err != nil {
+				return err
+			}
+			shell, ok := s.prov.(platforms.NodeShell)
+			if !ok {
+				return exitcode.With(exitcode.Input, fmt.Errorf("platform %s cannot reach its machines without the cluster's API, so kiln cannot rotate its CAs", s.cluster.Config.PlatformName()))
+			}
+			r := &rotateca.Rotation{
+				Cluster:  s.cluster,
+				Shell:    shell,
+				Reissue:  o.reissue,
+				API:      func() (install.API, error) { return s.cluster.API(o.log, o.status, s.prov) },
+				Log:      o.log,
+				Progress: o.status,
+				Out:      o.stdout,
+				Now:      time.Now,
+			}
+			return r.Run(ctx, opts)
+		},
+	}
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", opts.Timeout, "how long to wait for each node's components, the API, every node Ready and the workloads' rollouts")
 	return cmd
 }
 

@@ -90,6 +90,10 @@ const (
 	// RenewJournal records the `kiln certs renew` under way: its name and
 	// the masters that have their new certificates.
 	RenewJournal = ".kiln/renew.json"
+	// RotateCAJournal records the `kiln certs rotate-ca` under way: its
+	// name, phase, the nodes done in it, the old CAs' certificates and the
+	// new CAs (with their keys, hence 0600 like every record).
+	RotateCAJournal = ".kiln/rotate-ca.json"
 	// UpgradeSnapshots holds the etcd snapshots an upgrade takes; each
 	// holds every Secret of the cluster.
 	UpgradeSnapshots = "upgrade"
@@ -165,6 +169,7 @@ func Layout() []Entry {
 		{UpgradeSnapshots, Removed, false},
 		{RestoreJournal, Removed, false},
 		{RenewJournal, Removed, false},
+		{RotateCAJournal, Removed, true},
 		{LogBundlePrefix + "*.tar.gz", Kept, false},
 		{Backups, Kept, false},
 	}

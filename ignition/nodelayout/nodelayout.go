@@ -60,6 +60,25 @@ const (
 	RetiredPodDir = KubernetesDir + "/retired-manifests"
 	// PKIDir holds the control plane's certificates and keys.
 	PKIDir = KubernetesDir + "/pki"
+	// SigningCA is the root CA's certificate and key (.crt, .key) that
+	// kube-controller-manager signs kubelet and API client certificates
+	// with: a file of its own, since its signer takes exactly one
+	// certificate and PKIDir/ca.crt holds two during a CA rotation.
+	SigningCA = PKIDir + "/signing-ca"
+	// SigningKubeletServingCA is the same for kubelet serving certificates
+	// and the kubelet serving CA.
+	SigningKubeletServingCA = PKIDir + "/signing-kubelet-serving-ca"
+	// CARotationMarker names the CA rotation under way on this node
+	// (`kiln certs rotate-ca`); a master's automatic renewal waits while
+	// it exists.
+	CARotationMarker = "/var/lib/kiln/ca-rotation"
+	// CARotationBundle is where `kiln certs rotate-ca` puts a node's part
+	// of a phase (0600: it holds keys).
+	CARotationBundle = "/var/lib/kiln/ca-rotation.json"
+	// KubeletPKIDir holds the kubelet's client and serving certificates
+	// (kubelet-client-current.pem, kubelet-server-current.pem: links the
+	// kubelet points at the newest).
+	KubeletPKIDir = "/var/lib/kubelet/pki"
 	// EtcdPKIDir is EtcdPKISubdir on the machine.
 	EtcdPKIDir = KubernetesDir + "/" + EtcdPKISubdir
 	// EtcdDataDir is a master's etcd data (the etcd static pod's).

@@ -38,7 +38,8 @@ import (
 // start cluster` (assertRestart); then `kiln certs renew` renews its certificates one master at a time
 // under a canary writer (assertRenew); then two masters lose etcd's data and `kiln restore cluster` brings the
 // cluster back from a backup that the cluster took by itself, on install-config's backup schedule, encrypted
-// (assertRestore); then `kiln destroy cluster` leaves nothing behind.
+// (assertRestore); then `kiln certs rotate-ca` replaces its four CAs under a canary writer (assertRotateCA);
+// then `kiln destroy cluster` leaves nothing behind.
 // Like every cluster of the suite but TestClusterConnected's it is sealed
 // (networking.egress None); TestClusterSingleMaster checks that a pod's
 // request out of one fails at once.
@@ -205,8 +206,11 @@ func testCluster(t *testing.T, masters, workers int, machineCIDR, networkType st
 		runConformanceSubset(t, kiln, dir)
 		assertRestart(t, kiln, dir, infraID, client, masters)
 		assertRenew(t, kiln, dir, localMasters(t, infraID, machineCIDR, masters))
-		// Last, as it rolls the cluster back to its backup.
+		// It rolls the cluster back to its backup, which holds the CAs of
+		// create: before the CA rotation.
 		assertRestore(t, kiln, dir, infraID, client, masters+workers, key)
+		ms := localMasters(t, infraID, machineCIDR, masters)
+		assertRotateCA(t, kiln, dir, ms, append(ms, localMachines(t, infraID, machineCIDR, "worker", workers)...))
 	}
 }
 

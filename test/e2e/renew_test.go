@@ -161,13 +161,20 @@ func assertManualRenewal(t *testing.T, name string) {
 // localMasters returns the addresses of the masters of a local cluster.
 func localMasters(t *testing.T, infraID, machineCIDR string, masters int) []string {
 	t.Helper()
+	return localMachines(t, infraID, machineCIDR, "master", masters)
+}
+
+// localMachines returns the addresses of the first n machines of pool
+// ("master", "worker") of a local cluster.
+func localMachines(t *testing.T, infraID, machineCIDR, pool string, n int) []string {
+	t.Helper()
 	cidr, err := netip.ParsePrefix(machineCIDR)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for i := range masters {
-		_, ip, err := localconfig.MachineAddress(cidr.Masked(), infraID, fmt.Sprintf("%s-master-%d", infraID, i))
+	for i := range n {
+		_, ip, err := localconfig.MachineAddress(cidr.Masked(), infraID, fmt.Sprintf("%s-%s-%d", infraID, pool, i))
 		if err != nil {
 			t.Fatal(err)
 		}

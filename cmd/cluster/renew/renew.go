@@ -270,7 +270,7 @@ func (r *Renewal) master(ctx context.Context, j Journal, name string, files []ce
 	t := r.Now()
 	b := certbundle.Bundle{Run: j.Run, Files: files}
 	if slices.Contains(j.Names, EtcdMembers) {
-		member, err := r.etcdMember(ctx, name, validity)
+		member, err := EtcdMemberFiles(ctx, c, name, validity)
 		if err != nil {
 			return fmt.Errorf("master %s: %w", name, err)
 		}
@@ -309,10 +309,10 @@ func NodeArgv(timeout time.Duration, lock bool) []string {
 	return argv
 }
 
-// etcdMember issues master name's etcd member certificates for its
-// address, from the etcd CA in --dir's state.
-func (r *Renewal) etcdMember(ctx context.Context, name string, validity time.Duration) ([]certbundle.File, error) {
-	c := r.Cluster
+// EtcdMemberFiles issues master name's etcd member certificates for its
+// address, from the etcd CA in --dir's state, as the files a master keeps
+// them in (the CA's certificate aside).
+func EtcdMemberFiles(ctx context.Context, c *install.Cluster, name string, validity time.Duration) ([]certbundle.File, error) {
 	ips, ok, err := installconfig.MachineAddresses(c.Config, c.Resolved, c.InfraID, name)
 	if err != nil {
 		return nil, err

@@ -93,14 +93,11 @@ func (in *Install) Do(ctx context.Context, b certbundle.Bundle) error {
 	if err := b.Check(); err != nil {
 		return err
 	}
-	lock, err := os.OpenFile(filepath.Join(in.Root, nodelayout.KilnConfigDir, ".certs-install.lock"), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	unlockNode, err := LockNode(in.Root)
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("lock %s: %w", lock.Name(), err)
-	}
+	defer unlockNode()
 	if in.Lock != nil {
 		unlock, err := in.Lock(ctx)
 		if err != nil {
@@ -130,7 +127,7 @@ func (in *Install) Do(ctx context.Context, b certbundle.Bundle) error {
 	}
 	for _, c := range Components() {
 		p := filepath.Join(in.Root, in.KubeDir, nodelayout.StaticPodsSubdir, c.Manifest)
-		changed, err := annotate(p, b.Run)
+		changed, err := Annotate(p, b.Run)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // not active on this master (a staged control plane reads the new files when it starts)
 		}
@@ -204,10 +201,24 @@ func readAtStart(b certbundle.Bundle) bool {
 	return false
 }
 
-// annotate sets Annotation to run in the static pod manifest at p; changed
+// LockNode takes this node's lock of certificate changes (a renewal's or
+// a CA rotation's): two runs take turns. It returns its release.
+func LockNode(root string) (func(), error) {
+	lock, err := os.OpenFile(filepath.Join(root, nodelayout.KilnConfigDir, ".certs-install.lock"), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	return func() { lock.Close() }, nil
+}
+
+// Annotate sets Annotation to run in the static pod manifest at p; changed
 // is false when it had it already. The manifest keeps its text; the line
 // goes under metadata.
-func annotate(p, run string) (changed bool, err error) {
+func Annotate(p, run string) (changed bool, err error) {
 	data, err := os.ReadFile(p)
 	if err != nil {
 		return false, err

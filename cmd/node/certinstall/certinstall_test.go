@@ -38,9 +38,9 @@ func TestAnnotateKeepsTheManifestAndIsIdempotent(t *testing.T) {
 		run     string
 		changed bool
 	}{{"20261204T213000Z", true}, {"20261204T213000Z", false}, {"20261205T080000Z", true}} {
-		changed, err := annotate(p, tc.run)
+		changed, err := Annotate(p, tc.run)
 		if err != nil || changed != tc.changed {
-			t.Fatalf("step %d: annotate(%s) = %v, %v; want %v", i, tc.run, changed, err, tc.changed)
+			t.Fatalf("step %d: Annotate(%s) = %v, %v; want %v", i, tc.run, changed, err, tc.changed)
 		}
 		data, _ := os.ReadFile(p)
 		var pod corev1.Pod

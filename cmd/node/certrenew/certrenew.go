@@ -6,7 +6,8 @@
 // signed it (tls.Extend: the same key, names, usages and lifetime), and
 // puts them in place through certinstall, which restarts only what reads
 // them, under the cluster's renewal lock in etcd: one master at a time.
-// It trusts nothing but the files of this master: the certificates it
+// It renews nothing while a CA rotation is under way on this master
+// (nodelayout.CARotationMarker). It trusts nothing but the files of this master: the certificates it
 // renews are the ones kiln put there, signed by the CAs there.
 package certrenew
 
@@ -72,6 +73,11 @@ type Plan struct {
 // the next certificate is. A certificate it cannot renew (its CA's key is
 // not here) fails the run after the others are renewed.
 func (r *Renewer) Run(ctx context.Context) error {
+	if run, err := os.ReadFile(filepath.Join(r.Root, nodelayout.CARotationMarker)); err == nil {
+		// The trust files hold two CAs and ca.key may be the new one's.
+		r.Log.Infof("CA rotation %s is under way: renewing nothing until it is done", strings.TrimSpace(string(run)))
+		return nil
+	}
 	p, err := r.Plan()
 	if len(p.Renewed) == 0 {
 		if err == nil && p.NextPath != "" {
