@@ -133,6 +133,11 @@ bare pods keep trusting the old CAs until re-created. See docs/pki.md.`,
 				Out:      o.stdout,
 				Now:      time.Now,
 			}
+			if sc, ok := s.prov.(platforms.Scaler); ok {
+				// The cluster stage again, unchanged but for the admin
+				// kubeconfig its LoadBalancer Service controller uses.
+				r.Refresh = func(ctx context.Context) error { return sc.ApplyMachines(ctx, &s.cluster.Cluster) }
+			}
 			return r.Run(ctx, opts)
 		},
 	}

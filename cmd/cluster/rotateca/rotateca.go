@@ -88,7 +88,11 @@ type Rotation struct {
 	// the CA files written into --dir (with no ids: what changed).
 	Reissue func(ctx context.Context, ids []string) error
 	// API returns the API through --dir's admin kubeconfig as it is now.
-	API      func() (install.API, error)
+	API func() (install.API, error)
+	// Refresh gives the platform's own clients of the API on the host
+	// (local's LoadBalancer Service controller) --dir's admin kubeconfig
+	// once the reissue phase made it new; nil when the platform has none.
+	Refresh  func(ctx context.Context) error
 	Log      logrus.FieldLogger
 	Progress platforms.Progress
 	Out      io.Writer

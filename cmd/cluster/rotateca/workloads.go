@@ -49,6 +49,14 @@ func (r *Rotation) after(ctx context.Context, j *Journal, timeout time.Duration)
 	if err := api.InstallComplete(ctx, r.Cluster.Nodes(), timeout); err != nil {
 		return exitcode.With(exitcode.Install, err)
 	}
+	if j.Phase == certbundle.PhaseReissue && r.Refresh != nil {
+		end := r.Progress.Start("Giving the platform's controllers on the host the new admin kubeconfig")
+		err := r.Refresh(ctx)
+		end(err)
+		if err != nil {
+			return exitcode.With(exitcode.Install, err)
+		}
+	}
 	if j.Phase != certbundle.PhaseIntroduce && j.Phase != certbundle.PhaseRetire {
 		return nil
 	}
