@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -431,19 +430,8 @@ is ready with its new certificate. A second run of the same bundle restarts noth
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			data, err := os.ReadFile(bundle)
-			if err != nil {
-				return err
-			}
 			var b certbundle.Bundle
-			if err := json.Unmarshal(data, &b); err != nil {
-				return exitcode.With(exitcode.Input, fmt.Errorf("%s: %w", bundle, err))
-			}
-			// Removed once read, not once installed: kiln on the host,
-			// killed and run again, puts the bundle again while this
-			// process may still be installing the first (they take
-			// turns), and the first's late removal took the second's.
-			if err := os.Remove(bundle); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := takeBundle(bundle, &b); err != nil {
 				return err
 			}
 			return newNodeCertsInstall(o.log, lock).Do(ctx, b)

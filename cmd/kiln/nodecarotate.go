@@ -58,16 +58,8 @@ kiln-netd, and wait until they run again. A second run of the same phase changes
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			data, err := os.ReadFile(bundle)
-			if err != nil {
-				return err
-			}
 			var b certbundle.Rotation
-			if err := json.Unmarshal(data, &b); err != nil {
-				return exitcode.With(exitcode.Input, fmt.Errorf("%s: %w", bundle, err))
-			}
-			// Removed once read, as certs-install's bundle is.
-			if err := os.Remove(bundle); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := takeBundle(bundle, &b); err != nil {
 				return err
 			}
 			r := &carotate.Rotate{
@@ -90,6 +82,25 @@ kiln-netd, and wait until they run again. A second run of the same phase changes
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for the restarted components")
 	cmd.Flags().BoolVar(&lock, "lock", false, "hold the cluster's renewal lock in etcd while a master's components restart (one master at a time)")
 	return cmd
+}
+
+// takeBundle reads the JSON bundle at p (written by kiln on the host) into
+// v and removes it. Removed once read, not once applied: kiln on the host,
+// killed and run again, puts the bundle again while this process may
+// still apply the first (they take turns), and the first's late removal
+// took the second's.
+func takeBundle(p string, v any) error {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return exitcode.With(exitcode.Input, fmt.Errorf("%s: %w", p, err))
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // restartUnit restarts a systemd unit of this node.

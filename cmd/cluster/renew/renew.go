@@ -229,26 +229,39 @@ func (r *Renewal) masterFiles() ([]certbundle.File, time.Duration, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	master := &ignitionconfigs.MasterConfig{}
-	if found, err := store.FromState(master); err != nil || !found {
-		return nil, 0, exitcode.With(exitcode.Input, fmt.Errorf("%s is not in the state of %s: %v", master.Name(), r.Cluster.Dir, err))
-	}
 	validity, err := kilntls.LeafValidityOf(store)
 	if err != nil {
 		return nil, 0, exitcode.With(exitcode.Input, err)
 	}
+	out, err := MasterFiles(store, r.Cluster.Dir, certbundle.Renewable)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(out) == 0 {
+		return nil, 0, errors.New("the full master config holds no certificate a renewal puts on the masters")
+	}
+	return out, validity, nil
+}
+
+// MasterFiles returns the files of the full master config in store (of
+// --dir dir) whose paths keep accepts, as a bundle carries them.
+func MasterFiles(store *graph.Store, dir string, keep func(path string) bool) ([]certbundle.File, error) {
+	master := &ignitionconfigs.MasterConfig{}
+	if found, err := store.FromState(master); err != nil || !found {
+		return nil, exitcode.With(exitcode.Input, fmt.Errorf("%s is not in the state of %s: %v", master.Name(), dir, err))
+	}
 	cfg, err := ignition.Parse(master.Config)
 	if err != nil {
-		return nil, 0, fmt.Errorf("the full master config: %w", err)
+		return nil, fmt.Errorf("the full master config: %w", err)
 	}
 	var out []certbundle.File
 	for _, f := range cfg.Storage.Files {
-		if !certbundle.Renewable(f.Path) {
+		if !keep(f.Path) {
 			continue
 		}
 		data, _, err := ignition.FileContents(cfg, f.Path)
 		if err != nil {
-			return nil, 0, fmt.Errorf("the full master config: %s: %w", f.Path, err)
+			return nil, fmt.Errorf("the full master config: %s: %w", f.Path, err)
 		}
 		mode := fs.FileMode(0o644)
 		if f.Mode != nil {
@@ -256,10 +269,7 @@ func (r *Renewal) masterFiles() ([]certbundle.File, time.Duration, error) {
 		}
 		out = append(out, certbundle.File{Path: f.Path, Mode: mode, Data: data})
 	}
-	if len(out) == 0 {
-		return nil, 0, errors.New("the full master config holds no certificate a renewal puts on the masters")
-	}
-	return out, validity, nil
+	return out, nil
 }
 
 // master renews on one master: its own etcd member certificates, issued

@@ -41,7 +41,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/kiln-project/kiln/assets/ignitionconfigs"
 	kilntls "github.com/kiln-project/kiln/assets/tls"
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/cluster/install"
@@ -49,7 +48,6 @@ import (
 	"github.com/kiln-project/kiln/graph"
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/graph/installdir"
-	"github.com/kiln-project/kiln/ignition"
 	"github.com/kiln-project/kiln/ignition/certbundle"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
@@ -239,7 +237,11 @@ func (r *Rotation) phase(ctx context.Context, j *Journal, timeout time.Duration)
 		if err := r.reissueDir(ctx, j); err != nil {
 			return err
 		}
-		if full, err = r.masterFiles(); err != nil {
+		// The state as reissueDir left it.
+		if store, err = graph.Open(c.Dir, graph.WithLogger(r.Log)); err != nil {
+			return err
+		}
+		if full, err = r.masterFiles(store); err != nil {
 			return err
 		}
 	}
@@ -444,37 +446,10 @@ func (r *Rotation) reissueDir(ctx context.Context, j *Journal) error {
 // masterFiles returns what the reissue phase writes on a master: every
 // file of --dir's full master config that a rotation may write, but the
 // trust files (bundles until the retire phase).
-func (r *Rotation) masterFiles() ([]certbundle.File, error) {
-	store, err := graph.Open(r.Cluster.Dir, graph.WithLogger(r.Log))
-	if err != nil {
-		return nil, err
-	}
-	master := &ignitionconfigs.MasterConfig{}
-	if found, err := store.FromState(master); err != nil || !found {
-		return nil, exitcode.With(exitcode.Input, fmt.Errorf("%s is not in the state of %s: %v", master.Name(), r.Cluster.Dir, err))
-	}
-	cfg, err := ignition.Parse(master.Config)
-	if err != nil {
-		return nil, fmt.Errorf("the full master config: %w", err)
-	}
+func (r *Rotation) masterFiles(store *graph.Store) ([]certbundle.File, error) {
 	skip := map[string]bool{}
 	for _, f := range trustFiles(&Journal{}, true) {
 		skip[f.Path] = true
 	}
-	var out []certbundle.File
-	for _, f := range cfg.Storage.Files {
-		if skip[f.Path] || !certbundle.RotationWritable(f.Path) {
-			continue
-		}
-		data, _, err := ignition.FileContents(cfg, f.Path)
-		if err != nil {
-			return nil, fmt.Errorf("the full master config: %s: %w", f.Path, err)
-		}
-		mode := fs.FileMode(0o644)
-		if f.Mode != nil {
-			mode = fs.FileMode(*f.Mode)
-		}
-		out = append(out, certbundle.File{Path: f.Path, Mode: mode, Data: data})
-	}
-	return out, nil
+	return renew.MasterFiles(store, r.Cluster.Dir, func(p string) bool { return !skip[p] && certbundle.RotationWritable(p) })
 }
