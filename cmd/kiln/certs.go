@@ -148,6 +148,9 @@ bare pods keep trusting the old CAs until re-created. See docs/pki.md.`,
 // renewal is kiln certs renew of s's cluster, which kiln upgrade cluster
 // runs too.
 func (o *rootOptions) renewal(s *session) (*renew.Renewal, error) {
+	if err := rotateca.UnderWay(s.cluster.Dir, "renewing certificates"); err != nil {
+		return nil, err
+	}
 	shell, ok := s.prov.(platforms.NodeShell)
 	if !ok {
 		return nil, exitcode.With(exitcode.Input, fmt.Errorf("platform %s cannot reach its machines without the cluster's API, so kiln cannot renew its certificates yet", s.cluster.Config.PlatformName()))

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-project/kiln/cmd/cluster/install"
+	"github.com/kiln-project/kiln/cmd/cluster/rotateca"
 	"github.com/kiln-project/kiln/cmd/cluster/scale"
 )
 
@@ -31,6 +32,10 @@ machine go. An interrupted scale resumes when run again. See docs/day-2.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := o.openCluster(cmd.Context(), install.Timeouts{}, 0)
 			if err != nil {
+				return err
+			}
+			// A machine that joins gets --dir's CAs only.
+			if err := rotateca.UnderWay(s.cluster.Dir, "adding or removing machines"); err != nil {
 				return err
 			}
 			return scale.Scale(cmd.Context(), s.cluster, s.prov, so, o.log, o.status, o.stdin, o.stdout)

@@ -101,6 +101,9 @@ type Rotation struct {
 func (r *Rotation) Run(ctx context.Context, o Options) error {
 	start := r.Now()
 	c := r.Cluster
+	if found, err := graph.LoadRecord(c.Dir, installdir.RenewJournal, &struct{}{}); err != nil || found {
+		return exitcode.With(exitcode.Input, fmt.Errorf("a kiln certs renew is under way in %s (%s): run it again to finish it first (%v)", c.Dir, installdir.RenewJournal, err))
+	}
 	if err := r.preflight(ctx); err != nil {
 		return err
 	}
@@ -132,6 +135,22 @@ func (r *Rotation) Run(ctx context.Context, o Options) error {
 	fmt.Fprintf(r.Out, "CA rotation complete: %s replaced on %d nodes, auth/ and the Ignition configs in %s use them (%s)\n",
 		strings.Join(kilntls.RotatedCAIDs(), ", "), c.Nodes(), c.Dir, r.Now().Sub(start).Round(time.Second))
 	return nil
+}
+
+// UnderWay reports, as an error naming it, a rotation under way in dir
+// (its journal): what would issue or place certificates from --dir's CAs
+// meanwhile (kiln certs renew, kiln upgrade cluster, kiln scale cluster)
+// must wait for it to finish.
+func UnderWay(dir, what string) error {
+	var j Journal
+	found, err := graph.LoadRecord(dir, installdir.RotateCAJournal, &j)
+	if err != nil {
+		return exitcode.With(exitcode.Input, fmt.Errorf("%s: %w", installdir.RotateCAJournal, err))
+	}
+	if !found {
+		return nil
+	}
+	return exitcode.With(exitcode.Input, fmt.Errorf("CA rotation %s is under way in %s (phase %s): run kiln certs rotate-ca to finish it before %s", j.Run, dir, j.Phase, what))
 }
 
 // preflight refuses a cluster with a node whose kiln has no part of a

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	kilntls "github.com/kiln-project/kiln/assets/tls"
+	"github.com/kiln-project/kiln/graph"
+	"github.com/kiln-project/kiln/graph/installdir"
 	"github.com/kiln-project/kiln/ignition/certbundle"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
@@ -141,5 +143,19 @@ func TestWaitRootCA(t *testing.T) {
 	}
 	if bytes.Equal(a.Cert, b.Cert) {
 		t.Fatal("two CAs alike")
+	}
+}
+
+func TestUnderWayNamesTheRotation(t *testing.T) {
+	dir := t.TempDir()
+	if err := UnderWay(dir, "renewing certificates"); err != nil {
+		t.Fatalf("no rotation: %v", err)
+	}
+	if err := graph.SaveRecord(dir, installdir.RotateCAJournal, journal(certbundle.PhaseKubelets)); err != nil {
+		t.Fatal(err)
+	}
+	err := UnderWay(dir, "renewing certificates")
+	if err == nil || !strings.Contains(err.Error(), "CA rotation r1") || !strings.Contains(err.Error(), "phase kubelets") || !strings.Contains(err.Error(), "before renewing certificates") {
+		t.Errorf("err = %v", err)
 	}
 }
