@@ -42,6 +42,7 @@ type node struct {
 	rotate   *Rotate
 	restarts []string
 	started  map[string]time.Time
+	edited   map[string]time.Time
 	now      time.Time
 	// serving, when set, is the CA the fake kubelet gets a serving
 	// certificate from when it restarts.
@@ -100,7 +101,7 @@ func kubeletPair(t *testing.T, ca kilntls.CertKey, name string) []byte {
 // certificates and kubeconfigs, and fakes that restart what they are
 // asked to.
 func newNode(t *testing.T, master bool, oldRoot, oldServing kilntls.CertKey) *node {
-	n := &node{t: t, root: t.TempDir(), started: map[string]time.Time{}, now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}
+	n := &node{t: t, root: t.TempDir(), started: map[string]time.Time{}, edited: map[string]time.Time{}, now: time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)}
 	pki := nodelayout.KubeletPKIDir
 	n.write(pki+"/kubelet-client-2026-01-01.pem", kubeletPair(t, oldRoot, "m-0"), 0o600)
 	if err := os.Symlink("kubelet-client-2026-01-01.pem", filepath.Join(n.root, pki, "kubelet-client-current.pem")); err != nil {
@@ -126,7 +127,22 @@ func newNode(t *testing.T, master bool, oldRoot, oldServing kilntls.CertKey) *no
 	n.write(nodelayout.KilnConfigDir+"/.keep", nil, 0o644)
 	n.rotate = &Rotate{
 		Root: n.root,
+		// The kubelet starts a static pod again once its manifest
+		// changed: its process is new after each edit.
 		Started: func(binary string) (time.Time, bool, error) {
+			for _, c := range StaticPods() {
+				if c.Binary != binary {
+					continue
+				}
+				info, err := os.Stat(filepath.Join(n.root, nodelayout.StaticPodDir, c.Manifest))
+				if err != nil {
+					return time.Time{}, false, nil
+				}
+				if info.ModTime() != n.edited[c.Manifest] {
+					n.edited[c.Manifest] = info.ModTime()
+					n.started[binary] = n.now.Add(time.Second)
+				}
+			}
 			t, ok := n.started[binary]
 			return t, ok, nil
 		},
@@ -134,9 +150,11 @@ func newNode(t *testing.T, master bool, oldRoot, oldServing kilntls.CertKey) *no
 		Restart: func(_ context.Context, unit string) error {
 			n.restarts = append(n.restarts, unit)
 			if unit == "kubelet.service" {
-				// The kubelet starts the static pods whose manifests changed.
 				for _, c := range StaticPods() {
-					n.started[c.Binary] = n.now.Add(time.Second)
+					data, err := os.ReadFile(filepath.Join(n.root, nodelayout.StaticPodDir, c.Manifest))
+					if _, ok := n.started[c.Binary]; err == nil && strings.Contains(string(data), certinstall.Annotation) && !ok {
+						t.Errorf("the kubelet restarted before %s ran again", c.Binary)
+					}
 				}
 				current := filepath.Join(n.root, pki, "kubelet-server-current.pem")
 				if _, err := os.Lstat(current); err != nil && n.serving != nil {
@@ -267,7 +285,7 @@ func TestRotationWaitsForTheRestartedPods(t *testing.T) {
 	n.write(nodelayout.SigningCA+".key", oldRoot.Key, 0o600)
 	n.write(nodelayout.SigningKubeletServingCA+".crt", oldRoot.Cert, 0o644)
 	n.write(nodelayout.SigningKubeletServingCA+".key", oldRoot.Key, 0o600)
-	n.rotate.Restart = func(context.Context, string) error { return nil } // nothing restarts
+	n.rotate.Started = func(string) (time.Time, bool, error) { return n.now.Add(-time.Hour), true, nil } // nothing restarts
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	err := n.rotate.Do(ctx, certbundle.Rotation{Run: "r1", Phase: certbundle.PhaseIntroduce, Rotating: true, Files: []certbundle.File{
