@@ -182,7 +182,7 @@ func assertRotateCA(t *testing.T, kiln, dir string, masters, nodes []string) {
 	if err != nil || len(pods.Items) == 0 {
 		t.Fatalf("CoreDNS pods: %v, %d", err, len(pods.Items))
 	}
-	if _, err := client.CoreV1().Pods("kube-system").GetLogs(pods.Items[0].Name, nil).DoRaw(ctx); err != nil {
+	if _, err := client.CoreV1().Pods("kube-system").GetLogs(pods.Items[0].Name, &corev1.PodLogOptions{}).DoRaw(ctx); err != nil {
 		t.Errorf("logs of %s through the API after the rotation: %v", pods.Items[0].Name, err)
 	}
 	// The old admin kubeconfig: neither its CA nor its client certificate
