@@ -11,6 +11,7 @@
 package renew
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -286,26 +287,32 @@ func (r *Renewal) master(ctx context.Context, j Journal, name string, files []ce
 		}
 		b.Files = append(slices.Clone(files), member...)
 	}
-	data, err := json.Marshal(b)
-	if err != nil {
-		return err
-	}
 	end := r.Progress.Start("Renewing the certificates of " + name)
-	err = r.Shell.PutNodeFile(ctx, &c.Cluster, name, nodelayout.CertsRenewBundle, strings.NewReader(string(data)), 0o600)
-	var out []byte
-	if err == nil {
-		out, err = r.Shell.RunOnNode(ctx, &c.Cluster, name, NodeArgv(timeout, !j.AtOnce)...)
-	}
+	err := RunBundle(ctx, r.Shell, &c.Cluster, name, nodelayout.CertsRenewBundle, b, NodeArgv(timeout, !j.AtOnce))
 	end(err)
 	if err != nil {
-		if len(out) > 0 {
-			err = fmt.Errorf("%w\n%s", err, out)
-		}
 		return fmt.Errorf("master %s: %w", name, err)
 	}
 	fmt.Fprintf(r.Out, "%s: new certificates in place, API server, controller manager and scheduler restarted (%s)\n",
 		name, r.Now().Sub(t).Round(100*time.Millisecond))
 	return nil
+}
+
+// RunBundle puts bundle (JSON, 0600: it holds keys) at path on node and
+// runs argv there, which reads it; a failure carries what argv printed.
+func RunBundle(ctx context.Context, shell platforms.NodeShell, c *platforms.Cluster, node, path string, bundle any, argv []string) error {
+	data, err := json.Marshal(bundle)
+	if err != nil {
+		return err
+	}
+	if err := shell.PutNodeFile(ctx, c, node, path, bytes.NewReader(data), 0o600); err != nil {
+		return err
+	}
+	out, err := shell.RunOnNode(ctx, c, node, argv...)
+	if err != nil && len(out) > 0 {
+		err = fmt.Errorf("%w\n%s", err, out)
+	}
+	return err
 }
 
 // NodeArgv is the command a master runs for its part of a renewal; lock

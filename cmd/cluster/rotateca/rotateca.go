@@ -28,7 +28,6 @@ package rotateca
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -351,21 +350,10 @@ func (r *Rotation) nodes(ctx context.Context, j *Journal, names []string, master
 func (r *Rotation) node(ctx context.Context, node string, b certbundle.Rotation, master bool, timeout time.Duration) error {
 	c := r.Cluster
 	t := r.Now()
-	data, err := json.Marshal(b)
-	if err != nil {
-		return err
-	}
 	end := r.Progress.Start(fmt.Sprintf("CA rotation, phase %s: %s", b.Phase, node))
-	err = r.Shell.PutNodeFile(ctx, &c.Cluster, node, nodelayout.CARotationBundle, bytes.NewReader(data), 0o600)
-	var out []byte
-	if err == nil {
-		out, err = r.Shell.RunOnNode(ctx, &c.Cluster, node, NodeArgv(timeout, master)...)
-	}
+	err := renew.RunBundle(ctx, r.Shell, &c.Cluster, node, nodelayout.CARotationBundle, b, NodeArgv(timeout, master))
 	end(err)
 	if err != nil {
-		if len(out) > 0 {
-			err = fmt.Errorf("%w\n%s", err, out)
-		}
 		return fmt.Errorf("%s: %w", node, err)
 	}
 	r.Log.Infof("%s: phase %s done (%s)", node, b.Phase, r.Now().Sub(t).Round(100*time.Millisecond))
