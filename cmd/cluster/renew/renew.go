@@ -319,7 +319,13 @@ func RunBundle(ctx context.Context, shell platforms.NodeShell, c *platforms.Clus
 // (one master at a time) holds the cluster's renewal lock in etcd, which
 // the masters' own renewal timers take too.
 func NodeArgv(timeout time.Duration, lock bool) []string {
-	argv := []string{nodelayout.KilnBinary, "node", "certs-install", "--bundle=" + nodelayout.CertsRenewBundle, "--timeout=" + timeout.String()}
+	return BundleArgv("certs-install", nodelayout.CertsRenewBundle, timeout, lock)
+}
+
+// BundleArgv is `kiln node <command>` reading the bundle at path, waiting
+// at most timeout, holding the cluster's renewal lock when lock is set.
+func BundleArgv(command, path string, timeout time.Duration, lock bool) []string {
+	argv := []string{nodelayout.KilnBinary, "node", command, "--bundle=" + path, "--timeout=" + timeout.String()}
 	if lock {
 		argv = append(argv, "--lock")
 	}

@@ -363,11 +363,7 @@ func (r *Rotation) node(ctx context.Context, node string, b certbundle.Rotation,
 // NodeArgv is the command a node runs for its part of a phase; a master
 // holds the cluster's renewal lock while its components restart.
 func NodeArgv(timeout time.Duration, master bool) []string {
-	argv := []string{nodelayout.KilnBinary, "node", "ca-rotate", "--bundle=" + nodelayout.CARotationBundle, "--timeout=" + timeout.String()}
-	if master {
-		argv = append(argv, "--lock")
-	}
-	return argv
+	return renew.BundleArgv("ca-rotate", nodelayout.CARotationBundle, timeout, master)
 }
 
 // trust returns what a trust file of CA id holds in j's phase: the old

@@ -229,7 +229,7 @@ func (r *Rotate) wait(ctx context.Context, master bool, restarted []certinstall.
 	return nil
 }
 
-// Kubeconfigs returns the kubeconfigs on a node whose CA a rotation sets:
+// kubeconfigs returns the kubeconfigs on a node whose CA a rotation sets:
 // the control plane's (a master), the kubelet's and its bootstrap
 // kubeconfig, those that exist.
 func (r *Rotate) kubeconfigs() ([]string, error) {
