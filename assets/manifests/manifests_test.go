@@ -498,10 +498,12 @@ func checkStaticPods(t *testing.T, tc manifestCase, role string, objs map[string
 		"--node-cidr-mask-size="+tc.hostPrefix,
 		"--service-cluster-ip-range="+tc.serviceCIDR,
 		"--allocate-node-cidrs=true",
-		"--cluster-signing-kubelet-serving-cert-file=/etc/kubernetes/pki/kubelet-serving-ca.crt",
-		"--cluster-signing-kubelet-serving-key-file=/etc/kubernetes/pki/kubelet-serving-ca.key",
-		"--cluster-signing-kubelet-client-cert-file=/etc/kubernetes/pki/ca.crt",
-		"--cluster-signing-kube-apiserver-client-cert-file=/etc/kubernetes/pki/ca.crt",
+		// kube-controller-manager signs from its own copies of the CAs, which
+		// `kiln certs rotate-ca` can replace while trust holds old and new.
+		"--cluster-signing-kubelet-serving-cert-file=/etc/kubernetes/pki/signing-kubelet-serving-ca.crt",
+		"--cluster-signing-kubelet-serving-key-file=/etc/kubernetes/pki/signing-kubelet-serving-ca.key",
+		"--cluster-signing-kubelet-client-cert-file=/etc/kubernetes/pki/signing-ca.crt",
+		"--cluster-signing-kube-apiserver-client-cert-file=/etc/kubernetes/pki/signing-ca.crt",
 		"--root-ca-file=/etc/kubernetes/pki/ca.crt",
 	)
 
