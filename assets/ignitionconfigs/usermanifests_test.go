@@ -100,7 +100,7 @@ func TestUserManifestsInBootstrap(t *testing.T) {
 
 	want := []string{
 		"00-namespaces.yaml", "01-rbac-node-bootstrap.yaml", "02-bootstrap-token.yaml", "03-cluster-config.yaml",
-		"05-early.yaml", "05-machines.yaml", "06-kubelet-serving-ca.yaml", "10-kube-proxy.yaml", "11-coredns.yaml", "12-csr-approver.yaml", "13-local-path-storage.yaml", "14-metrics-server.yaml", "15-network-policy.yaml", "50-my-namespace.yaml",
+		"05-early.yaml", "05-machines.yaml", "06-kubelet-serving-ca.yaml", "10-kube-proxy.yaml", "11-coredns.yaml", "12-csr-approver.yaml", "13-local-path-storage.yaml", "14-metrics-server.yaml", "15-network-policy.yaml", "17-machine-config.yaml", "50-my-namespace.yaml",
 	}
 	for run := 1; run <= 2; run++ { // the second run finds manifests/ consumed
 		names, raw := manifestsIn(t, dir)

@@ -56,7 +56,8 @@ func newNodeCmd(o *rootOptions) *cobra.Command {
 		Annotations: map[string]string{debugLogAnnotation: debugLogNone},
 	}
 	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o), newNodeEtcdRestoreCmd(o), newNodeEtcdBackupCmd(o), newNodeCertsInstallCmd(o), newNodeCertsRenewCmd(o), newNodeProbeCmd(o),
-		newNodeCSRApproverCmd(o), newNodeAwaitPermissionCmd(o), newNodeResolvConfCmd(o), newNodeCARotateCmd(o), newNodeSupportsCmd())
+		newNodeCSRApproverCmd(o), newNodeAwaitPermissionCmd(o), newNodeResolvConfCmd(o), newNodeCARotateCmd(o), newNodeSupportsCmd(),
+		newNodeMachineConfigControllerCmd(o), newNodeMachineConfigAgentCmd(o))
 	return cmd
 }
 

@@ -112,6 +112,16 @@ const (
 	// on the machine, the node image's kiln-cgroup-rw.service writes
 	// "failCgroupV1: false" into it; on cgroup v2 it stays empty.
 	KubeletConfigDir = "/run/kiln/kubelet.conf.d"
+	// MachineConfigDir is the machine-config agent's state: what it applied,
+	// the originals of files it replaced, the kubelet drop-in.
+	MachineConfigDir = "/var/lib/kiln/machine-config"
+	// MachineConfigKubeletDropin is the lasting copy of the kubelet settings
+	// of the node's MachineConfigs, which kubelet.service copies into
+	// KubeletConfigDir as MachineConfigKubeletDropinName before it starts.
+	MachineConfigKubeletDropin = MachineConfigDir + "/kubelet.conf"
+	// MachineConfigKubeletDropinName is that drop-in's name in
+	// KubeletConfigDir.
+	MachineConfigKubeletDropinName = "50-machine-config.conf"
 )
 
 // PodRouteProtocol is the routing protocol number of the routes the node
@@ -171,6 +181,9 @@ type Layout struct {
 	MasterEtcdManifest    string
 	BootkubeDoneFile      string
 	TrustBundleDir        string
+
+	MachineConfigKubeletDropin     string
+	MachineConfigKubeletDropinName string
 }
 
 // Values returns the layout of kiln's machines.
@@ -192,6 +205,9 @@ func Values() Layout {
 		MasterEtcdManifest:    MasterEtcdManifest,
 		BootkubeDoneFile:      BootkubeDoneFile,
 		TrustBundleDir:        TrustBundleDir,
+
+		MachineConfigKubeletDropin:     MachineConfigKubeletDropin,
+		MachineConfigKubeletDropinName: MachineConfigKubeletDropinName,
 	}
 }
 

@@ -43,7 +43,8 @@ const scaleNodePort = 31080
 // balancer and a prober fetches, every second, from a Deployment on the
 // workers through a NodePort Service on master-0: write errors stay within
 // a few seconds during master changes and none happen during worker
-// changes; the same for the Service. At the end etcd has exactly 3
+// changes; the same for the Service. With two workers, a MachineConfig
+// rolls out to them (assertMachineConfig). At the end etcd has exactly 3
 // voters, the Nodes are the machines, and the load balancer sends to the
 // masters; destroy cluster leaves nothing.
 //
@@ -74,6 +75,10 @@ func TestClusterScale(t *testing.T) {
 	scale(t, mon, "grow masters to 3", kiln, "--dir", dir, "--config", cfg)
 	// Workers: 1 -> 2.
 	scale(t, mon, "add a worker", kiln, "--dir", dir, "--workers", "2")
+	// A MachineConfig rolls out to both workers, one at a time, while the
+	// Service on them answers.
+	assertMachineConfig(ctx, t, client, adminDynamic(t, dir), machine.NewManager(machine.Options{}).Exec, mon,
+		[]string{name("master", 0), name("master", 1), name("master", 2)}, []string{name("worker", 0), name("worker", 1)})
 	// A worker goes: drained, its Node and machine removed.
 	scale(t, mon, "remove a worker", kiln, "--dir", dir, "--workers", "1", "--remove", name("worker", 0))
 	// A master fails for good: its machine is gone. --replace puts a new

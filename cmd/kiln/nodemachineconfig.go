@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/kiln-project/kiln/cmd/node/mcagent"
+	"github.com/kiln-project/kiln/cmd/node/mccontroller"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
+)
+
+// machineConfigLease is the Lease in kiln-system the controllers elect
+// their leader with.
+const machineConfigLease = "kiln-machine-config-controller"
+
+func newNodeMachineConfigControllerCmd(o *rootOptions) *cobra.Command {
+	var kubeconfig, namespace string
+	cmd := &cobra.Command{
+		Use:   "machine-config-controller",
+		Short: "Render MachineConfigPools and roll their configs out node by node (leader-elected)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			client, dyn, err := nodeClients(kubeconfig)
+			if err != nil {
+				return err
+			}
+			id, err := os.Hostname()
+			if err != nil {
+				return err
+			}
+			id += "_" + time.Now().UTC().Format(time.RFC3339Nano)
+			lock := &resourcelock.LeaseLock{
+				LeaseMeta:  metav1.ObjectMeta{Name: machineConfigLease, Namespace: namespace},
+				Client:     client.CoordinationV1(),
+				LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+			}
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			var runErr error
+			leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+				Lock:            lock,
+				LeaseDuration:   30 * time.Second,
+				RenewDeadline:   20 * time.Second,
+				RetryPeriod:     4 * time.Second,
+				ReleaseOnCancel: true,
+				Callbacks: leaderelection.LeaderCallbacks{
+					OnStartedLeading: func(ctx context.Context) {
+						runErr = mccontroller.Run(ctx, mccontroller.Config{Resync: 10 * time.Second, Log: o.log}, client, dyn)
+						cancel()
+					},
+					OnStoppedLeading: func() {
+						if ctx.Err() == nil {
+							runErr = errors.New("lost the machine-config controller's lease")
+						}
+						cancel()
+					},
+				},
+			})
+			return runErr
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the controller's ServiceAccount (in-cluster config when empty)")
+	cmd.Flags().StringVar(&namespace, "lease-namespace", "kiln-system", "namespace of the leader-election Lease")
+	return cmd
+}
+
+func newNodeMachineConfigAgentCmd(o *rootOptions) *cobra.Command {
+	var kubeconfig, nodeName string
+	var interval time.Duration
+	cmd := &cobra.Command{
+		Use:   "machine-config-agent",
+		Short: "Apply this node's desired rendered config and report drift from it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			client, dyn, err := nodeClients(kubeconfig)
+			if err != nil {
+				return err
+			}
+			return mcagent.Run(cmd.Context(), mcagent.Config{
+				NodeName: nodeName,
+				Paths:    mcagent.NodePaths(),
+				Runner:   execRunner{},
+				Interval: interval,
+				Log:      o.log,
+			}, client, dyn)
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", nodelayout.KubeletKubeconfig, "the node's own kubeconfig")
+	cmd.Flags().StringVar(&nodeName, "node-name", "", "this machine's Node")
+	cmd.Flags().DurationVar(&interval, "interval", 30*time.Second, "how often drift is checked")
+	_ = cmd.MarkFlagRequired("node-name")
+	return cmd
+}
+
+// nodeClients are a typed and a dynamic client from kubeconfig (the
+// in-cluster config when it is empty).
+func nodeClients(kubeconfig string) (kubernetes.Interface, dynamic.Interface, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	return client, dyn, err
+}

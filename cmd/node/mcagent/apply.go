@@ -1,0 +1,481 @@
+package mcagent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	igntypes "github.com/coreos/ignition/v2/config/v3_3/types"
+	"github.com/vincent-petithory/dataurl"
+
+	"github.com/kiln-project/kiln/cmd/node/machineconfig"
+	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
+)
+
+// Runner runs a command (systemctl) and returns its combined output.
+type Runner interface {
+	Run(ctx context.Context, argv ...string) ([]byte, error)
+}
+
+// Paths are where the agent keeps its state and writes on a node, all
+// below Root ("/" on a node; a temporary directory in tests).
+type Paths struct {
+	// Root is the machine's root directory; no symbolic link below it is
+	// ever followed where the agent writes or reads.
+	Root string
+	// StateDir holds state.json and the originals of files it replaced.
+	StateDir string
+	// UnitDir is where unit files and drop-ins are written.
+	UnitDir string
+	// KubeletDropin is the kubelet drop-in's lasting copy, which
+	// kubelet.service copies into RunKubeletDropin before every start.
+	KubeletDropin string
+	// RunKubeletDropin is the drop-in in the kubelet's --config-dir.
+	RunKubeletDropin string
+}
+
+// NodePaths are the paths on a kiln node.
+func NodePaths() Paths {
+	return Paths{
+		Root:             "/",
+		StateDir:         nodelayout.MachineConfigDir,
+		UnitDir:          "/etc/systemd/system",
+		KubeletDropin:    nodelayout.MachineConfigKubeletDropin,
+		RunKubeletDropin: nodelayout.KubeletConfigDir + "/" + nodelayout.MachineConfigKubeletDropinName,
+	}
+}
+
+// State is what the agent applied, kept in StateDir/state.json.
+type State struct {
+	// Name is the rendered config applied in full ("" before the first).
+	Name string `json:"name"`
+	// Pending is the rendered config being applied; drift is not checked
+	// while it is set, and the agent applies it again after a restart.
+	Pending string `json:"pending,omitempty"`
+	// Files are the files written (unit files and drop-ins included), by
+	// path, with their content hash and mode.
+	Files map[string]FileState `json:"files,omitempty"`
+	// Units are the units whose enablement the config sets.
+	Units map[string]UnitState `json:"units,omitempty"`
+	// Originals records, for every path the agent manages, whether a file
+	// was there before it first wrote it (its copy is in StateDir/orig).
+	Originals map[string]bool `json:"originals,omitempty"`
+}
+
+// FileState is one written file.
+type FileState struct {
+	SHA256 string      `json:"sha256"`
+	Mode   fs.FileMode `json:"mode"`
+}
+
+// UnitState is a unit of the config.
+type UnitState struct {
+	// Enabled is the config's enabled field (nil: left as it is).
+	Enabled *bool `json:"enabled,omitempty"`
+	// Files are the unit file and drop-ins written for it.
+	Files []string `json:"files"`
+}
+
+// plan is what a rendered config puts on the node.
+type plan struct {
+	files map[string]wanted
+	dirs  map[string]fs.FileMode
+	units map[string]UnitState
+}
+
+// wanted is one file's content and mode.
+type wanted struct {
+	data []byte
+	mode fs.FileMode
+}
+
+// planFor turns r into the files, directories and units to have.
+func planFor(p Paths, r *machineconfig.Rendered) (*plan, error) {
+	pl := &plan{files: map[string]wanted{}, dirs: map[string]fs.FileMode{}, units: map[string]UnitState{}}
+	for _, f := range r.Config.Storage.Files {
+		data, err := contents(f.Contents)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Path, err)
+		}
+		pl.files[path.Clean(f.Path)] = wanted{data: data, mode: modeOr(f.Mode, 0o644)}
+	}
+	for _, d := range r.Config.Storage.Directories {
+		pl.dirs[path.Clean(d.Path)] = modeOr(d.Mode, 0o755)
+	}
+	for _, u := range r.Config.Systemd.Units {
+		us := UnitState{Enabled: u.Enabled, Files: []string{}}
+		if u.Contents != nil {
+			f := path.Join(p.UnitDir, u.Name)
+			pl.files[f] = wanted{data: []byte(*u.Contents), mode: 0o644}
+			us.Files = append(us.Files, f)
+		}
+		for _, d := range u.Dropins {
+			f := path.Join(p.UnitDir, u.Name+".d", d.Name)
+			pl.files[f] = wanted{data: []byte(strOr(d.Contents)), mode: 0o644}
+			us.Files = append(us.Files, f)
+		}
+		pl.units[u.Name] = us
+	}
+	dropin, err := r.KubeletDropin()
+	if err != nil {
+		return nil, err
+	}
+	if dropin != nil {
+		pl.files[p.KubeletDropin] = wanted{data: dropin, mode: 0o600}
+	}
+	return pl, nil
+}
+
+// contents decodes a file's data: URL (Render accepted only those).
+func contents(c igntypes.Resource) ([]byte, error) {
+	if c.Source == nil {
+		return []byte{}, nil
+	}
+	u, err := dataurl.DecodeString(*c.Source)
+	if err != nil {
+		return nil, err
+	}
+	return u.Data, nil
+}
+
+func modeOr(m *int, def fs.FileMode) fs.FileMode {
+	if m == nil {
+		return def
+	}
+	return fs.FileMode(*m).Perm()
+}
+
+func strOr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func sum(data []byte) string {
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
+}
+
+// applier applies rendered configs on one machine.
+type applier struct {
+	p   Paths
+	w   *atomicfile.Writer
+	run Runner
+}
+
+func newApplier(p Paths, run Runner) *applier {
+	return &applier{p: p, w: &atomicfile.Writer{Root: p.Root}, run: run}
+}
+
+// full is name below the root.
+func (a *applier) full(name string) string { return path.Join(a.p.Root, name) }
+
+// statePath is the state file.
+func (a *applier) statePath() string { return a.full(path.Join(a.p.StateDir, "state.json")) }
+
+// origPath is where the original of name is kept.
+func (a *applier) origPath(name string) string {
+	return a.full(path.Join(a.p.StateDir, "orig", sum([]byte(name))))
+}
+
+// load reads the state; a node that never applied a config has none.
+func (a *applier) load() (*State, error) {
+	data, err := atomicfile.ReadFile(a.p.Root, a.statePath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return &State{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s State
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", a.statePath(), err)
+	}
+	return &s, nil
+}
+
+// save writes the state (0600).
+func (a *applier) save(s *State) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return a.w.Write(a.statePath(), data, 0o600)
+}
+
+// apply puts r on the node: every file written atomically (a file the
+// node had before is kept as an original first, and put back when the
+// config stops naming it), units reloaded, enabled or disabled, and only
+// the units whose files changed restarted (the kubelet when its drop-in
+// changed). The state records the config as pending first, so a restart
+// of the agent midway applies it again.
+func (a *applier) apply(ctx context.Context, s *State, r *machineconfig.Rendered) error {
+	pl, err := planFor(a.p, r)
+	if err != nil {
+		return err
+	}
+	if s.Originals == nil {
+		s.Originals = map[string]bool{}
+	}
+	// Keep what was there before kiln first writes a path.
+	for name := range pl.files {
+		if _, managed := s.Originals[name]; managed {
+			continue
+		}
+		data, err := atomicfile.ReadFile(a.p.Root, a.full(name))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			s.Originals[name] = false
+		case err != nil:
+			return fmt.Errorf("keeping the original of %s: %w", name, err)
+		default:
+			info, err := atomicfile.Stat(a.p.Root, a.full(name))
+			if err != nil {
+				return err
+			}
+			if err := a.w.Write(a.origPath(name), data, info.Mode().Perm()); err != nil {
+				return fmt.Errorf("keeping the original of %s: %w", name, err)
+			}
+			s.Originals[name] = true
+		}
+	}
+	s.Pending = r.Name
+	if err := a.save(s); err != nil {
+		return err
+	}
+
+	restartDropped, err := a.dropUnits(ctx, s, pl)
+	if err != nil {
+		return err
+	}
+	changed := map[string]bool{}
+	for _, dir := range slices.Sorted(maps.Keys(pl.dirs)) {
+		if err := a.w.MkdirAll(a.full(dir), pl.dirs[dir]); err != nil {
+			return err
+		}
+	}
+	b := a.w.Batch()
+	for name, f := range pl.files {
+		old, ok := s.Files[name]
+		if ok && old.SHA256 == sum(f.data) && old.Mode == f.mode && a.matches(name, old) == nil {
+			continue
+		}
+		changed[name] = true
+		if err := b.Write(a.full(name), f.data, f.mode); err != nil {
+			b.Abort()
+			return err
+		}
+	}
+	for name := range s.Files {
+		if _, keep := pl.files[name]; keep {
+			continue
+		}
+		changed[name] = true
+		if err := a.restoreOriginal(b, s, name); err != nil {
+			b.Abort()
+			return err
+		}
+	}
+	if err := b.Commit(); err != nil {
+		return err
+	}
+	for name := range s.Files {
+		if _, keep := pl.files[name]; !keep {
+			_ = os.Remove(a.origPath(name))
+			delete(s.Originals, name)
+		}
+	}
+	if err := a.systemd(ctx, pl, changed, restartDropped); err != nil {
+		return err
+	}
+
+	s.Files = map[string]FileState{}
+	for name, f := range pl.files {
+		s.Files[name] = FileState{SHA256: sum(f.data), Mode: f.mode}
+	}
+	s.Units = pl.units
+	s.Name, s.Pending = r.Name, ""
+	return a.save(s)
+}
+
+// restoreOriginal puts back what name was before kiln wrote it, or
+// removes it when there was nothing.
+func (a *applier) restoreOriginal(b *atomicfile.Batch, s *State, name string) error {
+	if !s.Originals[name] {
+		err := b.Remove(a.full(name))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	data, err := atomicfile.ReadFile(a.p.Root, a.origPath(name))
+	if err != nil {
+		return fmt.Errorf("original of %s: %w", name, err)
+	}
+	info, err := atomicfile.Stat(a.p.Root, a.origPath(name))
+	if err != nil {
+		return err
+	}
+	return b.Write(a.full(name), data, info.Mode().Perm())
+}
+
+// systemd reloads the manager when a unit file changed, restarts the
+// dropped units dropUnits returned, sets the units' enablement, and
+// restarts the units (and the kubelet) whose files changed.
+func (a *applier) systemd(ctx context.Context, pl *plan, changed map[string]bool, restartDropped []string) error {
+	systemctl := func(args ...string) error { return a.systemctl(ctx, args...) }
+	reload := false
+	for name := range changed {
+		if strings.HasPrefix(name, a.p.UnitDir+"/") {
+			reload = true
+		}
+	}
+	if reload {
+		if err := systemctl("daemon-reload"); err != nil {
+			return err
+		}
+	}
+	for _, name := range restartDropped {
+		if err := systemctl("try-restart", name); err != nil {
+			return err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(pl.units)) {
+		u := pl.units[name]
+		touched := slices.ContainsFunc(u.Files, func(f string) bool { return changed[f] })
+		switch {
+		case u.Enabled != nil && *u.Enabled:
+			if err := systemctl("enable", name); err != nil {
+				return err
+			}
+			verb := "start"
+			if touched {
+				verb = "restart"
+			}
+			if err := systemctl(verb, name); err != nil {
+				return err
+			}
+		case u.Enabled != nil:
+			if err := systemctl("disable", "--now", name); err != nil {
+				return err
+			}
+		case touched:
+			if err := systemctl("try-restart", name); err != nil {
+				return err
+			}
+		}
+	}
+	if changed[a.p.KubeletDropin] {
+		if err := a.syncKubeletDropin(pl); err != nil {
+			return err
+		}
+		if err := systemctl("restart", "kubelet.service"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// systemctl runs systemctl with args.
+func (a *applier) systemctl(ctx context.Context, args ...string) error {
+	out, err := a.run.Run(ctx, append([]string{"systemctl"}, args...)...)
+	if err != nil {
+		return fmt.Errorf("systemctl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// dropUnits handles the units the new config no longer names, before their
+// files go: a unit the config wrote (and the node did not have) or enabled
+// is stopped and disabled now, while systemd still has its file; one the
+// node has, whose drop-ins or file the config replaced, is returned to be
+// restarted once its files are back as they were.
+func (a *applier) dropUnits(ctx context.Context, s *State, pl *plan) ([]string, error) {
+	var restart []string
+	for _, name := range slices.Sorted(maps.Keys(s.Units)) {
+		if _, keep := pl.units[name]; keep {
+			continue
+		}
+		old := s.Units[name]
+		unitFile := path.Join(a.p.UnitDir, name)
+		ours := slices.Contains(old.Files, unitFile) && !s.Originals[unitFile]
+		if ours || (old.Enabled != nil && *old.Enabled) {
+			if err := a.systemctl(ctx, "disable", "--now", name); err != nil {
+				return nil, err
+			}
+		} else if len(old.Files) > 0 {
+			restart = append(restart, name)
+		}
+	}
+	return restart, nil
+}
+
+// syncKubeletDropin puts the drop-in into the kubelet's --config-dir (or
+// removes it there), as kubelet.service's ExecStartPre does at boot.
+func (a *applier) syncKubeletDropin(pl *plan) error {
+	f, ok := pl.files[a.p.KubeletDropin]
+	if !ok {
+		err := a.w.Remove(a.full(a.p.RunKubeletDropin))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	return a.w.Write(a.full(a.p.RunKubeletDropin), f.data, f.mode)
+}
+
+// Drift is a managed file that is not what the agent wrote.
+type Drift struct {
+	// Path is the file.
+	Path string
+	// What is "content", "mode", "missing" or the error reading it.
+	What string
+}
+
+// drift compares every file of the state with the disk. A state with a
+// pending config has none checked: the agent applies that first.
+func (a *applier) drift(s *State) []Drift {
+	if s.Pending != "" {
+		return nil
+	}
+	var out []Drift
+	for _, name := range slices.Sorted(maps.Keys(s.Files)) {
+		if err := a.matches(name, s.Files[name]); err != nil {
+			out = append(out, Drift{Path: name, What: err.Error()})
+		}
+	}
+	return out
+}
+
+// matches checks one file against what was written.
+func (a *applier) matches(name string, want FileState) error {
+	data, err := atomicfile.ReadFile(a.p.Root, a.full(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return errors.New("missing")
+	}
+	if err != nil {
+		return err
+	}
+	if sum(data) != want.SHA256 {
+		return errors.New("content")
+	}
+	info, err := atomicfile.Stat(a.p.Root, a.full(name))
+	if err != nil {
+		return err
+	}
+	if info.Mode().Perm() != want.Mode {
+		return fmt.Errorf("mode %#o, want %#o", info.Mode().Perm(), want.Mode)
+	}
+	return nil
+}

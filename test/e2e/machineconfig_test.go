@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kiln-project/kiln/cmd/node/machineconfig"
+)
+
+// The MachineConfig assertMachineConfig rolls out to the worker pool.
+const (
+	mcFile       = "/etc/kiln-e2e/machine-config.conf"
+	mcFileData   = "rolled out by the worker pool\n"
+	mcMaxPods    = 99
+	mcConfigYAML = `
+apiVersion: kiln.dev/v1alpha1
+kind: MachineConfig
+metadata:
+  name: 50-e2e-worker
+  labels:
+    kiln.dev/pool: worker
+spec:
+  config:
+    storage:
+      files:
+      - path: ` + mcFile + `
+        mode: 0644
+        contents: {source: "data:,rolled%20out%20by%20the%20worker%20pool%0A"}
+  kubeletConfig:
+    maxPods: 99
+`
+)
+
+// assertMachineConfig is issue 46's rollout on a running cluster with two
+// workers, while mon's prober fetches from a Service on them: every pool
+// is Updated first (the nodes got the empty config at join); the worker
+// pool is paused and a MachineConfig adding a file and a kubelet setting
+// joins it: the pool renders it and holds its nodes; unpaused, it rolls
+// out one worker at a time (never two unschedulable at once) and the
+// Service answers throughout (mon's phase); the file is on the workers and
+// not on the masters, and the workers' kubelets take maxPods (their
+// capacity); a hand edit of the file on one worker turns it Degraded,
+// naming the path, within 2 minutes, and putting the file back makes it
+// Done again.
+func assertMachineConfig(ctx context.Context, t *testing.T, client kubernetes.Interface, dyn dynamic.Interface, exec machineExec, mon *monitor, masters, workers []string) {
+	t.Helper()
+	pools := dyn.Resource(machineconfig.MachineConfigPools)
+	pool := func(name string) machineconfig.MachineConfigPool {
+		var p machineconfig.MachineConfigPool
+		u, err := pools.Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			err = fromUnstructured(u, &p)
+		}
+		if err != nil {
+			t.Logf("pool %s: %v", name, err)
+		}
+		return p
+	}
+	updated := func(name string, n int) func() (bool, string) {
+		return func() (bool, string) {
+			p := pool(name)
+			st := p.Status
+			return st.Configuration != "" && st.MachineCount == int32(n) && st.UpdatedMachineCount == int32(n) && st.ObservedGeneration == p.Generation,
+				fmt.Sprintf("%+v", st)
+		}
+	}
+	waitFor(t, ctx, 3*time.Minute, "the master pool updated", updated(machineconfig.MasterPool, len(masters)))
+	waitFor(t, ctx, 3*time.Minute, "the worker pool updated", updated(machineconfig.WorkerPool, len(workers)))
+	before := pool(machineconfig.WorkerPool).Status.Configuration
+	masterConfig := pool(machineconfig.MasterPool).Status.Configuration
+
+	// Count unschedulable workers the whole time.
+	var mu sync.Mutex
+	unschedulable := map[string]bool{}
+	most, everCordoned := 0, 0
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	w, err := client.CoreV1().Nodes().Watch(wctx, metav1.ListOptions{LabelSelector: "node.kiln.dev/role=worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			mu.Lock()
+			if n.Spec.Unschedulable && !unschedulable[n.Name] {
+				everCordoned++
+			}
+			unschedulable[n.Name] = n.Spec.Unschedulable
+			c := 0
+			for _, u := range unschedulable {
+				if u {
+					c++
+				}
+			}
+			most = max(most, c)
+			mu.Unlock()
+		}
+	}()
+
+	setPaused := func(paused bool) {
+		patch := fmt.Sprintf(`{"spec":{"paused":%t}}`, paused)
+		if _, err := pools.Patch(ctx, machineconfig.WorkerPool, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatalf("pause worker pool: %v", err)
+		}
+	}
+	setPaused(true)
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(mcConfigYAML), &obj); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(machineconfig.MachineConfigs).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create MachineConfig: %v", err)
+	}
+	var target string
+	waitFor(t, ctx, time.Minute, "the worker pool rendering the MachineConfig", func() (bool, string) {
+		target = pool(machineconfig.WorkerPool).Status.Configuration
+		return target != before, target
+	})
+	// Paused: it holds every node at the old config.
+	time.Sleep(20 * time.Second)
+	if st := pool(machineconfig.WorkerPool).Status; st.UpdatedMachineCount != 0 {
+		t.Errorf("paused pool: %d nodes updated to %s", st.UpdatedMachineCount, target)
+	}
+	for _, n := range workers {
+		node, err := client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if node.Spec.Unschedulable || node.Annotations[machineconfig.DesiredConfigAnnotation] == target {
+			t.Errorf("paused pool: node %s cordoned (%t) or moving to %s", n, node.Spec.Unschedulable, target)
+		}
+	}
+
+	start := time.Now()
+	mon.begin("machine config rollout to the workers")
+	setPaused(false)
+	waitFor(t, ctx, 8*time.Minute, "the worker pool rolling out "+target, updated(machineconfig.WorkerPool, len(workers)))
+	mon.end("")
+	t.Logf("machine config: one file and a kubelet setting rolled out to %d workers in %s", len(workers), time.Since(start).Round(time.Second))
+	mu.Lock()
+	if most != 1 || everCordoned != len(workers) {
+		t.Errorf("rollout: at most %d workers unschedulable at once, %d cordoned in all; want 1 and %d (one at a time, every one drained)", most, everCordoned, len(workers))
+	}
+	mu.Unlock()
+	if got := pool(machineconfig.MasterPool).Status.Configuration; got != masterConfig {
+		t.Errorf("the master pool moved from %s to %s for a worker MachineConfig", masterConfig, got)
+	}
+
+	for _, n := range workers {
+		out, err := exec(ctx, n, "cat", mcFile)
+		if err != nil || string(out) != mcFileData {
+			t.Errorf("%s: %s = %q, %v; want %q", n, mcFile, out, err, mcFileData)
+		}
+		node, err := client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if node.Spec.Unschedulable {
+			t.Errorf("%s still cordoned after the rollout", n)
+		}
+		if got := node.Status.Capacity.Pods().Value(); got != mcMaxPods {
+			t.Errorf("%s: pod capacity %d, want the MachineConfig's maxPods %d", n, got, mcMaxPods)
+		}
+	}
+	for _, n := range masters {
+		if out, err := exec(ctx, n, "test", "-e", mcFile); err == nil {
+			t.Errorf("%s: a master has the worker pool's %s (%s)", n, mcFile, out)
+		}
+	}
+
+	// Drift: a hand edit turns the node Degraded, naming the file.
+	edited := workers[0]
+	if out, err := exec(ctx, edited, "sh", "-c", "echo edited by hand >> "+mcFile); err != nil {
+		t.Fatalf("edit %s on %s: %v: %s", mcFile, edited, err, out)
+	}
+	edit := time.Now()
+	state := func(want string) func() (bool, string) {
+		return func() (bool, string) {
+			node, err := client.CoreV1().Nodes().Get(ctx, edited, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			a := node.Annotations
+			return a[machineconfig.StateAnnotation] == want, a[machineconfig.StateAnnotation] + ": " + a[machineconfig.ReasonAnnotation]
+		}
+	}
+	waitFor(t, ctx, 2*time.Minute, edited+" Degraded by the hand edit", state(machineconfig.StateDegraded))
+	t.Logf("machine config: drift reported %s after the edit", time.Since(edit).Round(time.Second))
+	node, err := client.CoreV1().Nodes().Get(ctx, edited, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reason := node.Annotations[machineconfig.ReasonAnnotation]; !strings.Contains(reason, mcFile) {
+		t.Errorf("Degraded reason %q does not name %s", reason, mcFile)
+	}
+	if out, _ := exec(ctx, edited, "cat", mcFile); !strings.Contains(string(out), "edited by hand") {
+		t.Errorf("the agent overwrote the hand edit: %q", out)
+	}
+	waitFor(t, ctx, time.Minute, "the worker pool reporting the degraded node", func() (bool, string) {
+		st := pool(machineconfig.WorkerPool).Status
+		i := slices.IndexFunc(st.Conditions, func(c metav1.Condition) bool { return c.Type == machineconfig.ConditionDegraded })
+		return st.DegradedMachineCount == 1 && i >= 0 && strings.Contains(st.Conditions[i].Message, edited), fmt.Sprintf("%+v", st)
+	})
+	restore := fmt.Sprintf("printf %%s %q > %s", mcFileData, mcFile)
+	if out, err := exec(ctx, edited, "sh", "-c", restore); err != nil {
+		t.Fatalf("restore %s: %v: %s", mcFile, err, out)
+	}
+	waitFor(t, ctx, 2*time.Minute, edited+" Done once the file is back", state(machineconfig.StateDone))
+}
+
+// adminDynamic is a dynamic client with --dir's admin kubeconfig.
+func adminDynamic(t *testing.T, dir string) dynamic.Interface {
+	t.Helper()
+	_, rc := adminClientConfig(t, dir)
+	return dynamic.NewForConfigOrDie(rc)
+}
+
+// fromUnstructured converts a custom resource into its Go type.
+func fromUnstructured(u *unstructured.Unstructured, into any) error {
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, into)
+}
