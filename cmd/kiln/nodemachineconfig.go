@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/node/mcagent"
 	"github.com/kiln-project/kiln/cmd/node/mccontroller"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
@@ -77,11 +78,18 @@ func newNodeMachineConfigControllerCmd(o *rootOptions) *cobra.Command {
 func newNodeMachineConfigAgentCmd(o *rootOptions) *cobra.Command {
 	var kubeconfig, nodeName string
 	var interval time.Duration
+	var revert bool
 	cmd := &cobra.Command{
 		Use:   "machine-config-agent",
 		Short: "Apply this node's desired rendered config and report drift from it",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if revert {
+				return mcagent.Revert(cmd.Context(), mcagent.NodePaths(), execRunner{})
+			}
+			if nodeName == "" {
+				return exitcode.With(exitcode.Input, errors.New("--node-name is required"))
+			}
 			client, dyn, err := nodeClients(kubeconfig)
 			if err != nil {
 				return err
@@ -98,7 +106,7 @@ func newNodeMachineConfigAgentCmd(o *rootOptions) *cobra.Command {
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", nodelayout.KubeletKubeconfig, "the node's own kubeconfig")
 	cmd.Flags().StringVar(&nodeName, "node-name", "", "this machine's Node")
 	cmd.Flags().DurationVar(&interval, "interval", 30*time.Second, "how often drift is checked")
-	_ = cmd.MarkFlagRequired("node-name")
+	cmd.Flags().BoolVar(&revert, "revert", false, "take back everything MachineConfigs put on this machine, then exit (a reset of an ssh host runs it)")
 	return cmd
 }
 

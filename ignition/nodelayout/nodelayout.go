@@ -115,6 +115,9 @@ const (
 	// MachineConfigDir is the machine-config agent's state: what it applied,
 	// the originals of files it replaced, the kubelet drop-in.
 	MachineConfigDir = "/var/lib/kiln/machine-config"
+	// MachineConfigState is the agent's record of what it applied; a
+	// machine without it has nothing of a MachineConfig's.
+	MachineConfigState = MachineConfigDir + "/state.json"
 	// MachineConfigKubeletDropin is the lasting copy of the kubelet settings
 	// of the node's MachineConfigs, which kubelet.service copies into
 	// KubeletConfigDir as MachineConfigKubeletDropinName before it starts.

@@ -70,6 +70,10 @@ type State struct {
 	// Originals records, for every path the agent manages, whether a file
 	// was there before it first wrote it (its copy is in StateDir/orig).
 	Originals map[string]bool `json:"originals,omitempty"`
+	// CreatedDirs are the directories the agent created (for a file, or
+	// named by the config); each is removed, once empty, when no path of
+	// the config needs it any more.
+	CreatedDirs []string `json:"createdDirs,omitempty"`
 }
 
 // FileState is one written file.
@@ -182,7 +186,9 @@ func newApplier(p Paths, run Runner) *applier {
 func (a *applier) full(name string) string { return path.Join(a.p.Root, name) }
 
 // statePath is the state file.
-func (a *applier) statePath() string { return a.full(path.Join(a.p.StateDir, "state.json")) }
+func (a *applier) statePath() string {
+	return a.full(path.Join(a.p.StateDir, path.Base(nodelayout.MachineConfigState)))
+}
 
 // origPath is where the original of name is kept.
 func (a *applier) origPath(name string) string {
@@ -250,6 +256,11 @@ func (a *applier) apply(ctx context.Context, s *State, r *machineconfig.Rendered
 			s.Originals[name] = true
 		}
 	}
+	for _, dir := range a.missingDirs(pl) {
+		if !slices.Contains(s.CreatedDirs, dir) {
+			s.CreatedDirs = append(s.CreatedDirs, dir)
+		}
+	}
 	s.Pending = r.Name
 	if err := a.save(s); err != nil {
 		return err
@@ -299,6 +310,7 @@ func (a *applier) apply(ctx context.Context, s *State, r *machineconfig.Rendered
 	if err := a.systemd(ctx, pl, changed, restartDropped); err != nil {
 		return err
 	}
+	s.CreatedDirs = a.removeUnneededDirs(pl, s.CreatedDirs)
 
 	s.Files = map[string]FileState{}
 	for name, f := range pl.files {
@@ -385,6 +397,83 @@ func (a *applier) systemd(ctx context.Context, pl *plan, changed map[string]bool
 		}
 	}
 	return nil
+}
+
+// missingDirs are the directories that writing pl creates: the config's
+// own and the parents of its files and directories that do not exist.
+func (a *applier) missingDirs(pl *plan) []string {
+	var paths []string
+	for name := range pl.files {
+		paths = append(paths, path.Dir(name))
+	}
+	for dir := range pl.dirs {
+		paths = append(paths, dir)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range paths {
+		for d := p; d != "/" && d != "." && !seen[d]; d = path.Dir(d) {
+			seen[d] = true
+			if _, err := atomicfile.Stat(a.p.Root, a.full(d)); errors.Is(err, fs.ErrNotExist) {
+				out = append(out, d)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// removeUnneededDirs removes, deepest first, the created directories no
+// path of pl is in or below, when they are empty; it returns those kept.
+func (a *applier) removeUnneededDirs(pl *plan, created []string) []string {
+	needed := func(dir string) bool {
+		in := func(p string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+		for name := range pl.files {
+			if in(name) {
+				return true
+			}
+		}
+		for d := range pl.dirs {
+			if in(d) {
+				return true
+			}
+		}
+		return false
+	}
+	sorted := slices.Clone(created)
+	slices.SortFunc(sorted, func(x, y string) int { return strings.Compare(y, x) }) // children first
+	var kept []string
+	for _, dir := range sorted {
+		if needed(dir) {
+			kept = append(kept, dir)
+			continue
+		}
+		if err := a.w.Remove(a.full(dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			kept = append(kept, dir) // not empty: something else is in it now
+		}
+	}
+	slices.Sort(kept)
+	return kept
+}
+
+// Revert takes back everything the agent applied on this machine, as an
+// empty rendered config would: files put back as the node had them or
+// removed, units it created stopped and removed, directories it created
+// removed. A reset of an ssh host runs it before its own.
+func Revert(ctx context.Context, p Paths, run Runner) error {
+	a := newApplier(p, run)
+	s, err := a.load()
+	if err != nil {
+		return err
+	}
+	if s.Name == "" && s.Pending == "" && len(s.Files) == 0 && len(s.CreatedDirs) == 0 {
+		return nil
+	}
+	empty, err := machineconfig.Render("revert", nil)
+	if err != nil {
+		return err
+	}
+	return a.apply(ctx, s, empty)
 }
 
 // systemctl runs systemctl with args.

@@ -244,3 +244,51 @@ func TestInterruptedApplyIsFinishedNotDrift(t *testing.T) {
 		t.Errorf("/etc/x left: %v", err)
 	}
 }
+
+func TestRevertTakesBackDirectoriesAndFiles(t *testing.T) {
+	p := testPaths(t)
+	if err := os.MkdirAll(filepath.Join(p.Root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.Root, "etc/motd"), []byte("owner's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := &recorder{}
+	a := newApplier(p, run)
+	s, _ := a.load()
+	cfg := render(t, `
+storage:
+  files:
+  - {path: /etc/motd, contents: {source: "data:,kiln"}}
+  - {path: /opt/site/conf.d/a.conf, contents: {source: "data:,a"}}
+  directories:
+  - {path: /srv/kiln-data}
+systemd:
+  units:
+  - {name: hello.service, enabled: true, contents: "[Service]\nExecStart=/bin/true\n"}`, "")
+	if err := a.apply(context.Background(), s, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(s.CreatedDirs, " "); got != "/etc/systemd /etc/systemd/system /opt /opt/site /opt/site/conf.d /srv /srv/kiln-data" {
+		t.Errorf("created dirs %q", got)
+	}
+	run.take()
+	if err := Revert(context.Background(), p, run); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, p, "/etc/motd"); got != "owner's" {
+		t.Errorf("/etc/motd %q after revert", got)
+	}
+	for _, gone := range []string{"/opt", "/srv", "/etc/systemd"} {
+		if _, err := os.Stat(filepath.Join(p.Root, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s left after revert (%v)", gone, err)
+		}
+	}
+	if got := run.take(); got != "systemctl disable --now hello.service\nsystemctl daemon-reload" {
+		t.Errorf("revert ran\n%s", got)
+	}
+	// Nothing applied: nothing to do, nothing run.
+	if err := Revert(context.Background(), testPaths(t), run); err != nil || run.take() != "" {
+		t.Errorf("revert of a machine without a config: %v", err)
+	}
+}

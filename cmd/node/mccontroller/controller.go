@@ -49,6 +49,9 @@ type Config struct {
 	Log logrus.FieldLogger
 }
 
+// drainPoll is how often a drain in progress is looked at.
+const drainPoll = 2 * time.Second
+
 // controller holds the running controller's clients and listers.
 type controller struct {
 	cfg    Config
@@ -89,8 +92,15 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface, dyn dynam
 	tick := time.NewTicker(cfg.Resync)
 	defer tick.Stop()
 	for {
-		if err := c.reconcile(ctx); err != nil && ctx.Err() == nil {
+		draining, err := c.reconcile(ctx)
+		if err != nil && ctx.Err() == nil {
 			cfg.Log.Warnf("reconcile: %v", err)
+		}
+		// Pods leaving a node send no event the controller watches: while a
+		// drain waits for them, look again every drainPoll.
+		next := tick.C
+		if draining {
+			next = time.After(drainPoll)
 		}
 		select {
 		case <-ctx.Done():
@@ -98,7 +108,7 @@ func Run(ctx context.Context, cfg Config, client kubernetes.Interface, dyn dynam
 		case <-kick:
 			// Let a burst of events settle into one pass.
 			time.Sleep(200 * time.Millisecond)
-		case <-tick.C:
+		case <-next:
 		}
 	}
 }
@@ -110,22 +120,23 @@ func nonBlocking(ch chan struct{}) {
 	}
 }
 
-// reconcile makes one pass over every pool.
-func (c *controller) reconcile(ctx context.Context) error {
+// reconcile makes one pass over every pool; draining is true while a
+// drain waits for pods to leave.
+func (c *controller) reconcile(ctx context.Context) (draining bool, err error) {
 	if err := c.ensurePools(ctx); err != nil {
-		return err
+		return false, err
 	}
 	mcs, err := list[machineconfig.MachineConfig](c.mcs)
 	if err != nil {
-		return err
+		return false, err
 	}
 	pools, err := list[machineconfig.MachineConfigPool](c.pools)
 	if err != nil {
-		return err
+		return false, err
 	}
 	nodeObjs, err := c.nodes.List(labels.Everything())
 	if err != nil {
-		return err
+		return false, err
 	}
 	members := map[string][]Node{}
 	for _, n := range nodeObjs {
@@ -138,10 +149,11 @@ func (c *controller) reconcile(ctx context.Context) error {
 	keep := map[string]bool{}
 	var errs []error
 	for _, pool := range pools {
-		target, err := c.pool(ctx, pool, mcs, members[pool.Name], healthy)
+		target, busy, err := c.pool(ctx, pool, mcs, members[pool.Name], healthy)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("pool %s: %w", pool.Name, err))
 		}
+		draining = draining || busy
 		keep[target] = true
 	}
 	for _, n := range nodeObjs {
@@ -149,25 +161,28 @@ func (c *controller) reconcile(ctx context.Context) error {
 		keep[n.Annotations[machineconfig.DesiredConfigAnnotation]] = true
 	}
 	c.collect(ctx, mcs, keep)
-	return errors.Join(errs...)
+	return draining, errors.Join(errs...)
 }
 
 // pool renders one pool, acts on its nodes and reports its status; it
-// returns the pool's target config.
-func (c *controller) pool(ctx context.Context, pool machineconfig.MachineConfigPool, mcs []machineconfig.MachineConfig, nodes []Node, healthy bool) (string, error) {
+// returns the pool's target config, and whether a drain is waiting.
+func (c *controller) pool(ctx context.Context, pool machineconfig.MachineConfigPool, mcs []machineconfig.MachineConfig, nodes []Node, healthy bool) (string, bool, error) {
 	target := pool.Status.Configuration
 	r, renderErr := machineconfig.Render(pool.Name, machineconfig.PoolSources(pool.Name, mcs))
 	if renderErr == nil {
 		if err := c.store(ctx, r, mcs); err != nil {
-			return target, err
+			return target, false, err
 		}
 		target = r.Name
 	}
 	var errs []error
+	draining := false
 	for _, a := range Plan(pool, target, nodes, healthy) {
-		if err := c.act(ctx, a, target); err != nil {
+		done, err := c.act(ctx, a, target)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %s: %w", a.Kind, a.Node, err))
 		}
+		draining = draining || !done
 	}
 	st := Status(pool, target, nodes, renderErr)
 	if !reflect.DeepEqual(stripTimes(st), stripTimes(pool.Status)) {
@@ -185,7 +200,7 @@ func (c *controller) pool(ctx context.Context, pool machineconfig.MachineConfigP
 			c.cfg.Log.Warnf("pool %s: %v", pool.Name, renderErr)
 		}
 	}
-	return target, errors.Join(errs...)
+	return target, draining, errors.Join(errs...)
 }
 
 // stripTimes is st without the conditions' transition times, to compare.
@@ -217,7 +232,11 @@ func (c *controller) store(ctx context.Context, r *machineconfig.Rendered, mcs [
 		return nil
 	}
 	if err == nil {
-		c.cfg.Log.Infof("pool %s: rendered %s from %s", r.Pool, r.Name, strings.Join(r.Sources, ", "))
+		from := strings.Join(r.Sources, ", ")
+		if from == "" {
+			from = "no MachineConfig: kiln's install-time config only"
+		}
+		c.cfg.Log.Infof("pool %s: rendered %s from %s", r.Pool, r.Name, from)
 	}
 	return err
 }
@@ -281,33 +300,33 @@ func (c *controller) mastersHealthy(ctx context.Context, masters []Node) bool {
 	return err == nil && strings.TrimSpace(string(body)) == "ok"
 }
 
-// act performs one action.
-func (c *controller) act(ctx context.Context, a Action, target string) error {
+// act performs one action; done is false while a drain waits for pods.
+func (c *controller) act(ctx context.Context, a Action, target string) (done bool, err error) {
 	switch a.Kind {
 	case SetDesired:
-		return c.annotate(ctx, a.Node, nil, map[string]any{machineconfig.DesiredConfigAnnotation: target})
+		return true, c.annotate(ctx, a.Node, nil, map[string]any{machineconfig.DesiredConfigAnnotation: target})
 	case Uncordon:
 		c.cfg.Log.Infof("node %s runs %s: uncordoning", a.Node, target)
-		return c.annotate(ctx, a.Node, false, map[string]any{machineconfig.CordonedAnnotation: nil})
+		return true, c.annotate(ctx, a.Node, false, map[string]any{machineconfig.CordonedAnnotation: nil})
 	case Drain:
 		n, err := c.nodes.Get(a.Node)
 		if err != nil {
-			return err
+			return true, err
 		}
 		if n.Annotations[machineconfig.CordonedAnnotation] == "" {
 			c.cfg.Log.Infof("node %s: cordoning and draining for %s", a.Node, target)
 			if err := c.annotate(ctx, a.Node, true, map[string]any{machineconfig.CordonedAnnotation: target}); err != nil {
-				return err
+				return true, err
 			}
 		}
-		done, err := c.drain(ctx, n)
-		if err != nil || !done {
-			return err
+		drained, err := c.drain(ctx, n)
+		if err != nil || !drained {
+			return false, err
 		}
 		c.cfg.Log.Infof("node %s drained: applying %s", a.Node, target)
-		return c.annotate(ctx, a.Node, nil, map[string]any{machineconfig.DesiredConfigAnnotation: target})
+		return true, c.annotate(ctx, a.Node, nil, map[string]any{machineconfig.DesiredConfigAnnotation: target})
 	}
-	return fmt.Errorf("unknown action %q", a.Kind)
+	return true, fmt.Errorf("unknown action %q", a.Kind)
 }
 
 // annotate patches a node's annotations (nil removes one) and, when

@@ -157,7 +157,11 @@ func MaxUnavailable(pool machineconfig.MachineConfigPool) int32 {
 func Status(pool machineconfig.MachineConfigPool, target string, nodes []Node, renderErr error) machineconfig.PoolStatus {
 	st := machineconfig.PoolStatus{ObservedGeneration: pool.Generation, Configuration: target, MachineCount: int32(len(nodes))}
 	var degraded []string
+	configured := 0
 	for _, n := range nodes {
+		if n.current() == target && n.desired() == target {
+			configured++
+		}
 		if n.updated(target) {
 			st.UpdatedMachineCount++
 			if n.Ready && !n.Unschedulable {
@@ -191,6 +195,9 @@ func Status(pool machineconfig.MachineConfigPool, target string, nodes []Node, r
 	case allUpdated:
 		cond(machineconfig.ConditionUpdated, true, "AllNodesUpdated", fmt.Sprintf("all %d nodes run %s", st.MachineCount, target))
 		cond(machineconfig.ConditionUpdating, false, "AllNodesUpdated", "")
+	case configured == len(nodes):
+		cond(machineconfig.ConditionUpdated, false, "NodesDegraded", fmt.Sprintf("%d of %d nodes run %s; the others are degraded", st.UpdatedMachineCount, st.MachineCount, target))
+		cond(machineconfig.ConditionUpdating, false, "NodesDegraded", "")
 	case pool.Spec.Paused:
 		cond(machineconfig.ConditionUpdated, false, "Paused", fmt.Sprintf("%d of %d nodes run %s; the pool is paused", st.UpdatedMachineCount, st.MachineCount, target))
 		cond(machineconfig.ConditionUpdating, false, "Paused", "")

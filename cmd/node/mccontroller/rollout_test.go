@@ -116,3 +116,17 @@ func TestStatus(t *testing.T) {
 		t.Errorf("conditions %+v", st.Conditions)
 	}
 }
+
+func TestStatusOfADegradedPoolAtItsTarget(t *testing.T) {
+	const target = "rendered-worker-new"
+	nodes := []Node{node("w1", target), with(node("w2", target), machineconfig.StateAnnotation, machineconfig.StateDegraded)}
+	for _, c := range Status(pool("worker", 0, false), target, nodes, nil).Conditions {
+		want := metav1.ConditionFalse
+		if c.Type == machineconfig.ConditionDegraded {
+			want = metav1.ConditionTrue
+		}
+		if c.Status != want {
+			t.Errorf("%s = %s, want %s (nothing is moving; a node is degraded)", c.Type, c.Status, want)
+		}
+	}
+}

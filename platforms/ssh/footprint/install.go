@@ -139,9 +139,11 @@ func ApplyScript(config []byte, env string, proxy []byte) string {
 // ResetScript is the script that resets a host by its record.
 func ResetScript() string {
 	return assign(map[string]string{
-		"rec":            RecordDir,
-		"route_protocol": nodelayout.PodRouteProtocol,
-		"iptables_undo":  iptablesUndo,
+		"rec":                  RecordDir,
+		"route_protocol":       nodelayout.PodRouteProtocol,
+		"iptables_undo":        iptablesUndo,
+		"kiln_binary":          nodelayout.KilnBinary,
+		"machine_config_state": nodelayout.MachineConfigState,
 	}) + unitsFn + firewallFns + resetScript
 }
 

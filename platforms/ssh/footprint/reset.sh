@@ -13,6 +13,13 @@ if [ ! -e "$rec/recorded" ]; then
 	echo "footprint: no record in $rec: nothing of kiln's on this host"
 	exit 0
 fi
+# What MachineConfigs wrote after install goes first, while the units
+# run: the machine-config agent puts back the files the host had and
+# removes what it added (a reset is an empty config to it).
+if [ -e "$machine_config_state" ]; then
+	"$kiln_binary" node machine-config-agent --revert ||
+		echo "footprint: taking back what MachineConfigs wrote failed; going on" >&2
+fi
 units=$(kiln_units)
 # The units stop at once (one transaction): no kubelet is left to start a
 # pod again. Then the runtime goes, killed whole (its shims stay in
