@@ -37,9 +37,13 @@ import (
 )
 
 // Units are the systemd units a phase restarts on every node: the kubelet
-// (its kubeconfig, client CA and certificates) and kiln-netd (the
-// kubelet's kubeconfig, or on a master the admin one).
-func Units() []string { return []string{"kubelet.service", "kiln-netd.service"} }
+// (its kubeconfig, client CA and certificates), kiln-netd (the kubelet's
+// kubeconfig, or on a master the admin one) and the machine-config agent
+// (the kubelet's kubeconfig): a client reloads its certificate files but
+// not the CAs it trusts.
+func Units() []string {
+	return []string{"kubelet.service", "kiln-netd.service", "kiln-machine-config-agent.service"}
+}
 
 // StaticPods returns the static pods a phase that writes files restarts on
 // a master: etcd first, then the control plane.
