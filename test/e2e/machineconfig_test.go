@@ -60,25 +60,8 @@ spec:
 func assertMachineConfig(ctx context.Context, t *testing.T, client kubernetes.Interface, dyn dynamic.Interface, exec machineExec, mon *monitor, masters, workers []string) {
 	t.Helper()
 	pools := dyn.Resource(machineconfig.MachineConfigPools)
-	pool := func(name string) machineconfig.MachineConfigPool {
-		var p machineconfig.MachineConfigPool
-		u, err := pools.Get(ctx, name, metav1.GetOptions{})
-		if err == nil {
-			err = fromUnstructured(u, &p)
-		}
-		if err != nil {
-			t.Logf("pool %s: %v", name, err)
-		}
-		return p
-	}
-	updated := func(name string, n int) func() (bool, string) {
-		return func() (bool, string) {
-			p := pool(name)
-			st := p.Status
-			return st.Configuration != "" && st.MachineCount == int32(n) && st.UpdatedMachineCount == int32(n) && st.ObservedGeneration == p.Generation,
-				fmt.Sprintf("%+v", st)
-		}
-	}
+	pool := func(name string) machineconfig.MachineConfigPool { return getPool(ctx, t, dyn, name) }
+	updated := func(name string, n int) func() (bool, string) { return poolUpdated(ctx, t, dyn, name, n) }
 	waitFor(t, ctx, 3*time.Minute, "the master pool updated", updated(machineconfig.MasterPool, len(masters)))
 	waitFor(t, ctx, 3*time.Minute, "the worker pool updated", updated(machineconfig.WorkerPool, len(workers)))
 	before := pool(machineconfig.WorkerPool).Status.Configuration
@@ -123,13 +106,7 @@ func assertMachineConfig(ctx context.Context, t *testing.T, client kubernetes.In
 		}
 	}
 	setPaused(true)
-	var obj map[string]any
-	if err := yaml.Unmarshal([]byte(mcConfigYAML), &obj); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dyn.Resource(machineconfig.MachineConfigs).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create MachineConfig: %v", err)
-	}
+	createMachineConfig(ctx, t, dyn, mcConfigYAML)
 	var target string
 	waitFor(t, ctx, time.Minute, "the worker pool rendering the MachineConfig", func() (bool, string) {
 		target = pool(machineconfig.WorkerPool).Status.Configuration
@@ -225,6 +202,86 @@ func assertMachineConfig(ctx context.Context, t *testing.T, client kubernetes.In
 		t.Fatalf("restore %s: %v: %s", mcFile, err, out)
 	}
 	waitFor(t, ctx, 2*time.Minute, edited+" Done once the file is back", state(machineconfig.StateDone))
+}
+
+// The MachineConfig assertHostMachineConfig rolls out to an ssh cluster's
+// worker pool: it replaces a file the host has and adds one in a new
+// directory, which the destroy's reset must take back.
+const (
+	hostMCFile     = "/etc/kiln-e2e-mc/added.conf"
+	hostMCReplaced = "/etc/motd"
+	hostMCYAML     = `
+apiVersion: kiln.dev/v1alpha1
+kind: MachineConfig
+metadata:
+  name: 50-e2e-host
+  labels:
+    kiln.dev/pool: worker
+spec:
+  config:
+    storage:
+      files:
+      - {path: ` + hostMCFile + `, mode: 0600, contents: {source: "data:,added"}}
+      - {path: ` + hostMCReplaced + `, mode: 0644, contents: {source: "data:,replaced%20by%20kiln"}}
+`
+)
+
+// assertHostMachineConfig rolls a MachineConfig out to the worker pool of
+// an ssh cluster (workers are its hosts' names) and checks the files on
+// each; the caller's destroy then proves that the reset took them back.
+func assertHostMachineConfig(ctx context.Context, t *testing.T, dyn dynamic.Interface, exec machineExec, workers []string) {
+	t.Helper()
+	waitFor(t, ctx, 3*time.Minute, "the worker pool updated", poolUpdated(ctx, t, dyn, machineconfig.WorkerPool, len(workers)))
+	before := getPool(ctx, t, dyn, machineconfig.WorkerPool).Status.Configuration
+	createMachineConfig(ctx, t, dyn, hostMCYAML)
+	start := time.Now()
+	waitFor(t, ctx, 5*time.Minute, "the worker pool rolling out 50-e2e-host", func() (bool, string) {
+		ok, detail := poolUpdated(ctx, t, dyn, machineconfig.WorkerPool, len(workers))()
+		return ok && getPool(ctx, t, dyn, machineconfig.WorkerPool).Status.Configuration != before, detail
+	})
+	t.Logf("MEASURE machine config: two files rolled out to %d ssh worker hosts in %s", len(workers), time.Since(start).Round(time.Second))
+	for _, w := range workers {
+		for f, want := range map[string]string{hostMCFile: "added", hostMCReplaced: "replaced by kiln"} {
+			if out, err := exec(ctx, w, "cat", f); err != nil || string(out) != want {
+				t.Errorf("%s: %s = %q, %v; want %q", w, f, out, err, want)
+			}
+		}
+	}
+}
+
+// getPool reads a MachineConfigPool (the zero pool, logged, on error).
+func getPool(ctx context.Context, t *testing.T, dyn dynamic.Interface, name string) machineconfig.MachineConfigPool {
+	var p machineconfig.MachineConfigPool
+	u, err := dyn.Resource(machineconfig.MachineConfigPools).Get(ctx, name, metav1.GetOptions{})
+	if err == nil {
+		err = fromUnstructured(u, &p)
+	}
+	if err != nil {
+		t.Logf("pool %s: %v", name, err)
+	}
+	return p
+}
+
+// poolUpdated is true when the pool has n nodes, all running its config.
+func poolUpdated(ctx context.Context, t *testing.T, dyn dynamic.Interface, name string, n int) func() (bool, string) {
+	return func() (bool, string) {
+		p := getPool(ctx, t, dyn, name)
+		st := p.Status
+		return st.Configuration != "" && st.MachineCount == int32(n) && st.UpdatedMachineCount == int32(n) && st.ObservedGeneration == p.Generation,
+			fmt.Sprintf("%+v", st)
+	}
+}
+
+// createMachineConfig creates the MachineConfig of a YAML document.
+func createMachineConfig(ctx context.Context, t *testing.T, dyn dynamic.Interface, doc string) {
+	t.Helper()
+	var obj map[string]any
+	if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(machineconfig.MachineConfigs).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create MachineConfig: %v", err)
+	}
 }
 
 // adminDynamic is a dynamic client with --dir's admin kubeconfig.

@@ -67,7 +67,8 @@ func TestSSHCluster(t *testing.T) {
 // before the split, a pod on each node reaches a server there by the name
 // the hosts' resolver, on that server, gives it. A volume of the storage
 // add-on in use keeps its file through the stop, start and reboots, and
-// the destroy's reset takes it away with the rest.
+// the destroy's reset takes it away with the rest, and so does it with the
+// files a MachineConfig put on the worker's host (assertHostMachineConfig).
 func TestSSHClusterVXLAN(t *testing.T) {
 	testSSHCluster(t, sshClusterOptions{name: "e2esshvx", third: 13, masters: 1, networkType: "KilnVXLAN", bootWorker: true, restart: true, lan: true, ownerFirewall: true})
 }
@@ -389,6 +390,11 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 
 	if kept != nil {
 		kept.assertOnNode(ctx, t, f.m.Exec)
+	}
+	if o.restart {
+		// A MachineConfig replaces a file of the worker's host and adds
+		// one: the destroy's reset must give the host back as it was.
+		assertHostMachineConfig(ctx, t, adminDynamic(t, dir), f.m.Exec, []string{worker.Name})
 	}
 
 	infraID := readInfraID(t, dir)
