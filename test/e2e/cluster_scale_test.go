@@ -44,7 +44,8 @@ const scaleNodePort = 31080
 // workers through a NodePort Service on master-0: write errors stay within
 // a few seconds during master changes and none happen during worker
 // changes; the same for the Service. With two workers, a MachineConfig
-// rolls out to them (assertMachineConfig). At the end etcd has exactly 3
+// rolls out to them (assertMachineConfig), and a worker added after it boots
+// into it (assertJoinedWithPoolConfig). At the end etcd has exactly 3
 // voters, the Nodes are the machines, and the load balancer sends to the
 // masters; destroy cluster leaves nothing.
 //
@@ -81,6 +82,9 @@ func TestClusterScale(t *testing.T) {
 		[]string{name("master", 0), name("master", 1), name("master", 2)}, []string{name("worker", 0), name("worker", 1)})
 	// A worker goes: drained, its Node and machine removed.
 	scale(t, mon, "remove a worker", kiln, "--dir", dir, "--workers", "1", "--remove", name("worker", 0))
+	// A worker added now boots straight into the pool's config.
+	scale(t, mon, "add a worker into the pool's config", kiln, "--dir", dir, "--workers", "2")
+	assertJoinedWithPoolConfig(ctx, t, client, adminDynamic(t, dir), machine.NewManager(machine.Options{}).Exec, name("worker", 2))
 	// A master fails for good: its machine is gone. --replace puts a new
 	// machine in its place.
 	mgr := machine.NewManager(machine.Options{})
@@ -100,7 +104,7 @@ func TestClusterScale(t *testing.T) {
 	})
 
 	assertEtcdMembers(t, infraID, 3)
-	wantNodes := []string{name("master", 0), name("master", 1), name("master", 2), name("worker", 1)}
+	wantNodes := []string{name("master", 0), name("master", 1), name("master", 2), name("worker", 1), name("worker", 2)}
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

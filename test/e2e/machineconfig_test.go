@@ -204,6 +204,38 @@ func assertMachineConfig(ctx context.Context, t *testing.T, client kubernetes.In
 	waitFor(t, ctx, 2*time.Minute, edited+" Done once the file is back", state(machineconfig.StateDone))
 }
 
+// assertJoinedWithPoolConfig checks that worker, just added by kiln scale
+// after assertMachineConfig, booted into the worker pool's config: the
+// file and the kubelet setting are there as soon as it is a Node, its
+// agent reports the pool's config, and it was never cordoned or drained
+// for it.
+func assertJoinedWithPoolConfig(ctx context.Context, t *testing.T, client kubernetes.Interface, dyn dynamic.Interface, exec machineExec, worker string) {
+	t.Helper()
+	target := getPool(ctx, t, dyn, machineconfig.WorkerPool).Status.Configuration
+	if out, err := exec(ctx, worker, "cat", mcFile); err != nil || string(out) != mcFileData {
+		t.Errorf("%s: %s = %q, %v; want the pool's %q from its first boot", worker, mcFile, out, err, mcFileData)
+	}
+	waitFor(t, ctx, time.Minute, worker+" reporting the pool's config "+target, func() (bool, string) {
+		node, err := client.CoreV1().Nodes().Get(ctx, worker, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		a := node.Annotations
+		return a[machineconfig.CurrentConfigAnnotation] == target && a[machineconfig.DesiredConfigAnnotation] == target && a[machineconfig.StateAnnotation] == machineconfig.StateDone,
+			fmt.Sprintf("%v", a)
+	})
+	node, err := client.CoreV1().Nodes().Get(ctx, worker, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := node.Status.Capacity.Pods().Value(); got != mcMaxPods {
+		t.Errorf("%s: pod capacity %d, want the pool's maxPods %d", worker, got, mcMaxPods)
+	}
+	if node.Spec.Unschedulable || node.Annotations[machineconfig.CordonedAnnotation] != "" {
+		t.Errorf("%s was cordoned for a config it booted with", worker)
+	}
+}
+
 // The MachineConfig assertHostMachineConfig rolls out to an ssh cluster's
 // worker pool: it replaces a file the host has and adds one in a new
 // directory, which the destroy's reset must take back.

@@ -2,6 +2,7 @@ package machineconfig
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +15,8 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_3"
 	igntypes "github.com/coreos/ignition/v2/config/v3_3/types"
 	"github.com/vincent-petithory/dataurl"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
 
@@ -372,4 +375,39 @@ func FromObject(mc MachineConfig) (*Rendered, error) {
 		return nil, err
 	}
 	return &Rendered{Name: mc.Name, Pool: mc.Labels[RenderedForLabel], Config: cfg, KubeletConfig: mc.Spec.KubeletConfig}, nil
+}
+
+// PoolConfig reads pool's current rendered config (its
+// status.configuration) through c, a client of the API's root (a
+// clientset's Discovery().RESTClient()). It is nil, without an error, when
+// the cluster has no such pool or the pool has rendered nothing yet (a
+// cluster kiln made before the machine-config API).
+func PoolConfig(ctx context.Context, c rest.Interface, pool string) (*Rendered, error) {
+	if c == nil {
+		return nil, nil // a fake clientset's, in tests
+	}
+	base := "/apis/" + Group + "/" + Version
+	var p MachineConfigPool
+	raw, err := c.Get().AbsPath(base, "machineconfigpools", pool).DoRaw(ctx)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err == nil {
+		err = json.Unmarshal(raw, &p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("MachineConfigPool %s: %w", pool, err)
+	}
+	if p.Status.Configuration == "" {
+		return nil, nil
+	}
+	var mc MachineConfig
+	raw, err = c.Get().AbsPath(base, "machineconfigs", p.Status.Configuration).DoRaw(ctx)
+	if err == nil {
+		err = json.Unmarshal(raw, &mc)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("MachineConfig %s (pool %s's config): %w", p.Status.Configuration, pool, err)
+	}
+	return FromObject(mc)
 }

@@ -26,9 +26,10 @@ func (n Node) desired() string { return n.Annotations[machineconfig.DesiredConfi
 func (n Node) state() string   { return n.Annotations[machineconfig.StateAnnotation] }
 func (n Node) cordoned() bool  { return n.Annotations[machineconfig.CordonedAnnotation] != "" }
 
-// fresh is a node whose agent has applied no config yet and was never
-// given one: it joined with the install-time config only.
-func (n Node) fresh() bool { return n.current() == "" && n.desired() == "" }
+// fresh is a node the controller never gave a config: it joined since,
+// with the install-time config only or with its pool's config of the time
+// it joined (mcagent.FirstBoot).
+func (n Node) fresh() bool { return n.desired() == "" }
 
 // updated is a node that runs target.
 func (n Node) updated(target string) bool {
