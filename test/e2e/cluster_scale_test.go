@@ -82,9 +82,10 @@ func TestClusterScale(t *testing.T) {
 		[]string{name("master", 0), name("master", 1), name("master", 2)}, []string{name("worker", 0), name("worker", 1)})
 	// A worker goes: drained, its Node and machine removed.
 	scale(t, mon, "remove a worker", kiln, "--dir", dir, "--workers", "1", "--remove", name("worker", 0))
-	// A worker added now boots straight into the pool's config.
+	// A worker added now (in the lowest free place, worker-0's) boots
+	// straight into the pool's config.
 	scale(t, mon, "add a worker into the pool's config", kiln, "--dir", dir, "--workers", "2")
-	assertJoinedWithPoolConfig(ctx, t, client, adminDynamic(t, dir), machine.NewManager(machine.Options{}).Exec, name("worker", 2))
+	assertJoinedWithPoolConfig(ctx, t, client, adminDynamic(t, dir), machine.NewManager(machine.Options{}).Exec, name("worker", 0))
 	// A master fails for good: its machine is gone. --replace puts a new
 	// machine in its place.
 	mgr := machine.NewManager(machine.Options{})
@@ -104,7 +105,7 @@ func TestClusterScale(t *testing.T) {
 	})
 
 	assertEtcdMembers(t, infraID, 3)
-	wantNodes := []string{name("master", 0), name("master", 1), name("master", 2), name("worker", 1), name("worker", 2)}
+	wantNodes := []string{name("master", 0), name("master", 1), name("master", 2), name("worker", 0), name("worker", 1)}
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
