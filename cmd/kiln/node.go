@@ -35,6 +35,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/node/certrenew"
 	"github.com/kiln-project/kiln/cmd/node/csrapprover"
 	"github.com/kiln-project/kiln/cmd/node/etcdmember"
+	"github.com/kiln-project/kiln/cmd/node/mcagent"
 	"github.com/kiln-project/kiln/cmd/node/mcs"
 	"github.com/kiln-project/kiln/cmd/node/netd"
 	"github.com/kiln-project/kiln/cmd/node/permission"
@@ -62,15 +63,26 @@ func newNodeCmd(o *rootOptions) *cobra.Command {
 }
 
 func newNodeMCSCmd(o *rootOptions) *cobra.Command {
-	var dir, listen string
+	var dir, listen, poolKubeconfig string
 	cmd := &cobra.Command{
 		Use:   "mcs",
 		Short: "Serve Ignition configs to joining machines over TLS",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return mcs.Serve(cmd.Context(), listen, dir, o.log)
+			var overlay mcs.Overlay
+			if poolKubeconfig != "" {
+				overlay = func(ctx context.Context, role string, config []byte) ([]byte, error) {
+					client, err := nodeClient(poolKubeconfig) // read at each request: the kubelet writes it after the server starts
+					if err != nil {
+						return nil, err
+					}
+					return mcagent.WithPoolConfig(ctx, client.Discovery().RESTClient(), config, role)
+				}
+			}
+			return mcs.Serve(cmd.Context(), listen, dir, overlay, o.log)
 		},
 	}
+	cmd.Flags().StringVar(&poolKubeconfig, "pool-kubeconfig", "", "kubeconfig to read each role's MachineConfigPool with, to serve its rendered config merged in (none: serve the files as they are)")
 	cmd.Flags().StringVar(&dir, "config-dir", nodelayout.MCSConfigDir, "directory with <role>.ign, tls.crt and tls.key")
 	cmd.Flags().StringVar(&listen, "listen", fmt.Sprintf(":%d", nodelayout.MCSPort), "listen address")
 	return cmd

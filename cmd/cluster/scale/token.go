@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kiln-project/kiln/assets/bootstraptoken"
-	"github.com/kiln-project/kiln/cmd/node/machineconfig"
 	"github.com/kiln-project/kiln/cmd/node/mcagent"
 	"github.com/kiln-project/kiln/ignition"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
@@ -70,28 +69,9 @@ func (r *Runner) startJoin(ctx context.Context, name, role string) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	return r.withPoolConfig(ctx, cfg, role)
-}
-
-// withPoolConfig merges the current rendered config of role's pool (the
-// pools are named as the roles) into a machine's full config, so that the
-// machine boots straight into it (mcagent.FirstBoot). A cluster without
-// the machine-config API, or whose pool has rendered nothing yet, gets the
-// config as it is.
-func (r *Runner) withPoolConfig(ctx context.Context, full []byte, role string) ([]byte, error) {
-	rendered, err := machineconfig.PoolConfig(ctx, r.Kube.Discovery().RESTClient(), role)
-	if err != nil || rendered == nil {
-		return full, err
-	}
-	base, err := ignition.Parse(full)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := mcagent.FirstBoot(base, rendered)
-	if err != nil {
-		return nil, fmt.Errorf("pool %s's config %s: %w", role, rendered.Name, err)
-	}
-	return ignition.Marshal(cfg)
+	// The pools are named as the roles: the machine boots straight into
+	// its pool's config.
+	return mcagent.WithPoolConfig(ctx, r.Kube.Discovery().RESTClient(), cfg, role)
 }
 
 // joinToken returns the recorded join token of name, valid for the join

@@ -1,6 +1,7 @@
 package mcagent
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"slices"
 
 	igntypes "github.com/coreos/ignition/v2/config/v3_3/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/kiln-project/kiln/cmd/node/machineconfig"
 	"github.com/kiln-project/kiln/ignition"
@@ -77,4 +79,24 @@ func baseFile(base igntypes.Config, p Paths, name string) (data []byte, mode fs.
 		}
 	}
 	return nil, 0, false, nil
+}
+
+// WithPoolConfig is full (a machine's full config, Ignition JSON) with the
+// current rendered config of pool merged in by FirstBoot, read through c
+// (a client of the API's root). A cluster without the machine-config API,
+// or whose pool has rendered nothing yet, gets full as it is.
+func WithPoolConfig(ctx context.Context, c rest.Interface, full []byte, pool string) ([]byte, error) {
+	rendered, err := machineconfig.PoolConfig(ctx, c, pool)
+	if err != nil || rendered == nil {
+		return full, err
+	}
+	base, err := ignition.Parse(full)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := FirstBoot(base, rendered)
+	if err != nil {
+		return nil, fmt.Errorf("pool %s's config %s: %w", pool, rendered.Name, err)
+	}
+	return ignition.Marshal(cfg)
 }

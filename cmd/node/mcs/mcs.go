@@ -29,13 +29,18 @@ const (
 
 var rolePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 
+// Overlay changes a role's config before it is served: the masters' servers
+// merge the role's pool's rendered config in (mcagent.WithPoolConfig).
+type Overlay func(ctx context.Context, role string, config []byte) ([]byte, error)
+
 // Handler serves GET /healthz to anyone, and GET /config/<role> from
-// <dir>/<role>.ign to a request whose bearer token <dir>/tokens accepts for
-// role at now(): 503 to anyone when this server holds no config for role
+// <dir>/<role>.ign (through overlay, when it is not nil; a failing overlay
+// is logged and the file served as it is) to a request whose bearer token
+// <dir>/tokens accepts for role at now(): 503 to anyone when this server holds no config for role
 // (see notHere), else 401 without a token or with one the file does not
 // know, 403 with one that opens another role or expired. The token file is read
 // on every request, so a role is withdrawn by rewriting it.
-func Handler(dir string, now func() time.Time, log logrus.FieldLogger) http.Handler {
+func Handler(dir string, now func() time.Time, overlay Overlay, log logrus.FieldLogger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok"))
@@ -63,6 +68,16 @@ func Handler(dir string, now func() time.Time, log logrus.FieldLogger) http.Hand
 			log.Errorf("config %s: %v", role, err)
 			http.Error(w, "internal error", http.StatusInternalServerError)
 			return
+		}
+		if overlay != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+			more, err := overlay(ctx, role, data)
+			cancel()
+			if err != nil {
+				log.Warnf("config %s: %v: serving the install-time config; the machine gets its pool's config once it is a Node", role, err)
+			} else {
+				data = more
+			}
 		}
 		log.Infof("serving %s config to %s", role, r.RemoteAddr)
 		w.Header().Set("Content-Type", "application/vnd.coreos.ignition+json;version=3.3.0")
@@ -116,13 +131,13 @@ func authorized(w http.ResponseWriter, r *http.Request, dir, role string, now ti
 
 // Serve runs the server on addr until ctx ends. The certificate is re-read
 // on every handshake so a renewed one is picked up.
-func Serve(ctx context.Context, addr, dir string, log logrus.FieldLogger) error {
+func Serve(ctx context.Context, addr, dir string, overlay Overlay, log logrus.FieldLogger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           Handler(dir, time.Now, log),
+		Handler:           Handler(dir, time.Now, overlay, log),
 		ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig: &tls.Config{
 			MinVersion: tls.VersionTLS12,

@@ -1,6 +1,8 @@
 package mcs
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +24,12 @@ func config(role string) string { return `{"ignition":{"version":"3.3.0"},"_role
 // when tokens is not nil, that token file, and the configs of roles.
 func serve(t *testing.T, tokens []byte, now time.Time, roles ...string) *httptest.Server {
 	t.Helper()
+	return serveWith(t, tokens, now, nil, roles...)
+}
+
+// serveWith is serve with an overlay.
+func serveWith(t *testing.T, tokens []byte, now time.Time, overlay Overlay, roles ...string) *httptest.Server {
+	t.Helper()
 	dir := t.TempDir()
 	for _, role := range roles {
 		if err := os.WriteFile(filepath.Join(dir, role+".ign"), []byte(config(role)), 0o600); err != nil {
@@ -35,7 +43,7 @@ func serve(t *testing.T, tokens []byte, now time.Time, roles ...string) *httptes
 	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	srv := httptest.NewServer(Handler(dir, func() time.Time { return now }, log))
+	srv := httptest.NewServer(Handler(dir, func() time.Time { return now }, overlay, log))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -137,5 +145,29 @@ func TestHandlerRoleNotHere(t *testing.T) {
 	}
 	if code, body := get(t, srv.URL+"/config/worker", worker); code != 200 || body != config("worker") {
 		t.Errorf("GET /config/worker = %d %q, want the worker config", code, body)
+	}
+}
+
+// TestOverlay serves a role's config through the overlay (a master's
+// server merges the pool's rendered config in), and the file as it is when
+// the overlay fails: a machine must still boot.
+func TestOverlay(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	tokens := mcsauth.Format(mcsauth.NewEntry("worker", "w", now.Add(time.Hour)), mcsauth.NewEntry("infra", "i", now.Add(time.Hour)))
+	overlay := func(_ context.Context, role string, cfg []byte) ([]byte, error) {
+		if role == "infra" {
+			return nil, errors.New("API unreachable")
+		}
+		return append(cfg, []byte(" +"+role+" pool")...), nil
+	}
+	srv := serveWith(t, tokens, now, overlay, "worker", "infra")
+	if code, body := get(t, srv.URL+"/config/worker", "w"); code != 200 || body != config("worker")+" +worker pool" {
+		t.Errorf("worker: %d %q", code, body)
+	}
+	if code, body := get(t, srv.URL+"/config/infra", "i"); code != 200 || body != config("infra") {
+		t.Errorf("infra with a failing overlay: %d %q, want the file as it is", code, body)
+	}
+	if code, _ := get(t, srv.URL+"/config/worker", ""); code != 401 {
+		t.Errorf("anonymous with an overlay: %d", code)
 	}
 }
