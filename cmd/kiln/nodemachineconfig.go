@@ -90,6 +90,11 @@ func newNodeMachineConfigAgentCmd(o *rootOptions) *cobra.Command {
 			if nodeName == "" {
 				return exitcode.With(exitcode.Input, errors.New("--node-name is required"))
 			}
+			// A joining node's kubelet writes its kubeconfig once its client
+			// certificate is issued, seconds after this starts.
+			if err := waitForFile(cmd.Context(), kubeconfig, func() { o.log.Infof("waiting for %s (the kubelet's TLS bootstrap)", kubeconfig) }); err != nil {
+				return err
+			}
 			client, dyn, err := nodeClients(kubeconfig)
 			if err != nil {
 				return err
@@ -123,4 +128,22 @@ func nodeClients(kubeconfig string) (kubernetes.Interface, dynamic.Interface, er
 	}
 	dyn, err := dynamic.NewForConfig(rc)
 	return client, dyn, err
+}
+
+// waitForFile returns once name exists (calling waiting once if it does
+// not at first), or when ctx ends.
+func waitForFile(ctx context.Context, name string, waiting func()) error {
+	for i := 0; ; i++ {
+		if _, err := os.Stat(name); err == nil {
+			return nil
+		}
+		if i == 0 {
+			waiting()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
