@@ -97,7 +97,7 @@ const (
 // controller cordoned and that runs the target is uncordoned; nodes being
 // drained go on; and while fewer than maxUnavailable nodes are
 // unavailable and the pool is not paused, the next nodes by name start a
-// drain. The master pool moves one node at a time and only while healthy
+// drain (a node unavailable already starts without waiting for that). The master pool moves one node at a time and only while healthy
 // (the API ready and every master Ready).
 func Plan(pool machineconfig.MachineConfigPool, target string, nodes []Node, healthy bool) []Action {
 	if target == "" {
@@ -129,16 +129,19 @@ func Plan(pool machineconfig.MachineConfigPool, target string, nodes []Node, hea
 	if pool.Spec.Paused {
 		return acts
 	}
-	budget := int(MaxUnavailable(pool)) - unavailable
 	if pool.Name == machineconfig.MasterPool && !healthy {
-		budget = 0
+		return acts
 	}
+	// A node that is unavailable already (not Ready, degraded, stuck on a
+	// config that is gone) moves without taking from the budget: waiting
+	// for it would hold the pool for ever.
+	budget := int(MaxUnavailable(pool)) - unavailable
 	for _, n := range candidates {
-		if budget <= 0 {
-			break
-		}
-		acts = append(acts, Action{n.Name, Drain})
-		if !n.unavailable() {
+		switch {
+		case n.unavailable():
+			acts = append(acts, Action{n.Name, Drain})
+		case budget > 0:
+			acts = append(acts, Action{n.Name, Drain})
 			budget--
 		}
 	}

@@ -65,6 +65,7 @@ func TestPlan(t *testing.T) {
 		{"an uncordoned updated node frees the budget", pool("worker", 0, false), []Node{node("w1", target), node("w2", old)}, true, "drain:w2"},
 		{"a node not Ready holds the budget", pool("worker", 0, false), []Node{func() Node { n := node("w1", target); n.Ready = false; return n }(), node("w2", old)}, true, ""},
 		{"a degraded node holds the budget", pool("worker", 0, false), []Node{with(node("w1", target), machineconfig.StateAnnotation, machineconfig.StateDegraded), node("w2", old)}, true, ""},
+		{"a node stuck on a config that is gone moves on without budget", pool("worker", 0, false), []Node{with(node("w1", old), machineconfig.DesiredConfigAnnotation, "rendered-worker-gone", machineconfig.StateAnnotation, machineconfig.StateDegraded), node("w2", old)}, true, "drain:w1"},
 		{"paused: nothing starts, a finished node is uncordoned", pool("worker", 0, true), []Node{drained(node("w1", target)), node("w2", old)}, true, "uncordon:w1"},
 		{"a node that joined with its pool's config gets no drain", pool("worker", 0, false), []Node{with(node("w9", target), machineconfig.DesiredConfigAnnotation, ""), node("w1", target)}, true, "set-desired:w9"},
 		{"fresh nodes get the config at once", pool("worker", 0, false), []Node{{Name: "w9", Ready: true, Annotations: map[string]string{}}, node("w1", old)}, true, "set-desired:w9 drain:w1"},
