@@ -32,6 +32,22 @@ units=$(kiln_units)
 systemctl stop $(echo "$units" | tr ' ' '\n' | grep -vx containerd.service) 2>/dev/null
 systemctl kill --signal=SIGKILL containerd.service 2>/dev/null
 systemctl stop containerd.service 2>/dev/null
+# runc freezes a container's cgroup while it sets the container up (on
+# cgroup v1, with systemd's driver): one it was setting up when it was
+# killed stays frozen, and a frozen process takes no signal, SIGKILL
+# included (systemd's stop of its scope timed out, "Still around after
+# SIGKILL", and its runc init outlived a destroy in TestSSHClusterVXLAN).
+# Every frozen cgroup of the pods is thawed before they are killed.
+thaw_pods() {
+	find /sys/fs/cgroup -path '*kubepods*' \( -name freezer.state -o -name cgroup.freeze \) 2>/dev/null |
+		while IFS= read -r f; do
+			case "$f" in
+			*/freezer.state) [ "$(cat "$f" 2>/dev/null)" = THAWED ] || echo THAWED >"$f" 2>/dev/null ;;
+			*) [ "$(cat "$f" 2>/dev/null)" = 0 ] || echo 0 >"$f" 2>/dev/null ;;
+			esac
+		done
+}
+thaw_pods
 systemctl kill --signal=SIGKILL kubepods.slice 2>/dev/null
 systemctl stop kubepods.slice 2>/dev/null
 # A container the runtime was creating when it was killed leaves its
@@ -50,6 +66,7 @@ orphan_runc_inits() {
 }
 clean=0
 for _ in 1 2 3 4 5 6 7 8 9 10; do
+	thaw_pods
 	pids=$(orphan_runc_inits)
 	if [ -z "$pids" ]; then
 		clean=$((clean + 1))
