@@ -111,9 +111,12 @@ func (ag *agent) once(ctx context.Context) error {
 	if err != nil {
 		return ag.report(ctx, node, "", machineconfig.StateDegraded, fmt.Sprintf("state: %v", err))
 	}
+	// An apply cut short is finished by applying what the Node asks for now
+	// (apply is idempotent, and compares with the last config applied in
+	// full): the pending config may be gone since.
 	desired := node.Annotations[machineconfig.DesiredConfigAnnotation]
-	if s.Pending != "" && s.Pending != desired {
-		desired = s.Pending // finish what was started before anything else
+	if desired == "" {
+		desired = s.Pending
 	}
 	if drift := ag.a.drift(s); len(drift) > 0 {
 		return ag.report(ctx, node, s.Name, machineconfig.StateDegraded, driftReason(drift))
