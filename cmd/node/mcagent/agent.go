@@ -121,7 +121,7 @@ func (ag *agent) once(ctx context.Context) error {
 	if drift := ag.a.drift(s); len(drift) > 0 {
 		return ag.report(ctx, node, s.Name, machineconfig.StateDegraded, driftReason(drift))
 	}
-	if desired == "" || desired == s.Name {
+	if desired == "" || (desired == s.Name && s.Pending == "") {
 		return ag.report(ctx, node, s.Name, machineconfig.StateDone, "")
 	}
 	if err := ag.report(ctx, node, s.Name, machineconfig.StateWorking, "applying "+desired); err != nil {
