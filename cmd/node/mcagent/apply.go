@@ -278,8 +278,9 @@ func (a *applier) apply(ctx context.Context, s *State, r *machineconfig.Rendered
 	}
 	b := a.w.Batch()
 	for name, f := range pl.files {
-		old, ok := s.Files[name]
-		if ok && old.SHA256 == sum(f.data) && old.Mode == f.mode && a.matches(name, old) == nil {
+		// A file that is already what the config says is neither written
+		// nor a change: nothing restarts for it.
+		if a.matches(name, FileState{SHA256: sum(f.data), Mode: f.mode}) == nil {
 			continue
 		}
 		changed[name] = true
@@ -292,11 +293,12 @@ func (a *applier) apply(ctx context.Context, s *State, r *machineconfig.Rendered
 		if _, keep := pl.files[name]; keep {
 			continue
 		}
-		changed[name] = true
-		if err := a.restoreOriginal(b, s, name); err != nil {
+		restored, err := a.restoreOriginal(b, s, name)
+		if err != nil {
 			b.Abort()
 			return err
 		}
+		changed[name] = restored
 	}
 	if err := b.Commit(); err != nil {
 		return err
@@ -322,34 +324,38 @@ func (a *applier) apply(ctx context.Context, s *State, r *machineconfig.Rendered
 }
 
 // restoreOriginal puts back what name was before kiln wrote it, or
-// removes it when there was nothing.
-func (a *applier) restoreOriginal(b *atomicfile.Batch, s *State, name string) error {
+// removes it when there was nothing; it says whether that changed the
+// file (an original equal to the file as it is needs nothing).
+func (a *applier) restoreOriginal(b *atomicfile.Batch, s *State, name string) (bool, error) {
 	if !s.Originals[name] {
 		err := b.Remove(a.full(name))
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+			return false, nil
 		}
-		return err
+		return err == nil, err
 	}
 	data, err := atomicfile.ReadFile(a.p.Root, a.origPath(name))
 	if err != nil {
-		return fmt.Errorf("original of %s: %w", name, err)
+		return false, fmt.Errorf("original of %s: %w", name, err)
 	}
 	info, err := atomicfile.Stat(a.p.Root, a.origPath(name))
 	if err != nil {
-		return err
+		return false, err
 	}
-	return b.Write(a.full(name), data, info.Mode().Perm())
+	if a.matches(name, FileState{SHA256: sum(data), Mode: info.Mode().Perm()}) == nil {
+		return false, nil
+	}
+	return true, b.Write(a.full(name), data, info.Mode().Perm())
 }
 
 // systemd reloads the manager when a unit file changed, restarts the
 // dropped units dropUnits returned, sets the units' enablement, and
 // restarts the units (and the kubelet) whose files changed.
-func (a *applier) systemd(ctx context.Context, pl *plan, changed map[string]bool, restartDropped []string) error {
+func (a *applier) systemd(ctx context.Context, pl *plan, changed map[string]bool, restartDropped map[string][]string) error {
 	systemctl := func(args ...string) error { return a.systemctl(ctx, args...) }
 	reload := false
-	for name := range changed {
-		if strings.HasPrefix(name, a.p.UnitDir+"/") {
+	for name, c := range changed {
+		if c && strings.HasPrefix(name, a.p.UnitDir+"/") {
 			reload = true
 		}
 	}
@@ -358,7 +364,10 @@ func (a *applier) systemd(ctx context.Context, pl *plan, changed map[string]bool
 			return err
 		}
 	}
-	for _, name := range restartDropped {
+	for _, name := range slices.Sorted(maps.Keys(restartDropped)) {
+		if !slices.ContainsFunc(restartDropped[name], func(f string) bool { return changed[f] }) {
+			continue
+		}
 		if err := systemctl("try-restart", name); err != nil {
 			return err
 		}
@@ -488,10 +497,11 @@ func (a *applier) systemctl(ctx context.Context, args ...string) error {
 // dropUnits handles the units the new config no longer names, before their
 // files go: a unit the config wrote (and the node did not have) or enabled
 // is stopped and disabled now, while systemd still has its file; one the
-// node has, whose drop-ins or file the config replaced, is returned to be
-// restarted once its files are back as they were.
-func (a *applier) dropUnits(ctx context.Context, s *State, pl *plan) ([]string, error) {
-	var restart []string
+// node has, whose drop-ins or file the config replaced, is returned with
+// those files, to be restarted once they are back as they were if that
+// changed one of them.
+func (a *applier) dropUnits(ctx context.Context, s *State, pl *plan) (map[string][]string, error) {
+	restart := map[string][]string{}
 	for _, name := range slices.Sorted(maps.Keys(s.Units)) {
 		if _, keep := pl.units[name]; keep {
 			continue
@@ -504,7 +514,7 @@ func (a *applier) dropUnits(ctx context.Context, s *State, pl *plan) ([]string, 
 				return nil, err
 			}
 		} else if len(old.Files) > 0 {
-			restart = append(restart, name)
+			restart[name] = old.Files
 		}
 	}
 	return restart, nil

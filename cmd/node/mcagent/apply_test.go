@@ -292,3 +292,40 @@ systemd:
 		t.Errorf("revert of a machine without a config: %v", err)
 	}
 }
+
+// TestApplySameContentRestartsNothing: a drop-in the node already has, as
+// the config has it, is not a change.
+func TestApplySameContentRestartsNothing(t *testing.T) {
+	p := testPaths(t)
+	dropin := filepath.Join(p.Root, "etc/systemd/system/containerd.service.d/50-test.conf")
+	if err := os.MkdirAll(filepath.Dir(dropin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dropin, []byte("[Service]\nEnvironment=A=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := &recorder{}
+	a := newApplier(p, run)
+	s, _ := a.load()
+	cfg := render(t, `
+systemd:
+  units:
+  - name: containerd.service
+    dropins: [{name: 50-test.conf, contents: "[Service]\nEnvironment=A=1\n"}]`, "")
+	if err := a.apply(context.Background(), s, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := run.take(); got != "" {
+		t.Errorf("ran\n%s\nfor a drop-in already in place", got)
+	}
+	// Taken away, it is the node's own again: kept, and nothing restarts.
+	if err := a.apply(context.Background(), s, render(t, "", "")); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, p, "/etc/systemd/system/containerd.service.d/50-test.conf"); got != "[Service]\nEnvironment=A=1\n" {
+		t.Errorf("the node's own drop-in became %q", got)
+	}
+	if got := run.take(); got != "" {
+		t.Errorf("ran\n%s\nwhen the config let go of a drop-in it had not changed", got)
+	}
+}
