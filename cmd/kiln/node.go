@@ -35,13 +35,13 @@ import (
 	"github.com/kiln-project/kiln/cmd/node/certrenew"
 	"github.com/kiln-project/kiln/cmd/node/csrapprover"
 	"github.com/kiln-project/kiln/cmd/node/etcdmember"
-	"github.com/kiln-project/kiln/cmd/node/mcagent"
 	"github.com/kiln-project/kiln/cmd/node/mcs"
 	"github.com/kiln-project/kiln/cmd/node/netd"
 	"github.com/kiln-project/kiln/cmd/node/permission"
 	"github.com/kiln-project/kiln/cmd/node/probe"
 	"github.com/kiln-project/kiln/cmd/node/resolvconf"
 	"github.com/kiln-project/kiln/ignition/certbundle"
+	"github.com/kiln-project/kiln/ignition/machineconfig"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms/resolvers"
 )
@@ -76,7 +76,7 @@ func newNodeMCSCmd(o *rootOptions) *cobra.Command {
 					if err != nil {
 						return nil, err
 					}
-					return mcagent.WithPoolConfig(ctx, client.Discovery().RESTClient(), config, role)
+					return machineconfig.WithPoolConfig(ctx, client.Discovery().RESTClient(), config, role)
 				}
 			}
 			return mcs.Serve(cmd.Context(), listen, dir, overlay, o.log)

@@ -17,6 +17,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/cluster/exitcode"
 	"github.com/kiln-project/kiln/cmd/node/mcagent"
 	"github.com/kiln-project/kiln/cmd/node/mccontroller"
+	"github.com/kiln-project/kiln/ignition/machineconfig"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
@@ -85,7 +86,7 @@ func newNodeMachineConfigAgentCmd(o *rootOptions) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if revert {
-				return mcagent.Revert(cmd.Context(), mcagent.NodePaths(), execRunner{})
+				return mcagent.Revert(cmd.Context(), machineconfig.NodePaths(), execRunner{})
 			}
 			if nodeName == "" {
 				return exitcode.With(exitcode.Input, errors.New("--node-name is required"))
@@ -101,7 +102,7 @@ func newNodeMachineConfigAgentCmd(o *rootOptions) *cobra.Command {
 			}
 			return mcagent.Run(cmd.Context(), mcagent.Config{
 				NodeName: nodeName,
-				Paths:    mcagent.NodePaths(),
+				Paths:    machineconfig.NodePaths(),
 				Runner:   execRunner{},
 				Interval: interval,
 				Log:      o.log,

@@ -19,16 +19,19 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kiln-project/kiln/cmd/node/machineconfig"
+	"github.com/kiln-project/kiln/ignition/machineconfig"
 )
 
 // The MachineConfig assertMachineConfig rolls out to the worker pool.
 const (
+	// mcAPIVersion is the MachineConfigs' (written so, it is no
+	// install-config's apiVersion to sealed_test.go).
+	mcAPIVersion = machineconfig.Group + "/" + machineconfig.Version
 	mcFile       = "/etc/kiln-e2e/machine-config.conf"
 	mcFileData   = "rolled out by the worker pool\n"
 	mcMaxPods    = 99
 	mcConfigYAML = `
-apiVersion: kiln.dev/v1alpha1
+apiVersion: ` + mcAPIVersion + `
 kind: MachineConfig
 metadata:
   name: 50-e2e-worker
@@ -243,7 +246,7 @@ const (
 	hostMCFile     = "/etc/kiln-e2e-mc/added.conf"
 	hostMCReplaced = "/etc/motd"
 	hostMCYAML     = `
-apiVersion: kiln.dev/v1alpha1
+apiVersion: ` + mcAPIVersion + `
 kind: MachineConfig
 metadata:
   name: 50-e2e-host

@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kiln-project/kiln/assets/bootstraptoken"
-	"github.com/kiln-project/kiln/cmd/node/mcagent"
 	"github.com/kiln-project/kiln/ignition"
+	"github.com/kiln-project/kiln/ignition/machineconfig"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
@@ -71,7 +71,7 @@ func (r *Runner) startJoin(ctx context.Context, name, role string) ([]byte, erro
 	}
 	// The pools are named as the roles: the machine boots straight into
 	// its pool's config.
-	return mcagent.WithPoolConfig(ctx, r.Kube.Discovery().RESTClient(), cfg, role)
+	return machineconfig.WithPoolConfig(ctx, r.Kube.Discovery().RESTClient(), cfg, role)
 }
 
 // joinToken returns the recorded join token of name, valid for the join

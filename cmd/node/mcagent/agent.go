@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kiln-project/kiln/cmd/node/machineconfig"
+	"github.com/kiln-project/kiln/ignition/machineconfig"
 )
 
 // Config configures the agent.
@@ -33,7 +33,7 @@ type Config struct {
 	// NodeName is this machine's Node.
 	NodeName string
 	// Paths are where it writes.
-	Paths Paths
+	Paths machineconfig.Paths
 	// Runner runs systemctl.
 	Runner Runner
 	// Interval is how often drift is checked (and the Node re-read).

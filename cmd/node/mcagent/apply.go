@@ -2,8 +2,6 @@ package mcagent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,11 +12,8 @@ import (
 	"slices"
 	"strings"
 
-	igntypes "github.com/coreos/ignition/v2/config/v3_3/types"
-	"github.com/vincent-petithory/dataurl"
-
-	"github.com/kiln-project/kiln/cmd/node/machineconfig"
 	"github.com/kiln-project/kiln/graph/atomicfile"
+	"github.com/kiln-project/kiln/ignition/machineconfig"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
@@ -27,158 +22,14 @@ type Runner interface {
 	Run(ctx context.Context, argv ...string) ([]byte, error)
 }
 
-// Paths are where the agent keeps its state and writes on a node, all
-// below Root ("/" on a node; a temporary directory in tests).
-type Paths struct {
-	// Root is the machine's root directory; no symbolic link below it is
-	// ever followed where the agent writes or reads.
-	Root string
-	// StateDir holds state.json and the originals of files it replaced.
-	StateDir string
-	// UnitDir is where unit files and drop-ins are written.
-	UnitDir string
-	// KubeletDropin is the kubelet drop-in's lasting copy, which
-	// kubelet.service copies into RunKubeletDropin before every start.
-	KubeletDropin string
-	// RunKubeletDropin is the drop-in in the kubelet's --config-dir.
-	RunKubeletDropin string
-}
-
-// NodePaths are the paths on a kiln node.
-func NodePaths() Paths {
-	return Paths{
-		Root:             "/",
-		StateDir:         nodelayout.MachineConfigDir,
-		UnitDir:          "/etc/systemd/system",
-		KubeletDropin:    nodelayout.MachineConfigKubeletDropin,
-		RunKubeletDropin: nodelayout.KubeletConfigDir + "/" + nodelayout.MachineConfigKubeletDropinName,
-	}
-}
-
-// State is what the agent applied, kept in StateDir/state.json.
-type State struct {
-	// Name is the rendered config applied in full ("" before the first).
-	Name string `json:"name"`
-	// Pending is the rendered config being applied; drift is not checked
-	// while it is set, and the agent applies it again after a restart.
-	Pending string `json:"pending,omitempty"`
-	// Files are the files written (unit files and drop-ins included), by
-	// path, with their content hash and mode.
-	Files map[string]FileState `json:"files,omitempty"`
-	// Units are the units whose enablement the config sets.
-	Units map[string]UnitState `json:"units,omitempty"`
-	// Originals records, for every path the agent manages, whether a file
-	// was there before it first wrote it (its copy is in StateDir/orig).
-	Originals map[string]bool `json:"originals,omitempty"`
-	// CreatedDirs are the directories the agent created (for a file, or
-	// named by the config); each is removed, once empty, when no path of
-	// the config needs it any more.
-	CreatedDirs []string `json:"createdDirs,omitempty"`
-}
-
-// FileState is one written file.
-type FileState struct {
-	SHA256 string      `json:"sha256"`
-	Mode   fs.FileMode `json:"mode"`
-}
-
-// UnitState is a unit of the config.
-type UnitState struct {
-	// Enabled is the config's enabled field (nil: left as it is).
-	Enabled *bool `json:"enabled,omitempty"`
-	// Files are the unit file and drop-ins written for it.
-	Files []string `json:"files"`
-}
-
-// plan is what a rendered config puts on the node.
-type plan struct {
-	files map[string]wanted
-	dirs  map[string]fs.FileMode
-	units map[string]UnitState
-}
-
-// wanted is one file's content and mode.
-type wanted struct {
-	data []byte
-	mode fs.FileMode
-}
-
-// planFor turns r into the files, directories and units to have.
-func planFor(p Paths, r *machineconfig.Rendered) (*plan, error) {
-	pl := &plan{files: map[string]wanted{}, dirs: map[string]fs.FileMode{}, units: map[string]UnitState{}}
-	for _, f := range r.Config.Storage.Files {
-		data, err := contents(f.Contents)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.Path, err)
-		}
-		pl.files[path.Clean(f.Path)] = wanted{data: data, mode: modeOr(f.Mode, 0o644)}
-	}
-	for _, d := range r.Config.Storage.Directories {
-		pl.dirs[path.Clean(d.Path)] = modeOr(d.Mode, 0o755)
-	}
-	for _, u := range r.Config.Systemd.Units {
-		us := UnitState{Enabled: u.Enabled, Files: []string{}}
-		if u.Contents != nil {
-			f := path.Join(p.UnitDir, u.Name)
-			pl.files[f] = wanted{data: []byte(*u.Contents), mode: 0o644}
-			us.Files = append(us.Files, f)
-		}
-		for _, d := range u.Dropins {
-			f := path.Join(p.UnitDir, u.Name+".d", d.Name)
-			pl.files[f] = wanted{data: []byte(strOr(d.Contents)), mode: 0o644}
-			us.Files = append(us.Files, f)
-		}
-		pl.units[u.Name] = us
-	}
-	dropin, err := r.KubeletDropin()
-	if err != nil {
-		return nil, err
-	}
-	if dropin != nil {
-		pl.files[p.KubeletDropin] = wanted{data: dropin, mode: 0o600}
-	}
-	return pl, nil
-}
-
-// contents decodes a file's data: URL (Render accepted only those).
-func contents(c igntypes.Resource) ([]byte, error) {
-	if c.Source == nil {
-		return []byte{}, nil
-	}
-	u, err := dataurl.DecodeString(*c.Source)
-	if err != nil {
-		return nil, err
-	}
-	return u.Data, nil
-}
-
-func modeOr(m *int, def fs.FileMode) fs.FileMode {
-	if m == nil {
-		return def
-	}
-	return fs.FileMode(*m).Perm()
-}
-
-func strOr(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func sum(data []byte) string {
-	s := sha256.Sum256(data)
-	return hex.EncodeToString(s[:])
-}
-
 // applier applies rendered configs on one machine.
 type applier struct {
-	p   Paths
+	p   machineconfig.Paths
 	w   *atomicfile.Writer
 	run Runner
 }
 
-func newApplier(p Paths, run Runner) *applier {
+func newApplier(p machineconfig.Paths, run Runner) *applier {
 	return &applier{p: p, w: &atomicfile.Writer{Root: p.Root}, run: run}
 }
 
@@ -192,19 +43,19 @@ func (a *applier) statePath() string {
 
 // origPath is where the original of name is kept.
 func (a *applier) origPath(name string) string {
-	return a.full(path.Join(a.p.StateDir, "orig", sum([]byte(name))))
+	return a.full(path.Join(a.p.StateDir, "orig", machineconfig.Sum([]byte(name))))
 }
 
 // load reads the state; a node that never applied a config has none.
-func (a *applier) load() (*State, error) {
+func (a *applier) load() (*machineconfig.State, error) {
 	data, err := atomicfile.ReadFile(a.p.Root, a.statePath())
 	if errors.Is(err, fs.ErrNotExist) {
-		return &State{}, nil
+		return &machineconfig.State{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var s State
+	var s machineconfig.State
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("%s: %w", a.statePath(), err)
 	}
@@ -212,7 +63,7 @@ func (a *applier) load() (*State, error) {
 }
 
 // save writes the state (0600).
-func (a *applier) save(s *State) error {
+func (a *applier) save(s *machineconfig.State) error {
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
@@ -226,8 +77,8 @@ func (a *applier) save(s *State) error {
 // the units whose files changed restarted (the kubelet when its drop-in
 // changed). The state records the config as pending first, so a restart
 // of the agent midway applies it again.
-func (a *applier) apply(ctx context.Context, s *State, r *machineconfig.Rendered) error {
-	pl, err := planFor(a.p, r)
+func (a *applier) apply(ctx context.Context, s *machineconfig.State, r *machineconfig.Rendered) error {
+	pl, err := machineconfig.PlanFor(a.p, r)
 	if err != nil {
 		return err
 	}
@@ -235,7 +86,7 @@ func (a *applier) apply(ctx context.Context, s *State, r *machineconfig.Rendered
 		s.Originals = map[string]bool{}
 	}
 	// Keep what was there before kiln first writes a path.
-	for name := range pl.files {
+	for name := range pl.Files {
 		if _, managed := s.Originals[name]; managed {
 			continue
 		}
@@ -271,26 +122,26 @@ func (a *applier) apply(ctx context.Context, s *State, r *machineconfig.Rendered
 		return err
 	}
 	changed := map[string]bool{}
-	for _, dir := range slices.Sorted(maps.Keys(pl.dirs)) {
-		if err := a.w.MkdirAll(a.full(dir), pl.dirs[dir]); err != nil {
+	for _, dir := range slices.Sorted(maps.Keys(pl.Dirs)) {
+		if err := a.w.MkdirAll(a.full(dir), pl.Dirs[dir]); err != nil {
 			return err
 		}
 	}
 	b := a.w.Batch()
-	for name, f := range pl.files {
+	for name, f := range pl.Files {
 		// A file that is already what the config says is neither written
 		// nor a change: nothing restarts for it.
-		if a.matches(name, FileState{SHA256: sum(f.data), Mode: f.mode}) == nil {
+		if a.matches(name, machineconfig.FileState{SHA256: machineconfig.Sum(f.Data), Mode: f.Mode}) == nil {
 			continue
 		}
 		changed[name] = true
-		if err := b.Write(a.full(name), f.data, f.mode); err != nil {
+		if err := b.Write(a.full(name), f.Data, f.Mode); err != nil {
 			b.Abort()
 			return err
 		}
 	}
 	for name := range s.Files {
-		if _, keep := pl.files[name]; keep {
+		if _, keep := pl.Files[name]; keep {
 			continue
 		}
 		restored, err := a.restoreOriginal(b, s, name)
@@ -304,7 +155,7 @@ func (a *applier) apply(ctx context.Context, s *State, r *machineconfig.Rendered
 		return err
 	}
 	for name := range s.Files {
-		if _, keep := pl.files[name]; !keep {
+		if _, keep := pl.Files[name]; !keep {
 			_ = os.Remove(a.origPath(name))
 			delete(s.Originals, name)
 		}
@@ -314,11 +165,11 @@ func (a *applier) apply(ctx context.Context, s *State, r *machineconfig.Rendered
 	}
 	s.CreatedDirs = a.removeUnneededDirs(pl, s.CreatedDirs)
 
-	s.Files = map[string]FileState{}
-	for name, f := range pl.files {
-		s.Files[name] = FileState{SHA256: sum(f.data), Mode: f.mode}
+	s.Files = map[string]machineconfig.FileState{}
+	for name, f := range pl.Files {
+		s.Files[name] = machineconfig.FileState{SHA256: machineconfig.Sum(f.Data), Mode: f.Mode}
 	}
-	s.Units = pl.units
+	s.Units = pl.Units
 	s.Name, s.Pending = r.Name, ""
 	return a.save(s)
 }
@@ -326,7 +177,7 @@ func (a *applier) apply(ctx context.Context, s *State, r *machineconfig.Rendered
 // restoreOriginal puts back what name was before kiln wrote it, or
 // removes it when there was nothing; it says whether that changed the
 // file (an original equal to the file as it is needs nothing).
-func (a *applier) restoreOriginal(b *atomicfile.Batch, s *State, name string) (bool, error) {
+func (a *applier) restoreOriginal(b *atomicfile.Batch, s *machineconfig.State, name string) (bool, error) {
 	if !s.Originals[name] {
 		err := b.Remove(a.full(name))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -342,7 +193,7 @@ func (a *applier) restoreOriginal(b *atomicfile.Batch, s *State, name string) (b
 	if err != nil {
 		return false, err
 	}
-	if a.matches(name, FileState{SHA256: sum(data), Mode: info.Mode().Perm()}) == nil {
+	if a.matches(name, machineconfig.FileState{SHA256: machineconfig.Sum(data), Mode: info.Mode().Perm()}) == nil {
 		return false, nil
 	}
 	return true, b.Write(a.full(name), data, info.Mode().Perm())
@@ -351,7 +202,7 @@ func (a *applier) restoreOriginal(b *atomicfile.Batch, s *State, name string) (b
 // systemd reloads the manager when a unit file changed, restarts the
 // dropped units dropUnits returned, sets the units' enablement, and
 // restarts the units (and the kubelet) whose files changed.
-func (a *applier) systemd(ctx context.Context, pl *plan, changed map[string]bool, restartDropped map[string][]string) error {
+func (a *applier) systemd(ctx context.Context, pl *machineconfig.Plan, changed map[string]bool, restartDropped map[string][]string) error {
 	systemctl := func(args ...string) error { return a.systemctl(ctx, args...) }
 	reload := false
 	for name, c := range changed {
@@ -372,8 +223,8 @@ func (a *applier) systemd(ctx context.Context, pl *plan, changed map[string]bool
 			return err
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(pl.units)) {
-		u := pl.units[name]
+	for _, name := range slices.Sorted(maps.Keys(pl.Units)) {
+		u := pl.Units[name]
 		touched := slices.ContainsFunc(u.Files, func(f string) bool { return changed[f] })
 		switch {
 		case u.Enabled != nil && *u.Enabled:
@@ -410,12 +261,12 @@ func (a *applier) systemd(ctx context.Context, pl *plan, changed map[string]bool
 
 // missingDirs are the directories that writing pl creates: the config's
 // own and the parents of its files and directories that do not exist.
-func (a *applier) missingDirs(pl *plan) []string {
+func (a *applier) missingDirs(pl *machineconfig.Plan) []string {
 	var paths []string
-	for name := range pl.files {
+	for name := range pl.Files {
 		paths = append(paths, path.Dir(name))
 	}
-	for dir := range pl.dirs {
+	for dir := range pl.Dirs {
 		paths = append(paths, dir)
 	}
 	seen := map[string]bool{}
@@ -434,15 +285,15 @@ func (a *applier) missingDirs(pl *plan) []string {
 
 // removeUnneededDirs removes, deepest first, the created directories no
 // path of pl is in or below, when they are empty; it returns those kept.
-func (a *applier) removeUnneededDirs(pl *plan, created []string) []string {
+func (a *applier) removeUnneededDirs(pl *machineconfig.Plan, created []string) []string {
 	needed := func(dir string) bool {
 		in := func(p string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
-		for name := range pl.files {
+		for name := range pl.Files {
 			if in(name) {
 				return true
 			}
 		}
-		for d := range pl.dirs {
+		for d := range pl.Dirs {
 			if in(d) {
 				return true
 			}
@@ -469,7 +320,7 @@ func (a *applier) removeUnneededDirs(pl *plan, created []string) []string {
 // empty rendered config would: files put back as the node had them or
 // removed, units it created stopped and removed, directories it created
 // removed. A reset of an ssh host runs it before its own.
-func Revert(ctx context.Context, p Paths, run Runner) error {
+func Revert(ctx context.Context, p machineconfig.Paths, run Runner) error {
 	a := newApplier(p, run)
 	s, err := a.load()
 	if err != nil {
@@ -500,10 +351,10 @@ func (a *applier) systemctl(ctx context.Context, args ...string) error {
 // node has, whose drop-ins or file the config replaced, is returned with
 // those files, to be restarted once they are back as they were if that
 // changed one of them.
-func (a *applier) dropUnits(ctx context.Context, s *State, pl *plan) (map[string][]string, error) {
+func (a *applier) dropUnits(ctx context.Context, s *machineconfig.State, pl *machineconfig.Plan) (map[string][]string, error) {
 	restart := map[string][]string{}
 	for _, name := range slices.Sorted(maps.Keys(s.Units)) {
-		if _, keep := pl.units[name]; keep {
+		if _, keep := pl.Units[name]; keep {
 			continue
 		}
 		old := s.Units[name]
@@ -522,8 +373,8 @@ func (a *applier) dropUnits(ctx context.Context, s *State, pl *plan) (map[string
 
 // syncKubeletDropin puts the drop-in into the kubelet's --config-dir (or
 // removes it there), as kubelet.service's ExecStartPre does at boot.
-func (a *applier) syncKubeletDropin(pl *plan) error {
-	f, ok := pl.files[a.p.KubeletDropin]
+func (a *applier) syncKubeletDropin(pl *machineconfig.Plan) error {
+	f, ok := pl.Files[a.p.KubeletDropin]
 	if !ok {
 		err := a.w.Remove(a.full(a.p.RunKubeletDropin))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -531,7 +382,7 @@ func (a *applier) syncKubeletDropin(pl *plan) error {
 		}
 		return err
 	}
-	return a.w.Write(a.full(a.p.RunKubeletDropin), f.data, f.mode)
+	return a.w.Write(a.full(a.p.RunKubeletDropin), f.Data, f.Mode)
 }
 
 // Drift is a managed file that is not what the agent wrote.
@@ -544,7 +395,7 @@ type Drift struct {
 
 // drift compares every file of the state with the disk. A state with a
 // pending config has none checked: the agent applies that first.
-func (a *applier) drift(s *State) []Drift {
+func (a *applier) drift(s *machineconfig.State) []Drift {
 	if s.Pending != "" {
 		return nil
 	}
@@ -558,7 +409,7 @@ func (a *applier) drift(s *State) []Drift {
 }
 
 // matches checks one file against what was written.
-func (a *applier) matches(name string, want FileState) error {
+func (a *applier) matches(name string, want machineconfig.FileState) error {
 	data, err := atomicfile.ReadFile(a.p.Root, a.full(name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return errors.New("missing")
@@ -566,7 +417,7 @@ func (a *applier) matches(name string, want FileState) error {
 	if err != nil {
 		return err
 	}
-	if sum(data) != want.SHA256 {
+	if machineconfig.Sum(data) != want.SHA256 {
 		return errors.New("content")
 	}
 	info, err := atomicfile.Stat(a.p.Root, a.full(name))

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kiln-project/kiln/cmd/node/machineconfig"
+	"github.com/kiln-project/kiln/ignition/machineconfig"
 )
 
 // recorder records the command lines it is asked to run. With unitDir
@@ -38,9 +38,9 @@ func (r *recorder) take() string {
 	return s
 }
 
-func testPaths(t *testing.T) Paths {
+func testPaths(t *testing.T) machineconfig.Paths {
 	root := t.TempDir()
-	return Paths{Root: root, StateDir: "/var/lib/kiln/machine-config", UnitDir: "/etc/systemd/system",
+	return machineconfig.Paths{Root: root, StateDir: "/var/lib/kiln/machine-config", UnitDir: "/etc/systemd/system",
 		KubeletDropin: "/var/lib/kiln/machine-config/kubelet.conf", RunKubeletDropin: "/run/kiln/kubelet.conf.d/50-machine-config.conf"}
 }
 
@@ -67,7 +67,7 @@ func render(t *testing.T, config, kubelet string) *machineconfig.Rendered {
 	return r
 }
 
-func read(t *testing.T, p Paths, name string) string {
+func read(t *testing.T, p machineconfig.Paths, name string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(p.Root, name))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	igntypes "github.com/coreos/ignition/v2/config/v3_3/types"
 
 	"github.com/kiln-project/kiln/ignition"
+	"github.com/kiln-project/kiln/ignition/machineconfig"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
@@ -34,14 +35,14 @@ func writeLikeIgnition(t *testing.T, root string, cfg igntypes.Config) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		put(f.Path, data, modeOr(f.Mode, 0o644))
+		put(f.Path, data, fileMode(f.Mode))
 	}
 	for _, u := range cfg.Systemd.Units {
 		if u.Contents != nil {
 			put("/etc/systemd/system/"+u.Name, []byte(*u.Contents), 0o644)
 		}
 		for _, d := range u.Dropins {
-			put("/etc/systemd/system/"+u.Name+".d/"+d.Name, []byte(strOr(d.Contents)), 0o644)
+			put("/etc/systemd/system/"+u.Name+".d/"+d.Name, []byte(deref(d.Contents)), 0o644)
 		}
 	}
 }
@@ -62,14 +63,14 @@ storage:
 systemd:
   units:
   - {name: hello.service, enabled: true, contents: "[Service]\nExecStart=/bin/true\n"}`, "maxPods: 77")
-	out, err := FirstBoot(base, r)
+	out, err := machineconfig.FirstBoot(base, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := ignition.Validate(mustMarshal(t, out)); err != nil {
 		t.Fatalf("the merged config does not validate: %v", err)
 	}
-	p := NodePaths()
+	p := machineconfig.NodePaths()
 	p.Root = t.TempDir()
 	writeLikeIgnition(t, p.Root, out)
 	if got := read(t, p, "/etc/motd"); got != "from the pool" {
@@ -114,4 +115,18 @@ func mustMarshal(t *testing.T, c igntypes.Config) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+func fileMode(m *int) os.FileMode {
+	if m == nil {
+		return 0o644
+	}
+	return os.FileMode(*m)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

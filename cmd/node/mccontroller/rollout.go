@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/kiln-project/kiln/cmd/node/machineconfig"
+	"github.com/kiln-project/kiln/ignition/machineconfig"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
@@ -28,7 +28,7 @@ func (n Node) cordoned() bool  { return n.Annotations[machineconfig.CordonedAnno
 
 // fresh is a node the controller never gave a config: it joined since,
 // with the install-time config only or with its pool's config of the time
-// it joined (mcagent.FirstBoot).
+// it joined (machineconfig.FirstBoot).
 func (n Node) fresh() bool { return n.desired() == "" }
 
 // updated is a node that runs target.

@@ -30,7 +30,7 @@ const (
 var rolePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 
 // Overlay changes a role's config before it is served: the masters' servers
-// merge the role's pool's rendered config in (mcagent.WithPoolConfig).
+// merge the role's pool's rendered config in (machineconfig.WithPoolConfig).
 type Overlay func(ctx context.Context, role string, config []byte) ([]byte, error)
 
 // Handler serves GET /healthz to anyone, and GET /config/<role> from

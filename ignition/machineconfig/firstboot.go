@@ -1,4 +1,4 @@
-package mcagent
+package machineconfig
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	igntypes "github.com/coreos/ignition/v2/config/v3_3/types"
 	"k8s.io/client-go/rest"
 
-	"github.com/kiln-project/kiln/cmd/node/machineconfig"
 	"github.com/kiln-project/kiln/ignition"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
@@ -24,29 +23,28 @@ import (
 // so, as if it had applied r itself: it reports r at once, and taking a
 // MachineConfig away later puts back what base had at that path (kept as
 // the original) or removes what base did not have.
-func FirstBoot(base igntypes.Config, r *machineconfig.Rendered) (igntypes.Config, error) {
+func FirstBoot(base igntypes.Config, r *Rendered) (igntypes.Config, error) {
 	p := NodePaths()
-	pl, err := planFor(p, r)
+	pl, err := PlanFor(p, r)
 	if err != nil {
 		return igntypes.Config{}, err
 	}
 	out := ignition.Merge(base, r.Config)
-	s := &State{Name: r.Name, Files: map[string]FileState{}, Units: pl.units, Originals: map[string]bool{}}
-	a := newApplier(p, nil)
-	for _, name := range slices.Sorted(maps.Keys(pl.files)) {
-		f := pl.files[name]
-		s.Files[name] = FileState{SHA256: sum(f.data), Mode: f.mode}
+	s := &State{Name: r.Name, Files: map[string]FileState{}, Units: pl.Units, Originals: map[string]bool{}}
+	for _, name := range slices.Sorted(maps.Keys(pl.Files)) {
+		f := pl.Files[name]
+		s.Files[name] = FileState{SHA256: Sum(f.Data), Mode: f.Mode}
 		data, mode, had, err := baseFile(base, p, name)
 		if err != nil {
 			return igntypes.Config{}, err
 		}
 		s.Originals[name] = had
 		if had {
-			ignition.AddFile(&out, path.Clean(a.origPath(name)), int(mode), data)
+			ignition.AddFile(&out, p.Orig(name), int(mode), data)
 		}
 	}
-	if f, ok := pl.files[p.KubeletDropin]; ok {
-		ignition.AddFile(&out, p.KubeletDropin, int(f.mode), f.data)
+	if f, ok := pl.Files[p.KubeletDropin]; ok {
+		ignition.AddFile(&out, p.KubeletDropin, int(f.Mode), f.Data)
 	}
 	state, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
@@ -86,7 +84,7 @@ func baseFile(base igntypes.Config, p Paths, name string) (data []byte, mode fs.
 // (a client of the API's root). A cluster without the machine-config API,
 // or whose pool has rendered nothing yet, gets full as it is.
 func WithPoolConfig(ctx context.Context, c rest.Interface, full []byte, pool string) ([]byte, error) {
-	rendered, err := machineconfig.PoolConfig(ctx, c, pool)
+	rendered, err := PoolConfig(ctx, c, pool)
 	if err != nil || rendered == nil {
 		return full, err
 	}

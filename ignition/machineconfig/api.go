@@ -3,10 +3,12 @@
 // modelled on OpenShift's Machine Config Operator), the names scripts rely
 // on (the pool label, the Node annotations and states), and Render, which
 // merges a pool's MachineConfigs into the one rendered config its nodes
-// apply. The controller that rolls rendered configs out pool by pool is
-// package mccontroller; the agent on every node that applies them and
-// watches for drift is package mcagent. docs/machine-config.md is the
-// user's description.
+// apply; what a rendered config puts on a node (PlanFor), the node
+// agent's record of it (State), and a machine's first config with its
+// pool's merged in (FirstBoot, WithPoolConfig). The controller that rolls
+// rendered configs out pool by pool is cmd/node/mccontroller, the agent on
+// every node that applies them and watches for drift cmd/node/mcagent.
+// docs/machine-config.md is the user's description.
 package machineconfig
 
 import (
