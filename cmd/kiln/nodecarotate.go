@@ -117,7 +117,7 @@ func restartUnit(ctx context.Context, unit string) error {
 func kubeletHealthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:10248/healthz", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, nodelayout.KubeletHealthz, nil)
 	if err != nil {
 		return err
 	}

@@ -101,11 +101,12 @@ func newNodeMachineConfigAgentCmd(o *rootOptions) *cobra.Command {
 				return err
 			}
 			return mcagent.Run(cmd.Context(), mcagent.Config{
-				NodeName: nodeName,
-				Paths:    machineconfig.NodePaths(),
-				Runner:   execRunner{},
-				Interval: interval,
-				Log:      o.log,
+				NodeName:       nodeName,
+				Paths:          machineconfig.NodePaths(),
+				Runner:         execRunner{},
+				KubeletHealthz: nodelayout.KubeletHealthz,
+				Interval:       interval,
+				Log:            o.log,
 			}, client, dyn)
 		},
 	}

@@ -125,6 +125,9 @@ const (
 	// MachineConfigKubeletDropinName is that drop-in's name in
 	// KubeletConfigDir.
 	MachineConfigKubeletDropinName = "50-machine-config.conf"
+	// KubeletHealthz is the kubelet's health endpoint on the node's
+	// loopback (healthzPort 10248).
+	KubeletHealthz = "http://127.0.0.1:10248/healthz"
 )
 
 // PodRouteProtocol is the routing protocol number of the routes the node

@@ -157,9 +157,18 @@ func assertMachineConfig(ctx context.Context, t *testing.T, client kubernetes.In
 		if node.Spec.Unschedulable {
 			t.Errorf("%s still cordoned after the rollout", n)
 		}
-		if got := node.Status.Capacity.Pods().Value(); got != mcMaxPods {
-			t.Errorf("%s: pod capacity %d, want the MachineConfig's maxPods %d", n, got, mcMaxPods)
-		}
+	}
+	// The kubelet runs the new settings once the node is Done; it reports
+	// its capacity in its next status update.
+	for _, n := range workers {
+		waitFor(t, ctx, time.Minute, n+"'s pod capacity of the MachineConfig's maxPods", func() (bool, string) {
+			node, err := client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			got := node.Status.Capacity.Pods().Value()
+			return got == mcMaxPods, fmt.Sprintf("capacity %d, want %d", got, mcMaxPods)
+		})
 	}
 	for _, n := range masters {
 		if out, err := exec(ctx, n, "test", "-e", mcFile); err == nil {
@@ -200,7 +209,7 @@ func assertMachineConfig(ctx context.Context, t *testing.T, client kubernetes.In
 		i := slices.IndexFunc(st.Conditions, func(c metav1.Condition) bool { return c.Type == machineconfig.ConditionDegraded })
 		return st.DegradedMachineCount == 1 && i >= 0 && strings.Contains(st.Conditions[i].Message, edited), fmt.Sprintf("%+v", st)
 	})
-	restore := fmt.Sprintf("printf %%s %q > %s", mcFileData, mcFile)
+	restore := fmt.Sprintf("printf '%%s\\n' '%s' > %s", strings.TrimSuffix(mcFileData, "\n"), mcFile)
 	if out, err := exec(ctx, edited, "sh", "-c", restore); err != nil {
 		t.Fatalf("restore %s: %v: %s", mcFile, err, out)
 	}

@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -36,6 +37,9 @@ type Config struct {
 	Paths machineconfig.Paths
 	// Runner runs systemctl.
 	Runner Runner
+	// KubeletHealthz is the kubelet's health URL, polled after the agent
+	// restarted it ("": not waited for).
+	KubeletHealthz string
 	// Interval is how often drift is checked (and the Node re-read).
 	Interval time.Duration
 	// Log is the agent's log.
@@ -48,6 +52,9 @@ type Config struct {
 // MachineConfigs.
 func Run(ctx context.Context, cfg Config, client kubernetes.Interface, dyn dynamic.Interface) error {
 	a := newApplier(cfg.Paths, cfg.Runner)
+	if cfg.KubeletHealthz != "" {
+		a.kubeletUp = func(ctx context.Context) error { return waitHealthy(ctx, cfg.KubeletHealthz, 2*time.Minute) }
+	}
 	ag := &agent{cfg: cfg, a: a, client: client, dyn: dyn}
 	for {
 		if err := ag.once(ctx); err != nil {
@@ -198,4 +205,31 @@ func (ag *agent) report(ctx context.Context, node *corev1.Node, current, state, 
 	}
 	*node = *n
 	return nil
+}
+
+// waitHealthy polls url every second until it answers 200 or timeout passes.
+func waitHealthy(ctx context.Context, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s answers %s", url, resp.Status)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not healthy after %s: %w", timeout, last)
+		case <-time.After(time.Second):
+		}
+	}
 }

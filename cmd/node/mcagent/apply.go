@@ -27,6 +27,9 @@ type applier struct {
 	p   machineconfig.Paths
 	w   *atomicfile.Writer
 	run Runner
+	// kubeletUp waits until the restarted kubelet is healthy (nil: not
+	// waited for, in tests).
+	kubeletUp func(ctx context.Context) error
 }
 
 func newApplier(p machineconfig.Paths, run Runner) *applier {
@@ -254,6 +257,12 @@ func (a *applier) systemd(ctx context.Context, pl *machineconfig.Plan, changed m
 		}
 		if err := systemctl("restart", "kubelet.service"); err != nil {
 			return err
+		}
+		// Done means the kubelet runs the new settings.
+		if a.kubeletUp != nil {
+			if err := a.kubeletUp(ctx); err != nil {
+				return fmt.Errorf("the kubelet after its restart: %w", err)
+			}
 		}
 	}
 	return nil
