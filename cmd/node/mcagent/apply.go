@@ -14,7 +14,6 @@ import (
 
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/ignition/machineconfig"
-	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 // Runner runs a command (systemctl) and returns its combined output.
@@ -41,12 +40,12 @@ func (a *applier) full(name string) string { return path.Join(a.p.Root, name) }
 
 // statePath is the state file.
 func (a *applier) statePath() string {
-	return a.full(path.Join(a.p.StateDir, path.Base(nodelayout.MachineConfigState)))
+	return a.full(a.p.StateFile())
 }
 
 // origPath is where the original of name is kept.
 func (a *applier) origPath(name string) string {
-	return a.full(path.Join(a.p.StateDir, "orig", machineconfig.Sum([]byte(name))))
+	return a.full(a.p.Orig(name))
 }
 
 // load reads the state; a node that never applied a config has none.
