@@ -48,7 +48,9 @@ func newNodeMachineConfigControllerCmd(o *rootOptions) *cobra.Command {
 			}
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
-			var runErr error
+			// The controller runs in a goroutine of the elector's, which may
+			// still be ending when RunOrDie returns: its error comes by channel.
+			errs := make(chan error, 2)
 			leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
 				Lock:            lock,
 				LeaseDuration:   30 * time.Second,
@@ -57,18 +59,27 @@ func newNodeMachineConfigControllerCmd(o *rootOptions) *cobra.Command {
 				ReleaseOnCancel: true,
 				Callbacks: leaderelection.LeaderCallbacks{
 					OnStartedLeading: func(ctx context.Context) {
-						runErr = mccontroller.Run(ctx, mccontroller.Config{Resync: 10 * time.Second, Log: o.log}, client, dyn)
+						errs <- mccontroller.Run(ctx, mccontroller.Config{Resync: 10 * time.Second, Log: o.log}, client, dyn)
 						cancel()
 					},
 					OnStoppedLeading: func() {
 						if ctx.Err() == nil {
-							runErr = errors.New("lost the machine-config controller's lease")
+							errs <- errors.New("lost the machine-config controller's lease")
 						}
 						cancel()
 					},
 				},
 			})
-			return runErr
+			for {
+				select {
+				case err := <-errs:
+					if err != nil {
+						return err
+					}
+				default:
+					return nil
+				}
+			}
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the controller's ServiceAccount (in-cluster config when empty)")
