@@ -54,6 +54,14 @@ const (
 	// CordonedAnnotation on a Node marks that the controller cordoned it
 	// for an update, so that it uncordons only what it cordoned.
 	CordonedAnnotation = "kiln.dev/cordoned-for-config"
+	// DesiredReleaseAnnotation on a Node is the release each of its
+	// components should run, as a JSON object of component names
+	// ("etcd", "kube-apiserver", "kubelet"...) to Kubernetes release
+	// versions kiln pins ("v1.36.3"): kiln upgrade cluster sets it, one
+	// component at a time in the version-skew order, and the node's agent
+	// makes it so from the payload the upgrade staged (ReleasesDir). A
+	// component it leaves out stays as it runs.
+	DesiredReleaseAnnotation = "kiln.dev/desired-release"
 )
 
 // The agent's states.

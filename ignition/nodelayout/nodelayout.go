@@ -130,6 +130,26 @@ const (
 	KubeletHealthz = "http://127.0.0.1:10248/healthz"
 )
 
+// Releases on a node: what the ssh platform merges into a host, and what
+// kiln upgrade cluster stages on every node for its machine-config agent.
+const (
+	// ExtensionsDir is where systemd-sysext finds the ssh platform's node
+	// payload, a directory named kiln-<release version>.
+	ExtensionsDir = "/var/lib/extensions"
+	// ReleasesDir holds the node payloads of releases that kiln upgrade
+	// cluster stages on a node, one directory per release version, laid
+	// out as the ssh platform's payload (the tree of a system extension).
+	// The machine-config agent takes from there what the node's
+	// DesiredRelease asks for: container images, the kubelet and, on a host
+	// that merges the payload, the whole extension.
+	ReleasesDir = "/var/lib/kiln/releases"
+	// PayloadKubelet is the kubelet in a node payload's tree.
+	PayloadKubelet = "usr/local/bin/kubelet"
+	// PayloadImagesDir holds a node payload's container images, one
+	// archive per component (<component>.tar).
+	PayloadImagesDir = "usr/share/kiln/images"
+)
+
 // PodRouteProtocol is the routing protocol number of the routes the node
 // agent adds for the pod network (ip route ... proto 199), so that it, and
 // a reset of the host, touch no other route.

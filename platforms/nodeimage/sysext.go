@@ -57,7 +57,7 @@ var sysextBinaries = [...]string{"containerd", "containerd-shim-runc-v2", "ctr",
 var sysextUnits = [...]string{"containerd.service", "kiln-cgroup-rw.service", "kiln-ignition.service", "kiln-images.service"}
 
 // SysextImagesDir is where the payload keeps the container images.
-const SysextImagesDir = "/usr/share/kiln/images"
+const SysextImagesDir = "/" + nodelayout.PayloadImagesDir
 
 // SysextContainerdConfig is where the payload's containerd reads its
 // config, instead of /etc/containerd/config.toml, which stays the host's.

@@ -72,6 +72,8 @@ type agent struct {
 	a      *applier
 	client kubernetes.Interface
 	dyn    dynamic.Interface
+	// release is the DesiredReleaseAnnotation last made true in full.
+	release string
 }
 
 // wait returns after Interval or as soon as this Node changes; an error
@@ -101,7 +103,9 @@ func (ag *agent) wait(ctx context.Context) error {
 			if ev.Type != watch.Modified {
 				continue
 			}
-			if n, ok := ev.Object.(*corev1.Node); ok && n.Annotations[machineconfig.DesiredConfigAnnotation] != n.Annotations[machineconfig.CurrentConfigAnnotation] {
+			n, ok := ev.Object.(*corev1.Node)
+			if ok && (n.Annotations[machineconfig.DesiredConfigAnnotation] != n.Annotations[machineconfig.CurrentConfigAnnotation] ||
+				n.Annotations[machineconfig.DesiredReleaseAnnotation] != ag.release) {
 				return nil
 			}
 		}
@@ -125,6 +129,9 @@ func (ag *agent) once(ctx context.Context) error {
 	if desired == "" {
 		desired = s.Pending
 	}
+	if reason := ag.syncRelease(ctx, node, s.Name); reason != "" {
+		return ag.report(ctx, node, s.Name, machineconfig.StateDegraded, reason)
+	}
 	if drift := ag.a.drift(s); len(drift) > 0 {
 		return ag.report(ctx, node, s.Name, machineconfig.StateDegraded, driftReason(drift))
 	}
@@ -144,6 +151,29 @@ func (ag *agent) once(ctx context.Context) error {
 	}
 	ag.cfg.Log.Infof("applied %s", desired)
 	return ag.report(ctx, node, s.Name, machineconfig.StateDone, "")
+}
+
+// syncRelease brings the node's components to the release its Node asks
+// for (machineconfig.DesiredReleaseAnnotation), reporting Working while it
+// does; it returns why it could not, "" once the node runs it.
+func (ag *agent) syncRelease(ctx context.Context, node *corev1.Node, current string) string {
+	value := node.Annotations[machineconfig.DesiredReleaseAnnotation]
+	want, err := machineconfig.ParseNodeRelease(value)
+	if err != nil {
+		return err.Error()
+	}
+	changed, err := ag.a.syncRelease(ctx, want, func(what string) error {
+		ag.cfg.Log.Info(what)
+		return ag.report(ctx, node, current, machineconfig.StateWorking, what)
+	})
+	if err != nil {
+		return "release: " + err.Error()
+	}
+	if changed {
+		ag.cfg.Log.Infof("the node runs %s", want)
+	}
+	ag.release = value
+	return ""
 }
 
 // rendered reads a rendered config.

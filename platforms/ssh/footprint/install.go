@@ -31,7 +31,7 @@ var (
 )
 
 // ExtensionsDir is where systemd-sysext finds the node payload.
-const ExtensionsDir = "/var/lib/extensions"
+const ExtensionsDir = nodelayout.ExtensionsDir
 
 // Host runs scripts as root on a host and copies directories onto it
 // (remote.Client over SSH).
