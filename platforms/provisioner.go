@@ -10,7 +10,6 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
-	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/platforms/netroute"
 )
 
@@ -89,27 +88,25 @@ type ImageLoader interface {
 	LoadImageArchive(ctx context.Context, infraID, path string, nodes []string) error
 }
 
-// Upgrader is an optional ability of a Provisioner: changing, one piece
-// at a time, the Kubernetes release a node runs (kiln upgrade cluster).
-// Releases are named by their Kubernetes version ("v1.36.3", one of
-// release.Versions); nodes by their machine's name. Every method is
-// idempotent.
+// Upgrader is an optional ability of a Provisioner: delivering the node
+// payload of a Kubernetes release to a cluster's machines, for kiln
+// upgrade cluster. It changes nothing a node runs: the node's
+// machine-config agent does, from the payload, when its Node's
+// kiln.dev/desired-release asks for it. Releases are named by their
+// Kubernetes version ("v1.36.3", one of release.Versions); nodes by their
+// machine's name. Every method is idempotent.
 type Upgrader interface {
-	// PrepareRelease makes what the nodes of release version run ready
-	// on the host (the local platform builds or reuses its node image),
+	// PrepareRelease makes the node payload of release version ready on
+	// the host running kiln (the local platform builds or reuses the
+	// release's node image, the ssh platform also its system extension),
 	// before the first node changes.
-	PrepareRelease(ctx context.Context, version string) error
-	// LoadRelease imports the container images of components of release
-	// version into node's container runtime.
-	LoadRelease(ctx context.Context, infraID, node, version string, components []release.Component) error
-	// InstallKubelet puts the kubelet of release version on node and
-	// restarts it.
-	InstallKubelet(ctx context.Context, infraID, node, version string) error
-	// ReadNodeFile returns the file at path on node, following no link.
-	ReadNodeFile(ctx context.Context, infraID, node, path string) ([]byte, error)
-	// WriteNodeFile replaces the file at path on node with data,
-	// atomically, following no link.
-	WriteNodeFile(ctx context.Context, infraID, node, path string, data []byte, mode fs.FileMode) error
+	PrepareRelease(ctx context.Context, c *Cluster, version string) error
+	// StageRelease puts the node payload of release version on c's node
+	// at nodelayout.ReleasesDir/<version> (the tree of the ssh platform's
+	// extension: nodelayout.PayloadKubelet, nodelayout.PayloadImagesDir),
+	// whole or not at all. A node that has it already, staged or merged,
+	// is left as it is.
+	StageRelease(ctx context.Context, c *Cluster, node, version string) error
 }
 
 // NodeShell is an optional ability of a Provisioner: reaching a running

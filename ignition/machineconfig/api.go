@@ -62,6 +62,9 @@ const (
 	// makes it so from the payload the upgrade staged (ReleasesDir). A
 	// component it leaves out stays as it runs.
 	DesiredReleaseAnnotation = "kiln.dev/desired-release"
+	// CurrentReleaseAnnotation on a Node is the DesiredReleaseAnnotation
+	// its agent last made true in full (the same value).
+	CurrentReleaseAnnotation = "kiln.dev/current-release"
 )
 
 // The agent's states.

@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path"
+	"maps"
 	"slices"
 	"strings"
 
@@ -14,7 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kiln-project/kiln/assets/release"
-	"github.com/kiln-project/kiln/ignition/nodelayout"
+	"github.com/kiln-project/kiln/cmd/cluster/noderelease"
+	"github.com/kiln-project/kiln/ignition/machineconfig"
 )
 
 // controlPlane returns a master's static pods, etcd first; the others are
@@ -46,16 +46,16 @@ type runningRelease struct {
 // catchUp brings the new machine node to the release the cluster runs,
 // when that is not the one its node image holds: a cluster upgraded since
 // it was created runs a newer release than the image its new machines
-// boot from. Once the node registered, its kubelet is replaced by the
-// running one (with every image of that release, as an upgrade's kubelet
-// step), any image the cluster runs that the node lacks is loaded, and on
-// a master the etcd static pod kiln installs and the staged (or, on a
-// re-run, active) control-plane manifests are retagged. Without it a new
-// master ran an older API server than the kubelets, which the skew policy
-// forbids, an older etcd member
-// could not join members past its minor (docs/upgrade.md, "etcd 3.5 to
-// 3.6"), and kube-proxy could not start on a new worker. Every part is
-// idempotent, and a re-run skips the kubelet and manifests done.
+// boot from. Once the node registered, its machine-config agent is asked
+// for the running release (noderelease) of its kubelet (with every image
+// of that release, as an upgrade's kubelet step) and, on a master, of its
+// staged control plane, from the payload the platform stages on the node;
+// the etcd static pod kiln's installer writes names the members' image.
+// Without it a new master ran an older API server than the kubelets,
+// which the skew policy forbids, an older etcd member could not join
+// members past its minor (docs/upgrade.md, "etcd 3.5 to 3.6"), and
+// kube-proxy could not start on a new worker. A re-run asks again for
+// what the node runs already, which changes nothing.
 func (r *Runner) catchUp(ctx context.Context, node string, master bool) error {
 	run, err := r.running(ctx, node, master)
 	if err != nil {
@@ -70,117 +70,69 @@ func (r *Runner) catchUp(ctx context.Context, node string, master bool) error {
 	if err != nil {
 		return fmt.Errorf("Node %s reports kubelet %q: %w", node, own, err)
 	}
-	kubelet := run.Kubelet != "" && run.Kubelet != own
-	comps := sortedComponents(run.Images)
-	need := ""
-	if kubelet {
-		need = "kubelet " + run.Kubelet
-	} else if i := slices.IndexFunc(comps, func(c release.Component) bool { return run.Images[c] != base.Image(c) }); i >= 0 {
-		need = run.Images[comps[i]]
-	}
-	// Images are loaded before the node is Ready, not after: a new worker
-	// is Ready only once its pod network is configured, which its node
-	// agent does after kube-proxy synced (or a minute went by), and its
-	// kube-proxy cannot start before its image is loaded. The first-boot
-	// containerd restart that follows the pod network may come in the
-	// middle of a load; the platform's load retries through it.
-	if need != "" {
-		if err := r.canLoad(node, need); err != nil {
-			return err
-		}
-	}
-	if kubelet {
-		rel, err := release.Lookup(run.Kubelet)
-		if err != nil {
-			return fmt.Errorf("the nodes' kubelets run %s: %w", run.Kubelet, err)
-		}
-		if err := r.Upgrader.LoadRelease(ctx, r.Cluster.InfraID, node, rel.Kubernetes, rel.Components()); err != nil {
-			return fmt.Errorf("loading the images of %s onto %s: %w", rel.Kubernetes, node, err)
-		}
-		if err := r.Upgrader.InstallKubelet(ctx, r.Cluster.InfraID, node, rel.Kubernetes); err != nil {
-			return fmt.Errorf("installing kubelet %s on %s: %w", rel.Kubernetes, node, err)
-		}
-		if err := r.waitNodeReadyAt(ctx, node, rel.Kubernetes); err != nil {
-			return err
-		}
-		r.Log.Infof("%s runs kubelet %s, as the other nodes do (its node image has %s)", node, rel.Kubernetes, own)
-		base = rel
-	}
-	for _, c := range comps {
-		img := run.Images[c]
-		if img == base.Image(c) {
-			continue
-		}
-		rel, err := release.WithImage(c, img)
-		if err != nil {
+	if img, ok := run.Images[release.Etcd]; ok {
+		if _, err := release.WithImage(release.Etcd, img); err != nil {
 			return fmt.Errorf("the cluster runs %s: %w", img, err)
 		}
-		if err := r.Upgrader.LoadRelease(ctx, r.Cluster.InfraID, node, rel.Kubernetes, []release.Component{c}); err != nil {
-			return fmt.Errorf("loading %s onto %s: %w", img, node, err)
-		}
-		r.Log.Infof("%s has %s, as the cluster runs it", node, img)
-	}
-	if !master {
-		return nil
-	}
-	return r.retagControlPlane(ctx, node, run.Images)
-}
-
-// canLoad is an error naming what node lacks when the platform cannot put
-// images and binaries on a machine.
-func (r *Runner) canLoad(node, what string) error {
-	if r.Upgrader != nil {
-		return nil
-	}
-	return fmt.Errorf("the cluster runs %s, which the node image of %s lacks, and platform %s cannot load it onto a machine",
-		what, node, r.Cluster.Config.PlatformName())
-}
-
-// retagControlPlane names the running images in the new master's etcd
-// static pod (the one kiln's installer writes) and in its control-plane
-// manifests: the staged ones, and the active ones when a run cut short
-// after the installer activated them left them older.
-func (r *Runner) retagControlPlane(ctx context.Context, node string, images map[release.Component]string) error {
-	if img, ok := images[release.Etcd]; ok {
 		manifest, err := release.Retag([]byte(r.PKI.Manifest), release.Etcd, img)
 		if err != nil {
 			return fmt.Errorf("the masters' etcd static pod: %w", err)
 		}
 		r.PKI.Manifest = string(manifest)
 	}
-	if r.Upgrader == nil {
-		// The platform cannot change a machine's files, and need not:
-		// canLoad refused any image other than the node's own release's,
-		// which its manifests name.
+	want := machineconfig.NodeRelease{}
+	kubelet := base
+	if run.Kubelet != "" && run.Kubelet != own {
+		if kubelet, err = release.Lookup(run.Kubelet); err != nil {
+			return fmt.Errorf("the nodes' kubelets run %s: %w", run.Kubelet, err)
+		}
+		want[machineconfig.Kubelet] = kubelet.Kubernetes
+	}
+	for _, c := range sortedComponents(run.Images) {
+		img := run.Images[c]
+		switch {
+		case c == release.Etcd || img == base.Image(c):
+		case c == release.KubeProxy || c == release.CoreDNS:
+			// The kubelet's release brings the add-ons' images.
+			if img != kubelet.Image(c) {
+				return fmt.Errorf("the cluster runs %s while its kubelets run %s: an upgrade is under way; finish it with kiln upgrade cluster first", img, kubelet.Kubernetes)
+			}
+		default:
+			rel, err := release.WithImage(c, img)
+			if err != nil {
+				return fmt.Errorf("the cluster runs %s: %w", img, err)
+			}
+			want[string(c)] = rel.Kubernetes
+		}
+	}
+	if len(want) == 0 {
 		return nil
 	}
-	for _, c := range controlPlane()[1:] {
-		img, ok := images[c]
-		if !ok {
-			continue
-		}
-		for _, dir := range []string{nodelayout.StagedPodDir, nodelayout.StaticPodDir} {
-			file := path.Join(dir, string(c)+".yaml")
-			old, err := r.Upgrader.ReadNodeFile(ctx, r.Cluster.InfraID, node, file)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("reading %s on %s: %w", file, node, err)
-			}
-			manifest, err := release.Retag(old, c, img)
-			if err != nil {
-				return fmt.Errorf("%s on %s: %w", file, node, err)
-			}
-			if string(manifest) == string(old) {
-				continue
-			}
-			if err := r.Upgrader.WriteNodeFile(ctx, r.Cluster.InfraID, node, file, manifest, 0o644); err != nil {
-				return fmt.Errorf("writing %s on %s: %w", file, node, err)
-			}
-			r.Log.Infof("%s on %s names %s, as the other masters run", file, node, img)
+	if r.Upgrader == nil {
+		return fmt.Errorf("the cluster runs %s, which the node image of %s lacks, and platform %s cannot stage a release on a machine",
+			want, node, r.Cluster.Config.PlatformName())
+	}
+	// The images come before the node is Ready, not after: a new worker
+	// is Ready only once its pod network is configured, which its node
+	// agent does after kube-proxy synced (or a minute went by), and its
+	// kube-proxy cannot start before its image is there.
+	for _, v := range slices.Compact(slices.Sorted(maps.Values(want))) {
+		if err := r.Upgrader.StageRelease(ctx, r.Cluster, node, v); err != nil {
+			return fmt.Errorf("staging the payload of %s on %s: %w", v, node, err)
 		}
 	}
+	if err := noderelease.Ask(ctx, r.Kube, node, want); err != nil {
+		return err
+	}
+	if err := r.until(ctx, r.joinTimeout(), "Bringing "+node+" to the release the cluster runs", func(ctx context.Context) (bool, string, error) {
+		if err := noderelease.Applied(ctx, r.Kube, node); err != nil {
+			return false, err.Error(), nil
+		}
+		return true, "", nil
+	}); err != nil {
+		return err
+	}
+	r.Log.Infof("%s runs %s, as the cluster does (its node image has %s)", node, want, own)
 	return nil
 }
 

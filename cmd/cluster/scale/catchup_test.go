@@ -3,8 +3,6 @@ package scale
 import (
 	"context"
 	"fmt"
-	"io/fs"
-	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -16,18 +14,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kiln-project/kiln/assets/release"
-	"github.com/kiln-project/kiln/ignition/nodelayout"
+	"github.com/kiln-project/kiln/ignition/machineconfig"
+	"github.com/kiln-project/kiln/platforms"
 )
 
-// fakeUpgrader is a platforms.Upgrader over one machine's files; it
-// records what a scale asks of it, in j too when it is not nil.
+// fakeUpgrader is a platforms.Upgrader that records what a scale asks of
+// it, in j too when it is not nil.
 type fakeUpgrader struct {
 	calls []string
-	files map[string]string // path -> content
 	j     *journal
-	// kube, when not nil, gets the Node of a machine whose kubelet is
-	// installed report its version, as the kubelet would.
-	kube kubernetes.Interface
 }
 
 func (f *fakeUpgrader) record(format string, args ...any) {
@@ -38,37 +33,59 @@ func (f *fakeUpgrader) record(format string, args ...any) {
 	}
 }
 
-func (f *fakeUpgrader) PrepareRelease(context.Context, string) error { return fmt.Errorf("not here") }
-func (f *fakeUpgrader) LoadRelease(_ context.Context, infraID, node, version string, cs []release.Component) error {
-	f.record("load %s %s %s %v", infraID, node, version, cs)
+func (f *fakeUpgrader) PrepareRelease(context.Context, *platforms.Cluster, string) error {
+	return fmt.Errorf("not here")
+}
+
+func (f *fakeUpgrader) StageRelease(_ context.Context, _ *platforms.Cluster, node, version string) error {
+	f.record("stage %s %s", node, version)
 	return nil
 }
-func (f *fakeUpgrader) InstallKubelet(_ context.Context, infraID, node, version string) error {
-	f.record("kubelet %s %s %s", infraID, node, version)
-	if f.kube == nil {
-		return nil
-	}
-	n, err := f.kube.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	n.Status.NodeInfo.KubeletVersion = version
-	// With its release's kube-proxy image, the node's pod network comes up.
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	_, err = f.kube.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{})
-	return err
-}
-func (f *fakeUpgrader) ReadNodeFile(_ context.Context, _, _, path string) ([]byte, error) {
-	data, ok := f.files[path]
-	if !ok {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
-	}
-	return []byte(data), nil
-}
-func (f *fakeUpgrader) WriteNodeFile(_ context.Context, _, node, path string, data []byte, mode fs.FileMode) error {
-	f.record("write %s %s %o", node, path, mode)
-	f.files[path] = string(data)
-	return nil
+
+// startAgents plays every node's machine-config agent until the test
+// ends: a node whose desired release changed reports it as current, and
+// a kubelet asked for runs that version, Ready (with its release's
+// kube-proxy image, its pod network comes up). With stuck, no agent acts.
+func startAgents(t *testing.T, kube kubernetes.Interface, j *journal) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			time.Sleep(2 * time.Millisecond)
+			nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				continue
+			}
+			for _, n := range nodes.Items {
+				want := n.Annotations[machineconfig.DesiredReleaseAnnotation]
+				if want == n.Annotations[machineconfig.CurrentReleaseAnnotation] {
+					continue
+				}
+				r, err := machineconfig.ParseNodeRelease(want)
+				if err != nil {
+					continue
+				}
+				if v, ok := r[machineconfig.Kubelet]; ok {
+					n.Status.NodeInfo.KubeletVersion = v
+					n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+					if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, &n, metav1.UpdateOptions{}); err != nil {
+						continue
+					}
+				}
+				nn, err := kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+				if err != nil {
+					continue
+				}
+				nn.Annotations[machineconfig.CurrentReleaseAnnotation] = want
+				if j != nil {
+					j.add("agent %s %s", n.Name, want)
+				}
+				kube.CoreV1().Nodes().Update(ctx, nn, metav1.UpdateOptions{})
+			}
+		}
+	}()
 }
 
 // staticPod is the kind of pod a master's kubelet mirrors.
@@ -86,97 +103,58 @@ func manifestOf(c release.Component, image string) string {
 // catchUpCluster is a cluster for catchUp: its masters but the new one run
 // the control plane of at (or etcd of etcdAt, when not ""), its nodes the
 // kubelets of kubelets (by index, at when short), its add-ons at's; the
-// new node's machine holds the files of node's image.
+// new node booted node's image.
 type catchUpCluster struct {
 	at, node    release.Release
 	etcdAt      string
 	kubelets    []string
-	activated   bool // the installer moved the staged manifests already
 	noUpgrader  bool
 	mixedServer bool // one master runs node's API server
 	notReady    bool // the new node's pod network is not up yet
-	// kubeletStuck: the kubelet installed never reports its version
-	// (its Node keeps the old kubelet's status).
-	kubeletStuck bool
+	// agentStuck: the new node's agent never reports what it was asked.
+	agentStuck bool
 }
 
 // TestCatchUp: a machine added to a cluster upgraded since it was created
-// gets the kubelet, the images and the control-plane manifests the
-// cluster runs, from the releases that hold them, not the install-time
-// ones its node image has; a cluster part-way through an upgrade, an image
-// kiln does not pin and a platform that cannot load are refused, naming
-// what runs where.
+// has its agent asked for the kubelet and control plane the cluster runs,
+// from the payloads of the releases that hold them (staged first), not
+// the install-time ones its node image has; a cluster part-way through an
+// upgrade, an image kiln does not pin and a platform that cannot stage a
+// release are refused, naming what runs where.
 func TestCatchUp(t *testing.T) {
 	older, newer := previousMinor(t), release.Default()
 	m2 := infra + "-master-2"
 	w1 := infra + "-worker-1"
-	all := func(r release.Release) string {
-		var cs []string
-		for _, s := range r.Images() {
-			cs = append(cs, string(s.Component))
-		}
-		return "[" + strings.Join(cs, " ") + "]"
-	}
-	staged := func(c release.Component) string { return nodelayout.StagedPodDir + "/" + string(c) + ".yaml" }
-	active := func(c release.Component) string { return nodelayout.StaticPodDir + "/" + string(c) + ".yaml" }
+	nv := newer.Kubernetes
 	for _, tt := range []struct {
 		name      string
 		cluster   catchUpCluster
 		new       string
 		master    bool
 		wantCalls []string
-		// wantFiles are the new master's manifests after, by the
-		// release their images are of (etcd's is r.PKI.Manifest).
-		wantFiles map[string]string
+		// wantAsked is the new node's desired release after.
+		wantAsked string
 		wantEtcd  string
 		wantErr   string
 	}{
 		{name: "a master at the install-time release", master: true, new: m2,
 			cluster:  catchUpCluster{at: older, node: older},
 			wantEtcd: older.Image(release.Etcd)},
-		{name: "a master at the install-time release on a platform that cannot load", master: true, new: m2,
+		{name: "a master at the install-time release on a platform that cannot stage", master: true, new: m2,
 			cluster:  catchUpCluster{at: older, node: older, noUpgrader: true},
 			wantEtcd: older.Image(release.Etcd)},
 		{name: "a master in an upgraded cluster", master: true, new: m2,
-			cluster: catchUpCluster{at: newer, node: older},
-			wantCalls: []string{
-				"load " + infra + " " + m2 + " " + newer.Kubernetes + " " + all(newer),
-				"kubelet " + infra + " " + m2 + " " + newer.Kubernetes,
-				"write " + m2 + " " + staged(release.KubeAPIServer) + " 644",
-				"write " + m2 + " " + staged(release.KubeControllerManager) + " 644",
-				"write " + m2 + " " + staged(release.KubeScheduler) + " 644",
-			},
-			wantFiles: map[string]string{
-				staged(release.KubeAPIServer):         newer.Image(release.KubeAPIServer),
-				staged(release.KubeControllerManager): newer.Image(release.KubeControllerManager),
-				staged(release.KubeScheduler):         newer.Image(release.KubeScheduler),
-			},
-			wantEtcd: newer.Image(release.Etcd)},
-		{name: "a re-run after the installer activated the control plane", master: true, new: m2,
-			cluster: catchUpCluster{at: newer, node: older, activated: true, kubelets: []string{newer.Kubernetes, newer.Kubernetes, newer.Kubernetes, newer.Kubernetes}},
-			wantCalls: []string{
-				"load " + infra + " " + m2 + " " + newer.Kubernetes + " " + all(newer),
-				"kubelet " + infra + " " + m2 + " " + newer.Kubernetes,
-				"write " + m2 + " " + active(release.KubeAPIServer) + " 644",
-				"write " + m2 + " " + active(release.KubeControllerManager) + " 644",
-				"write " + m2 + " " + active(release.KubeScheduler) + " 644",
-			},
-			wantFiles: map[string]string{
-				active(release.KubeAPIServer):         newer.Image(release.KubeAPIServer),
-				active(release.KubeControllerManager): newer.Image(release.KubeControllerManager),
-				active(release.KubeScheduler):         newer.Image(release.KubeScheduler),
-			},
-			wantEtcd: newer.Image(release.Etcd)},
+			cluster:   catchUpCluster{at: newer, node: older},
+			wantCalls: []string{"stage " + m2 + " " + nv},
+			wantAsked: `{"kube-apiserver":"` + nv + `","kube-controller-manager":"` + nv + `","kube-scheduler":"` + nv + `","kubelet":"` + nv + `"}`,
+			wantEtcd:  newer.Image(release.Etcd)},
 		{name: "a worker in an upgraded cluster", new: w1,
-			cluster: catchUpCluster{at: newer, node: older},
-			wantCalls: []string{
-				"load " + infra + " " + w1 + " " + newer.Kubernetes + " " + all(newer),
-				"kubelet " + infra + " " + w1 + " " + newer.Kubernetes,
-			}},
+			cluster:   catchUpCluster{at: newer, node: older},
+			wantCalls: []string{"stage " + w1 + " " + nv},
+			wantAsked: `{"kubelet":"` + nv + `"}`},
 		{name: "a master in a cluster whose etcd is another release's", master: true, new: m2,
-			cluster:   catchUpCluster{at: newer, node: newer, etcdAt: older.Image(release.Etcd)},
-			wantCalls: []string{"load " + infra + " " + m2 + " " + older.Kubernetes + " [etcd]"},
-			wantEtcd:  older.Image(release.Etcd)},
+			cluster:  catchUpCluster{at: newer, node: newer, etcdAt: older.Image(release.Etcd)},
+			wantEtcd: older.Image(release.Etcd)},
 		{name: "an upgrade under way", master: true, new: m2,
 			cluster: catchUpCluster{at: newer, node: older, mixedServer: true, kubelets: []string{newer.Kubernetes, older.Kubernetes}},
 			wantErr: "the nodes' kubelets run different versions (" + older.Kubernetes + " on " + infra + "-master-1; " +
@@ -188,26 +166,21 @@ func TestCatchUp(t *testing.T) {
 			cluster:  catchUpCluster{at: older, node: older, etcdAt: "kiln.local/etcd:v3.4.0"},
 			wantErr:  "the cluster runs kiln.local/etcd:v3.4.0: no release kiln pins runs kiln.local/etcd:v3.4.0",
 			wantEtcd: older.Image(release.Etcd)},
-		{name: "a node not Ready yet: its kube-proxy needs the image loaded first", new: w1,
-			cluster: catchUpCluster{at: newer, node: older, notReady: true},
-			wantCalls: []string{
-				"load " + infra + " " + w1 + " " + newer.Kubernetes + " " + all(newer),
-				"kubelet " + infra + " " + w1 + " " + newer.Kubernetes,
-			}},
-		{name: "a kubelet that does not come up at the new version", new: w1,
-			cluster: catchUpCluster{at: newer, node: older, kubeletStuck: true},
-			wantCalls: []string{
-				"load " + infra + " " + w1 + " " + newer.Kubernetes + " " + all(newer),
-				"kubelet " + infra + " " + w1 + " " + newer.Kubernetes,
-			},
-			wantErr: "Waiting for Node " + w1 + " to be Ready with kubelet " + newer.Kubernetes + ": not done after 1s: its kubelet reports " + older.Kubernetes},
-		{name: "a platform that cannot load", new: w1,
+		{name: "a node not Ready yet: its kube-proxy needs the image first", new: w1,
+			cluster:   catchUpCluster{at: newer, node: older, notReady: true},
+			wantCalls: []string{"stage " + w1 + " " + nv},
+			wantAsked: `{"kubelet":"` + nv + `"}`},
+		{name: "an agent that does not get there", new: w1,
+			cluster:   catchUpCluster{at: newer, node: older, agentStuck: true},
+			wantCalls: []string{"stage " + w1 + " " + nv},
+			wantAsked: `{"kubelet":"` + nv + `"}`,
+			wantErr:   "Bringing " + w1 + " to the release the cluster runs: not done after 1s: the machine-config agent of " + w1 + " has not brought it to"},
+		{name: "a platform that cannot stage", new: w1,
 			cluster: catchUpCluster{at: newer, node: older, noUpgrader: true},
-			wantErr: "the cluster runs kubelet " + newer.Kubernetes + ", which the node image of " + w1 + " lacks, and platform"},
+			wantErr: `the cluster runs {"kubelet":"` + nv + `"}, which the node image of ` + w1 + " lacks, and platform"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r, up := tt.cluster.runner(t, tt.new)
-			filesBefore := maps.Clone(up.files)
 			err := r.catchUp(context.Background(), tt.new, tt.master)
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Errorf("error %v, want %q", err, tt.wantErr)
@@ -215,14 +188,12 @@ func TestCatchUp(t *testing.T) {
 			if !slices.Equal(up.calls, tt.wantCalls) {
 				t.Errorf("calls:\n%s\nwant:\n%s", strings.Join(up.calls, "\n"), strings.Join(tt.wantCalls, "\n"))
 			}
-			for path, before := range filesBefore {
-				want := before
-				if img, ok := tt.wantFiles[path]; ok {
-					want = manifestOf(release.Component(strings.TrimSuffix(path[strings.LastIndex(path, "/")+1:], ".yaml")), img)
-				}
-				if up.files[path] != want {
-					t.Errorf("%s:\n%s\nwant:\n%s", path, up.files[path], want)
-				}
+			n, err := r.Kube.CoreV1().Nodes().Get(context.Background(), tt.new, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := n.Annotations[machineconfig.DesiredReleaseAnnotation]; got != tt.wantAsked {
+				t.Errorf("asked for %s, want %s", got, tt.wantAsked)
 			}
 			if tt.wantEtcd != "" {
 				if want := manifestOf(release.Etcd, tt.wantEtcd); r.PKI.Manifest != want {
@@ -292,16 +263,9 @@ func (c catchUpCluster) runner(t *testing.T, newNode string) (*Runner, *fakeUpgr
 	if _, err := kube.AppsV1().Deployments("kube-system").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	up := &fakeUpgrader{files: map[string]string{}}
-	if !c.kubeletStuck {
-		up.kube = kube
-	}
-	dir := nodelayout.StagedPodDir
-	if c.activated {
-		dir = nodelayout.StaticPodDir
-	}
-	for _, comp := range controlPlane()[1:] {
-		up.files[dir+"/"+string(comp)+".yaml"] = manifestOf(comp, c.node.Image(comp))
+	up := &fakeUpgrader{}
+	if !c.agentStuck {
+		startAgents(t, kube, nil)
 	}
 	if !c.noUpgrader {
 		r.Upgrader = up

@@ -361,7 +361,8 @@ func TestRunAddCatchesUp(t *testing.T) {
 	e.names[etcdmembers.PeerURL("10.0.0.11")] = infra + "-master-1"
 	e.names[etcdmembers.PeerURL("10.0.0.12")] = infra + "-master-2"
 	r.Machines.(*fakeScaler).kubelet = older.Kubernetes
-	r.Upgrader = &fakeUpgrader{j: j, kube: r.Kube, files: map[string]string{}}
+	r.Upgrader = &fakeUpgrader{j: j}
+	startAgents(t, r.Kube, j)
 	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 3, Workers: 2}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -371,15 +372,15 @@ func TestRunAddCatchesUp(t *testing.T) {
 	}
 	want := []string{
 		"machines master-0,master-1,worker-0",
-		"load " + infra + " master-1 " + release.Default().Kubernetes + " [pause etcd kube-apiserver kube-controller-manager kube-scheduler kube-proxy coredns local-path-provisioner metrics-server kube-router]",
-		"kubelet " + infra + " master-1 " + release.Default().Kubernetes,
+		"stage master-1 " + release.Default().Kubernetes,
+		"agent master-1 {\"kubelet\":\"" + release.Default().Kubernetes + "\"}",
 		"etcd add learner https://10.0.0.11:2380",
 	}
 	if i := slices.Index(j.calls, want[0]); i < 0 || len(j.calls) < i+len(want) || !slices.Equal(j.calls[i:i+len(want)], want) {
 		t.Errorf("calls:\n%s\nwant in a row:\n%s", strings.Join(j.calls, "\n"), strings.Join(want, "\n"))
 	}
 	for _, n := range []string{"master-2", "worker-1"} {
-		if call := "kubelet " + infra + " " + n + " " + release.Default().Kubernetes; !slices.Contains(j.calls, call) {
+		if call := "stage " + n + " " + release.Default().Kubernetes; !slices.Contains(j.calls, call) {
 			t.Errorf("no %q in:\n%s", call, strings.Join(j.calls, "\n"))
 		}
 	}

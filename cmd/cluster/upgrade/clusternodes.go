@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -19,17 +18,14 @@ import (
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/cmd/cluster/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/cluster/handover"
+	"github.com/kiln-project/kiln/cmd/cluster/noderelease"
 	"github.com/kiln-project/kiln/cmd/cluster/scale"
-	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
 )
 
-// staticPodsDir is where a master's kubelet finds its static pods; they
-// are 0644, as Ignition writes them.
-const staticPodsDir = nodelayout.StaticPodDir
-
 // ClusterNodes is Nodes on a running cluster: the platform's Upgrader
-// changes what a node runs, the API and etcd say whether it is healthy.
+// stages a release's payload on a node, the node's machine-config agent
+// changes what it runs, the API and etcd say whether it is healthy.
 type ClusterNodes struct {
 	// Cluster is the cluster as loaded from --dir.
 	Cluster  *platforms.Cluster
@@ -61,39 +57,23 @@ func releaseOf(c Component, v release.Version) (release.Release, error) {
 	return release.Release{}, fmt.Errorf("no release kiln pins runs %s %s", c, display(c, v))
 }
 
-// Apply makes c on node: a master's component gets its new image and its
-// static pod manifest names it; a kubelet gets every image of its release
-// (the add-ons' too, for the step after the kubelets) and its new binary;
-// an add-on's workload names its new image.
+// Apply makes c on node: a node component (etcd, the API server,
+// controller manager and scheduler of a master, a kubelet) through the
+// node's machine-config agent, which takes the release's payload the
+// platform stages on the node (a kubelet step also imports the add-ons'
+// images, for the step after the kubelets); an add-on's workload names its
+// new image.
 func (n *ClusterNodes) Apply(ctx context.Context, node string, c Change) error {
 	r, err := releaseOf(c.Component, c.To)
 	if err != nil {
 		return err
 	}
-	infra := n.Cluster.InfraID
 	switch c.Component {
-	case Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler:
-		if err := n.Upgrader.LoadRelease(ctx, infra, node, r.Kubernetes, []release.Component{release.Component(c.Component)}); err != nil {
-			return err
+	case Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kubelet:
+		if err := n.Upgrader.StageRelease(ctx, n.Cluster, node, r.Kubernetes); err != nil {
+			return fmt.Errorf("staging the payload of %s on %s: %w", r.Kubernetes, node, err)
 		}
-		file := path.Join(staticPodsDir, string(c.Component)+".yaml")
-		old, err := n.Upgrader.ReadNodeFile(ctx, infra, node, file)
-		if err != nil {
-			return err
-		}
-		manifest, err := release.Retag(old, release.Component(c.Component), r.Image(release.Component(c.Component)))
-		if err != nil {
-			return fmt.Errorf("%s on %s: %w", file, node, err)
-		}
-		if string(manifest) == string(old) {
-			return nil
-		}
-		return n.Upgrader.WriteNodeFile(ctx, infra, node, file, manifest, 0o644)
-	case Kubelet:
-		if err := n.Upgrader.LoadRelease(ctx, infra, node, r.Kubernetes, r.Components()); err != nil {
-			return err
-		}
-		return n.Upgrader.InstallKubelet(ctx, infra, node, r.Kubernetes)
+		return noderelease.Ask(ctx, n.Kube, node, map[string]string{string(c.Component): r.Kubernetes})
 	case KubeProxy, CoreDNS:
 		return n.setAddonImage(ctx, c.Component, r.Image(release.Component(c.Component)))
 	}
@@ -142,6 +122,12 @@ func (n *ClusterNodes) Check(ctx context.Context, node string, c Change) error {
 	r, err := releaseOf(c.Component, c.To)
 	if err != nil {
 		return err
+	}
+	switch c.Component {
+	case Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kubelet:
+		if err := noderelease.Applied(ctx, n.Kube, node); err != nil {
+			return err
+		}
 	}
 	switch c.Component {
 	case Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler:

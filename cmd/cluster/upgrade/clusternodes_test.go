@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 	"testing"
@@ -19,42 +18,33 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/ignition/machineconfig"
 	"github.com/kiln-project/kiln/platforms"
 )
 
-// fakeUpgrader keeps the nodes' files and records every call.
+// fakeUpgrader records every call.
 type fakeUpgrader struct {
-	files map[string]string // node:path -> content
 	calls []string
 }
 
-func (f *fakeUpgrader) PrepareRelease(_ context.Context, v string) error {
+func (f *fakeUpgrader) PrepareRelease(_ context.Context, _ *platforms.Cluster, v string) error {
 	f.calls = append(f.calls, "prepare "+v)
 	return nil
 }
 
-func (f *fakeUpgrader) LoadRelease(_ context.Context, _, node, v string, cs []release.Component) error {
-	f.calls = append(f.calls, fmt.Sprintf("load %s %s %v", node, v, cs))
+func (f *fakeUpgrader) StageRelease(_ context.Context, _ *platforms.Cluster, node, v string) error {
+	f.calls = append(f.calls, "stage "+node+" "+v)
 	return nil
 }
 
-func (f *fakeUpgrader) InstallKubelet(_ context.Context, _, node, v string) error {
-	f.calls = append(f.calls, "kubelet "+node+" "+v)
-	return nil
-}
-
-func (f *fakeUpgrader) ReadNodeFile(_ context.Context, _, node, path string) ([]byte, error) {
-	d, ok := f.files[node+":"+path]
-	if !ok {
-		return nil, fs.ErrNotExist
+// desired is node's kiln.dev/desired-release.
+func desired(t *testing.T, n *ClusterNodes, node string) string {
+	t.Helper()
+	nd, err := n.Kube.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return []byte(d), nil
-}
-
-func (f *fakeUpgrader) WriteNodeFile(_ context.Context, _, node, path string, data []byte, mode fs.FileMode) error {
-	f.calls = append(f.calls, fmt.Sprintf("write %s %s %o", node, path, mode))
-	f.files[node+":"+path] = string(data)
-	return nil
+	return nd.Annotations[machineconfig.DesiredReleaseAnnotation]
 }
 
 // fakeBackends is the API load balancer's masters.
@@ -93,17 +83,8 @@ func (c caughtUp) Status(_ context.Context, ep string) (*clientv3.StatusResponse
 	return nil, fmt.Errorf("no member at %s", ep)
 }
 
-const apiManifest = `apiVersion: v1
-kind: Pod
-spec:
-  containers:
-  - name: kube-apiserver
-    image: kiln.local/kube-apiserver:v1.35.4
-    command: [kube-apiserver, --etcd-servers=https://127.0.0.1:2379]
-`
-
 func newClusterNodes(l *live) (*ClusterNodes, *fakeUpgrader, *fakeBackends) {
-	up := &fakeUpgrader{files: map[string]string{"master-0:/etc/kubernetes/manifests/kube-apiserver.yaml": apiManifest}}
+	up := &fakeUpgrader{}
 	lb := &fakeBackends{masters: []string{"master-0", "master-1", "master-2"}}
 	var members []*etcdserverpb.Member
 	for _, h := range l.etcd {
@@ -134,42 +115,47 @@ func TestClusterNodesApply(t *testing.T) {
 	n, up, _ := newClusterNodes(l)
 	ctx := context.Background()
 	to := v(release.Default().Kubernetes)
+	newer := release.Default().Kubernetes
 	api := Change{Component: KubeAPIServer, From: v(older.Kubernetes), To: to}
 	if err := n.Apply(ctx, "master-0", api); err != nil {
 		t.Fatal(err)
 	}
-	got := up.files["master-0:/etc/kubernetes/manifests/kube-apiserver.yaml"]
-	if want := strings.Replace(apiManifest, older.Kubernetes, release.Default().Kubernetes, 1); got != want {
-		t.Errorf("manifest:\n%s\nwant:\n%s", got, want)
+	// The payload is staged, then the node's agent is asked for it.
+	if got, want := desired(t, n, "master-0"), `{"kube-apiserver":"`+newer+`"}`; got != want {
+		t.Errorf("desired release %s, want %s", got, want)
 	}
-	wantCalls := []string{
-		"load master-0 " + release.Default().Kubernetes + " [kube-apiserver]",
-		"write master-0 /etc/kubernetes/manifests/kube-apiserver.yaml 644",
+	if want := []string{"stage master-0 " + newer}; !slices.Equal(up.calls, want) {
+		t.Errorf("calls %q, want %q", up.calls, want)
 	}
-	if !slices.Equal(up.calls, wantCalls) {
-		t.Errorf("calls %q, want %q", up.calls, wantCalls)
+	// Until the agent says it runs it, the gate names what it waits for.
+	if err := n.Check(ctx, "master-0", api); err == nil || !strings.Contains(err.Error(), "the machine-config agent of master-0 has not brought it to") {
+		t.Errorf("gate before the agent: %v", err)
 	}
-	// Applied again: nothing to write.
+	// The next change of the node keeps what it asked for before.
+	if err := n.Apply(ctx, "master-0", Change{Component: KubeScheduler, From: v(older.Kubernetes), To: to}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := desired(t, n, "master-0"), `{"kube-apiserver":"`+newer+`","kube-scheduler":"`+newer+`"}`; got != want {
+		t.Errorf("desired release %s, want %s", got, want)
+	}
+	// Rolled back: the old release again, its payload staged.
 	up.calls = nil
-	if err := n.Apply(ctx, "master-0", api); err != nil || slices.ContainsFunc(up.calls, func(c string) bool { return strings.HasPrefix(c, "write") }) {
-		t.Errorf("a second apply wrote again: %q, %v", up.calls, err)
+	if err := n.Rollback(ctx, "master-0", api); err != nil {
+		t.Fatal(err)
 	}
-	// Rolled back: the old tag again.
-	if err := n.Rollback(ctx, "master-0", api); err != nil || up.files["master-0:/etc/kubernetes/manifests/kube-apiserver.yaml"] != apiManifest {
-		t.Errorf("rollback: %v\n%s", err, up.files["master-0:/etc/kubernetes/manifests/kube-apiserver.yaml"])
+	if got, want := desired(t, n, "master-0"), `{"kube-apiserver":"`+older.Kubernetes+`","kube-scheduler":"`+newer+`"}`; got != want {
+		t.Errorf("desired release after the rollback %s, want %s", got, want)
 	}
-	// A manifest without the component's image is not guessed at.
-	if err := n.Apply(ctx, "master-1", api); err == nil {
-		t.Error("applied to a master without the manifest")
+	if want := []string{"stage master-0 " + older.Kubernetes}; !slices.Equal(up.calls, want) {
+		t.Errorf("calls %q, want %q", up.calls, want)
 	}
 
 	up.calls = nil
 	if err := n.Apply(ctx, "worker-0", Change{Component: Kubelet, From: v(older.Kubernetes), To: to}); err != nil {
 		t.Fatal(err)
 	}
-	if len(up.calls) != 2 || !strings.HasPrefix(up.calls[0], "load worker-0 "+release.Default().Kubernetes+" [pause etcd kube-apiserver") ||
-		!strings.Contains(up.calls[0], "kube-proxy coredns") || up.calls[1] != "kubelet worker-0 "+release.Default().Kubernetes {
-		t.Errorf("kubelet: calls %q", up.calls)
+	if got, want := desired(t, n, "worker-0"), `{"kubelet":"`+newer+`"}`; got != want || !slices.Equal(up.calls, []string{"stage worker-0 " + newer}) {
+		t.Errorf("kubelet: desired %s (want %s), calls %q", got, want, up.calls)
 	}
 
 	if err := n.Apply(ctx, "", Change{Component: KubeProxy, From: v(older.Kubernetes), To: to}); err != nil {
@@ -281,8 +267,6 @@ func TestClusterNodesCheckWaitsForLeaders(t *testing.T) {
 // TestClusterNodesEtcdRollback: an etcd member goes back a minor only
 // while etcd's cluster version is still the old minor.
 func TestClusterNodesEtcdRollback(t *testing.T) {
-	const etcdManifest = "spec:\n  containers:\n  - name: etcd\n    image: kiln.local/etcd:v3.6.16\n"
-	file := "master-0:/etc/kubernetes/manifests/etcd.yaml"
 	etcd := Change{Component: Etcd, From: v("3.5.35"), To: v("3.6.16")}
 	for _, tt := range []struct {
 		name, cluster string
@@ -297,8 +281,7 @@ func TestClusterNodesEtcdRollback(t *testing.T) {
 			wantErr: "etcd's cluster version, which decides whether etcd 3.5.35 can come back: connection refused"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			n, up, _ := newClusterNodes(newLive([]string{"master-0"}, nil, release.Default().Kubernetes, "3.6.16"))
-			up.files[file] = etcdManifest
+			n, _, _ := newClusterNodes(newLive([]string{"master-0"}, nil, release.Default().Kubernetes, "3.6.16"))
 			n.EtcdClusterVersion = func(context.Context) (string, error) { return tt.cluster, tt.askErr }
 			err := n.Rollback(context.Background(), "master-0", etcd)
 			var irr *IrreversibleError
@@ -309,13 +292,13 @@ func TestClusterNodesEtcdRollback(t *testing.T) {
 			case tt.wantErr == "" && err != nil:
 				t.Fatal(err)
 			case tt.wantErr == "":
-				if want := strings.Replace(etcdManifest, "v3.6.16", "v3.5.35", 1); up.files[file] != want {
-					t.Errorf("manifest after the rollback:\n%s", up.files[file])
+				if got, want := desired(t, n, "master-0"), `{"etcd":"`+older.Kubernetes+`"}`; got != want {
+					t.Errorf("desired release after the rollback %s, want %s", got, want)
 				}
 			case err == nil || !strings.Contains(err.Error(), tt.wantErr):
 				t.Errorf("got %v, want %q", err, tt.wantErr)
-			case up.files[file] != etcdManifest:
-				t.Errorf("a refused rollback changed the manifest:\n%s", up.files[file])
+			case desired(t, n, "master-0") != "":
+				t.Errorf("a refused rollback asked for %s", desired(t, n, "master-0"))
 			}
 		})
 	}

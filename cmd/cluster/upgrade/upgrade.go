@@ -135,7 +135,7 @@ func Upgrade(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 			return exitcode.With(exitcode.Input, err)
 		}
 	}
-	if err := up.PrepareRelease(ctx, to.Kubernetes); err != nil {
+	if err := up.PrepareRelease(ctx, &c.Cluster, to.Kubernetes); err != nil {
 		return exitcode.With(exitcode.Infrastructure, err)
 	}
 	j.To = to.Kubernetes

@@ -172,6 +172,11 @@ func (ag *agent) syncRelease(ctx context.Context, node *corev1.Node, current str
 	if changed {
 		ag.cfg.Log.Infof("the node runs %s", want)
 	}
+	if node.Annotations[machineconfig.CurrentReleaseAnnotation] != value {
+		if err := ag.annotate(ctx, node, map[string]any{machineconfig.CurrentReleaseAnnotation: value}); err != nil {
+			return "release: " + err.Error()
+		}
+	}
 	ag.release = value
 	return ""
 }
@@ -225,13 +230,21 @@ func (ag *agent) report(ctx context.Context, node *corev1.Node, current, state, 
 	if state == machineconfig.StateDegraded && node.Annotations[machineconfig.ReasonAnnotation] != reason {
 		ag.cfg.Log.Warnf("degraded: %s", reason)
 	}
-	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
+	if err := ag.annotate(ctx, node, patch); err != nil {
+		return fmt.Errorf("reporting %s: %w", state, err)
+	}
+	return nil
+}
+
+// annotate sets annotations on node, and node to what the API returns.
+func (ag *agent) annotate(ctx context.Context, node *corev1.Node, annotations map[string]any) error {
+	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	if err != nil {
 		return err
 	}
 	n, err := ag.client.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, data, metav1.PatchOptions{})
 	if err != nil {
-		return fmt.Errorf("reporting %s on Node %s: %w", state, node.Name, err)
+		return fmt.Errorf("annotating Node %s: %w", node.Name, err)
 	}
 	*node = *n
 	return nil

@@ -112,16 +112,6 @@ func whileRestarting(ctx context.Context, within, pause time.Duration, run func(
 // link when src is on the same file system and linking is allowed, else a
 // copy (0600). It returns the new file's path; the caller removes it.
 func stageFile(src, dir string) (string, error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return "", err
-	}
-	defer in.Close()
-	if st, err := in.Stat(); err != nil {
-		return "", err
-	} else if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%s is not a regular file", src)
-	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
@@ -130,17 +120,33 @@ func stageFile(src, dir string) (string, error) {
 		return "", err
 	}
 	dst := filepath.Join(dir, "archive-"+hex.EncodeToString(b[:])+".tar")
-	if err := os.Link(src, dst); err == nil {
-		return dst, nil
-	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	return dst, linkOrCopy(src, dst, 0o600)
+}
+
+// linkOrCopy makes dst, which must not exist, a hard link of the regular
+// file src when the file system allows, else a copy of it with mode.
+func linkOrCopy(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
 	if err != nil {
-		return "", err
+		return err
+	}
+	defer in.Close()
+	if st, err := in.Stat(); err != nil {
+		return err
+	} else if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	}
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
 	}
 	_, cerr := io.Copy(out, in)
 	if err := errors.Join(cerr, out.Close()); err != nil {
 		os.Remove(dst)
-		return "", err
+		return err
 	}
-	return dst, nil
+	return nil
 }

@@ -13,8 +13,10 @@ const sysctlShimDir = "/etc/kiln/sysctl"
 
 // hostBinds are the plain host directories bound into every machine, as
 // paths inside the machine: containerd's overlayfs snapshotter cannot put
-// its upper directories on the machine's overlayfs root.
-var hostBinds = []string{"/var/lib/containerd", "/var/lib/kubelet"}
+// its upper directories on the machine's overlayfs root, and the release
+// payloads an upgrade stages (StageTree) are hard links to the node
+// image's files, made from the host while the machine runs.
+var hostBinds = []string{"/var/lib/containerd", "/var/lib/kubelet", nodelayout.ReleasesDir}
 
 // hostBindDir is the directory under the machine's state directory backing
 // the bind of target.

@@ -8,8 +8,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
@@ -18,9 +20,6 @@ var (
 	_ platforms.Upgrader  = (*Provisioner)(nil)
 	_ platforms.NodeShell = (*Provisioner)(nil)
 )
-
-// kubeletUnit is the node's kubelet service.
-const kubeletUnit = "kubelet.service"
 
 // nodeImage returns the node image of release version: built (or reused)
 // when build is true, else only from the cache.
@@ -55,81 +54,48 @@ func nodeOf(infraID, node string) error {
 
 // PrepareRelease builds or reuses the node image of release version: the
 // payload every node's upgrade takes its images and kubelet from.
-func (p *Provisioner) PrepareRelease(ctx context.Context, version string) error {
+func (p *Provisioner) PrepareRelease(ctx context.Context, _ *platforms.Cluster, version string) error {
 	_, err := p.nodeImage(ctx, version, true)
 	return err
 }
 
-// LoadRelease imports the images of components of release version, from
-// its node image's archives, into node's containerd.
-func (p *Provisioner) LoadRelease(ctx context.Context, infraID, node, version string, components []release.Component) error {
-	if err := nodeOf(infraID, node); err != nil {
+// StageRelease puts release version's kubelet and container images, from
+// its node image, at nodelayout.ReleasesDir/<version> in node's machine:
+// hard links into a host directory bound there, which the machine sees
+// complete or not at all.
+func (p *Provisioner) StageRelease(ctx context.Context, c *platforms.Cluster, node, version string) error {
+	if err := nodeOf(c.InfraID, node); err != nil {
 		return err
 	}
 	img, err := p.nodeImage(ctx, version, false)
 	if err != nil {
 		return err
 	}
-	mgr := p.machines()
-	for _, c := range components {
-		archive := filepath.Join(img.RootFS, filepath.FromSlash(nodeimage.ImagesDir), string(c)+".tar")
-		if err := mgr.ImportImageArchive(ctx, node, archive); err != nil {
-			return err
-		}
+	files, err := payloadFiles(img.RootFS)
+	if err != nil {
+		return fmt.Errorf("the payload of %s: %w", version, err)
 	}
-	return nil
+	return p.machines().StageTree(ctx, node, version, files)
 }
 
-// InstallKubelet copies the kubelet of release version's node image over
-// node's (into its copy-on-write layer, so it stays across restarts of the
-// machine) and restarts the kubelet.
-func (p *Provisioner) InstallKubelet(ctx context.Context, infraID, node, version string) error {
-	if err := nodeOf(infraID, node); err != nil {
-		return err
+// payloadFiles maps the paths of a release's node payload
+// (nodelayout.PayloadKubelet, nodelayout.PayloadImagesDir) to their files
+// in the node image at rootfs.
+func payloadFiles(rootfs string) (map[string]string, error) {
+	files := map[string]string{
+		nodelayout.PayloadKubelet: filepath.Join(rootfs, filepath.FromSlash(path.Join(release.BinDir, "kubelet"))),
 	}
-	img, err := p.nodeImage(ctx, version, false)
+	dir := filepath.Join(rootfs, filepath.FromSlash(nodeimage.ImagesDir))
+	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return err
-	}
-	bin := path.Join(release.BinDir, "kubelet")
-	src, err := os.Open(filepath.Join(img.RootFS, filepath.FromSlash(bin)))
-	if err != nil {
-		return fmt.Errorf("the kubelet of %s: %w", version, err)
-	}
-	defer src.Close()
-	mgr := p.machines()
-	if err := mgr.WriteFile(ctx, node, bin, 0o755, func(w io.Writer) error {
-		_, err := io.Copy(w, src)
-		return err
-	}); err != nil {
-		return err
-	}
-	if _, err := mgr.Exec(ctx, node, restartKubeletArgv()...); err != nil {
-		return fmt.Errorf("restarting the kubelet of %s: %w", node, err)
-	}
-	return nil
-}
-
-// restartKubeletArgv restarts the node's kubelet, inside the machine.
-func restartKubeletArgv() []string { return []string{"systemctl", "restart", kubeletUnit} }
-
-// ReadNodeFile reads path on node.
-func (p *Provisioner) ReadNodeFile(ctx context.Context, infraID, node, path string) ([]byte, error) {
-	if err := nodeOf(infraID, node); err != nil {
 		return nil, err
 	}
-	return p.machines().ReadFile(ctx, node, path)
-}
-
-// WriteNodeFile replaces path on node with data.
-func (p *Provisioner) WriteNodeFile(ctx context.Context, infraID, node, path string, data []byte, mode fs.FileMode) error {
-	if err := nodeOf(infraID, node); err != nil {
-		return err
+	for _, e := range ents {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".tar") {
+			files[path.Join(nodelayout.PayloadImagesDir, e.Name())] = filepath.Join(dir, e.Name())
+		}
 	}
-	return p.machines().WriteFile(ctx, node, path, mode, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
+	return files, nil
 }
 
 // PutNodeFile replaces path on node with src's bytes (platforms.NodeShell).

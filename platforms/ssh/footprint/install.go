@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
+	"github.com/kiln-project/kiln/platforms/nodeimage"
 	"github.com/kiln-project/kiln/platforms/shellquote"
 	"github.com/kiln-project/kiln/platforms/ssh/preflight"
 )
@@ -101,9 +103,16 @@ func Reset(ctx context.Context, h Host, address string) error {
 }
 
 // RecordScript is the script that records what a host has before
-// installing fp and the extension directory extension onto it.
+// installing fp and the extension directory extension onto it. The
+// extension directories of every other release kiln pins are recorded
+// too: an upgrade merges the payload of its release in place of the one
+// installed (nodelayout.ReleasesDir), and the reset takes away whichever
+// the host has then.
 func RecordScript(fp Footprint, extension string) string {
 	paths := slices.Concat(fp.Paths, StatePaths, []string{extension, nodelayout.IgnitionConfigFile, APIProxyUnitFile})
+	for _, v := range release.Versions() {
+		paths = append(paths, path.Join(ExtensionsDir, nodeimage.SysextName(v)))
+	}
 	slices.Sort(paths)
 	units := slices.Concat(PayloadUnits, fp.Units, []string{APIProxyUnit})
 	slices.Sort(units)

@@ -14,6 +14,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh/sshconfig"
+	"github.com/kiln-project/kiln/assets/release"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms"
@@ -245,7 +246,13 @@ func (p *Provisioner) payloadRoot(infraID string) string {
 // kiln binary, written into the cache once per cluster (hard links to
 // the node image's files).
 func (p *Provisioner) ensurePayload(ctx context.Context, c *platforms.Cluster) (string, error) {
-	img, err := nodeimage.Ensure(ctx, nodeimage.Options{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress, Release: c.Resolved.Release, Proxy: c.Config.Proxy})
+	return p.payloadOf(ctx, c, c.Resolved.Release)
+}
+
+// payloadOf returns the node payload of release r for cluster c, written
+// into the cache once per cluster and release.
+func (p *Provisioner) payloadOf(ctx context.Context, c *platforms.Cluster, r release.Release) (string, error) {
+	img, err := nodeimage.Ensure(ctx, nodeimage.Options{CacheDir: p.Env.CacheDir, Log: p.Env.Log, Progress: p.Env.Progress, Release: r, Proxy: c.Config.Proxy})
 	if err != nil {
 		return "", err
 	}
