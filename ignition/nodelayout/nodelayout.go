@@ -150,6 +150,11 @@ const (
 	PayloadImagesDir = "usr/share/kiln/images"
 )
 
+// PayloadExtension is the name of the node payload's system extension of
+// release version: its directory in ExtensionsDir and the suffix of its
+// extension-release file.
+func PayloadExtension(version string) string { return "kiln-" + version }
+
 // PodRouteProtocol is the routing protocol number of the routes the node
 // agent adds for the pod network (ip route ... proto 199), so that it, and
 // a reset of the host, touch no other route.

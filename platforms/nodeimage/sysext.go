@@ -70,7 +70,7 @@ const sysextContainerdDropIn = "[Service]\nExecStart=\nExecStart=/usr/local/bin/
 // SysextName is the name of the payload's extension for the release
 // version: its directory under /var/lib/extensions and the suffix of its
 // extension-release file.
-func SysextName(version string) string { return "kiln-" + version }
+func SysextName(version string) string { return nodelayout.PayloadExtension(version) }
 
 // sysextEntry is one file of the payload: from a file of the image's root
 // (From, a path inside it) or with Data, at To (a path inside the

@@ -237,8 +237,11 @@ type canary struct {
 	mu     sync.Mutex
 	writes int
 	errs   []string
-	stop   chan struct{}
-	done   chan struct{}
+	// acked is the value of the last write the API acknowledged, read
+	// after finish.
+	acked int
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 func startCanary(t *testing.T, client kubernetes.Interface, ns string) *canary {
@@ -269,6 +272,8 @@ func startCanary(t *testing.T, client kubernetes.Interface, ns string) *canary {
 			c.writes++
 			if err != nil {
 				c.errs = append(c.errs, time.Now().Format("15:04:05.000")+" "+err.Error())
+			} else {
+				c.acked = i
 			}
 			c.mu.Unlock()
 		}

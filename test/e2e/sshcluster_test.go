@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/cmd/cluster/etcdmembers"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
@@ -73,6 +74,21 @@ func TestSSHClusterVXLAN(t *testing.T) {
 	testSSHCluster(t, sshClusterOptions{name: "e2esshvx", third: 13, masters: 1, networkType: "KilnVXLAN", bootWorker: true, restart: true, lan: true, ownerFirewall: true})
 }
 
+// TestSSHClusterUpgrade installs a cluster of the older release kiln pins
+// (a bootstrap host, a master and a worker) onto Debian test hosts and
+// upgrades it with kiln upgrade cluster (upgradeSSHCluster), killed with
+// SIGKILL in a kubelet step and run again, while a canary writes; then
+// the rest of testSSHCluster runs on the upgraded cluster: the master's
+// host reboots into the new release's merged payload, and the destroy's
+// reset leaves every host as it was, the new release's extension and the
+// payload kept aside for a rollback gone with the rest. Like
+// TestClusterUpgrade it needs the older release's node image cached.
+func TestSSHClusterUpgrade(t *testing.T) {
+	requireMachineHost(t, "debootstrap")
+	from := requireCachedRelease(t, "TestSSHClusterUpgrade ("+olderRelease+" → "+release.Default().Kubernetes+" on ssh hosts)", olderRelease)
+	testSSHCluster(t, sshClusterOptions{name: "e2esshup", third: 14, masters: 1, upgradeFrom: from.Kubernetes})
+}
+
 // sshClusterOptions are the cluster a testSSHCluster installs.
 type sshClusterOptions struct {
 	// name is the cluster's name and its hosts' names' prefix.
@@ -97,6 +113,10 @@ type sshClusterOptions struct {
 	// server on the hosts' closed LAN (startLAN), their resolver, which
 	// a pod on each node reaches by name.
 	lan bool
+	// upgradeFrom is the release the cluster is created at, upgraded to
+	// the default one right after the install ("": created at the
+	// default).
+	upgradeFrom string
 	// ownerFirewall gives each host, before the install, firewall rules
 	// of its owner's, kept across reboots (ownerFirewallScript), which
 	// destroy must leave as they were.
@@ -214,6 +234,9 @@ networking:
     apiVIP: %s
     hosts:
 %s`, o.name, o.masters, map[bool]string{true: "Slower", false: "Standard"}[o.masters > 1], subnet, networkType, f.KeyFile, f.KnownHosts, masters[0].Address, hosts.String())
+	if o.upgradeFrom != "" {
+		cfg += "kubernetesVersion: " + o.upgradeFrom + "\n"
+	}
 	var lanAddr string
 	if o.lan {
 		if subnet != lanSubnet {
@@ -309,6 +332,9 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 		}
 	}
 
+	if o.upgradeFrom != "" {
+		upgradeSSHCluster(ctx, t, kiln, dir, f, client, installed[1:], o.upgradeFrom)
+	}
 	if o.lan {
 		assertLAN(ctx, t, client, []sshHost{masters[0], worker}, lanAddr)
 	}

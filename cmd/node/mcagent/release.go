@@ -18,7 +18,6 @@ import (
 	"github.com/kiln-project/kiln/graph/atomicfile"
 	"github.com/kiln-project/kiln/ignition/machineconfig"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
-	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 // A node's release is what its components run: the control plane's static
@@ -186,7 +185,7 @@ func (a *applier) bring(ctx context.Context, c string, r release.Release) error 
 // version: the one an upgrade staged, else the merged extension of that
 // release. A payload is a directory owned by root, never a link.
 func (a *applier) payload(version string) (string, error) {
-	for _, dir := range []string{path.Join(nodelayout.ReleasesDir, version), path.Join(nodelayout.ExtensionsDir, nodeimage.SysextName(version))} {
+	for _, dir := range []string{path.Join(nodelayout.ReleasesDir, version), path.Join(nodelayout.ExtensionsDir, nodelayout.PayloadExtension(version))} {
 		st, err := os.Lstat(a.full(dir))
 		if err == nil && st.IsDir() {
 			return dir, nil
@@ -260,7 +259,7 @@ func (a *applier) installKubelet(ctx context.Context, payload, version string) e
 			return err
 		})
 	}
-	want := nodeimage.SysextName(version)
+	want := nodelayout.PayloadExtension(version)
 	if !slices.Contains(merged, want) {
 		if err := os.Rename(a.full(payload), a.full(path.Join(nodelayout.ExtensionsDir, want))); err != nil {
 			return fmt.Errorf("merging the payload of %s: %w", version, err)
@@ -270,7 +269,7 @@ func (a *applier) installKubelet(ctx context.Context, payload, version string) e
 		if name == want {
 			continue
 		}
-		aside := a.full(path.Join(nodelayout.ReleasesDir, strings.TrimPrefix(name, "kiln-")))
+		aside := a.full(path.Join(nodelayout.ReleasesDir, strings.TrimPrefix(name, nodelayout.PayloadExtension(""))))
 		if err := os.RemoveAll(aside); err != nil {
 			return err
 		}
@@ -299,7 +298,7 @@ func (a *applier) extensions() ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "kiln-") {
+		if e.IsDir() && strings.HasPrefix(e.Name(), nodelayout.PayloadExtension("")) {
 			out = append(out, e.Name())
 		}
 	}

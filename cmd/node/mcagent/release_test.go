@@ -11,7 +11,6 @@ import (
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/ignition/machineconfig"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
-	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
 
 // fakeNode is a node's root for the release tests: kubelet --version says
@@ -144,7 +143,7 @@ func TestSyncReleaseSwapsTheMergedExtension(t *testing.T) {
 	p := testPaths(t)
 	run := &fakeNode{root: p.Root}
 	a := newApplier(p, run)
-	old := path.Join(nodelayout.ExtensionsDir, nodeimage.SysextName(from.Kubernetes))
+	old := path.Join(nodelayout.ExtensionsDir, nodelayout.PayloadExtension(from.Kubernetes))
 	stagePayload(t, p.Root, old, from)
 	write(t, p.Root, kubeletBinary, from.Kubernetes)
 	stagePayload(t, p.Root, path.Join(nodelayout.ReleasesDir, to.Kubernetes), to)
@@ -154,7 +153,7 @@ func TestSyncReleaseSwapsTheMergedExtension(t *testing.T) {
 		t.Fatal(err)
 	}
 	exts, _ := a.extensions()
-	if len(exts) != 1 || exts[0] != nodeimage.SysextName(to.Kubernetes) {
+	if len(exts) != 1 || exts[0] != nodelayout.PayloadExtension(to.Kubernetes) {
 		t.Errorf("merged extensions %q", exts)
 	}
 	if got := read(t, p, path.Join(nodelayout.ReleasesDir, from.Kubernetes, nodelayout.PayloadKubelet)); got != from.Kubernetes {
@@ -167,7 +166,7 @@ func TestSyncReleaseSwapsTheMergedExtension(t *testing.T) {
 	if _, err := a.syncRelease(ctx, machineconfig.NodeRelease{machineconfig.Kubelet: from.Kubernetes}, nop); err != nil {
 		t.Fatal(err)
 	}
-	if exts, _ := a.extensions(); len(exts) != 1 || exts[0] != nodeimage.SysextName(from.Kubernetes) || read(t, p, kubeletBinary) != from.Kubernetes {
+	if exts, _ := a.extensions(); len(exts) != 1 || exts[0] != nodelayout.PayloadExtension(from.Kubernetes) || read(t, p, kubeletBinary) != from.Kubernetes {
 		t.Errorf("after going back: merged %q, kubelet %q", exts, read(t, p, kubeletBinary))
 	}
 	if _, err := os.Stat(filepath.Join(p.Root, nodelayout.ReleasesDir, to.Kubernetes)); err != nil {
