@@ -82,9 +82,11 @@ func TestSSHClusterVXLAN(t *testing.T) {
 // host reboots into the new release's merged payload, and the destroy's
 // reset leaves every host as it was, the new release's extension and the
 // payload kept aside for a rollback gone with the rest. Like
-// TestClusterUpgrade it needs the older release's node image cached.
+// TestClusterUpgrade it runs under make test-all (KILN_E2E_ALL=1), which
+// builds the older release's node image when it is not cached.
 func TestSSHClusterUpgrade(t *testing.T) {
 	requireMachineHost(t, "debootstrap")
+	requireAll(t, "TestSSHClusterUpgrade ("+olderRelease+" → "+release.Default().Kubernetes+" on ssh hosts)", "a cluster of its own, more than make test's hour leaves")
 	from := requireCachedRelease(t, "TestSSHClusterUpgrade ("+olderRelease+" → "+release.Default().Kubernetes+" on ssh hosts)", olderRelease)
 	testSSHCluster(t, sshClusterOptions{name: "e2esshup", third: 14, masters: 1, upgradeFrom: from.Kubernetes})
 }

@@ -110,3 +110,49 @@ func TestWhileRestarting(t *testing.T) {
 		})
 	}
 }
+
+func TestStageTree(t *testing.T) {
+	src := t.TempDir()
+	for _, f := range []string{"kubelet", "etcd.tar"} {
+		if err := os.WriteFile(filepath.Join(src, f), []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := filepath.Join(t.TempDir(), "bind-releases")
+	files := map[string]string{"usr/local/bin/kubelet": filepath.Join(src, "kubelet"), "usr/share/kiln/images/etcd.tar": filepath.Join(src, "etcd.tar")}
+	if err := stageTree(root, "v1.36.3", files); err != nil {
+		t.Fatal(err)
+	}
+	for rel, from := range files {
+		data, err := os.ReadFile(filepath.Join(root, "v1.36.3", rel))
+		if err != nil || string(data) != filepath.Base(from) {
+			t.Errorf("%s: %q, %v", rel, data, err)
+		}
+	}
+	// A tree there already is left as it is; no temporary tree is left.
+	if err := stageTree(root, "v1.36.3", map[string]string{"other": filepath.Join(src, "kubelet")}); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(root)
+	if len(ents) != 1 || ents[0].Name() != "v1.36.3" {
+		t.Errorf("entries of the staging root: %v", ents)
+	}
+	if _, err := os.Stat(filepath.Join(root, "v1.36.3", "other")); err == nil {
+		t.Error("a staged tree was changed")
+	}
+	// A source missing or a path outside the tree: nothing is staged.
+	for name, f := range map[string]map[string]string{
+		"missing": {"kubelet": filepath.Join(src, "missing")},
+		"outside": {"../escape": filepath.Join(src, "kubelet")},
+	} {
+		if err := stageTree(root, name, f); err == nil {
+			t.Errorf("%s: staged", name)
+		}
+		if _, err := os.Stat(filepath.Join(root, name)); err == nil {
+			t.Errorf("%s: a tree is there", name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "..", "escape")); err == nil {
+		t.Error("a file was written outside the tree")
+	}
+}

@@ -23,7 +23,14 @@ func (m *Manager) StageTree(ctx context.Context, machine, name string, files map
 	if _, err := m.State(ctx, machine); err != nil {
 		return err
 	}
-	root := filepath.Join(m.dir(machine), hostBindDir(nodelayout.ReleasesDir))
+	if err := stageTree(filepath.Join(m.dir(machine), hostBindDir(nodelayout.ReleasesDir)), name, files); err != nil {
+		return fmt.Errorf("staging %s into machine %s: %w", name, machine, err)
+	}
+	return nil
+}
+
+// stageTree builds the tree name in root from files (StageTree).
+func stageTree(root, name string, files map[string]string) error {
 	dest := filepath.Join(root, name)
 	if _, err := os.Lstat(dest); err == nil {
 		return nil
@@ -38,7 +45,7 @@ func (m *Manager) StageTree(ctx context.Context, machine, name string, files map
 	for rel, src := range files {
 		if !filepath.IsLocal(rel) {
 			os.RemoveAll(tmp)
-			return fmt.Errorf("staging %s into machine %s: %q is not a path inside it", name, machine, rel)
+			return fmt.Errorf("%q is not a path inside it", rel)
 		}
 		to := filepath.Join(tmp, rel)
 		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
@@ -46,7 +53,7 @@ func (m *Manager) StageTree(ctx context.Context, machine, name string, files map
 		}
 		if err := linkOrCopy(src, to, 0o755); err != nil {
 			os.RemoveAll(tmp)
-			return fmt.Errorf("staging %s into machine %s: %w", src, machine, err)
+			return err
 		}
 	}
 	return os.Rename(tmp, dest)
