@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -261,7 +262,7 @@ func (a *applier) installKubelet(ctx context.Context, payload, version string) e
 	}
 	want := nodelayout.PayloadExtension(version)
 	if !slices.Contains(merged, want) {
-		if err := os.Rename(a.full(payload), a.full(path.Join(nodelayout.ExtensionsDir, want))); err != nil {
+		if err := a.moveTree(ctx, payload, path.Join(nodelayout.ExtensionsDir, want)); err != nil {
 			return fmt.Errorf("merging the payload of %s: %w", version, err)
 		}
 	}
@@ -269,14 +270,14 @@ func (a *applier) installKubelet(ctx context.Context, payload, version string) e
 		if name == want {
 			continue
 		}
-		aside := a.full(path.Join(nodelayout.ReleasesDir, strings.TrimPrefix(name, nodelayout.PayloadExtension(""))))
-		if err := os.RemoveAll(aside); err != nil {
+		aside := path.Join(nodelayout.ReleasesDir, strings.TrimPrefix(name, nodelayout.PayloadExtension("")))
+		if err := os.RemoveAll(a.full(aside)); err != nil {
 			return err
 		}
 		if err := os.MkdirAll(a.full(nodelayout.ReleasesDir), 0o755); err != nil {
 			return err
 		}
-		if err := os.Rename(a.full(path.Join(nodelayout.ExtensionsDir, name)), aside); err != nil {
+		if err := a.moveTree(ctx, path.Join(nodelayout.ExtensionsDir, name), aside); err != nil {
 			return fmt.Errorf("setting the payload %s aside: %w", name, err)
 		}
 	}
@@ -284,6 +285,34 @@ func (a *applier) installKubelet(ctx context.Context, payload, version string) e
 		return fmt.Errorf("systemd-sysext refresh: %w", err)
 	}
 	return nil
+}
+
+// moveTree moves the directory from to to (which must not exist): a
+// rename, or where they are on two file systems (a host whose /var/lib/kiln
+// is a mount of its own) a copy under a temporary name beside to, renamed
+// into place, then the removal of from. A copy cut short is started again.
+func (a *applier) moveTree(ctx context.Context, from, to string) error {
+	err := os.Rename(a.full(from), a.full(to))
+	if !errors.Is(err, syscall.EXDEV) {
+		return err
+	}
+	tmp := path.Join(path.Dir(to), "."+path.Base(to)+".copying")
+	if err := os.RemoveAll(a.full(tmp)); err != nil {
+		return err
+	}
+	if _, err := a.run.Run(ctx, copyTreeArgv(a.full(from), a.full(tmp))...); err != nil {
+		return fmt.Errorf("copying %s: %w", from, err)
+	}
+	if err := os.Rename(a.full(tmp), a.full(to)); err != nil {
+		return err
+	}
+	return os.RemoveAll(a.full(from))
+}
+
+// copyTreeArgv copies the tree from to the new directory to, keeping
+// modes and links, sharing blocks where the file system can.
+func copyTreeArgv(from, to string) []string {
+	return []string{"cp", "-a", "--reflink=auto", from, to}
 }
 
 // extensions are the names of kiln's payload extensions in

@@ -86,8 +86,9 @@ func (m *Manager) boot(ctx context.Context, s *Spec, addr netip.Prefix, hash str
 			return err
 		}
 	}
-	binds := make([]Bind, 0, len(hostBinds)+len(s.Binds))
-	for _, target := range hostBinds {
+	targets := bindTargets(s)
+	binds := make([]Bind, 0, len(targets)+len(s.Binds))
+	for _, target := range targets {
 		src := filepath.Join(dir, hostBindDir(target))
 		if err := m.seedBindDir(ctx, src, filepath.Join(s.Image, target)); err != nil {
 			return err

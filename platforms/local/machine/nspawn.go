@@ -2,6 +2,7 @@ package machine
 
 import (
 	"path"
+	"slices"
 
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
@@ -13,10 +14,21 @@ const sysctlShimDir = "/etc/kiln/sysctl"
 
 // hostBinds are the plain host directories bound into every machine, as
 // paths inside the machine: containerd's overlayfs snapshotter cannot put
-// its upper directories on the machine's overlayfs root, and the release
-// payloads an upgrade stages (StageTree) are hard links to the node
-// image's files, made from the host while the machine runs.
-var hostBinds = []string{"/var/lib/containerd", "/var/lib/kubelet", nodelayout.ReleasesDir}
+// its upper directories on the machine's overlayfs root.
+var hostBinds = []string{"/var/lib/containerd", "/var/lib/kubelet"}
+
+// bindTargets are the plain host directories bound into the machine of s:
+// hostBinds, and on a node of kiln's (a machine with an Ignition config)
+// nodelayout.ReleasesDir, where an upgrade stages release payloads
+// (StageTree: hard links to a node image's files, made from the host while
+// the machine runs). A machine that stands for a user's host gets no such
+// mount: it has what a server has.
+func bindTargets(s *Spec) []string {
+	if s.Ignition == nil {
+		return hostBinds
+	}
+	return append(slices.Clone(hostBinds), nodelayout.ReleasesDir)
+}
 
 // hostBindDir is the directory under the machine's state directory backing
 // the bind of target.

@@ -12,7 +12,7 @@ import (
 
 // StageTree puts the host files of files (paths inside the tree, relative,
 // to their host sources) at nodelayout.ReleasesDir/name inside machine
-// machine, a plain host directory bound there (hostBinds): hard links
+// machine, a plain host directory bound there (bindTargets): hard links
 // where the file system allows, else copies. The tree is built under a
 // temporary name and renamed into place, so the machine sees all of it or
 // nothing; a tree there already is left as it is.
@@ -23,7 +23,11 @@ func (m *Manager) StageTree(ctx context.Context, machine, name string, files map
 	if _, err := m.State(ctx, machine); err != nil {
 		return err
 	}
-	if err := stageTree(filepath.Join(m.dir(machine), hostBindDir(nodelayout.ReleasesDir)), name, files); err != nil {
+	root := filepath.Join(m.dir(machine), hostBindDir(nodelayout.ReleasesDir))
+	if st, err := os.Lstat(root); err != nil || !st.IsDir() {
+		return fmt.Errorf("machine %s has no directory bound at %s: it was created by an older kiln or stands for a host", machine, nodelayout.ReleasesDir)
+	}
+	if err := stageTree(root, name, files); err != nil {
 		return fmt.Errorf("staging %s into machine %s: %w", name, machine, err)
 	}
 	return nil
