@@ -118,6 +118,7 @@ func newNodeMachineConfigAgentCmd(o *rootOptions) *cobra.Command {
 				KubeletHealthz: nodelayout.KubeletHealthz,
 				Interval:       interval,
 				Log:            o.log,
+				Orphans:        mcagent.NodeOrphanFS(),
 			}, client, dyn)
 		},
 	}

@@ -44,6 +44,9 @@ type Config struct {
 	Interval time.Duration
 	// Log is the agent's log.
 	Log logrus.FieldLogger
+	// Orphans, when not nil, is where each pass looks for orphaned runc
+	// inits in pods' cgroups, which it thaws and kills (reapOrphanInits).
+	Orphans *OrphanFS
 }
 
 // Run applies and watches until ctx ends. client and dyn carry the
@@ -112,8 +115,39 @@ func (ag *agent) wait(ctx context.Context) error {
 	}
 }
 
+// reap thaws and kills the orphaned runc inits of pods (orphans.go), when
+// the agent looks for them.
+func (ag *agent) reap() {
+	if ag.cfg.Orphans == nil {
+		return
+	}
+	pids, err := reapOrphanInits(ag.cfg.Orphans)
+	if len(pids) > 0 {
+		ag.cfg.Log.Warnf("thawed and killed orphaned runc init processes %v: their creator went away while their cgroup was frozen", pids)
+	}
+	if err != nil {
+		ag.cfg.Log.Warn(err)
+	}
+}
+
+// reapFor reaps every 2 s for d.
+func (ag *agent) reapFor(ctx context.Context, d time.Duration) {
+	if ag.cfg.Orphans == nil {
+		return
+	}
+	end := time.Now().Add(d)
+	for time.Now().Before(end) && ctx.Err() == nil {
+		ag.reap()
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
 // once brings the node one step towards its desired config and reports.
 func (ag *agent) once(ctx context.Context) error {
+	ag.reap()
 	node, err := ag.client.CoreV1().Nodes().Get(ctx, ag.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
 		return err
@@ -171,6 +205,9 @@ func (ag *agent) syncRelease(ctx context.Context, node *corev1.Node, current str
 	}
 	if changed {
 		ag.cfg.Log.Infof("the node runs %s", want)
+		// The kubelet replaces the static pods now: an init it leaves
+		// frozen would hold the new one back (orphans.go).
+		go ag.reapFor(ctx, time.Minute)
 	}
 	if node.Annotations[machineconfig.CurrentReleaseAnnotation] != value {
 		if err := ag.annotate(ctx, node, map[string]any{machineconfig.CurrentReleaseAnnotation: value}); err != nil {
