@@ -1,8 +1,10 @@
 package release
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -230,6 +232,45 @@ func Retag(manifest []byte, c Component, ref string) ([]byte, error) {
 		return nil, fmt.Errorf("no image %s/%s in it", Registry, c)
 	}
 	return re.ReplaceAllLiteral(manifest, []byte(ref)), nil
+}
+
+// EtcdSnapshotCount is the --snapshot-count of kiln's etcd members: a raft
+// snapshot every 100 applied entries (etcd 3.6's default is 10,000; a
+// small cluster applies a few entries a second). etcd 3.6 restarted after
+// its cluster version moved from 3.5 replays the write-ahead log from its
+// last snapshot, and a member removal it meets there fails validation
+// against the v3 store ("membership: ID removed") without leaving raft's
+// voters: the removed member votes again, and a single master, or a
+// cluster of three with one down, has no quorum (etcd-io/etcd#20967;
+// found by TestSSHClusterUpgrade and reproduced on local: a 1 + 1 cluster
+// upgraded from v1.35.4, its etcd killed once, never came back). With a
+// snapshot soon after every start, no restart replays the bootstrap
+// member's removal.
+const EtcdSnapshotCount = 100
+
+// etcdSnapshotFlag is the flag in a manifest; etcdDataDirFlag the line it
+// follows in one written before it.
+var (
+	etcdSnapshotFlag = regexp.MustCompile(`(?m)^(\s*- --snapshot-count=)[0-9]+$`)
+	etcdDataDirFlag  = regexp.MustCompile(`(?m)^(\s*)- --data-dir=.*$`)
+)
+
+// WithEtcdSnapshotCount returns an etcd static pod manifest whose
+// --snapshot-count is EtcdSnapshotCount: the flag's value replaced (an
+// earlier kiln wrote 10000), or the flag added after --data-dir; an error
+// when it has neither.
+func WithEtcdSnapshotCount(manifest []byte) ([]byte, error) {
+	if etcdSnapshotFlag.Match(manifest) {
+		return etcdSnapshotFlag.ReplaceAll(manifest, []byte("${1}"+strconv.Itoa(EtcdSnapshotCount))), nil
+	}
+	loc := etcdDataDirFlag.FindSubmatchIndex(manifest)
+	if loc == nil {
+		return nil, errors.New("no --data-dir flag in the etcd manifest")
+	}
+	indent := string(manifest[loc[2]:loc[3]])
+	out := append([]byte{}, manifest[:loc[1]]...)
+	out = append(out, "\n"+indent+"- --snapshot-count="+strconv.Itoa(EtcdSnapshotCount)...)
+	return append(out, manifest[loc[1]:]...), nil
 }
 
 // PauseImage returns the pause image's reference, the same in every

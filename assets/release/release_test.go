@@ -161,3 +161,22 @@ func patch(t *testing.T, r Release) int {
 	}
 	return n
 }
+
+func TestWithEtcdSnapshotCount(t *testing.T) {
+	old := []byte("spec:\n  containers:\n  - command:\n    - /usr/local/bin/etcd\n    - --data-dir=/var/lib/etcd\n    - --name=m\n")
+	got, err := WithEtcdSnapshotCount(old)
+	want := "spec:\n  containers:\n  - command:\n    - /usr/local/bin/etcd\n    - --data-dir=/var/lib/etcd\n    - --snapshot-count=100\n    - --name=m\n"
+	if err != nil || string(got) != want {
+		t.Fatalf("WithEtcdSnapshotCount:\n%s(%v)\nwant:\n%s", got, err, want)
+	}
+	if again, err := WithEtcdSnapshotCount(got); err != nil || string(again) != want {
+		t.Errorf("a manifest with the flag changed:\n%s(%v)", again, err)
+	}
+	older := []byte("    - --data-dir=/var/lib/etcd\n    - --snapshot-count=10000\n")
+	if got, err := WithEtcdSnapshotCount(older); err != nil || string(got) != "    - --data-dir=/var/lib/etcd\n    - --snapshot-count=100\n" {
+		t.Errorf("an earlier kiln's 10000:\n%s(%v)", got, err)
+	}
+	if _, err := WithEtcdSnapshotCount([]byte("spec: {}\n")); err == nil {
+		t.Error("a manifest without --data-dir passed")
+	}
+}

@@ -209,7 +209,8 @@ func importArgv(file string) []string {
 	return []string{"ctr", "--namespace", "k8s.io", "images", "import", file}
 }
 
-// retag points every manifest of c at image, atomically, following no link.
+// retag points every manifest of c at image (and etcd's at kiln's
+// --snapshot-count), atomically, following no link.
 func (a *applier) retag(c, image string) error {
 	files, err := a.manifests(c)
 	if err != nil {
@@ -221,6 +222,11 @@ func (a *applier) retag(c, image string) error {
 			return err
 		}
 		data, err := release.Retag(old, release.Component(c), image)
+		if err == nil && c == string(release.Etcd) {
+			// An earlier kiln's manifest snapshots too rarely for etcd
+			// 3.6's restarts (release.EtcdSnapshotCount).
+			data, err = release.WithEtcdSnapshotCount(data)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}

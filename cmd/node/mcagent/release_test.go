@@ -63,7 +63,8 @@ func stagePayload(t *testing.T, root, dir string, r release.Release) {
 }
 
 func manifest(c, image string) string {
-	return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + c + "\nspec:\n  containers:\n  - name: " + c + "\n    image: " + image + "\n"
+	return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + c + "\nspec:\n  containers:\n  - name: " + c + "\n    image: " + image +
+		"\n    command:\n    - " + c + "\n    - --data-dir=/var/lib/etcd\n    - --snapshot-count=10000\n"
 }
 
 func TestSyncReleaseOnTheNodeImage(t *testing.T) {
@@ -89,10 +90,10 @@ func TestSyncReleaseOnTheNodeImage(t *testing.T) {
 	if err != nil || !changed {
 		t.Fatalf("etcd: %v, %v", changed, err)
 	}
-	if got := read(t, p, nodelayout.StaticPodDir+"/etcd.yaml"); !strings.Contains(got, "image: "+to.Image(release.Etcd)) {
+	if got := read(t, p, nodelayout.StaticPodDir+"/etcd.yaml"); !strings.Contains(got, "image: "+to.Image(release.Etcd)) || !strings.Contains(got, "--snapshot-count=100\n") {
 		t.Errorf("etcd's manifest after the change:\n%s", got)
 	}
-	if got := read(t, p, nodelayout.StaticPodDir+"/kube-apiserver.yaml"); !strings.Contains(got, from.Image(release.KubeAPIServer)) {
+	if got := read(t, p, nodelayout.StaticPodDir+"/kube-apiserver.yaml"); !strings.Contains(got, from.Image(release.KubeAPIServer)) || !strings.Contains(got, "=10000") {
 		t.Errorf("the API server changed with etcd:\n%s", got)
 	}
 	if got, want := run.take(), "ctr --namespace k8s.io images import /var/lib/kiln/releases/v1.36.3/usr/share/kiln/images/etcd.tar"; got != want {
