@@ -155,6 +155,11 @@ const (
 // extension-release file.
 func PayloadExtension(version string) string { return "kiln-" + version }
 
+// PayloadCopy is where the machine-config agent builds a copy of a payload
+// directory dir that it moves across file systems, before the copy takes
+// dir's name: a hidden name beside it, which systemd-sysext ignores.
+func PayloadCopy(dir string) string { return path.Join(path.Dir(dir), "."+path.Base(dir)+".copying") }
+
 // PodRouteProtocol is the routing protocol number of the routes the node
 // agent adds for the pod network (ip route ... proto 199), so that it, and
 // a reset of the host, touch no other route.

@@ -302,7 +302,7 @@ func (a *applier) moveTree(ctx context.Context, from, to string) error {
 	if !errors.Is(err, syscall.EXDEV) {
 		return err
 	}
-	tmp := path.Join(path.Dir(to), "."+path.Base(to)+".copying")
+	tmp := nodelayout.PayloadCopy(to)
 	if err := os.RemoveAll(a.full(tmp)); err != nil {
 		return err
 	}

@@ -111,7 +111,9 @@ func Reset(ctx context.Context, h Host, address string) error {
 func RecordScript(fp Footprint, extension string) string {
 	paths := slices.Concat(fp.Paths, StatePaths, []string{extension, nodelayout.IgnitionConfigFile, APIProxyUnitFile})
 	for _, v := range release.Versions() {
-		paths = append(paths, path.Join(ExtensionsDir, nodeimage.SysextName(v)))
+		ext := path.Join(ExtensionsDir, nodeimage.SysextName(v))
+		// And the copy a move across file systems builds there.
+		paths = append(paths, ext, nodelayout.PayloadCopy(ext))
 	}
 	slices.Sort(paths)
 	units := slices.Concat(PayloadUnits, fp.Units, []string{APIProxyUnit})
