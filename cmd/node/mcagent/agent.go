@@ -189,9 +189,16 @@ func (ag *agent) once(ctx context.Context) error {
 
 // syncRelease brings the node's components to the release its Node asks
 // for (machineconfig.DesiredReleaseAnnotation), reporting Working while it
-// does; it returns why it could not, "" once the node runs it.
+// does; it returns why it could not, "" once the node runs it. A release
+// it made true and reported is checked again only after the agent
+// restarts.
 func (ag *agent) syncRelease(ctx context.Context, node *corev1.Node, current string) string {
 	value := node.Annotations[machineconfig.DesiredReleaseAnnotation]
+	if value == ag.release && node.Annotations[machineconfig.CurrentReleaseAnnotation] == value {
+		// Made true by this agent and reported: not checked again (a
+		// `kubelet --version` every pass) until the Node asks for more.
+		return ""
+	}
 	want, err := machineconfig.ParseNodeRelease(value)
 	if err != nil {
 		return err.Error()
