@@ -38,6 +38,21 @@ type Cluster struct {
 	// its pointer config. A machine added on day 2 boots from its full
 	// config, which carries a join token of its own.
 	Full map[string][]byte
+	// Releases maps a machine to the Kubernetes release it boots when that
+	// is not Resolved.Release: a machine kiln scale added to a cluster
+	// upgraded since it was created boots straight into the release the
+	// cluster runs (local: that release's node image; ssh: its system
+	// extension). A machine it does not name boots the install-config's.
+	Releases map[string]string
+}
+
+// ReleaseOf is the Kubernetes release machine boots: its entry in
+// Releases, else the install-config's.
+func (c *Cluster) ReleaseOf(machine string) string {
+	if v := c.Releases[machine]; v != "" {
+		return v
+	}
+	return c.Resolved.Release.Kubernetes
 }
 
 // Machines returns the names of the cluster's masters and workers: Shape

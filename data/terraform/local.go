@@ -22,6 +22,11 @@ type LocalVars struct {
 	APIVIP string `json:"api_vip"`
 	// NodeImage is the node image rootfs directory.
 	NodeImage string `json:"node_image"`
+	// MachineImages is the node image rootfs directory of each machine
+	// that boots another release than NodeImage's (one kiln scale added to
+	// an upgraded cluster), by machine name. An entry never changes once
+	// its machine exists: the machine would be replaced.
+	MachineImages map[string]string `json:"machine_images,omitempty"`
 	// KilnBinary is bound read-only at /usr/local/bin/kiln in every machine.
 	KilnBinary string `json:"kiln_binary"`
 	// MachineDir is the machines' state root; the provider's default when nil.

@@ -43,4 +43,9 @@ type SSHHost struct {
 	// State is whether its node is to run, "running" or "stopped"
 	// (platforms.DesiredStates); "" is running.
 	State string `json:"state,omitempty"`
+	// Payload is the node payload the host is installed with when it is
+	// not SSHVars.Payload (the system extension of another release: a
+	// host kiln scale added to an upgraded cluster). It never changes
+	// once the host is installed: the host would be reinstalled.
+	Payload string `json:"payload,omitempty"`
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/kubectl/pkg/util/podutils"
 
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/ignition/machineconfig"
 	"github.com/kiln-project/kiln/platforms/local/machine"
 	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
@@ -48,9 +49,10 @@ import (
 //   - a last plan has nothing to do;
 //   - the upstream conformance subset of the new release passes;
 //   - a master replaced and a worker added after the upgrade (kiln scale
-//     cluster --replace --workers) join at the new release although they
-//     boot the older release's node image: kubelets, control plane, etcd
-//     and kube-proxy, and a plan after them has nothing to do.
+//     cluster --replace --workers) boot straight into the new release (its
+//     node image, its control plane and etcd): their kubelets register at
+//     it, their agents are never asked for a release, and a plan after
+//     them has nothing to do.
 //
 // It takes about 28 min, more than make test's hour leaves: make test
 // says SKIP, and make test-all runs it (building the older release's node
@@ -192,12 +194,11 @@ func TestClusterUpgrade(t *testing.T) {
 	// conformance subset of that release passes on it, as on a new one.
 	runConformanceSubset(t, kiln, dir)
 
-	// A master replaced and a worker added after the upgrade boot the node
-	// image the cluster was created with, and join at the release the
-	// cluster runs: the master's etcd must be the members' (once etcd's
-	// cluster version is 3.6, a 3.5 member cannot join), its API server
-	// must not be older than the kubelets, and kube-proxy's new image must
-	// be on both.
+	// A master replaced and a worker added after the upgrade boot the
+	// release the cluster runs, not the one it was created with: the
+	// master's etcd must be the members' (once etcd's cluster version is
+	// 3.6, a 3.5 member cannot join), its API server must not be older
+	// than the kubelets, and kube-proxy's new image must be on both.
 	replaced := infraID + "-master-2"
 	start = time.Now()
 	out, err = runKiln(t, kiln, 30*time.Minute, "scale", "cluster", "--dir", dir, "--replace", replaced, "--workers", "3", "--yes")
@@ -207,6 +208,7 @@ func TestClusterUpgrade(t *testing.T) {
 	}
 	t.Logf("MEASURE replace a master and add a worker after the upgrade: %s", time.Since(start).Round(time.Second))
 	assertRunsRelease(ctx, t, client, to)
+	assertBootedStraight(ctx, t, client, start, to.Kubernetes, 2)
 	assertEtcdMembers(t, infraID, 3)
 	assertEtcdRuns(ctx, t, infraID, nodeAddresses(ctx, t, client)[infraID+"-master-0"], to)
 	out, err = runKiln(t, kiln, 5*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--plan")
@@ -432,4 +434,31 @@ func assertEtcdRuns(ctx context.Context, t *testing.T, infraID, masterIP string,
 		t.Errorf("etcd's cluster version is %q (server %s), want %s", v.Cluster, v.Server, wantCluster)
 	}
 	t.Logf("MEASURE etcd after the upgrade: %d members at %s, cluster version %s", len(members), want, v.Cluster)
+}
+
+// assertBootedStraight checks that the want Nodes registered since start
+// booted release version: each kubelet reports it and no agent was asked
+// for a release (no step after the boot changed it).
+func assertBootedStraight(ctx context.Context, t *testing.T, client kubernetes.Interface, start time.Time, version string, want int) {
+	t.Helper()
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var added []string
+	for _, n := range nodes.Items {
+		if n.CreationTimestamp.Time.Before(start.Truncate(time.Second)) {
+			continue
+		}
+		added = append(added, n.Name)
+		if got := n.Status.NodeInfo.KubeletVersion; got != version {
+			t.Errorf("%s's kubelet reports %s, want %s", n.Name, got, version)
+		}
+		if asked, ok := n.Annotations[machineconfig.DesiredReleaseAnnotation]; ok {
+			t.Errorf("%s's agent was asked for a release (%s): it did not boot the cluster's", n.Name, asked)
+		}
+	}
+	if len(added) != want {
+		t.Errorf("Nodes registered since %s: %v, want %d", start.Format(time.TimeOnly), added, want)
+	}
 }

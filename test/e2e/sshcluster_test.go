@@ -77,11 +77,14 @@ func TestSSHClusterVXLAN(t *testing.T) {
 // TestSSHClusterUpgrade installs a cluster of the older release kiln pins
 // (a bootstrap host, a master and a worker) onto Debian test hosts and
 // upgrades it with kiln upgrade cluster (upgradeSSHCluster), killed with
-// SIGKILL in a kubelet step and run again, while a canary writes; then
-// the rest of testSSHCluster runs on the upgraded cluster: the master's
-// host reboots into the new release's merged payload, and the destroy's
-// reset leaves every host as it was, the new release's extension and the
-// payload kept aside for a rollback gone with the rest. Like
+// SIGKILL in a kubelet step and run again, while a canary writes; a
+// fourth host then joins as the worker in the first's place and boots
+// straight into the new release (assertBootedRelease: its extension only,
+// no catch-up); then the rest of testSSHCluster runs on the upgraded
+// cluster: the master's host reboots into the new release's merged
+// payload, and the destroy's reset leaves every host as it was, the new
+// release's extension and the payload kept aside for a rollback gone with
+// the rest. Like
 // TestClusterUpgrade it runs under make test-all (KILN_E2E_ALL=1), which
 // builds the older release's node image when it is not cached.
 func TestSSHClusterUpgrade(t *testing.T) {
@@ -171,8 +174,9 @@ func testSSHCluster(t *testing.T, o sshClusterOptions) {
 	if !o.bootWorker {
 		names = append(names, o.name+"-worker-0")
 	}
-	if o.dayTwo {
-		// The last host joins on day 2, in the first worker's place.
+	if o.dayTwo || o.upgradeFrom != "" {
+		// The last host joins on day 2 (after the upgrade), in the first
+		// worker's place.
 		names = append(names, o.name+"-worker-1")
 	}
 	// The hosts' resolver is the LAN server's address, which needs their
@@ -336,6 +340,14 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 
 	if o.upgradeFrom != "" {
 		upgradeSSHCluster(ctx, t, kiln, dir, f, client, installed[1:], o.upgradeFrom)
+		// A worker host added after the upgrade boots straight into the
+		// new release: its extension, never the one the cluster was
+		// created with, and its agent is never asked for a release.
+		joiner, joined := f.Hosts[2+o.masters], time.Now()
+		replaceSSHWorker(ctx, t, kiln, dir, f, masters, worker, joiner)
+		assertBootedRelease(ctx, t, client, f, joiner, joined, release.Default().Kubernetes)
+		worker = joiner
+		nodes = append(slices.Clone(masters), worker)
 	}
 	if o.lan {
 		assertLAN(ctx, t, client, []sshHost{masters[0], worker}, lanAddr)
@@ -455,6 +467,26 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 // proxy lists exactly the masters after each.
 func scaleSSHCluster(ctx context.Context, t *testing.T, kiln, dir string, f *sshFleet, masters []sshHost, worker, joiner sshHost) {
 	t.Helper()
+	client := replaceSSHWorker(ctx, t, kiln, dir, f, masters, worker, joiner)
+	replaced := masters[len(masters)-1]
+	start := time.Now()
+	out, err := runKiln(t, kiln, 30*time.Minute, "scale", "cluster", "--dir", dir, "--replace", replaced.Name, "--yes")
+	if err != nil {
+		t.Fatalf("scale cluster --replace %s: %v\n%s", replaced.Name, err, lastLines(out, 40))
+	}
+	t.Logf("MEASURE scale cluster --replace %s: %s", replaced.Name, time.Since(start).Round(time.Second))
+	assertOutput(t, "scale cluster --replace", out, "~ replace master "+replaced.Name, "Scale complete: 3 masters, 1 workers")
+	waitNodeReadySince(ctx, t, client, replaced.Name, start, "after its replacement")
+	assertProxies(ctx, t, f, append(slices.Clone(masters), joiner), masters, "after the master's replacement")
+}
+
+// replaceSSHWorker has the host joiner join as a worker in worker's place
+// (kiln show install-config, its hosts edited, as kiln scale cluster
+// --config), and worker reset; a Service answers on the new worker, and
+// every host's API proxy lists exactly the masters. It returns the admin
+// client.
+func replaceSSHWorker(ctx context.Context, t *testing.T, kiln, dir string, f *sshFleet, masters []sshHost, worker, joiner sshHost) kubernetes.Interface {
+	t.Helper()
 	show := exec.CommandContext(ctx, kiln, "show", "install-config", "--dir", dir)
 	data, err := show.Output()
 	if err != nil {
@@ -482,7 +514,7 @@ func scaleSSHCluster(ctx context.Context, t *testing.T, kiln, dir string, f *ssh
 		t.Fatalf("scale cluster --config (%s in %s's place): %v\n%s", joiner.Name, worker.Name, err, lastLines(out, 40))
 	}
 	t.Logf("MEASURE scale cluster: worker %s added, %s removed: %s", joiner.Name, worker.Name, time.Since(start).Round(time.Second))
-	assertOutput(t, "scale cluster", out, "+ worker "+joiner.Name, "- worker "+worker.Name, "Checking 1 hosts over SSH", "Scale complete: 3 masters, 1 workers")
+	assertOutput(t, "scale cluster", out, "+ worker "+joiner.Name, "- worker "+worker.Name, "Checking 1 hosts over SSH", fmt.Sprintf("Scale complete: %d masters, 1 workers", len(masters)))
 	client := adminClient(t, dir)
 	assertNodes(ctx, t, client, append(slices.Clone(masters), joiner), "after the scale")
 	if rec, err := footprint.Recorded(ctx, f.Client, worker.Address); err != nil || rec {
@@ -494,17 +526,7 @@ func scaleSSHCluster(ctx context.Context, t *testing.T, kiln, dir string, f *ssh
 	}
 	assertProbeClient(ctx, t, client, "probe-client-joined", joiner.Name, masters[len(masters)-1].Name)
 	assertProxies(ctx, t, f, append(slices.Clone(masters), joiner), masters, "after the worker scale")
-
-	replaced := masters[len(masters)-1]
-	start = time.Now()
-	out, err = runKiln(t, kiln, 30*time.Minute, "scale", "cluster", "--dir", dir, "--replace", replaced.Name, "--yes")
-	if err != nil {
-		t.Fatalf("scale cluster --replace %s: %v\n%s", replaced.Name, err, lastLines(out, 40))
-	}
-	t.Logf("MEASURE scale cluster --replace %s: %s", replaced.Name, time.Since(start).Round(time.Second))
-	assertOutput(t, "scale cluster --replace", out, "~ replace master "+replaced.Name, "Scale complete: 3 masters, 1 workers")
-	waitNodeReadySince(ctx, t, client, replaced.Name, start, "after its replacement")
-	assertProxies(ctx, t, f, append(slices.Clone(masters), joiner), masters, "after the master's replacement")
+	return client
 }
 
 // restoreSSHCluster is kiln restore cluster over SSH: restoreObjects

@@ -92,3 +92,15 @@ func upgradeSSHCluster(ctx context.Context, t *testing.T, kiln, dir string, f *s
 		}
 	}
 }
+
+// assertBootedRelease checks that the host h, added to an upgraded
+// cluster since start, booted release version (assertBootedStraight), and
+// has that release's extension alone and nothing staged.
+func assertBootedRelease(ctx context.Context, t *testing.T, client kubernetes.Interface, f *sshFleet, h sshHost, start time.Time, version string) {
+	t.Helper()
+	assertBootedStraight(ctx, t, client, start, version, 1)
+	got, err := f.Client.RunScript(ctx, h.Address, fmt.Sprintf("ls %s; ls %s 2>/dev/null || true", nodelayout.ExtensionsDir, nodelayout.ReleasesDir))
+	if fields := strings.Fields(string(got)); err != nil || !slices.Equal(fields, []string{nodeimage.SysextName(version)}) {
+		t.Errorf("host %s: extensions and staged releases %q (%v), want %s alone", h.Name, got, err, nodeimage.SysextName(version))
+	}
+}

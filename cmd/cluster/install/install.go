@@ -118,7 +118,7 @@ func Load(ctx context.Context, store *graph.Store, dir string, flags Timeouts) (
 		return nil, exitcode.With(exitcode.Input, err)
 	}
 	if found {
-		c.Shape = rec.Shape
+		c.Shape, c.Releases = rec.Shape, rec.Releases
 	}
 	if c.Config, err = machineset.EffectiveConfig(abs, c.Config); err != nil {
 		return nil, exitcode.With(exitcode.Input, err)

@@ -25,6 +25,10 @@ type ShapeRecord struct {
 	// token valid again for the machine whose config carries it. A secret:
 	// the file is 0600.
 	Joining map[string]string `json:"joining,omitempty"`
+	// Releases is the Kubernetes release of each machine that boots
+	// another than the install-config's (platforms.Cluster.Releases): one
+	// a scale added after an upgrade.
+	Releases map[string]string `json:"releases,omitempty"`
 }
 
 // LoadShape reads dir's shape record; found is false when there is none.

@@ -30,17 +30,21 @@ type Etcd interface {
 }
 
 // addMaster creates the master's machine (from the full master config: it
-// holds the control plane's certificates and stages its static pods),
-// waits for its Node, brings it to the release the other masters run
-// (catchUp), adds its etcd member as a learner and has the installer put
+// holds the control plane's certificates and stages its static pods) at
+// the release the cluster runs (bootRelease), waits for its Node, adds its
+// etcd member as a learner and has the installer put
 // the member's certificates and static pod on it, promotes the member once
 // it caught up (the installer then activates the staged control plane),
 // waits for its API server, and only then adds it to the load balancer; it
 // ends once the Node is Ready. Every step checks what exists first, so a
 // re-run after an interrupt goes on where it stopped.
 func (r *Runner) addMaster(ctx context.Context, name string) error {
+	rel, err := r.bootRelease(ctx, name, true)
+	if err != nil {
+		return err
+	}
 	r.Cluster.Shape.Masters = with(r.Cluster.Shape.Masters, name)
-	if err := r.join(ctx, name, machines.RoleMaster); err != nil {
+	if err := r.join(ctx, name, machines.RoleMaster, rel); err != nil {
 		return err
 	}
 	var ip string
@@ -58,9 +62,6 @@ func (r *Runner) addMaster(ctx context.Context, name string) error {
 		return err
 	}
 	if err := r.labelControlPlane(ctx, name); err != nil {
-		return err
-	}
-	if err := r.catchUp(ctx, name, true); err != nil {
 		return err
 	}
 	etcd, err := r.dialEtcd(ctx, name)
@@ -89,7 +90,7 @@ func (r *Runner) addMaster(ctx context.Context, name string) error {
 	}
 	// Done means Ready, as for a worker: the next command (an upgrade's
 	// health check, a scale of another master) may rely on it.
-	return r.waitNodeReady(ctx, name)
+	return r.waitNodeReadyAt(ctx, name, rel.Kubernetes)
 }
 
 // joinStep makes at most one change towards name being a voting member,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"time"
 
@@ -45,10 +46,6 @@ type Runner struct {
 	Cluster *platforms.Cluster
 	// Machines creates and destroys machines and sets the API backends.
 	Machines platforms.Scaler
-	// Upgrader puts a release's images and kubelet on a machine, for a
-	// new one in a cluster upgraded since it was created; nil when the
-	// platform has none.
-	Upgrader platforms.Upgrader
 	// Kube is the admin client through the load balancer.
 	Kube kubernetes.Interface
 	// Rest is its configuration, the base of direct clients of one master.
@@ -96,7 +93,11 @@ func (r *Runner) record(removing []string) error {
 		// keep their order.
 		slices.SortStableFunc(names, func(a, b string) int { return cmp.Compare(index(r.Cluster.InfraID, a), index(r.Cluster.InfraID, b)) })
 	}
-	return machineset.SaveShape(r.Cluster.Dir, machineset.ShapeRecord{Shape: r.Cluster.Shape, Removing: removing, Joining: r.Joining})
+	// A machine gone takes its release entry with it.
+	maps.DeleteFunc(r.Cluster.Releases, func(name, _ string) bool {
+		return !slices.Contains(r.Cluster.Shape.All(), name)
+	})
+	return machineset.SaveShape(r.Cluster.Dir, machineset.ShapeRecord{Shape: r.Cluster.Shape, Removing: removing, Joining: r.Joining, Releases: r.Cluster.Releases})
 }
 
 // Run carries out p's actions in order. Each step is idempotent, and the

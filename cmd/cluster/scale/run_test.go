@@ -58,8 +58,10 @@ type fakeScaler struct {
 	// default release's when "".
 	kubelet string
 	// joins are the join tokens the full configs of created machines
-	// carried, each checked against the cluster's token Secrets.
+	// carried, each checked against the cluster's token Secrets; fulls
+	// those configs.
 	joins []string
+	fulls [][]byte
 	t     *testing.T
 }
 
@@ -68,6 +70,7 @@ func (f *fakeScaler) ApplyMachines(ctx context.Context, c *platforms.Cluster) er
 	for role, full := range c.Full {
 		tok := configToken(f.t, full)
 		f.joins = append(f.joins, tok)
+		f.fulls = append(f.fulls, full)
 		id, _, _ := strings.Cut(tok, ".")
 		s, err := f.kube.CoreV1().Secrets("kube-system").Get(ctx, "bootstrap-token-"+id, metav1.GetOptions{})
 		if err != nil || s.Labels[JoinLabel] == "" || string(s.Data["token-id"])+"."+string(s.Data["token-secret"]) != tok {
@@ -79,6 +82,10 @@ func (f *fakeScaler) ApplyMachines(ctx context.Context, c *platforms.Cluster) er
 			continue
 		}
 		node := readyNode(n, ipOf(n))
+		if v := c.ReleaseOf(n); v != "" {
+			// The machine boots the release the cluster gives it.
+			node.Status.NodeInfo.KubeletVersion = v
+		}
 		if f.kubelet != "" {
 			node.Status.NodeInfo.KubeletVersion = f.kubelet
 		}
@@ -263,7 +270,7 @@ func newTestRunner(t *testing.T, m, w int) (*Runner, *journal, *fakeEtcd) {
 		Etcd: func([]string) (Etcd, error) {
 			return e, nil
 		},
-		PKI:      EtcdPKI{CA: tlstest.CA(t), Manifest: "initial: " + manifests.EtcdInitialClusterMarker},
+		PKI:      EtcdPKI{CA: tlstest.CA(t), Manifest: manifestOf(release.Etcd, release.Default().Image(release.Etcd)) + "    - --data-dir=/var/lib/etcd\n# initial: " + manifests.EtcdInitialClusterMarker},
 		Configs:  map[string][]byte{machines.RoleMaster: fullConfig(t), machines.RoleWorker: fullConfig(t)},
 		APIReady: func(_ context.Context, ip string) error { j.add("readyz %s", ip); return nil },
 		Drain:    func(_ context.Context, n string) error { j.add("drain %s", n); return nil },
@@ -352,37 +359,70 @@ func TestRunAddMasterEndsReady(t *testing.T) {
 	}
 }
 
-// TestRunAddCatchesUp: in a cluster upgraded since it was created, a
-// master and a worker added get the running kubelet from the platform
-// after they register, the master before its etcd member is added.
-func TestRunAddCatchesUp(t *testing.T) {
-	older := previousMinor(t)
-	r, j, e := newTestRunner(t, 1, 1)
-	e.names[etcdmembers.PeerURL("10.0.0.11")] = infra + "-master-1"
-	e.names[etcdmembers.PeerURL("10.0.0.12")] = infra + "-master-2"
-	r.Machines.(*fakeScaler).kubelet = older.Kubernetes
-	r.Upgrader = &fakeUpgrader{j: j}
-	startAgents(t, r.Kube, j)
-	p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 3, Workers: 2}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Run(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{
-		"machines master-0,master-1,worker-0",
-		"stage master-1 " + release.Default().Kubernetes,
-		"agent master-1 {\"kubelet\":\"" + release.Default().Kubernetes + "\"}",
-		"etcd add learner https://10.0.0.11:2380",
-	}
-	if i := slices.Index(j.calls, want[0]); i < 0 || len(j.calls) < i+len(want) || !slices.Equal(j.calls[i:i+len(want)], want) {
-		t.Errorf("calls:\n%s\nwant in a row:\n%s", strings.Join(j.calls, "\n"), strings.Join(want, "\n"))
-	}
-	for _, n := range []string{"master-2", "worker-1"} {
-		if call := "stage " + n + " " + release.Default().Kubernetes; !slices.Contains(j.calls, call) {
-			t.Errorf("no %q in:\n%s", call, strings.Join(j.calls, "\n"))
-		}
+// TestRunAddBootsTheRunningRelease: in a cluster upgraded since it was
+// created, masters and workers added boot straight into the release the
+// cluster runs: the platform is told their release before it creates
+// them (their Nodes register at it), the record keeps it, the masters'
+// configs stage that release's control plane and their etcd member runs
+// its etcd. In a cluster not upgraded, nothing is recorded.
+func TestRunAddBootsTheRunningRelease(t *testing.T) {
+	older, newer := previousMinor(t), release.Default()
+	for _, upgraded := range []bool{true, false} {
+		t.Run(fmt.Sprintf("upgraded=%v", upgraded), func(t *testing.T) {
+			at := older
+			if upgraded {
+				at = newer
+			}
+			r, _, e := newTestRunner(t, 1, 1)
+			r.Cluster.Resolved.Release = older
+			setRunning(t, r, at)
+			e.names[etcdmembers.PeerURL("10.0.0.11")] = infra + "-master-1"
+			e.names[etcdmembers.PeerURL("10.0.0.12")] = infra + "-master-2"
+			r.Configs[machines.RoleMaster] = withFile(t, r.Configs[machines.RoleMaster],
+				nodelayout.StagedPodDir+"/kube-apiserver.yaml", manifestOf(release.KubeAPIServer, older.Image(release.KubeAPIServer)))
+			r.PKI.Manifest = manifestOf(release.Etcd, older.Image(release.Etcd)) + "    - --data-dir=/var/lib/etcd\n# " + manifests.EtcdInitialClusterMarker
+			p, err := MakePlan(infra, r.Cluster.Shape, Request{Masters: 3, Workers: 2}, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Run(context.Background(), p); err != nil {
+				t.Fatal(err)
+			}
+			rec, _, err := machineset.LoadShape(r.Cluster.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string(nil)
+			if upgraded {
+				want = map[string]string{infra + "-master-1": newer.Kubernetes, infra + "-master-2": newer.Kubernetes, infra + "-worker-1": newer.Kubernetes}
+			}
+			if !reflect.DeepEqual(rec.Releases, want) {
+				t.Errorf("recorded releases %v, want %v", rec.Releases, want)
+			}
+			for _, n := range []string{"master-1", "master-2", "worker-1"} {
+				node, err := r.Kube.CoreV1().Nodes().Get(context.Background(), infra+"-"+n, metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := node.Status.NodeInfo.KubeletVersion; got != at.Kubernetes {
+					t.Errorf("%s registered at %s, want %s", n, got, at.Kubernetes)
+				}
+			}
+			fulls := r.Machines.(*fakeScaler).fulls
+			for _, full := range fulls[:2] { // the masters'
+				cfg, err := ignition.Parse(full)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pod, _, err := ignition.FileContents(cfg, nodelayout.StagedPodDir+"/kube-apiserver.yaml")
+				if err != nil || !strings.Contains(string(pod), at.Image(release.KubeAPIServer)+"\n") {
+					t.Errorf("staged kube-apiserver = %q, %v; want %s", pod, err, at.Image(release.KubeAPIServer))
+				}
+			}
+			if !strings.Contains(r.PKI.Manifest, at.Image(release.Etcd)+"\n") || !strings.Contains(r.PKI.Manifest, "--snapshot-count=") {
+				t.Errorf("etcd static pod of the new members:\n%s\nwant %s, with --snapshot-count", r.PKI.Manifest, at.Image(release.Etcd))
+			}
+		})
 	}
 }
 

@@ -269,11 +269,9 @@ func newRunner(ctx context.Context, c *install.Cluster, scaler platforms.Scaler,
 	if err != nil {
 		return nil, exitcode.With(exitcode.Input, err)
 	}
-	up, _ := scaler.(platforms.Upgrader)
 	r := &Runner{
 		Cluster:  &c.Cluster,
 		Machines: scaler,
-		Upgrader: up,
 		Kube:     kube,
 		Rest:     rc,
 		Etcd: func(endpoints []string) (Etcd, error) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kiln-project/kiln/assets/bootstraptoken"
+	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/ignition"
 	"github.com/kiln-project/kiln/ignition/machineconfig"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
@@ -42,8 +43,8 @@ const (
 
 // startJoin makes the join token of machine name valid for the join (the
 // recorded one, else a new one recorded first) and returns the role's full
-// config presenting it.
-func (r *Runner) startJoin(ctx context.Context, name, role string) ([]byte, error) {
+// config presenting it, at release rel, in its pool's config.
+func (r *Runner) startJoin(ctx context.Context, name, role string, rel release.Release) ([]byte, error) {
 	tok, err := r.joinToken(name)
 	if err != nil {
 		return nil, err
@@ -66,6 +67,9 @@ func (r *Runner) startJoin(ctx context.Context, name, role string) ([]byte, erro
 		return nil, err
 	}
 	cfg, err := joinConfig(r.Configs[role], tok.Token())
+	if err == nil {
+		cfg, err = withRelease(cfg, rel)
+	}
 	if err != nil {
 		return nil, err
 	}

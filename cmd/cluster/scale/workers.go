@@ -9,33 +9,35 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
+	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/platforms"
 )
 
 // addWorker creates the worker's machine from the full worker config with
-// a join token of its own, waits for its Node to register, retires the
-// token, brings it to the release the other nodes run (catchUp), and
-// waits for the Node to be Ready.
+// a join token of its own, at the release the cluster runs (bootRelease),
+// waits for its Node to register, retires the token, and waits for the
+// Node to be Ready with its kubelet at that release.
 func (r *Runner) addWorker(ctx context.Context, name string) error {
+	rel, err := r.bootRelease(ctx, name, false)
+	if err != nil {
+		return err
+	}
 	r.Cluster.Shape.Workers = with(r.Cluster.Shape.Workers, name)
-	if err := r.join(ctx, name, machines.RoleWorker); err != nil {
+	if err := r.join(ctx, name, machines.RoleWorker, rel); err != nil {
 		return err
 	}
-	if err := r.catchUp(ctx, name, false); err != nil {
-		return err
-	}
-	return r.waitNodeReady(ctx, name)
+	return r.waitNodeReadyAt(ctx, name, rel.Kubernetes)
 }
 
-// join records the shape (the new machine in it) and the machine's join
-// token, enrolls the machine in the inventory with the token's public ID
-// (so that the approver approves its node client certificate to that
-// token only), creates it from its role's full config with that token, and
-// waits for its Node to register; then the token is deleted, as it is when
-// any of this fails.
-func (r *Runner) join(ctx context.Context, name, role string) error {
+// join records the shape (the new machine and its release in it) and the
+// machine's join token, enrolls the machine in the inventory with the
+// token's public ID (so that the approver approves its node client
+// certificate to that token only), creates it from its role's full config
+// at release rel with that token, and waits for its Node to register;
+// then the token is deleted, as it is when any of this fails.
+func (r *Runner) join(ctx context.Context, name, role string, rel release.Release) error {
 	err := func() error {
-		full, err := r.startJoin(ctx, name, role)
+		full, err := r.startJoin(ctx, name, role, rel)
 		if err != nil {
 			return err
 		}
@@ -113,12 +115,6 @@ func (r *Runner) deleteNode(ctx context.Context, name string) error {
 		}
 		return err
 	})
-}
-
-// waitNodeReady waits for the Node name to register and be Ready, naming
-// its machine's state when it is not running.
-func (r *Runner) waitNodeReady(ctx context.Context, name string) error {
-	return r.waitNodeReadyAt(ctx, name, "")
 }
 
 // waitNodeReadyAt waits for the Node name to be Ready with its kubelet at

@@ -52,6 +52,13 @@ variable "node_image" {
   description = "Node image rootfs directory."
 }
 
+variable "machine_images" {
+  type        = map(string)
+  default     = {}
+  nullable    = false
+  description = "The node image rootfs directory of each machine that boots another release than node_image's (one kiln scale added after an upgrade), by machine name; the others boot node_image."
+}
+
 variable "kiln_binary" {
   type        = string
   description = "Host path of the kiln binary, bound read-only at /usr/local/bin/kiln in every machine."

@@ -56,10 +56,11 @@ variable "masters" {
     address = string
     ip      = string
     state   = optional(string, "running")
+    payload = optional(string)
   }))
   default     = []
   nullable    = false
-  description = "The masters: name, SSH address, node IP and whether each node runs (running or stopped); none when null."
+  description = "The masters: name, SSH address, node IP, whether each node runs (running or stopped) and its node payload when not payload (another release's); none when null."
 }
 
 variable "workers" {
@@ -68,10 +69,11 @@ variable "workers" {
     address = string
     ip      = string
     state   = optional(string, "running")
+    payload = optional(string)
   }))
   default     = []
   nullable    = false
-  description = "The workers: name, SSH address, node IP and whether each node runs (running or stopped); none when null."
+  description = "The workers: name, SSH address, node IP, whether each node runs (running or stopped) and its node payload when not payload (another release's); none when null."
 }
 
 variable "bootstrap_ignition" {

@@ -123,6 +123,9 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 	}
 	vars := plan.Vars(c, image, kiln)
 	vars.BootstrapInLB = !c.BootstrapDone
+	if vars.MachineImages, err = p.machineImages(ctx, c, drv); err != nil {
+		return err
+	}
 	cluster := vars
 	if err := p.setServiceLB(c, plan, &cluster); err != nil {
 		return err

@@ -3,6 +3,7 @@ package provision
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/machines"
 	tfdata "github.com/kiln-project/kiln/data/terraform"
@@ -20,10 +21,11 @@ const (
 
 // ApplyMachines implements platforms.Scaler: the cluster stage applied with
 // exactly c.Shape's machines, all running, the LoadBalancer Service
-// controller's list of them updated in place. A machine it creates boots from c.Full's config of its
-// role when there is one (a day-2 join: the full config with the machine's
-// own join token); the machines that run keep theirs, as the stage ignores
-// a change of ignition and hosts.
+// controller's list of them updated in place. A machine it creates boots
+// from c.Full's config of its role when there is one (a day-2 join: the
+// full config with the machine's own join token), and from the node image
+// of its release (machineImages); the machines that run keep theirs, as
+// the stage ignores a change of ignition and hosts.
 func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) error {
 	plan, drv, err := p.planAndDriver(ctx, c, c.Machines())
 	if err != nil {
@@ -35,6 +37,9 @@ func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) e
 	}
 	vars := plan.Vars(c, net.NodeImage, net.KilnBinary)
 	vars.BootstrapInLB = false
+	if vars.MachineImages, err = p.machineImages(ctx, c, drv); err != nil {
+		return err
+	}
 	if full := c.Full[machines.RoleMaster]; full != nil {
 		vars.MasterIgnition = string(full)
 	}
@@ -122,4 +127,51 @@ func normalizeVars(v *tfdata.LocalVars) {
 	if len(v.WorkerNames) == 0 && len(v.WorkerAddresses) > 0 {
 		v.WorkerNames = machines.DefaultShape(v.InfraID, 0, len(v.WorkerAddresses)).Workers
 	}
+}
+
+// machineImages returns the node image of each machine of c that boots
+// another release than the cluster's node image, as imagesOf says, from
+// the cluster stage's last variables; a release's node image is built
+// when the cache lacks it.
+func (p *Provisioner) machineImages(ctx context.Context, c *platforms.Cluster, drv *terraform.Driver) (map[string]string, error) {
+	prev, err := optionalStageVars(drv, terraform.StageCluster)
+	if err != nil {
+		return nil, err
+	}
+	return imagesOf(c, prev, func(version string) (string, error) {
+		img, err := p.nodeImage(ctx, version, true)
+		if err != nil {
+			return "", err
+		}
+		return img.RootFS, nil
+	})
+}
+
+// imagesOf returns the node image of each machine of c that boots another
+// release than the cluster's node image (platforms.Cluster.Releases): for
+// a machine the cluster stage prev was applied with, its image there (an
+// image never changes under a machine, which would be replaced: a machine
+// created from the cluster's node image keeps it), else image of the
+// machine's release.
+func imagesOf(c *platforms.Cluster, prev *tfdata.LocalVars, image func(version string) (string, error)) (map[string]string, error) {
+	var exists []string
+	if prev != nil {
+		exists = slices.Concat(prev.MasterNames, prev.WorkerNames)
+	}
+	images := map[string]string{}
+	for _, m := range c.Machines().All() {
+		switch v := c.Releases[m]; {
+		case slices.Contains(exists, m):
+			if img, ok := prev.MachineImages[m]; ok {
+				images[m] = img
+			}
+		case v != "" && v != c.Resolved.Release.Kubernetes:
+			img, err := image(v)
+			if err != nil {
+				return nil, fmt.Errorf("the node image of %s, which %s boots: %w", v, m, err)
+			}
+			images[m] = img
+		}
+	}
+	return images, nil
 }

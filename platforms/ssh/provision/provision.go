@@ -113,10 +113,11 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 	}
 	// A cluster keeps the payload it was created with: a resumed create
 	// with a newer kiln must not reinstall the hosts.
-	var prev tfdata.SSHVars
+	var prev *tfdata.SSHVars
 	payload := ""
-	if err := drv.LastVars(terraform.StageCluster, &prev); err == nil {
-		payload = prev.Payload
+	var last tfdata.SSHVars
+	if err := drv.LastVars(terraform.StageCluster, &last); err == nil {
+		prev, payload = &last, last.Payload
 	}
 	if payload == "" {
 		if payload, err = p.ensurePayload(ctx, c); err != nil {
@@ -126,6 +127,9 @@ func (p *Provisioner) Provision(ctx context.Context, c *platforms.Cluster) error
 	vars, err := Vars(c, payload)
 	if err != nil {
 		return &platforms.ConfigError{Err: err}
+	}
+	if err := p.hostPayloads(ctx, c, prev, &vars); err != nil {
+		return err
 	}
 	boot := sshconfig.Hosts(c.Config, ssh.RoleBootstrap)
 	steps := []step{
@@ -267,6 +271,51 @@ func (p *Provisioner) payloadOf(ctx context.Context, c *platforms.Cluster, r rel
 	err = img.WriteSysext(dest, p.Env.Kiln)
 	end(err)
 	return dest, err
+}
+
+// hostPayloads gives each host of vars that boots another release than
+// the cluster's payload its own, as setPayloads says; a release's payload
+// is written into the cache when it lacks it.
+func (p *Provisioner) hostPayloads(ctx context.Context, c *platforms.Cluster, prev, vars *tfdata.SSHVars) error {
+	return setPayloads(c, prev, vars, func(version string) (string, error) {
+		r, err := release.Lookup(version)
+		if err != nil {
+			return "", err
+		}
+		return p.payloadOf(ctx, c, r)
+	})
+}
+
+// setPayloads gives each master and worker of vars the node payload of
+// its release when that is not the cluster's (platforms.Cluster.Releases):
+// for a host the cluster stage prev was applied with, its payload there (a
+// payload never changes under a host, which would be reinstalled: a host
+// installed with the cluster's payload keeps it), else payload of the
+// host's release.
+func setPayloads(c *platforms.Cluster, prev, vars *tfdata.SSHVars, payload func(version string) (string, error)) error {
+	had := map[string]tfdata.SSHHost{}
+	if prev != nil {
+		for _, h := range slices.Concat(prev.Masters, prev.Workers) {
+			had[h.Name] = h
+		}
+	}
+	for _, hosts := range [][]tfdata.SSHHost{vars.Masters, vars.Workers} {
+		for i := range hosts {
+			h := &hosts[i]
+			if old, ok := had[h.Name]; ok {
+				h.Payload = old.Payload
+				continue
+			}
+			if v := c.Releases[h.Name]; v != "" && v != c.Resolved.Release.Kubernetes {
+				dir, err := payload(v)
+				if err != nil {
+					return fmt.Errorf("the node payload of %s, which host %s boots: %w", v, h.Name, err)
+				}
+				h.Payload = dir
+			}
+		}
+	}
+	return nil
 }
 
 // Vars returns the stages' variables of c with the node payload at

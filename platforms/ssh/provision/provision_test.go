@@ -294,3 +294,41 @@ func TestAPIBackends(t *testing.T) {
 		t.Error("apiBackends without a proxy configuration: no error")
 	}
 }
+
+// TestSetPayloads: a host added with another release than the cluster's
+// is installed with that release's payload, and keeps it on every later
+// apply; a host installed already keeps its payload, whatever the record
+// says; the others take the stage's.
+func TestSetPayloads(t *testing.T) {
+	c := &platforms.Cluster{Releases: map[string]string{"w1": "v1.36.3", "w2": "v1.36.3", "w3": "v1.35.4"}}
+	c.Resolved.Release.Kubernetes = "v1.35.4"
+	hosts := func(names ...string) []tfdata.SSHHost {
+		var hs []tfdata.SSHHost
+		for _, n := range names {
+			hs = append(hs, tfdata.SSHHost{Name: n})
+		}
+		return hs
+	}
+	var asked []string
+	payload := func(v string) (string, error) {
+		asked = append(asked, v)
+		return "/cache/kiln-" + v, nil
+	}
+	prev := &tfdata.SSHVars{Masters: hosts("m0"), Workers: []tfdata.SSHHost{{Name: "w1"}, {Name: "w9", Payload: "/cache/gone"}}}
+	vars := &tfdata.SSHVars{Masters: hosts("m0"), Workers: hosts("w1", "w2", "w3")}
+	if err := setPayloads(c, prev, vars, payload); err != nil {
+		t.Fatal(err)
+	}
+	want := []tfdata.SSHHost{{Name: "w1"}, {Name: "w2", Payload: "/cache/kiln-v1.36.3"}, {Name: "w3"}}
+	if !reflect.DeepEqual(vars.Workers, want) || vars.Masters[0].Payload != "" || !slices.Equal(asked, []string{"v1.36.3"}) {
+		t.Errorf("workers %+v, masters %+v (asked %v); want %+v", vars.Workers, vars.Masters, asked, want)
+	}
+	again := &tfdata.SSHVars{Masters: hosts("m0"), Workers: hosts("w1", "w2", "w3")}
+	if err := setPayloads(c, vars, again, func(string) (string, error) { return "", errors.New("asked again") }); err != nil || !reflect.DeepEqual(again.Workers, want) {
+		t.Errorf("a second apply: %+v, %v", again.Workers, err)
+	}
+	if err := setPayloads(c, nil, &tfdata.SSHVars{Workers: hosts("w2")}, func(string) (string, error) { return "", errors.New("no node image") }); err == nil ||
+		!strings.Contains(err.Error(), "the node payload of v1.36.3, which host w2 boots: no node image") {
+		t.Errorf("a release without its payload: %v", err)
+	}
+}

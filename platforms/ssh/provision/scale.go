@@ -23,7 +23,7 @@ var _ platforms.Scaler = (*Provisioner)(nil)
 // with exactly the hosts of c.Shape. A host it no longer lists is reset; a
 // host added is installed from c.Full's config of its role when there is
 // one (a day-2 join: the full config with the host's own join token),
-// with the node payload the cluster was created with and the API proxy
+// with the node payload of its release (hostPayloads) and the API proxy
 // configuration the other hosts have (APIBackends). The hosts that run
 // keep theirs: the stage ignores a change of ignition and api_proxy.
 func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) error {
@@ -41,6 +41,9 @@ func (p *Provisioner) ApplyMachines(ctx context.Context, c *platforms.Cluster) e
 	}
 	vars, err := Vars(c, prev.Payload)
 	if err != nil {
+		return err
+	}
+	if err := p.hostPayloads(ctx, c, &prev, &vars); err != nil {
 		return err
 	}
 	vars.APIProxy = &proxy

@@ -14,7 +14,7 @@ locals {
 resource "kilnlocal_machine" "master" {
   for_each     = local.masters
   name         = each.key
-  image        = var.node_image
+  image        = lookup(var.machine_images, each.key, var.node_image)
   bridge       = var.bridge
   address      = "${each.value}/${local.prefix_len}"
   hosts        = local.hosts
@@ -38,7 +38,7 @@ resource "kilnlocal_machine" "master" {
 resource "kilnlocal_machine" "worker" {
   for_each     = local.workers
   name         = each.key
-  image        = var.node_image
+  image        = lookup(var.machine_images, each.key, var.node_image)
   bridge       = var.bridge
   address      = "${each.value}/${local.prefix_len}"
   hosts        = local.hosts

@@ -8,7 +8,7 @@ resource "kilnssh_host" "master" {
   name      = each.key
   address   = each.value.address
   ignition  = var.master_ignition
-  payload   = var.payload
+  payload   = coalesce(each.value.payload, var.payload)
   api_proxy = var.api_proxy
   state     = each.value.state
   env = {
@@ -26,7 +26,7 @@ resource "kilnssh_host" "worker" {
   name      = each.key
   address   = each.value.address
   ignition  = var.worker_ignition
-  payload   = var.payload
+  payload   = coalesce(each.value.payload, var.payload)
   api_proxy = var.api_proxy
   state     = each.value.state
   env = {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
+	"path"
 	"slices"
 	"strings"
 
@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kiln-project/kiln/assets/release"
-	"github.com/kiln-project/kiln/cmd/cluster/noderelease"
-	"github.com/kiln-project/kiln/ignition/machineconfig"
+	"github.com/kiln-project/kiln/ignition"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 // controlPlane returns a master's static pods, etcd first; the others are
@@ -43,97 +43,98 @@ type runningRelease struct {
 	Images map[release.Component]string
 }
 
-// catchUp brings the new machine node to the release the cluster runs,
-// when that is not the one its node image holds: a cluster upgraded since
-// it was created runs a newer release than the image its new machines
-// boot from. Once the node registered, its machine-config agent is asked
-// for the running release (noderelease) of its kubelet (with every image
-// of that release, as an upgrade's kubelet step) and, on a master, of its
-// staged control plane, from the payload the platform stages on the node;
-// the etcd static pod kiln's installer writes names the members' image.
-// Without it a new master ran an older API server than the kubelets,
-// which the skew policy forbids, an older etcd member could not join
-// members past its minor (docs/upgrade.md, "etcd 3.5 to 3.6"), and
-// kube-proxy could not start on a new worker. A re-run asks again for
-// what the node runs already, which changes nothing.
-func (r *Runner) catchUp(ctx context.Context, node string, master bool) error {
+// bootRelease returns the release machine node, about to be added, boots
+// straight into, and records it in the cluster's Releases when it is not
+// the install-config's: the release the cluster runs, which an upgrade
+// may have moved since the cluster was created. The platform creates the
+// machine from that release's node image (local) or system extension
+// (ssh), and its config names that release's images (withRelease), so no
+// step after its boot changes its release: a new master never runs an
+// API server older than the kubelets (which the skew policy forbids), nor
+// an etcd older than the members' minor (docs/upgrade.md, "etcd 3.5 to
+// 3.6"), and kube-proxy finds its image on a new worker.
+//
+// The release is the one every other node's kubelet runs (the
+// install-config's when there is no other node); the add-ons and, for a
+// master, the other masters' control plane must run its images. Anything
+// else is an upgrade under way, which must end first: the machine would
+// join at one of two releases. For a master, the etcd static pod its
+// installer writes is pointed at the release's etcd.
+func (r *Runner) bootRelease(ctx context.Context, node string, master bool) (release.Release, error) {
 	run, err := r.running(ctx, node, master)
 	if err != nil {
-		return err
+		return release.Release{}, err
 	}
-	n, err := r.Kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("Node %s: %w", node, err)
-	}
-	own := n.Status.NodeInfo.KubeletVersion
-	base, err := release.Lookup(own)
-	if err != nil {
-		return fmt.Errorf("Node %s reports kubelet %q: %w", node, own, err)
-	}
-	if img, ok := run.Images[release.Etcd]; ok {
-		if _, err := release.WithImage(release.Etcd, img); err != nil {
-			return fmt.Errorf("the cluster runs %s: %w", img, err)
+	rel := r.Cluster.Resolved.Release
+	if run.Kubelet != "" {
+		if rel, err = release.Lookup(run.Kubelet); err != nil {
+			return release.Release{}, fmt.Errorf("the nodes' kubelets run %s: %w", run.Kubelet, err)
 		}
-		manifest, err := release.Retag([]byte(r.PKI.Manifest), release.Etcd, img)
+	}
+	var errs []error
+	for _, c := range sortedComponents(run.Images) {
+		if img := run.Images[c]; img != rel.Image(c) {
+			errs = append(errs, fmt.Errorf("the cluster runs %s while its kubelets run %s, whose %s is %s: an upgrade is under way; finish it with kiln upgrade cluster first",
+				img, rel.Kubernetes, c, rel.Image(c)))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return release.Release{}, err
+	}
+	if master {
+		manifest, err := release.Retag([]byte(r.PKI.Manifest), release.Etcd, rel.Image(release.Etcd))
+		if err == nil {
+			manifest, err = release.WithEtcdSnapshotCount(manifest)
+		}
 		if err != nil {
-			return fmt.Errorf("the masters' etcd static pod: %w", err)
+			return release.Release{}, fmt.Errorf("the masters' etcd static pod: %w", err)
 		}
 		r.PKI.Manifest = string(manifest)
 	}
-	want := machineconfig.NodeRelease{}
-	kubelet := base
-	if run.Kubelet != "" && run.Kubelet != own {
-		if kubelet, err = release.Lookup(run.Kubelet); err != nil {
-			return fmt.Errorf("the nodes' kubelets run %s: %w", run.Kubelet, err)
+	if rel.Kubernetes == r.Cluster.Resolved.Release.Kubernetes {
+		delete(r.Cluster.Releases, node)
+	} else {
+		if r.Cluster.Releases == nil {
+			r.Cluster.Releases = map[string]string{}
 		}
-		want[machineconfig.Kubelet] = kubelet.Kubernetes
+		r.Cluster.Releases[node] = rel.Kubernetes
+		r.Log.Infof("%s boots Kubernetes %s, the release the cluster runs (it was created at %s)", node, rel.Kubernetes, r.Cluster.Resolved.Release.Kubernetes)
 	}
-	for _, c := range sortedComponents(run.Images) {
-		img := run.Images[c]
-		switch {
-		case c == release.Etcd || img == base.Image(c):
-		case c == release.KubeProxy || c == release.CoreDNS:
-			// The kubelet's release brings the add-ons' images.
-			if img != kubelet.Image(c) {
-				return fmt.Errorf("the cluster runs %s while its kubelets run %s: an upgrade is under way; finish it with kiln upgrade cluster first", img, kubelet.Kubernetes)
-			}
-		default:
-			rel, err := release.WithImage(c, img)
-			if err != nil {
-				return fmt.Errorf("the cluster runs %s: %w", img, err)
-			}
-			want[string(c)] = rel.Kubernetes
+	return rel, nil
+}
+
+// withRelease returns the full config full with every control-plane
+// static pod it holds (active or staged) pointed at rel's images.
+func withRelease(full []byte, rel release.Release) ([]byte, error) {
+	cfg, err := ignition.Parse(full)
+	if err != nil {
+		return nil, err
+	}
+	changed := false
+	for _, f := range slices.Clone(cfg.Storage.Files) {
+		dir, base := path.Split(f.Path)
+		c := release.Component(strings.TrimSuffix(base, ".yaml"))
+		if dir != nodelayout.StaticPodDir+"/" && dir != nodelayout.StagedPodDir+"/" || !slices.Contains(controlPlane(), c) {
+			continue
 		}
-	}
-	if len(want) == 0 {
-		return nil
-	}
-	if r.Upgrader == nil {
-		return fmt.Errorf("the cluster runs %s, which the node image of %s lacks, and platform %s cannot stage a release on a machine",
-			want, node, r.Cluster.Config.PlatformName())
-	}
-	// The images come before the node is Ready, not after: a new worker
-	// is Ready only once its pod network is configured, which its node
-	// agent does after kube-proxy synced (or a minute went by), and its
-	// kube-proxy cannot start before its image is there.
-	for _, v := range slices.Compact(slices.Sorted(maps.Values(want))) {
-		if err := r.Upgrader.StageRelease(ctx, r.Cluster, node, v); err != nil {
-			return fmt.Errorf("staging the payload of %s on %s: %w", v, node, err)
+		data, _, err := ignition.FileContents(cfg, f.Path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Path, err)
 		}
-	}
-	if err := noderelease.Ask(ctx, r.Kube, node, want); err != nil {
-		return err
-	}
-	if err := r.until(ctx, r.joinTimeout(), "Bringing "+node+" to the release the cluster runs", func(ctx context.Context) (bool, string, error) {
-		if err := noderelease.Applied(ctx, r.Kube, node); err != nil {
-			return false, err.Error(), nil
+		if data, err = release.Retag(data, c, rel.Image(c)); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Path, err)
 		}
-		return true, "", nil
-	}); err != nil {
-		return err
+		mode := 0o644
+		if f.Mode != nil {
+			mode = *f.Mode
+		}
+		ignition.AddFile(&cfg, f.Path, mode, data)
+		changed = true
 	}
-	r.Log.Infof("%s runs %s, as the cluster does (its node image has %s)", node, want, own)
-	return nil
+	if !changed {
+		return full, nil
+	}
+	return ignition.Marshal(cfg)
 }
 
 // running reads what the cluster's nodes other than node run: their
