@@ -65,6 +65,10 @@ const (
 	// CurrentReleaseAnnotation on a Node is the DesiredReleaseAnnotation
 	// its agent last made true in full (the same value).
 	CurrentReleaseAnnotation = "kiln.dev/current-release"
+	// PausedByAnnotation on a MachineConfigPool names what paused it for
+	// a while (kiln upgrade cluster), which unpauses it when done; a pool
+	// the user paused has none and is left paused.
+	PausedByAnnotation = "kiln.dev/paused-by"
 )
 
 // The agent's states.

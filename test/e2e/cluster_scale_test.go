@@ -44,7 +44,8 @@ const scaleNodePort = 31080
 // workers through a NodePort Service on master-0: write errors stay within
 // a few seconds during master changes and none happen during worker
 // changes; the same for the Service. With two workers, a MachineConfig
-// rolls out to them (assertMachineConfig), and a worker added after it boots
+// rolls out to them (assertMachineConfig), a custom pool takes one of them
+// and lets it go (assertCustomPool), and a worker added after it boots
 // into it (assertJoinedWithPoolConfig). At the end etcd has exactly 3
 // voters, the Nodes are the machines, and the load balancer sends to the
 // masters; destroy cluster leaves nothing.
@@ -80,6 +81,9 @@ func TestClusterScale(t *testing.T) {
 	// Service on them answers.
 	assertMachineConfig(ctx, t, client, adminDynamic(t, dir), machine.NewManager(machine.Options{}).Exec, mon,
 		[]string{name("master", 0), name("master", 1), name("master", 2)}, []string{name("worker", 0), name("worker", 1)})
+	// A custom pool takes worker-1, gives it a file of its own, and lets
+	// it go again.
+	assertCustomPool(ctx, t, client, adminDynamic(t, dir), machine.NewManager(machine.Options{}).Exec, mon, []string{name("worker", 0), name("worker", 1)})
 	// A worker goes: drained, its Node and machine removed.
 	scale(t, mon, "remove a worker", kiln, "--dir", dir, "--workers", "1", "--remove", name("worker", 0))
 	// A worker added now (in the lowest free place, worker-0's) boots

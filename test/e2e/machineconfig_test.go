@@ -216,6 +216,96 @@ func assertMachineConfig(ctx context.Context, t *testing.T, client kubernetes.In
 	waitFor(t, ctx, 2*time.Minute, edited+" Done once the file is back", state(machineconfig.StateDone))
 }
 
+// The custom pool assertCustomPool makes: the workers labelled
+// customPoolLabel, and a file only they get.
+const (
+	customPool      = "e2e-infra"
+	customPoolLabel = "e2e.kiln.dev/infra"
+	customFile      = "/etc/kiln-e2e/infra.conf"
+	customFileData  = "infra pool\n"
+	customPoolYAML  = `
+apiVersion: ` + mcAPIVersion + `
+kind: MachineConfigPool
+metadata:
+  name: ` + customPool + `
+spec:
+  nodeSelector:
+    matchLabels: {` + customPoolLabel + `: ""}
+`
+	customMCYAML = `
+apiVersion: ` + mcAPIVersion + `
+kind: MachineConfig
+metadata:
+  name: 60-e2e-infra
+  labels:
+    kiln.dev/pool: ` + customPool + `
+spec:
+  config:
+    storage:
+      files:
+      - {path: ` + customFile + `, mode: 0644, contents: {source: "data:,infra%20pool%0A"}}
+`
+)
+
+// assertCustomPool runs after assertMachineConfig, while mon's prober
+// fetches from a Service on the workers: a custom pool selecting the
+// labelled worker takes it from the worker pool, and its MachineConfig
+// reaches that worker alone, which keeps the worker pool's file (a custom
+// pool inherits the worker pool's MachineConfigs); once the label, the
+// MachineConfig and the pool are gone, the worker is back in the worker
+// pool and its agent took the custom pool's file away.
+func assertCustomPool(ctx context.Context, t *testing.T, client kubernetes.Interface, dyn dynamic.Interface, exec machineExec, mon *monitor, workers []string) {
+	t.Helper()
+	member, other := workers[len(workers)-1], workers[0]
+	label := func(value *string) {
+		v := "null"
+		if value != nil {
+			v = fmt.Sprintf("%q", *value)
+		}
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, customPoolLabel, v)
+		if _, err := client.CoreV1().Nodes().Patch(ctx, member, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatalf("label %s: %v", member, err)
+		}
+	}
+	empty := ""
+	start := time.Now()
+	mon.begin("custom pool rollout")
+	label(&empty)
+	createObject(ctx, t, dyn.Resource(machineconfig.MachineConfigPools), customPoolYAML)
+	createMachineConfig(ctx, t, dyn, customMCYAML)
+	waitFor(t, ctx, 5*time.Minute, "the custom pool "+customPool+" rolling out to "+member, poolUpdated(ctx, t, dyn, customPool, 1))
+	waitFor(t, ctx, 2*time.Minute, "the worker pool without "+member, poolUpdated(ctx, t, dyn, machineconfig.WorkerPool, len(workers)-1))
+	mon.end("")
+	t.Logf("MEASURE machine config: a custom pool's file rolled out to its one worker in %s", time.Since(start).Round(time.Second))
+	if p := getPool(ctx, t, dyn, customPool).Status.Configuration; !strings.HasPrefix(p, "rendered-"+customPool+"-") {
+		t.Errorf("the custom pool's configuration %q is not its own rendered config", p)
+	}
+	for path, want := range map[string]string{customFile: customFileData, mcFile: mcFileData} {
+		if out, err := exec(ctx, member, "cat", path); err != nil || string(out) != want {
+			t.Errorf("%s, in pool %s: %s = %q, %v; want %q", member, customPool, path, out, err, want)
+		}
+	}
+	if out, err := exec(ctx, other, "test", "-e", customFile); err == nil {
+		t.Errorf("%s, not in pool %s, has its %s (%s)", other, customPool, customFile, out)
+	}
+
+	start = time.Now()
+	mon.begin("custom pool removed")
+	label(nil)
+	if err := dyn.Resource(machineconfig.MachineConfigs).Delete(ctx, "60-e2e-infra", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("delete the custom pool's MachineConfig: %v", err)
+	}
+	if err := dyn.Resource(machineconfig.MachineConfigPools).Delete(ctx, customPool, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("delete the custom pool: %v", err)
+	}
+	waitFor(t, ctx, 5*time.Minute, member+" back in the worker pool", poolUpdated(ctx, t, dyn, machineconfig.WorkerPool, len(workers)))
+	mon.end("")
+	t.Logf("MEASURE machine config: a worker back from a custom pool in %s", time.Since(start).Round(time.Second))
+	if out, err := exec(ctx, member, "test", "-e", customFile); err == nil {
+		t.Errorf("%s, back in the worker pool, keeps %s (%s)", member, customFile, out)
+	}
+}
+
 // assertJoinedWithPoolConfig checks that worker, just added by kiln scale
 // after assertMachineConfig, booted into the worker pool's config: the
 // file and the kubelet setting are there as soon as it is a Node, its
@@ -319,12 +409,18 @@ func poolUpdated(ctx context.Context, t *testing.T, dyn dynamic.Interface, name 
 // createMachineConfig creates the MachineConfig of a YAML document.
 func createMachineConfig(ctx context.Context, t *testing.T, dyn dynamic.Interface, doc string) {
 	t.Helper()
+	createObject(ctx, t, dyn.Resource(machineconfig.MachineConfigs), doc)
+}
+
+// createObject creates the object of a YAML document in res.
+func createObject(ctx context.Context, t *testing.T, res dynamic.ResourceInterface, doc string) {
+	t.Helper()
 	var obj map[string]any
 	if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dyn.Resource(machineconfig.MachineConfigs).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create MachineConfig: %v", err)
+	if _, err := res.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create %s: %v", obj["kind"], err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
@@ -115,6 +116,21 @@ func Upgrade(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 		return exitcode.With(exitcode.Input, err)
 	}
 	plan.Print(out)
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return exitcode.With(exitcode.Input, err)
+	}
+	pools := &Pools{Dyn: dyn, Kube: kube, Report: func(s string) { fmt.Fprintln(out, "      "+s) }}
+	// The pools the upgrade paused are unpaused once every step is done,
+	// before the journal goes: a run killed in between does it again.
+	finish := func(ctx context.Context) error {
+		if f.Finish != nil {
+			if err := f.Finish(ctx); err != nil {
+				return err
+			}
+		}
+		return pools.Release(ctx)
+	}
 	warnRemovedAPIs(ctx, kube, release.MustParseVersion(to.Kubernetes), log, out)
 	warnStoredObjects(ctx, rc, kube, plan.From, release.MustParseVersion(to.Kubernetes), log, out)
 	if f.PlanOnly || (plan.Empty() && !resuming) {
@@ -123,10 +139,8 @@ func Upgrade(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 		}
 		// Every step done, the journal not removed yet: the run that did
 		// them stopped before or in Finish.
-		if f.Finish != nil {
-			if err := f.Finish(ctx); err != nil {
-				return err
-			}
+		if err := finish(ctx); err != nil {
+			return exitcode.With(exitcode.Install, err)
 		}
 		return RemoveJournal(c.Dir)
 	}
@@ -150,8 +164,14 @@ func Upgrade(ctx context.Context, c *install.Cluster, prov platforms.Provisioner
 			return exitcode.With(exitcode.Install, err)
 		}
 	}
+	// MachineConfig rollouts wait for the upgrade: it drains and changes
+	// nodes alone.
+	fmt.Fprintln(out, "Pausing the MachineConfig pools until the upgrade is done (kubectl get mcp)")
+	if err := pools.Hold(ctx); err != nil {
+		return exitcode.With(exitcode.Install, err)
+	}
 	drainer := &scale.Drainer{Client: kube, Timeout: f.DrainTimeout, Log: log}
-	r := &Runner{Dir: c.Dir, StepTimeout: f.StepTimeout, Out: out, Finish: f.Finish, Nodes: &ClusterNodes{
+	r := &Runner{Dir: c.Dir, StepTimeout: f.StepTimeout, Out: out, Finish: finish, Nodes: &ClusterNodes{
 		Cluster: &c.Cluster, Upgrader: up, Backends: backends, Kube: kube, Etcd: etcd,
 		EtcdClusterVersion: clusterVersion, Drainer: drainer.Drain}}
 	return exitcode.With(exitcode.Install, r.Run(ctx, plan, j))
