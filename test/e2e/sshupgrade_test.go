@@ -11,9 +11,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/ignition/machineconfig"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
 	"github.com/kiln-project/kiln/platforms/nodeimage"
 )
@@ -38,6 +40,8 @@ func upgradeSSHCluster(ctx context.Context, t *testing.T, kiln, dir string, f *s
 	start := time.Now()
 	killed, _ := signalAt(t, kiln, ": kubelet "+from+" → ", 3*time.Second, syscall.SIGKILL,
 		"upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--yes")
+	// The pools stay paused for the upgrade while it is under way.
+	assertPoolsPaused(ctx, t, adminDynamic(t, dir), true)
 	out, err = runKiln(t, kiln, 30*time.Minute, "upgrade", "cluster", "--dir", dir, "--to", to.Kubernetes, "--yes")
 	writes, errs := cn.finish()
 	if err != nil || !strings.Contains(out, "Upgrade complete: "+to.Kubernetes) {
@@ -46,6 +50,7 @@ func upgradeSSHCluster(ctx context.Context, t *testing.T, kiln, dir string, f *s
 	if !strings.Contains(out, "Resuming ") {
 		t.Errorf("the run after the kill resumes no step:\n%s", lastLines(out, 40))
 	}
+	assertPoolsPaused(ctx, t, adminDynamic(t, dir), false)
 	t.Logf("MEASURE upgrade of ssh 1+1 %s → %s: %s including the kill and the resume; canary: %d writes, %d failed\n%s",
 		from, to.Kubernetes, time.Since(start).Round(time.Second), writes, len(errs), lastLines(out, 40))
 	// The one master's API server and etcd restart: writes fail while
@@ -102,5 +107,18 @@ func assertBootedRelease(ctx context.Context, t *testing.T, client kubernetes.In
 	got, err := f.Client.RunScript(ctx, h.Address, fmt.Sprintf("ls %s; ls %s 2>/dev/null || true", nodelayout.ExtensionsDir, nodelayout.ReleasesDir))
 	if fields := strings.Fields(string(got)); err != nil || !slices.Equal(fields, []string{nodeimage.SysextName(version)}) {
 		t.Errorf("host %s: extensions and staged releases %q (%v), want %s alone", h.Name, got, err, nodeimage.SysextName(version))
+	}
+}
+
+// assertPoolsPaused checks that the master and worker pools are paused by
+// kiln upgrade cluster (want true), or run, with no mark of it (false).
+func assertPoolsPaused(ctx context.Context, t *testing.T, dyn dynamic.Interface, want bool) {
+	t.Helper()
+	for _, name := range []string{machineconfig.MasterPool, machineconfig.WorkerPool} {
+		p := getPool(ctx, t, dyn, name)
+		by, marked := p.Annotations[machineconfig.PausedByAnnotation]
+		if p.Spec.Paused != want || marked != want {
+			t.Errorf("pool %s: paused %t, %s %q; want paused %t, by the upgrade only while it is under way", name, p.Spec.Paused, machineconfig.PausedByAnnotation, by, want)
+		}
 	}
 }

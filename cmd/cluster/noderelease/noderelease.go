@@ -20,16 +20,16 @@ import (
 	"github.com/kiln-project/kiln/ignition/machineconfig"
 )
 
-// apiRetry is how long a call retries while the API does not answer: an
+// APIRetry is how long a call retries while the API does not answer: an
 // API server that restarts (a single master's) is back within it.
-const apiRetry = 2 * time.Minute
+const APIRetry = 2 * time.Minute
 
 // Ask sets node's desired release of each component of versions
 // (component name to Kubernetes release version), keeping what it asks
 // for the others. It retries while the API does not answer.
 func Ask(ctx context.Context, kube kubernetes.Interface, node string, versions map[string]string) error {
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, apiRetry, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, APIRetry, true, func(ctx context.Context) (bool, error) {
 		last = ask(ctx, kube, node, versions)
 		return last == nil, nil
 	})

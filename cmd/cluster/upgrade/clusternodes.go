@@ -68,16 +68,26 @@ func (n *ClusterNodes) Apply(ctx context.Context, node string, c Change) error {
 	if err != nil {
 		return err
 	}
-	switch c.Component {
-	case Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kubelet:
+	switch {
+	case onNode(c.Component):
 		if err := n.Upgrader.StageRelease(ctx, n.Cluster, node, r.Kubernetes); err != nil {
 			return fmt.Errorf("staging the payload of %s on %s: %w", r.Kubernetes, node, err)
 		}
 		return noderelease.Ask(ctx, n.Kube, node, map[string]string{string(c.Component): r.Kubernetes})
-	case KubeProxy, CoreDNS:
+	case c.Component == KubeProxy || c.Component == CoreDNS:
 		return n.setAddonImage(ctx, c.Component, r.Image(release.Component(c.Component)))
 	}
 	return fmt.Errorf("kiln cannot change %s", c.Component)
+}
+
+// onNode reports whether c runs on a node, made so by the node's agent
+// (noderelease), rather than as a cluster workload.
+func onNode(c Component) bool {
+	switch c {
+	case Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kubelet:
+		return true
+	}
+	return false
 }
 
 // Rollback applies c backwards; an etcd member is not put back a minor
@@ -123,8 +133,7 @@ func (n *ClusterNodes) Check(ctx context.Context, node string, c Change) error {
 	if err != nil {
 		return err
 	}
-	switch c.Component {
-	case Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, Kubelet:
+	if onNode(c.Component) {
 		if err := noderelease.Applied(ctx, n.Kube, node); err != nil {
 			return err
 		}
@@ -266,11 +275,11 @@ func (n *ClusterNodes) setAddonImage(ctx context.Context, c Component, ref strin
 // Drain cordons and drains node.
 func (n *ClusterNodes) Drain(ctx context.Context, node string) error { return n.Drainer(ctx, node) }
 
-// Uncordon makes node schedulable again, retrying for up to apiRetry
+// Uncordon makes node schedulable again, retrying for up to noderelease.APIRetry
 // while the API does not answer.
 func (n *ClusterNodes) Uncordon(ctx context.Context, node string) error {
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, apiRetry, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, noderelease.APIRetry, true, func(ctx context.Context) (bool, error) {
 		_, last = n.Kube.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(`{"spec":{"unschedulable":null}}`), metav1.PatchOptions{})
 		return last == nil, nil
 	})
@@ -279,11 +288,6 @@ func (n *ClusterNodes) Uncordon(ctx context.Context, node string) error {
 	}
 	return err
 }
-
-// apiRetry is how long a single call of the upgrade retries while the
-// API does not answer: an API server that restarts (a single master's) is
-// back within it.
-const apiRetry = 2 * time.Minute
 
 // APIBackend takes master out of the API load balancer or puts it back;
 // it never leaves the load balancer without a master.
