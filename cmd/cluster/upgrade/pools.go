@@ -46,14 +46,11 @@ type Pools struct {
 // started). A pool the user paused stays as it is. A cluster without the
 // machine-config API has nothing to hold.
 func (p *Pools) Hold(ctx context.Context) error {
-	pools, err := p.Dyn.Resource(machineconfig.MachineConfigPools).List(ctx, metav1.ListOptions{})
+	pools, err := p.list(ctx)
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("listing the MachineConfigPools: %w", err)
+		return err
 	}
-	for _, u := range pools.Items {
+	for _, u := range pools {
 		if paused, _, _ := unstructured.NestedBool(u.Object, "spec", "paused"); paused {
 			continue
 		}
@@ -114,14 +111,11 @@ func cordonedForConfig(n *corev1.Node) bool {
 // Release unpauses the pools Hold paused (those whose PausedByAnnotation
 // is the upgrade's), whichever run paused them.
 func (p *Pools) Release(ctx context.Context) error {
-	pools, err := p.Dyn.Resource(machineconfig.MachineConfigPools).List(ctx, metav1.ListOptions{})
+	pools, err := p.list(ctx)
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("listing the MachineConfigPools: %w", err)
+		return err
 	}
-	for _, u := range pools.Items {
+	for _, u := range pools {
 		if u.GetAnnotations()[machineconfig.PausedByAnnotation] != pausedByUpgrade {
 			continue
 		}
@@ -131,4 +125,17 @@ func (p *Pools) Release(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// list returns the cluster's MachineConfigPools: none when it has no
+// machine-config API (a cluster kiln made before it).
+func (p *Pools) list(ctx context.Context) ([]unstructured.Unstructured, error) {
+	pools, err := p.Dyn.Resource(machineconfig.MachineConfigPools).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing the MachineConfigPools: %w", err)
+	}
+	return pools.Items, nil
 }
