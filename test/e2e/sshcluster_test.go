@@ -340,14 +340,6 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 
 	if o.upgradeFrom != "" {
 		upgradeSSHCluster(ctx, t, kiln, dir, f, client, installed[1:], o.upgradeFrom)
-		// A worker host added after the upgrade boots straight into the
-		// new release: its extension, never the one the cluster was
-		// created with, and its agent is never asked for a release.
-		joiner, joined := f.Hosts[2+o.masters], time.Now()
-		replaceSSHWorker(ctx, t, kiln, dir, f, masters, worker, joiner)
-		assertBootedRelease(ctx, t, client, f, joiner, joined, release.Default().Kubernetes)
-		worker = joiner
-		nodes = append(slices.Clone(masters), worker)
 	}
 	if o.lan {
 		assertLAN(ctx, t, client, []sshHost{masters[0], worker}, lanAddr)
@@ -378,6 +370,17 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	assertPodNetwork(ctx, t, client, masters[len(masters)-1].Name, worker.Name)
 	if o.networkType == "KilnVXLAN" {
 		assertOverlayRoutes(ctx, t, client, f.m.Exec)
+	}
+	if o.upgradeFrom != "" {
+		// A worker host added after the upgrade boots straight into the
+		// new release: its extension, never the one the cluster was
+		// created with, and its agent is never asked for a release. Its
+		// pods reach the Service assertPodNetwork made.
+		joiner, joined := f.Hosts[2+o.masters], time.Now()
+		replaceSSHWorker(ctx, t, kiln, dir, f, masters, worker, joiner)
+		assertBootedRelease(ctx, t, client, f, joiner, joined, release.Default().Kubernetes)
+		worker = joiner
+		nodes = append(slices.Clone(masters), worker)
 	}
 	if o.restart {
 		restartSSHCluster(ctx, t, kiln, dir, f, client, nodes, masters[0], worker.Name, masters[len(masters)-1].Name)
