@@ -96,9 +96,16 @@ func (p *Pools) rolling(ctx context.Context) ([]string, error) {
 	}
 	var busy []string
 	for _, n := range nodes.Items {
-		if cordonedForConfig(&n) {
-			busy = append(busy, n.Name)
+		if !cordonedForConfig(&n) {
+			continue
 		}
+		// A node its agent cannot bring to the config holds the upgrade
+		// until someone mends it: say why.
+		if a := n.Annotations; a[machineconfig.StateAnnotation] == machineconfig.StateDegraded {
+			busy = append(busy, n.Name+" (Degraded: "+a[machineconfig.ReasonAnnotation]+")")
+			continue
+		}
+		busy = append(busy, n.Name)
 	}
 	slices.Sort(busy)
 	return busy, nil

@@ -101,3 +101,16 @@ func TestPoolsWithoutTheAPI(t *testing.T) {
 		t.Errorf("Release: %v", err)
 	}
 }
+
+// TestPoolsHoldNamesADegradedNode: a node the controller cordoned and
+// whose agent is Degraded holds the upgrade, and the wait says why.
+func TestPoolsHoldNamesADegradedNode(t *testing.T) {
+	kube := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w1", Annotations: map[string]string{
+		machineconfig.CordonedAnnotation: "rendered-worker-1", machineconfig.StateAnnotation: machineconfig.StateDegraded,
+		machineconfig.ReasonAnnotation: "/etc/motd differs"}}})
+	p := &Pools{Kube: kube}
+	busy, err := p.rolling(context.Background())
+	if err != nil || len(busy) != 1 || busy[0] != "w1 (Degraded: /etc/motd differs)" {
+		t.Errorf("rolling = %q, %v", busy, err)
+	}
+}
