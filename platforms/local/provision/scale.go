@@ -160,12 +160,12 @@ func imagesOf(c *platforms.Cluster, prev *tfdata.LocalVars, image func(version s
 	}
 	images := map[string]string{}
 	for _, m := range c.Machines().All() {
-		switch v := c.Releases[m]; {
+		switch v := c.ReleaseOf(m); {
 		case slices.Contains(exists, m):
 			if img, ok := prev.MachineImages[m]; ok {
 				images[m] = img
 			}
-		case v != "" && v != c.Resolved.Release.Kubernetes:
+		case v != c.Resolved.Release.Kubernetes:
 			img, err := image(v)
 			if err != nil {
 				return nil, fmt.Errorf("the node image of %s, which %s boots: %w", v, m, err)

@@ -306,7 +306,7 @@ func setPayloads(c *platforms.Cluster, prev, vars *tfdata.SSHVars, payload func(
 				h.Payload = old.Payload
 				continue
 			}
-			if v := c.Releases[h.Name]; v != "" && v != c.Resolved.Release.Kubernetes {
+			if v := c.ReleaseOf(h.Name); v != c.Resolved.Release.Kubernetes {
 				dir, err := payload(v)
 				if err != nil {
 					return fmt.Errorf("the node payload of %s, which host %s boots: %w", v, h.Name, err)
