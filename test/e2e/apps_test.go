@@ -287,24 +287,32 @@ func assertMetrics(t *testing.T, client kubernetes.Interface, kubectl kubectlRun
 		}
 		time.Sleep(5 * time.Second)
 	}
-	out, err := kubectl(ctx, "top", "nodes", "--no-headers")
-	if err != nil {
-		t.Fatalf("kubectl top nodes: %v\n%s", err, out)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != len(nodes.Items) {
-		t.Errorf("kubectl top nodes printed %d lines for %d nodes:\n%s", len(lines), len(nodes.Items), out)
-	}
-	for _, l := range lines {
-		if f := strings.Fields(l); len(f) < 5 || !strings.HasSuffix(f[1], "m") || !strings.HasSuffix(f[3], "Mi") {
-			t.Errorf("kubectl top nodes line without numbers: %q", l)
+	// kubectl reads what metrics-server scraped last: a pod that started
+	// after its last scrape (CoreDNS moved off a reset host) is missing
+	// until the next one, so both views are polled, not read once.
+	var top []byte
+	waitFor(t, ctx, 3*time.Minute, "kubectl top nodes and pods", func() (bool, string) {
+		out, err := kubectl(ctx, "top", "nodes", "--no-headers")
+		if err != nil {
+			return false, fmt.Sprintf("kubectl top nodes: %v\n%s", err, out)
 		}
-	}
-	t.Logf("kubectl top nodes:\n%s", out)
-	out, err = kubectl(ctx, "top", "pods", "-A", "--no-headers")
-	if err != nil || !strings.Contains(string(out), "coredns") {
-		t.Errorf("kubectl top pods -A: %v\n%s", err, out)
-	}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) != len(nodes.Items) {
+			return false, fmt.Sprintf("kubectl top nodes printed %d lines for %d nodes:\n%s", len(lines), len(nodes.Items), out)
+		}
+		for _, l := range lines {
+			if f := strings.Fields(l); len(f) < 5 || !strings.HasSuffix(f[1], "m") || !strings.HasSuffix(f[3], "Mi") {
+				return false, fmt.Sprintf("kubectl top nodes line without numbers: %q", l)
+			}
+		}
+		top = out
+		out, err = kubectl(ctx, "top", "pods", "-A", "--no-headers")
+		if err != nil || !strings.Contains(string(out), "coredns") {
+			return false, fmt.Sprintf("kubectl top pods -A without CoreDNS: %v\n%s", err, out)
+		}
+		return true, ""
+	})
+	t.Logf("kubectl top nodes:\n%s", top)
 }
 
 // assertLoadBalancer: a Deployment behind a LoadBalancer Service gets an
