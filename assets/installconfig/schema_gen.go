@@ -93,7 +93,7 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "httpsProxy", Type: "string", Ref: "", Doc: "httpsProxy is the URL of the proxy for https:// destinations."},
 			{Name: "noProxy", Type: "string", Ref: "", Doc: "noProxy is a comma-separated list of destinations that bypass the proxy."},
 		}},
-		"SshAddons": {Doc: "SshAddons selects the in-cluster add-ons of an ssh cluster; each is installed unless set to false. They are local's storage and metrics add-ons; local's loadBalancer and registry run on kiln's host, which an ssh cluster does not have.", Fields: []fieldDoc{
+		"SshAddons": {Doc: "SshAddons selects the in-cluster add-ons of an ssh cluster; each is installed unless set to false. They are local's storage and metrics add-ons; local's registry runs on kiln's host, which an ssh cluster does not have, and its LoadBalancer is MetalLB, on when loadBalancerIPs is set.", Fields: []fieldDoc{
 			{Name: "storage", Type: "boolean", Ref: "", Doc: "storage is the default StorageClass \"standard\": rancher's local-path-provisioner, with volumes in /var/lib/kiln/local-path on the host whose node runs the pod, removed with the rest of kiln's files when the host is reset (default true)."},
 			{Name: "metrics", Type: "boolean", Ref: "", Doc: "metrics is metrics-server: the metrics.k8s.io API behind `kubectl top` and HorizontalPodAutoscalers (default true)."},
 		}},
@@ -110,6 +110,7 @@ func schemaTypes() map[string]typeDoc {
 			{Name: "knownHostsFile", Type: "string", Ref: "", Doc: "knownHostsFile holds the hosts' (and the bastion's) public keys, an absolute path (default ~/.ssh/known_hosts of the user running kiln); a host whose key is not there is refused, never trusted on first use."},
 			{Name: "bastion", Type: "string", Ref: "", Doc: "bastion is host[:port] of a jump host kiln dials the hosts through, with the same user and key; unset, kiln dials them directly."},
 			{Name: "apiVIP", Type: "string", Ref: "", Doc: "apiVIP is the address users reach the API at from outside the hosts: a virtual IP or load balancer of theirs in front of port 6443 of the masters, or one master's address. It is in the API server's certificate and the admin kubeconfig. Unset, the admin kubeconfig names api.<metadata.name>.<baseDomain>, which the user's DNS resolves to the masters. The hosts themselves never use it: each reaches the API through its own proxy on 127.0.0.1:6444."},
+			{Name: "loadBalancerIPs", Type: "[]string", Ref: "", Doc: "loadBalancerIPs are the addresses LoadBalancer Services (without a loadBalancerClass) get, each a range \"first-last\" or a CIDR, on the hosts' segment: in networking.machineNetwork, and no host's address or apiVIP among them. MetalLB (built from source) assigns them and announces each from one node by ARP, and from another node within seconds when that node goes. Unset, no LoadBalancer add-on runs and such Services stay pending."},
 			{Name: "hosts", Type: "[]object", Ref: "SshHost", Doc: "hosts are the cluster's machines: one bootstrap host, the masters (as many as controlPlane.replicas) and the workers (as many as the compute pools' replicas, the bootstrap host among them when it joins as a worker)."},
 			{Name: "addons", Type: "object", Ref: "SshAddons", Doc: "addons switches off the add-ons an ssh cluster gets by default, for users who bring their own."},
 		}},

@@ -7,7 +7,7 @@ import "github.com/kiln-project/kiln/graph"
 func Objects() []graph.WritableAsset {
 	return []graph.WritableAsset{
 		&Namespaces{}, &NodeBootstrapRBAC{}, &BootstrapTokenSecret{}, &ClusterConfig{},
-		&Machines{}, &KubeletServingCABundle{}, &KubeProxy{}, &CoreDNS{}, &CSRApprover{}, &LocalPathStorage{}, &MetricsServer{}, &NetworkPolicy{}, &EtcdBackup{}, &MachineConfig{},
+		&Machines{}, &KubeletServingCABundle{}, &KubeProxy{}, &CoreDNS{}, &CSRApprover{}, &LocalPathStorage{}, &MetricsServer{}, &MetalLB{}, &NetworkPolicy{}, &EtcdBackup{}, &MachineConfig{},
 	}
 }
 

@@ -130,6 +130,10 @@ func renderAll(t *testing.T, config string) map[string][]byte {
 			}
 			rel, _ := filepath.Rel(dir, p)
 			files[filepath.ToSlash(rel)] = data
+			// Every Secret's file is 0600: it holds a credential.
+			if info, err := d.Info(); err == nil && bytes.Contains(data, []byte("\nkind: Secret\n")) && info.Mode().Perm() != 0o600 {
+				t.Errorf("%s holds a Secret, mode %o, want 0600", rel, info.Mode().Perm())
+			}
 			return nil
 		})
 		if err != nil {

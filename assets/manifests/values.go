@@ -24,7 +24,7 @@ const ClusterDNSDomain = tls.ServiceDNSDomain
 // Images are the image references the templates use.
 type Images struct {
 	Etcd, KubeAPIServer, KubeControllerManager, KubeScheduler, KubeProxy, CoreDNS, Pause string
-	LocalPathProvisioner, MetricsServer, KubeRouter                                      string
+	LocalPathProvisioner, MetricsServer, KubeRouter, MetalLB                             string
 }
 
 // Values is everything the manifest templates read, computed once from the
@@ -149,6 +149,7 @@ func (v *Values) Generate(_ context.Context, p graph.Parents) error {
 			LocalPathProvisioner:  rel.Image(release.LocalPathProvisioner),
 			MetricsServer:         rel.Image(release.MetricsServer),
 			KubeRouter:            rel.Image(release.KubeRouter),
+			MetalLB:               rel.Image(release.MetalLB),
 		},
 		Addons: configs.Addons(c),
 	}

@@ -12,6 +12,8 @@ type Info struct {
 	MetricsServer        string `json:"metricsServer"`
 	// KubeRouter is the NetworkPolicy engine's version.
 	KubeRouter string `json:"kubeRouter"`
+	// MetalLB is the ssh platform's LoadBalancer add-on's version.
+	MetalLB string `json:"metallb"`
 	// Containerd and Runc are the container runtime's versions.
 	Containerd string            `json:"containerd"`
 	Runc       string            `json:"runc"`
@@ -29,6 +31,7 @@ func (r Release) Info() Info {
 		LocalPathProvisioner: LocalPathProvisionerVersion,
 		MetricsServer:        MetricsServerVersion,
 		KubeRouter:           KubeRouterVersion,
+		MetalLB:              MetalLBVersion,
 		Containerd:           ContainerdVersion,
 		Runc:                 RuncVersion,
 		Debian:               DebianSuite,

@@ -24,6 +24,11 @@ const (
 	// module version whose network policy controller enforces
 	// NetworkPolicies (the newest the module proxy serves).
 	KubeRouterVersion = "v2.1.0"
+	// MetalLBVersion is the go.universe.tf/metallb module version of the
+	// ssh platform's LoadBalancer add-on (controller and speaker). v0.16.2
+	// needs github.com/metallb/frr-k8s v0.0.27, which the module proxy does
+	// not serve; v0.15.2's v0.0.20 is.
+	MetalLBVersion = "v0.15.2"
 	// ContainerdVersion is the github.com/containerd/containerd/v2 module
 	// version that containerd, its runc shim and ctr are built from. The
 	// node reports it (without the "v") as its container runtime version,
@@ -78,6 +83,11 @@ const (
 	// network policy controller running (iptables and ipset); its image
 	// also holds iptables, ip6tables and ipset.
 	KubeRouter Component = "kube-router"
+	// MetalLB gives LoadBalancer Services of an ssh cluster their
+	// addresses: its image holds MetalLB's controller, shipped as metallb
+	// (the entrypoint), which assigns them, and its speaker,
+	// metallb-speaker, which announces each from one node (ARP).
+	MetalLB Component = "metallb"
 )
 
 // LeaderLeases returns the names of the leader election leases (namespace
@@ -184,6 +194,7 @@ func (r Release) Images() []ImageSpec {
 		{Component: LocalPathProvisioner, Tag: LocalPathProvisionerVersion, Binaries: []string{"local-path-provisioner", "local-path-helper"}},
 		{Component: MetricsServer, Tag: MetricsServerVersion, Binaries: []string{"metrics-server"}},
 		{Component: KubeRouter, Tag: KubeRouterVersion, Binaries: []string{"kube-router"}},
+		{Component: MetalLB, Tag: MetalLBVersion, Binaries: []string{"metallb", "metallb-speaker"}},
 	}
 }
 

@@ -21,6 +21,7 @@ func TestImage(t *testing.T) {
 		{LocalPathProvisioner, "kiln.local/local-path-provisioner:v0.0.30"},
 		{MetricsServer, "kiln.local/metrics-server:v0.9.0"},
 		{KubeRouter, "kiln.local/kube-router:v2.1.0"},
+		{MetalLB, "kiln.local/metallb:v0.15.2"},
 	}
 	r := Default()
 	for _, tt := range tests {
@@ -47,7 +48,7 @@ func TestOlderReleaseImages(t *testing.T) {
 		t.Errorf("v1.35.4's API server image is %q", got)
 	}
 	def := Default()
-	for _, c := range []Component{Pause, LocalPathProvisioner, MetricsServer, KubeRouter} {
+	for _, c := range []Component{Pause, LocalPathProvisioner, MetricsServer, KubeRouter, MetalLB} {
 		if old.Image(c) != def.Image(c) {
 			t.Errorf("%s differs between releases: %s, %s", c, old.Image(c), def.Image(c))
 		}

@@ -52,6 +52,8 @@ type releaseInfo struct {
 	MetricsServer        string `json:"metricsServer"`
 	// KubeRouter enforces NetworkPolicies (its policy controller only).
 	KubeRouter string `json:"kubeRouter"`
+	// MetalLB gives LoadBalancer Services of ssh clusters addresses.
+	MetalLB string `json:"metallb"`
 	// Containerd and Runc are the container runtime, built from source
 	// like the rest.
 	Containerd string `json:"containerd"`
@@ -77,6 +79,7 @@ func readVersion(bi *debug.BuildInfo, ok bool) versionInfo {
 			LocalPathProvisioner: release.LocalPathProvisionerVersion,
 			MetricsServer:        release.MetricsServerVersion,
 			KubeRouter:           release.KubeRouterVersion,
+			MetalLB:              release.MetalLBVersion,
 			Containerd:           release.ContainerdVersion,
 			Runc:                 release.RuncVersion,
 			Registry:             release.RegistryVersion,
@@ -129,7 +132,7 @@ func (v versionInfo) write(w io.Writer, output string) error {
 	for _, row := range [][2]string{
 		{"kubernetes", r.Kubernetes}, {"etcd", r.Etcd}, {"coredns", r.CoreDNS}, {"pause", r.Pause},
 		{"local-path-provisioner", r.LocalPathProvisioner}, {"metrics-server", r.MetricsServer},
-		{"kube-router", r.KubeRouter},
+		{"kube-router", r.KubeRouter}, {"metallb (ssh)", r.MetalLB},
 		{"containerd", r.Containerd}, {"runc", r.Runc}, {"registry (host)", r.Registry},
 	} {
 		fmt.Fprintf(tw, "  %s\t%s\n", row[0], row[1])

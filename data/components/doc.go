@@ -4,6 +4,7 @@
 // coredns (with only the plugins of kiln's Corefile), pause,
 // local-path-provisioner (with kiln's local-path-helper), metrics-server,
 // kube-router (whose network policy controller enforces NetworkPolicies),
+// metallb (the ssh platform's LoadBalancer add-on: controller and speaker),
 // containerd (containerd, containerd-shim-runc-v2, ctr), runc, and registry
 // (the distribution registry of the local platform's registry add-on, which
 // runs on the host, not in the node image). Each directory holds go.mod.in
@@ -19,5 +20,5 @@ import "embed"
 
 // FS holds one directory per wrapper module.
 //
-//go:embed kubernetes etcd coredns pause local-path-provisioner metrics-server kube-router containerd runc registry
+//go:embed kubernetes etcd coredns pause local-path-provisioner metrics-server kube-router metallb containerd runc registry
 var FS embed.FS

@@ -133,6 +133,13 @@ func TestGoBuildCmd(t *testing.T) {
 			wantPkgs: []string{"github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"},
 		},
 		{
+			// Its source carries its version; go build names the
+			// binaries controller and speaker (Renames).
+			component: "metallb",
+			wantLD:    []string{"-s -w"},
+			wantPkgs:  []string{"go.universe.tf/metallb/controller", "go.universe.tf/metallb/speaker"},
+		},
+		{
 			component: "containerd",
 			wantFlags: []string{"-tags", "urfave_cli_no_docs"},
 			// Without the "v": the node reports containerd://2.4.2.

@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -26,8 +28,11 @@ type Component struct {
 	StagingVersion string
 	// Packages are the `go build` arguments, relative to the module.
 	Packages []string
-	// Binaries are the files the build leaves in bin/.
+	// Binaries are the files the build leaves in bin/, after Renames.
 	Binaries []string
+	// Renames names a binary go build leaves (named after its package's
+	// directory) as kiln ships it: built name -> shipped name.
+	Renames map[string]string
 	// LDFlags are -X flags that set version strings.
 	LDFlags []string
 	// Tags are the build tags (go build -tags).
@@ -41,6 +46,23 @@ type Component struct {
 	CLibs []cLib
 	// FS holds the module's directory (Name); nil means data/components.
 	FS fs.FS
+}
+
+// Built returns the names go build gives c's Binaries: each before its
+// rename (Renames).
+func (c Component) Built() []string {
+	from := map[string]string{}
+	for b, shipped := range c.Renames {
+		from[shipped] = b
+	}
+	out := make([]string, len(c.Binaries))
+	for i, n := range c.Binaries {
+		out[i] = n
+		if b, ok := from[n]; ok {
+			out[i] = b
+		}
+	}
+	return out
 }
 
 // kubernetesVersionVars are the packages whose version variables the
@@ -135,6 +157,13 @@ func Components(rel release.Release) []Component {
 			Name: "kube-router", Version: release.KubeRouterVersion,
 			Packages: []string{"github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"}, Binaries: []string{"kube-router"},
 			LDFlags: kubeRouterLDFlags,
+		},
+		{
+			// MetalLB's source carries its version (internal/version).
+			Name: "metallb", Version: release.MetalLBVersion,
+			Packages: []string{"go.universe.tf/metallb/controller", "go.universe.tf/metallb/speaker"},
+			Binaries: []string{"metallb", "metallb-speaker"},
+			Renames:  map[string]string{"controller": "metallb", "speaker": "metallb-speaker"},
 		},
 		{
 			Name: "containerd", Version: release.ContainerdVersion,
@@ -266,6 +295,9 @@ func (c Component) Key(goVersion string, files map[string][]byte) string {
 	h.Add("argv", strings.Join(cmd.Args, "\x00"))
 	h.Add("env", strings.Join(cmd.Env, "\x00"))
 	h.Add("binaries", strings.Join(c.Binaries, " "))
+	for _, from := range slices.Sorted(maps.Keys(c.Renames)) {
+		h.Add("rename", from+" "+c.Renames[from])
+	}
 	h.addFiles(files)
 	return h.Sum()
 }
@@ -390,6 +422,11 @@ func (b *builder) goBuild(ctx context.Context, job componentJob) error {
 	run := b.runner(b.progress.Update)
 	if err := run.run(ctx, GoBuildCmd(b.goBin, b.cache, c, job.src(), bin)); err != nil {
 		return fmt.Errorf("building %s: %w", c.Name, err)
+	}
+	for from, to := range c.Renames {
+		if err := os.Rename(filepath.Join(bin, from), filepath.Join(bin, to)); err != nil {
+			return fmt.Errorf("building %s: %w", c.Name, err)
+		}
 	}
 	for _, name := range c.Binaries {
 		if !exists(filepath.Join(bin, name)) {

@@ -69,6 +69,12 @@ func TestComponentSources(t *testing.T) {
 			wantSum: []string{"github.com/containerd/containerd/v2 v2.4.2 h1:"},
 		},
 		{
+			name:    "metallb",
+			wantMod: []string{"require go.universe.tf/metallb v0.15.2", "go.universe.tf/metallb/controller\n", "go.universe.tf/metallb/speaker\n"},
+			// Not v0.0.27, which v0.16.2 needs and the module proxy does not serve.
+			wantSum: []string{"go.universe.tf/metallb v0.15.2 h1:", "github.com/metallb/frr-k8s v0.0.20 h1:"},
+		},
+		{
 			name:    "runc",
 			wantMod: []string{"require github.com/opencontainers/runc v1.5.2", "tool github.com/opencontainers/runc\n"},
 			// runc's seccomp support: the seccomp build tag links it.

@@ -47,7 +47,7 @@ func laneBuilder(t *testing.T) (*builder, string) {
 	}
 	var all []string
 	for _, c := range Components(release.Default()) {
-		all = append(all, c.Binaries...)
+		all = append(all, c.Built()...)
 	}
 	logFile := filepath.Join(t.TempDir(), "calls")
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))

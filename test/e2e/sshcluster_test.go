@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,7 +38,10 @@ import (
 // payload, the ssh platform's Terraform stages through kiln's kilnssh
 // provider, the bootstrap host's control plane handing over to the masters
 // and reset, every host reaching the API through its own proxy. Then a
-// Service answers across hosts; a master's host stops and the API still
+// Service answers across hosts; a LoadBalancer Service gets an address of
+// loadBalancerIPs from MetalLB, answered from the test host, and again
+// from another node once the announcing node's host stops
+// (assertSSHLoadBalancer); a master's host stops and the API still
 // serves, to the other hosts through their proxies and to the user at the
 // API VIP; the first master's host reboots and its Node is Ready again;
 // on day 2 `kiln scale cluster` installs a new worker host in the first
@@ -48,7 +52,7 @@ import (
 // processes, interfaces, rules, routes and mounts equal a snapshot taken
 // before the install.
 func TestSSHCluster(t *testing.T) {
-	testSSHCluster(t, sshClusterOptions{name: "e2essh", third: 12, masters: 3, dayTwo: true})
+	testSSHCluster(t, sshClusterOptions{name: "e2essh", third: 12, masters: 3, dayTwo: true, loadBalancer: true})
 }
 
 // TestSSHClusterVXLAN installs a cluster on two hosts, a master and the
@@ -126,7 +130,15 @@ type sshClusterOptions struct {
 	// of its owner's, kept across reboots (ownerFirewallScript), which
 	// destroy must leave as they were.
 	ownerFirewall bool
+	// loadBalancer gives the cluster loadBalancerIPs (sshLBPool) and
+	// checks a LoadBalancer Service and its failover
+	// (assertSSHLoadBalancer).
+	loadBalancer bool
 }
+
+// sshLBPool is the last octets of the addresses of the hosts' subnet a
+// cluster with loadBalancer gives its LoadBalancer Services.
+var sshLBPool = [2]int{200, 209}
 
 // ownerFirewallScript gives a host what its owner may keep in its
 // firewall, kept across reboots as netfilter-persistent keeps it: a unit
@@ -240,6 +252,9 @@ networking:
     apiVIP: %s
     hosts:
 %s`, o.name, o.masters, map[bool]string{true: "Slower", false: "Standard"}[o.masters > 1], subnet, networkType, f.KeyFile, f.KnownHosts, masters[0].Address, hosts.String())
+	if o.loadBalancer {
+		cfg = strings.Replace(cfg, "    hosts:\n", fmt.Sprintf("    loadBalancerIPs: [%s%d-%s%d]\n    hosts:\n", subnet, sshLBPool[0], subnet, sshLBPool[1]), 1)
+	}
 	if o.upgradeFrom != "" {
 		cfg += "kubernetesVersion: " + o.upgradeFrom + "\n"
 	}
@@ -370,6 +385,10 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	assertPodNetwork(ctx, t, client, masters[len(masters)-1].Name, worker.Name)
 	if o.networkType == "KilnVXLAN" {
 		assertOverlayRoutes(ctx, t, client, f.m.Exec)
+	}
+	if o.loadBalancer {
+		pool := [2]netip.Addr{netip.MustParseAddr(fmt.Sprint(subnet, sshLBPool[0])), netip.MustParseAddr(fmt.Sprint(subnet, sshLBPool[1]))}
+		assertSSHLoadBalancer(ctx, t, f, client, adminDynamic(t, dir), pool, masters[0].Name)
 	}
 	if o.upgradeFrom != "" {
 		// A worker host added after the upgrade boots straight into the

@@ -91,8 +91,13 @@ type Addons struct {
 	Storage bool
 	// Metrics is metrics-server.
 	Metrics bool
-	// LoadBalancer is the host-side LoadBalancer Service controller.
+	// LoadBalancer gives LoadBalancer Services addresses: on local, kiln's
+	// controller on the host; on ssh, MetalLB in the cluster.
 	LoadBalancer bool
+	// LoadBalancerIPs are the in-cluster LoadBalancer's (MetalLB's) address
+	// ranges, "first-last" or CIDRs; empty where the platform serves
+	// LoadBalancer Services from outside the cluster (local) or not at all.
+	LoadBalancerIPs []string
 	// Registry is the image registry on the host.
 	Registry bool
 }

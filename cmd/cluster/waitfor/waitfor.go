@@ -175,7 +175,7 @@ func (w *Waiter) InstallComplete(ctx context.Context, nodes int, timeout time.Du
 		if (err != nil && !apierrors.IsNotFound(err)) || (err == nil && !daemonSetReady(ds, nodes)) {
 			return false, "the NetworkPolicy controller (kube-router) not running on every node", nil
 		}
-		if detail := w.addonsPending(ctx); detail != "" {
+		if detail := w.addonsPending(ctx, nodes); detail != "" {
 			return false, detail, nil
 		}
 		return true, "", nil
@@ -197,13 +197,17 @@ const (
 	storageNamespace, storageDeployment = "local-path-storage", "local-path-provisioner"
 	metricsNamespace, metricsDeployment = "kube-system", "metrics-server"
 	metricsAPIService                   = "v1beta1.metrics.k8s.io"
+	// MetalLB (18-metallb.yaml): its controller and, on every node, its
+	// speaker.
+	metalLBNamespace, metalLBDeployment, metalLBDaemonSet = "metallb-system", "controller", "speaker"
 )
 
 // addonsPending says which add-on is not available yet; "" when all are.
 // metrics-server turns ready only once it has scraped the kubelets (over
 // verified TLS); the metrics API is available once the API server reaches
-// it through its Service.
-func (w *Waiter) addonsPending(ctx context.Context) string {
+// it through its Service. MetalLB is available once its controller is and
+// a speaker runs on each of the nodes nodes.
+func (w *Waiter) addonsPending(ctx context.Context, nodes int) string {
 	if w.Addons.Storage {
 		dep, err := w.Client.AppsV1().Deployments(storageNamespace).Get(ctx, storageDeployment, metav1.GetOptions{})
 		if err != nil || !deploymentAvailable(dep) {
@@ -219,6 +223,16 @@ func (w *Waiter) addonsPending(ctx context.Context) string {
 			return "metrics API " + metricsAPIService + " not available: " + why
 		}
 	}
+	if len(w.Addons.LoadBalancerIPs) > 0 {
+		dep, err := w.Client.AppsV1().Deployments(metalLBNamespace).Get(ctx, metalLBDeployment, metav1.GetOptions{})
+		if err != nil || !deploymentAvailable(dep) {
+			return "MetalLB's controller (LoadBalancer addresses) not available"
+		}
+		ds, err := w.Client.AppsV1().DaemonSets(metalLBNamespace).Get(ctx, metalLBDaemonSet, metav1.GetOptions{})
+		if err != nil || !daemonSetReady(ds, nodes) {
+			return "MetalLB's speaker (LoadBalancer announcements) not running on every node"
+		}
+	}
 	return ""
 }
 
@@ -231,10 +245,16 @@ func (w *Waiter) addonsDone() string {
 	if w.Addons.Metrics {
 		names = append(names, "metrics-server")
 	}
-	if len(names) == 0 {
-		return ""
+	if len(w.Addons.LoadBalancerIPs) > 0 {
+		names = append(names, "MetalLB")
 	}
-	return "; " + strings.Join(names, " and ") + " available"
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return "; " + names[0] + " available"
+	}
+	return "; " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " available"
 }
 
 // apiService is the part of an APIService the wait reads.

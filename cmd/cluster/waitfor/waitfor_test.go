@@ -242,7 +242,9 @@ func TestInstallCompleteAddons(t *testing.T) {
 		t.Fatalf("add-ons off: %v", err)
 	}
 
-	w.Addons = types.Addons{Storage: true, Metrics: true}
+	w.Addons = types.Addons{Storage: true, Metrics: true, LoadBalancer: true, LoadBalancerIPs: []string{"192.0.2.200-192.0.2.210"}}
+	speaker := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "speaker", Namespace: "metallb-system"},
+		Status: appsv1.DaemonSetStatus{NumberReady: 0, DesiredNumberScheduled: 1}}
 	steps := []struct {
 		want string
 		next func()
@@ -250,6 +252,14 @@ func TestInstallCompleteAddons(t *testing.T) {
 		{"local-path-provisioner (default StorageClass) not available", func() { deploy("local-path-storage", "local-path-provisioner") }},
 		{"metrics-server not available", func() { deploy("kube-system", "metrics-server") }},
 		{"metrics API v1beta1.metrics.k8s.io not available: failing or missing response", func() { available.Store(true) }},
+		{"MetalLB's controller (LoadBalancer addresses) not available", func() {
+			deploy("metallb-system", "controller")
+			client.AppsV1().DaemonSets("metallb-system").Create(ctx, speaker, metav1.CreateOptions{})
+		}},
+		{"MetalLB's speaker (LoadBalancer announcements) not running on every node", func() {
+			speaker.Status.NumberReady = 1
+			client.AppsV1().DaemonSets("metallb-system").UpdateStatus(ctx, speaker, metav1.UpdateOptions{})
+		}},
 	}
 	for _, s := range steps {
 		// Long enough for a first check on a loaded machine: the wait must
@@ -263,7 +273,7 @@ func TestInstallCompleteAddons(t *testing.T) {
 	if err := w.InstallComplete(ctx, 1, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(logs.String(), "the default StorageClass and metrics-server available") {
+	if !strings.Contains(logs.String(), "the default StorageClass, metrics-server and MetalLB available") {
 		t.Errorf("log does not name the add-ons:\n%s", logs)
 	}
 }

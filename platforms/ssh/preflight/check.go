@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +26,10 @@ type Host struct {
 	Address string
 	// Role is what it becomes.
 	Role Role
+	// Speaker says that its node runs MetalLB's speaker (the
+	// LoadBalancer add-on, platform.ssh.loadBalancerIPs), whose ports it
+	// must have free too (SpeakerPorts).
+	Speaker bool
 }
 
 // String names the host in messages.
@@ -107,6 +112,13 @@ func Ports(r Role) map[int]string {
 		}
 	}
 	return p
+}
+
+// SpeakerPorts are the TCP ports MetalLB's speaker listens on in the
+// host's network, with who. (Its memberlist also takes UDP 7946, which
+// the preflight does not see.)
+func SpeakerPorts() map[int]string {
+	return map[int]string{7472: "the LoadBalancer speaker's metrics (loopback)", 7946: "the LoadBalancer speakers' memberlist"}
 }
 
 // Problem is one thing a host lacks.
@@ -241,6 +253,9 @@ func checkHost(h Host, o Observation, problem func(check, format string, args ..
 		problem("payload", "the host carries kiln's payload already (%s): it belongs to a cluster; destroy that cluster first", p)
 	}
 	ports := Ports(h.Role)
+	if h.Speaker {
+		maps.Copy(ports, SpeakerPorts())
+	}
 	var busy []int
 	for port := range ports {
 		if f.Listening[port] {

@@ -286,3 +286,20 @@ func TestMachineIDs(t *testing.T) {
 		t.Errorf("a host of its own: %v", err)
 	}
 }
+
+// TestSpeakerPorts: MetalLB's ports matter only on a host whose node runs
+// the speaker.
+func TestSpeakerPorts(t *testing.T) {
+	hs := hosts()
+	hs[3].Speaker = true
+	obs := observed(map[int]func(*Observation){
+		2: func(o *Observation) { o.Facts.Listening[7946] = true },
+		3: func(o *Observation) { o.Facts.Listening[7472], o.Facts.Listening[7946] = true, true },
+	})
+	_, err := Check(hs, obs, nil)
+	var e *Error
+	if !errors.As(err, &e) || len(e.Problems) != 2 || e.Problems[0].Host.Name != "worker-3" ||
+		!strings.Contains(e.Problems[0].Message, "7472") || !strings.Contains(e.Problems[1].Message, "memberlist") {
+		t.Errorf("problems %v, want worker-3's ports 7472 and 7946 alone", err)
+	}
+}

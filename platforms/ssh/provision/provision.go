@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh/sshconfig"
 	"github.com/kiln-project/kiln/assets/release"
@@ -81,13 +82,14 @@ func (p *Provisioner) notInstalled(ctx context.Context, h footprint.Host, hosts 
 // them for failed units.
 func clusterHosts(c *platforms.Cluster) []preflight.Host {
 	shape := c.Machines()
+	speaker := configs.Addons(c.Config).LoadBalancer
 	var out []preflight.Host
 	for _, h := range c.Config.Platform.SSH.Hosts {
 		switch {
 		case h.Role == ssh.RoleBootstrap && !c.BootstrapDone:
 			out = append(out, preflight.Host{Name: h.Name, Address: h.Address, Role: preflight.Role(h.Role)})
 		case slices.Contains(shape.All(), h.Name):
-			out = append(out, preflight.Host{Name: h.Name, Address: h.Address, Role: preflight.Role(nodeRole(h))})
+			out = append(out, preflight.Host{Name: h.Name, Address: h.Address, Role: preflight.Role(nodeRole(h)), Speaker: speaker})
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package configs
 
 import (
 	"net/netip"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -63,10 +64,12 @@ func TestAddons(t *testing.T) {
 		{"ssh, no addons section: storage and metrics", types.Platform{SSH: &ssh.Platform{}}, on(true, true, false, false)},
 		{"ssh, metrics off", types.Platform{SSH: &ssh.Platform{Addons: &ssh.Addons{Metrics: &f}}}, on(true, false, false, false)},
 		{"ssh, storage off", types.Platform{SSH: &ssh.Platform{Addons: &ssh.Addons{Storage: &f, Metrics: &tr}}}, on(false, true, false, false)},
+		{"ssh, load balancer addresses: MetalLB", types.Platform{SSH: &ssh.Platform{LoadBalancerIPs: []string{"192.0.2.200-192.0.2.210"}}},
+			types.Addons{Storage: true, Metrics: true, LoadBalancer: true, LoadBalancerIPs: []string{"192.0.2.200-192.0.2.210"}}},
 	}
 	for _, tt := range tests {
 		c := &types.Config{Platform: tt.p}
-		if got := Addons(c); got != tt.want {
+		if got := Addons(c); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: Addons() = %+v, want %+v", tt.name, got, tt.want)
 		}
 	}

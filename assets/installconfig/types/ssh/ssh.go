@@ -61,6 +61,13 @@ type Platform struct {
 	// masters. The hosts themselves never use it: each reaches the API through its own proxy
 	// on 127.0.0.1:6444.
 	APIVIP string `json:"apiVIP,omitempty"`
+	// LoadBalancerIPs are the addresses LoadBalancer Services (without a loadBalancerClass)
+	// get, each a range "first-last" or a CIDR, on the hosts' segment: in
+	// networking.machineNetwork, and no host's address or apiVIP among them. MetalLB (built
+	// from source) assigns them and announces each from one node by ARP, and from another
+	// node within seconds when that node goes. Unset, no LoadBalancer add-on runs and such
+	// Services stay pending.
+	LoadBalancerIPs []string `json:"loadBalancerIPs,omitempty"`
 	// Hosts are the cluster's machines: one bootstrap host, the masters (as many as
 	// controlPlane.replicas) and the workers (as many as the compute pools' replicas, the
 	// bootstrap host among them when it joins as a worker).
@@ -71,8 +78,9 @@ type Platform struct {
 }
 
 // Addons selects the in-cluster add-ons of an ssh cluster; each is installed unless set to
-// false. They are local's storage and metrics add-ons; local's loadBalancer and registry run on
-// kiln's host, which an ssh cluster does not have.
+// false. They are local's storage and metrics add-ons; local's registry runs on kiln's host,
+// which an ssh cluster does not have, and its LoadBalancer is MetalLB, on when loadBalancerIPs
+// is set.
 type Addons struct {
 	// Storage is the default StorageClass "standard": rancher's local-path-provisioner, with
 	// volumes in /var/lib/kiln/local-path on the host whose node runs the pod, removed with the

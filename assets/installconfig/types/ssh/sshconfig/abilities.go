@@ -2,6 +2,7 @@ package sshconfig
 
 import (
 	"net"
+	"slices"
 	"strconv"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
@@ -53,7 +54,8 @@ func (Config) BootstrapJoinsAsWorker(c *types.Config) bool {
 }
 
 // Addons implements configs.AddonProvider: storage and metrics-server,
-// each unless platform.ssh.addons switches it off; none without a section.
+// each unless platform.ssh.addons switches it off, and MetalLB when
+// platform.ssh.loadBalancerIPs has addresses; none without a section.
 func (Config) Addons(c *types.Config) types.Addons {
 	if c.Platform.SSH == nil {
 		return types.Addons{}
@@ -62,7 +64,8 @@ func (Config) Addons(c *types.Config) types.Addons {
 	if a == nil {
 		a = &ssh.Addons{}
 	}
-	return types.Addons{Storage: types.AddonOn(a.Storage), Metrics: types.AddonOn(a.Metrics)}
+	lb := slices.Clone(c.Platform.SSH.LoadBalancerIPs)
+	return types.Addons{Storage: types.AddonOn(a.Storage), Metrics: types.AddonOn(a.Metrics), LoadBalancer: len(lb) > 0, LoadBalancerIPs: lb}
 }
 
 // ImageRegistry implements configs.AddonProvider: an ssh cluster has no

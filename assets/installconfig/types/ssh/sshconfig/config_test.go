@@ -146,3 +146,47 @@ func TestBootstrapJoinsAsWorker(t *testing.T) {
 		t.Errorf("MachineAddresses(boot) = %v, %v", a, err)
 	}
 }
+
+// TestLoadBalancerIPs: ranges and CIDRs on the hosts' segment are
+// accepted; every bad entry is named with why, at once.
+func TestLoadBalancerIPs(t *testing.T) {
+	c := config()
+	c.Platform.SSH.APIVIP = "192.0.2.100"
+	c.Platform.SSH.LoadBalancerIPs = []string{"192.0.2.200-192.0.2.210", "192.0.2.224/28"}
+	if errs := (Config{}).Validate(c, field.NewPath("platform", "ssh")); len(errs) > 0 {
+		t.Errorf("valid ranges: %v", errs)
+	}
+	c.Platform.SSH.LoadBalancerIPs = []string{
+		"192.0.2.210-192.0.2.200", // backwards
+		"198.51.100.0/28",         // off the segment
+		"192.0.2.5-192.0.2.30",    // holds boot, m0, m1, m2, w0
+		"192.0.2.99-192.0.2.101",  // holds apiVIP
+		"192.0.2.228/30",          // fine alone
+		"192.0.2.230-192.0.2.231", // overlaps the /30
+		"192.0.2.240/27",          // host bits
+		"192.0.2.248/29",          // broadcast
+		"nonsense",
+	}
+	errs := (Config{}).Validate(c, field.NewPath("platform", "ssh"))
+	got := errs.ToAggregate().Error()
+	for _, want := range []string{
+		"loadBalancerIPs[0]: Invalid value: \"192.0.2.210-192.0.2.200\": the range ends before it starts",
+		"loadBalancerIPs[1]: Invalid value: \"198.51.100.0/28\": must be inside one of networking.machineNetwork (192.0.2.0/24)",
+		"holds host boot's address 192.0.2.10", "holds host w0's address 192.0.2.20",
+		"loadBalancerIPs[3]: Invalid value: \"192.0.2.99-192.0.2.101\": holds apiVIP 192.0.2.100",
+		"loadBalancerIPs[5]: Invalid value: \"192.0.2.230-192.0.2.231\": overlaps loadBalancerIPs[4] (192.0.2.228/30)",
+		"loadBalancerIPs[6]: Invalid value: \"192.0.2.240/27\": has host bits set: the network is 192.0.2.224/27",
+		"loadBalancerIPs[7]: Invalid value: \"192.0.2.248/29\": must leave out 192.0.2.0/24's network and broadcast addresses",
+		"loadBalancerIPs[8]: Invalid value: \"nonsense\"",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("errors lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "loadBalancerIPs[4]: ") {
+		t.Errorf("a valid entry was refused:\n%s", got)
+	}
+	if r, err := ParseAddrRange("10.0.0.0/8"); err != nil || r.First.String() != "10.0.0.0" || r.Last.String() != "10.255.255.255" {
+		t.Errorf("ParseAddrRange(10.0.0.0/8) = %v, %v", r, err)
+	}
+}

@@ -1,0 +1,205 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// servicel2statuses are MetalLB's records of which node announces a
+// Service's address (layer 2).
+var serviceL2Statuses = schema.GroupVersionResource{Group: "metallb.io", Version: "v1beta1", Resource: "servicel2statuses"}
+
+// assertSSHLoadBalancer: a LoadBalancer Service of an ssh cluster whose
+// platform.ssh.loadBalancerIPs is pool gets an address from it, which
+// answers from the test host across the hosts' bridge; the host of the
+// node that announces it drops off the network, and the address answers
+// again from another node (the time is measured); back on the network,
+// the address answers throughout. The
+// Service's pod runs on keep, whose node is labelled out of the
+// announcers (node.kubernetes.io/exclude-from-external-load-balancers)
+// and is never stopped: the test's client reaches the API through it.
+func assertSSHLoadBalancer(ctx context.Context, t *testing.T, f *sshFleet, client kubernetes.Interface, dyn dynamic.Interface, pool [2]netip.Addr, keep string) {
+	t.Helper()
+	const ns, name, body = "default", "probe-ssh-lb", "hello from behind MetalLB"
+	exclude := "node.kubernetes.io/exclude-from-external-load-balancers"
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:""}}}`, exclude)
+	if _, err := client.CoreV1().Nodes().Patch(ctx, keep, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, exclude)
+		client.CoreV1().Nodes().Patch(context.Background(), keep, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
+	}()
+	labels := map[string]string{"app": name}
+	one := int32(1)
+	spec := probeSpec(labels, "--serve=:8080", "--body="+body)
+	spec.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": keep}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: spec}}
+	if _, err := client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer client.AppsV1().Deployments(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: labels,
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+	if _, err := client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer client.CoreV1().Services(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+
+	var ip string
+	waitFor(t, ctx, 3*time.Minute, "an address for LoadBalancer Service "+name, func() (bool, string) {
+		s, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || len(s.Status.LoadBalancer.Ingress) == 0 {
+			return false, fmt.Sprintf("%v %+v", err, s.Status)
+		}
+		ip = s.Status.LoadBalancer.Ingress[0].IP
+		return true, ""
+	})
+	if a, err := netip.ParseAddr(ip); err != nil || a.Less(pool[0]) || pool[1].Less(a) {
+		t.Fatalf("Service %s got %s, outside loadBalancerIPs %s-%s", name, ip, pool[0], pool[1])
+	}
+	url := "http://" + ip + "/"
+	waitFor(t, ctx, 2*time.Minute, "GET "+url+" from the test host", func() (bool, string) {
+		got, err := httpGet(url)
+		return got == body, fmt.Sprintf("%q %v", got, err)
+	})
+	// announcers lists the nodes MetalLB's status records name for the
+	// Service: a record of a node that went away may stay behind.
+	announcers := func() ([]string, string) {
+		list, err := dyn.Resource(serviceL2Statuses).Namespace("metallb-system").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err.Error()
+		}
+		var nodes, seen []string
+		for _, it := range list.Items {
+			l := it.GetLabels()
+			node, _, _ := unstructured.NestedString(it.Object, "status", "node")
+			seen = append(seen, fmt.Sprintf("%s/%s on %s", l["metallb.io/service-namespace"], l["metallb.io/service-name"], node))
+			if l["metallb.io/service-name"] == name && l["metallb.io/service-namespace"] == ns && node != "" {
+				nodes = append(nodes, node)
+			}
+		}
+		return nodes, fmt.Sprint(seen)
+	}
+	var first string
+	waitFor(t, ctx, time.Minute, "the node announcing "+ip, func() (bool, string) {
+		nodes, why := announcers()
+		if len(nodes) != 1 {
+			return false, why
+		}
+		first = nodes[0]
+		return true, ""
+	})
+	if owner, err := arpOwner(ctx, f, ip); err != nil || owner != first {
+		t.Fatalf("MetalLB says %s announces %s; the test host's ARP entry is %s's (%v)", first, ip, owner, err)
+	}
+	if first == keep {
+		t.Fatalf("%s is announced from %s, whose node is labelled %s", ip, keep, exclude)
+	}
+	t.Logf("GET %s from the test host answers %q; announced from %s", url, body, first)
+
+	// The announcing host drops off the network, as a host that loses
+	// its power or its cable looks to the others: its speaker cannot say
+	// goodbye, the others' memberlist must find it dead, and one of them
+	// takes the address over with a gratuitous ARP.
+	info, err := f.m.Inspect(ctx, first)
+	if err != nil || info.Veth == "" {
+		t.Fatalf("%s's link: %+v %v", first, info, err)
+	}
+	link := func(state string) {
+		if out, err := exec.Command("ip", "link", "set", "dev", info.Veth, state).CombinedOutput(); err != nil {
+			t.Fatalf("ip link set dev %s %s: %v %s", info.Veth, state, err, out)
+		}
+	}
+	cut := time.Now()
+	link("down")
+	defer link("up")
+	var failed int
+	for {
+		got, err := httpGet(url)
+		if got == body {
+			break
+		}
+		failed++
+		if time.Since(cut) > 2*time.Minute {
+			t.Fatalf("%s did not answer again within 2 minutes of %s's link going down: %q %v", url, first, got, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	took := time.Since(cut)
+	// Who answers now is whom the test host's ARP entry names: MetalLB's
+	// status record of a node that went away may stay behind, and the
+	// new one may come later.
+	next, err := arpOwner(ctx, f, ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next == first {
+		t.Errorf("%s answers from %s, whose link is down", ip, first)
+	}
+	if next == keep {
+		t.Errorf("%s moved to %s, whose node is labelled %s", ip, next, exclude)
+	}
+	t.Logf("MEASURE LoadBalancer failover: %s's link cut, %s answered again after %s (%d failed GETs), from %s",
+		first, url, took.Round(100*time.Millisecond), failed, next)
+	// Back on the network, the two speakers agree again: the address
+	// answers (the GETs that failed meanwhile, if any, are counted).
+	link("up")
+	back := time.Now()
+	failed = 0
+	var got string
+	for time.Since(back) < 30*time.Second {
+		if got, err = httpGet(url); got != body {
+			failed++
+		}
+		time.Sleep(time.Second)
+	}
+	if got != body {
+		t.Fatalf("GET %s 30 s after %s's link came back: %q %v", url, first, got, err)
+	}
+	t.Logf("MEASURE LoadBalancer after %s's link came back: %d of 30 GETs failed", first, failed)
+}
+
+// arpOwner returns the test host whose interface has the MAC address the
+// machine's ARP entry for ip names: the host that answered for it.
+func arpOwner(ctx context.Context, f *sshFleet, ip string) (string, error) {
+	out, err := exec.CommandContext(ctx, "ip", "-j", "neigh", "show", "to", ip).Output()
+	if err != nil {
+		return "", fmt.Errorf("ip neigh show to %s: %w", ip, err)
+	}
+	var entries []struct {
+		LLAddr string `json:"lladdr"`
+	}
+	if err := json.Unmarshal(out, &entries); err != nil || len(entries) != 1 || entries[0].LLAddr == "" {
+		return "", fmt.Errorf("ARP entry of %s: %s (%v)", ip, out, err)
+	}
+	mac := entries[0].LLAddr
+	for _, h := range f.Hosts {
+		addrs, err := f.m.Exec(ctx, h.Name, "sh", "-c", "cat /sys/class/net/*/address")
+		if err != nil {
+			continue // a stopped host
+		}
+		if slices.Contains(strings.Fields(string(addrs)), mac) {
+			return h.Name, nil
+		}
+	}
+	return "", fmt.Errorf("no test host has %s, which the ARP entry of %s names", mac, ip)
+}
