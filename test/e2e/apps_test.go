@@ -419,8 +419,11 @@ func createProbeService(ctx context.Context, t *testing.T, client kubernetes.Int
 	return svc
 }
 
-func httpGet(url string) (string, error) {
-	c := http.Client{Timeout: 3 * time.Second, Transport: clusterTransport()}
+func httpGet(url string) (string, error) { return httpGetWithin(url, 3*time.Second) }
+
+// httpGetWithin GETs url, giving up after d, and returns the body.
+func httpGetWithin(url string, d time.Duration) (string, error) {
+	c := http.Client{Timeout: d, Transport: clusterTransport()}
 	resp, err := c.Get(url)
 	if err != nil {
 		return "", err

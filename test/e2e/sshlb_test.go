@@ -129,12 +129,14 @@ func assertSSHLoadBalancer(ctx context.Context, t *testing.T, f *sshFleet, clien
 			t.Fatalf("ip link set dev %s %s: %v %s", info.Veth, state, err, out)
 		}
 	}
+	// Each try gives up after 500 ms (an answer takes milliseconds), so
+	// the time is measured to about half a second.
 	cut := time.Now()
 	link("down")
 	defer link("up")
 	var failed int
 	for {
-		got, err := httpGet(url)
+		got, err := httpGetWithin(url, 500*time.Millisecond)
 		if got == body {
 			break
 		}
