@@ -366,21 +366,41 @@ spec:
 func assertHostMachineConfig(ctx context.Context, t *testing.T, dyn dynamic.Interface, exec machineExec, workers []string) {
 	t.Helper()
 	waitFor(t, ctx, 3*time.Minute, "the worker pool updated", poolUpdated(ctx, t, dyn, machineconfig.WorkerPool, len(workers)))
-	before := getPool(ctx, t, dyn, machineconfig.WorkerPool).Status.Configuration
 	createMachineConfig(ctx, t, dyn, hostMCYAML)
 	start := time.Now()
+	// Updated at a rendered config made of 50-e2e-host: not merely at one
+	// other than before, which a render of something else would be.
 	waitFor(t, ctx, 5*time.Minute, "the worker pool rolling out 50-e2e-host", func() (bool, string) {
 		ok, detail := poolUpdated(ctx, t, dyn, machineconfig.WorkerPool, len(workers))()
-		return ok && getPool(ctx, t, dyn, machineconfig.WorkerPool).Status.Configuration != before, detail
+		target := getPool(ctx, t, dyn, machineconfig.WorkerPool).Status.Configuration
+		return ok && renderedFrom(ctx, dyn, target, "50-e2e-host"), detail
 	})
 	t.Logf("MEASURE machine config: two files rolled out to %d ssh worker hosts in %s", len(workers), time.Since(start).Round(time.Second))
 	for _, w := range workers {
+		bad := false
 		for f, want := range map[string]string{hostMCFile: "added", hostMCReplaced: "replaced by kiln"} {
 			if out, err := exec(ctx, w, "cat", f); err != nil || string(out) != want {
 				t.Errorf("%s: %s = %q, %v; want %q", w, f, out, err, want)
+				bad = true
 			}
 		}
+		if bad {
+			// What the node and its agent say they did.
+			state, _ := exec(ctx, w, "cat", "/var/lib/kiln/machine-config/state.json")
+			journal, _ := exec(ctx, w, "journalctl", "--no-pager", "-n", "40", "-u", "kiln-machine-config-agent.service")
+			t.Errorf("%s: pool %+v\nagent state: %s\nagent journal:\n%s", w, getPool(ctx, t, dyn, machineconfig.WorkerPool).Status, state, journal)
+		}
 	}
+}
+
+// renderedFrom reports whether the rendered config name was merged from
+// the MachineConfig source (its kiln.dev/sources annotation).
+func renderedFrom(ctx context.Context, dyn dynamic.Interface, name, source string) bool {
+	if name == "" {
+		return false
+	}
+	u, err := dyn.Resource(machineconfig.MachineConfigs).Get(ctx, name, metav1.GetOptions{})
+	return err == nil && slices.Contains(strings.Split(u.GetAnnotations()[machineconfig.SourcesAnnotation], ","), source)
 }
 
 // getPool reads a MachineConfigPool (the zero pool, logged, on error).
