@@ -45,10 +45,17 @@ func ParseAddrRange(s string) (AddrRange, error) {
 	if p.Masked() != p {
 		return AddrRange{}, fmt.Errorf("has host bits set: the network is %s", p.Masked())
 	}
+	return prefixRange(p), nil
+}
+
+// prefixRange returns the addresses of the IPv4 prefix p, its network and
+// broadcast addresses included.
+func prefixRange(p netip.Prefix) AddrRange {
+	p = p.Masked()
 	b := p.Addr().As4()
 	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 	v |= uint32(uint64(1)<<(32-p.Bits()) - 1)
-	return AddrRange{p.Addr(), netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})}, nil
+	return AddrRange{p.Addr(), netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})}
 }
 
 // validateLoadBalancerIPs checks platform.ssh.loadBalancerIPs: each entry a
@@ -71,7 +78,7 @@ func validateLoadBalancerIPs(c *types.Config, fp *field.Path) field.ErrorList {
 		for _, m := range machines {
 			if m.Contains(r.First) && m.Contains(r.Last) {
 				in = true
-				if r.First == m.Masked().Addr() || r.Last == broadcast(m) {
+				if mr := prefixRange(m); r.Contains(mr.First) || r.Contains(mr.Last) {
 					errs = append(errs, field.Invalid(ip, entry, fmt.Sprintf("must leave out %s's network and broadcast addresses", m)))
 				}
 			}
@@ -95,10 +102,4 @@ func validateLoadBalancerIPs(c *types.Config, fp *field.Path) field.ErrorList {
 		}
 	}
 	return errs
-}
-
-// broadcast returns the last address of p.
-func broadcast(p netip.Prefix) netip.Addr {
-	r, _ := ParseAddrRange(p.Masked().String())
-	return r.Last
 }
