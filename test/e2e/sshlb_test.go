@@ -99,18 +99,19 @@ func assertSSHLoadBalancer(ctx context.Context, t *testing.T, f *sshFleet, clien
 		}
 		return nodes, fmt.Sprint(seen)
 	}
+	// MetalLB's record and the host that answers (the test host's ARP
+	// entry after a GET) agree on one node.
 	var first string
-	waitFor(t, ctx, time.Minute, "the node announcing "+ip, func() (bool, string) {
+	waitFor(t, ctx, time.Minute, "one node announcing "+ip+", as MetalLB's record and the test host's ARP entry say", func() (bool, string) {
 		nodes, why := announcers()
 		if len(nodes) != 1 {
 			return false, why
 		}
+		got, err := httpGet(url)
+		owner, oerr := arpOwner(ctx, f, ip)
 		first = nodes[0]
-		return true, ""
+		return got == body && owner == first, fmt.Sprintf("MetalLB says %s; the ARP entry is %s's (%v); GET %q %v", first, owner, oerr, got, err)
 	})
-	if owner, err := arpOwner(ctx, f, ip); err != nil || owner != first {
-		t.Fatalf("MetalLB says %s announces %s; the test host's ARP entry is %s's (%v)", first, ip, owner, err)
-	}
 	if first == keep {
 		t.Fatalf("%s is announced from %s, whose node is labelled %s", ip, keep, exclude)
 	}
