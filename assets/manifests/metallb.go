@@ -57,7 +57,7 @@ func (m *MetalLB) Generate(_ context.Context, p graph.Parents) error {
 		return err
 	}
 	m.FileList = nil
-	if len(v.Addons.LoadBalancerIPs) == 0 {
+	if !v.Addons.MetalLB() {
 		return nil
 	}
 	if err := m.render(ManifestsDir, v, metalLBCRDsTemplate, metalLBTemplate); err != nil {

@@ -102,6 +102,10 @@ type Addons struct {
 	Registry bool
 }
 
+// MetalLB reports whether MetalLB runs in the cluster: the platform gave
+// it addresses (LoadBalancerIPs).
+func (a Addons) MetalLB() bool { return len(a.LoadBalancerIPs) > 0 }
+
 // AddonOn reports whether an add-on switch of install-config is on: every
 // add-on is installed unless its switch is set to false.
 func AddonOn(b *bool) bool { return b == nil || *b }

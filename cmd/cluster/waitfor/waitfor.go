@@ -223,7 +223,7 @@ func (w *Waiter) addonsPending(ctx context.Context, nodes int) string {
 			return "metrics API " + metricsAPIService + " not available: " + why
 		}
 	}
-	if len(w.Addons.LoadBalancerIPs) > 0 {
+	if w.Addons.MetalLB() {
 		dep, err := w.Client.AppsV1().Deployments(metalLBNamespace).Get(ctx, metalLBDeployment, metav1.GetOptions{})
 		if err != nil || !deploymentAvailable(dep) {
 			return "MetalLB's controller (LoadBalancer addresses) not available"
@@ -245,7 +245,7 @@ func (w *Waiter) addonsDone() string {
 	if w.Addons.Metrics {
 		names = append(names, "metrics-server")
 	}
-	if len(w.Addons.LoadBalancerIPs) > 0 {
+	if w.Addons.MetalLB() {
 		names = append(names, "MetalLB")
 	}
 	switch len(names) {

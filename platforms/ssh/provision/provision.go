@@ -82,7 +82,7 @@ func (p *Provisioner) notInstalled(ctx context.Context, h footprint.Host, hosts 
 // them for failed units.
 func clusterHosts(c *platforms.Cluster) []preflight.Host {
 	shape := c.Machines()
-	speaker := configs.Addons(c.Config).LoadBalancer
+	speaker := configs.Addons(c.Config).MetalLB()
 	var out []preflight.Host
 	for _, h := range c.Config.Platform.SSH.Hosts {
 		switch {

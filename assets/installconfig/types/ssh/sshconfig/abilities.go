@@ -64,8 +64,9 @@ func (Config) Addons(c *types.Config) types.Addons {
 	if a == nil {
 		a = &ssh.Addons{}
 	}
-	lb := slices.Clone(c.Platform.SSH.LoadBalancerIPs)
-	return types.Addons{Storage: types.AddonOn(a.Storage), Metrics: types.AddonOn(a.Metrics), LoadBalancer: len(lb) > 0, LoadBalancerIPs: lb}
+	add := types.Addons{Storage: types.AddonOn(a.Storage), Metrics: types.AddonOn(a.Metrics), LoadBalancerIPs: slices.Clone(c.Platform.SSH.LoadBalancerIPs)}
+	add.LoadBalancer = add.MetalLB()
+	return add
 }
 
 // ImageRegistry implements configs.AddonProvider: an ssh cluster has no
