@@ -324,19 +324,8 @@ func assertLoadBalancer(t *testing.T, client kubernetes.Interface, infraID strin
 	defer cancel()
 	ns, name := "default", "probe-lb"
 	body := "hello from behind a LoadBalancer"
-	createProbeService(ctx, t, client, name, body, corev1.ServiceTypeLoadBalancer)
-	var ip string
-	for ip == "" {
-		s, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		if err == nil && len(s.Status.LoadBalancer.Ingress) > 0 {
-			ip = s.Status.LoadBalancer.Ingress[0].IP
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("service %s got no external address", name)
-		}
-		time.Sleep(2 * time.Second)
-	}
+	createProbeService(ctx, t, client, name, body, corev1.ServiceTypeLoadBalancer, "")
+	ip := waitLoadBalancerIP(ctx, t, client, ns, name, 5*time.Minute)
 	cfg := serviceLBConfig(t, infraID)
 	if a, err := netip.ParseAddr(ip); err != nil || !cfg.Pool.Contains(a) {
 		t.Fatalf("external address %s is not in the pool %s", ip, cfg.Pool)
@@ -390,17 +379,20 @@ func assertLoadBalancer(t *testing.T, client kubernetes.Interface, infraID strin
 }
 
 // createProbeService runs a pod answering body on :8080 (a Deployment of
-// one) behind a Service name of type typ in default, both deleted when t
-// ends, and returns the Service as created.
-func createProbeService(ctx context.Context, t *testing.T, client kubernetes.Interface, name, body string, typ corev1.ServiceType) *corev1.Service {
+// one, on node unless that is "") behind a Service name of type typ in
+// default, both deleted when t ends, and returns the Service as created.
+func createProbeService(ctx context.Context, t *testing.T, client kubernetes.Interface, name, body string, typ corev1.ServiceType, node string) *corev1.Service {
 	t.Helper()
 	ns := "default"
 	labels := map[string]string{"app": name}
 	one := int32(1)
+	spec := probeSpec(labels, "--serve=:8080", "--body="+body)
+	if node != "" {
+		spec.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
+	}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: probeSpec(labels, "--serve=:8080", "--body="+body)},
+		Spec:       appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: spec},
 	}
 	if _, err := client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -417,6 +409,22 @@ func createProbeService(ctx context.Context, t *testing.T, client kubernetes.Int
 	}
 	t.Cleanup(func() { client.CoreV1().Services(ns).Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	return svc
+}
+
+// waitLoadBalancerIP waits up to d for the LoadBalancer Service ns/name
+// to get an address, and returns it.
+func waitLoadBalancerIP(ctx context.Context, t *testing.T, client kubernetes.Interface, ns, name string, d time.Duration) string {
+	t.Helper()
+	var ip string
+	waitFor(t, ctx, d, "an address for LoadBalancer Service "+name, func() (bool, string) {
+		s, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || len(s.Status.LoadBalancer.Ingress) == 0 {
+			return false, fmt.Sprintf("%v %+v", err, s.Status)
+		}
+		ip = s.Status.LoadBalancer.Ingress[0].IP
+		return true, ""
+	})
+	return ip
 }
 
 func httpGet(url string) (string, error) { return httpGetWithin(url, 3*time.Second) }

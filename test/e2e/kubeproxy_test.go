@@ -32,7 +32,7 @@ func assertKubeProxyRestart(t *testing.T, client kubernetes.Interface) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	body := "hello through a restarted kube-proxy"
-	svc := createProbeService(ctx, t, client, "probe-kube-proxy", body, corev1.ServiceTypeNodePort)
+	svc := createProbeService(ctx, t, client, "probe-kube-proxy", body, corev1.ServiceTypeNodePort, "")
 	port := strconv.Itoa(int(svc.Spec.Ports[0].NodePort))
 	ips := nodeAddresses(ctx, t, client)
 	get := nodePortGetter(port, body)

@@ -11,12 +11,10 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
@@ -46,33 +44,11 @@ func assertSSHLoadBalancer(ctx context.Context, t *testing.T, f *sshFleet, clien
 		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, exclude)
 		client.CoreV1().Nodes().Patch(context.Background(), keep, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
 	}()
-	labels := map[string]string{"app": name}
-	one := int32(1)
-	spec := probeSpec(labels, "--serve=:8080", "--body="+body)
-	spec.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": keep}
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: spec}}
-	if _, err := client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createProbeService(ctx, t, client, name, body, corev1.ServiceTypeLoadBalancer, keep)
+	// Gone when this check ends, not at the end of the cluster's test.
 	defer client.AppsV1().Deployments(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: labels,
-			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
-	if _, err := client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	defer client.CoreV1().Services(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
-
-	var ip string
-	waitFor(t, ctx, 3*time.Minute, "an address for LoadBalancer Service "+name, func() (bool, string) {
-		s, err := client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil || len(s.Status.LoadBalancer.Ingress) == 0 {
-			return false, fmt.Sprintf("%v %+v", err, s.Status)
-		}
-		ip = s.Status.LoadBalancer.Ingress[0].IP
-		return true, ""
-	})
+	ip := waitLoadBalancerIP(ctx, t, client, ns, name, 3*time.Minute)
 	if a, err := netip.ParseAddr(ip); err != nil || a.Less(pool[0]) || pool[1].Less(a) {
 		t.Fatalf("Service %s got %s, outside loadBalancerIPs %s-%s", name, ip, pool[0], pool[1])
 	}
