@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"net/netip"
 
 	"github.com/sirupsen/logrus"
 
@@ -234,6 +235,18 @@ type Scaler interface {
 type Router interface {
 	// DialPolicy returns the policy of c's addresses.
 	DialPolicy(c *Cluster) (netroute.Policy, error)
+}
+
+// APIStandIns is an optional ability of a Provisioner whose cluster
+// announces its API address itself (ssh's apiVIP that kiln keeps, which
+// only a running cluster announces): the addresses that serve the same
+// API in its place, the masters', so that kiln's own clients reach the API
+// while the VIP is not announced (an install before MetalLB runs, a
+// restore, a failover). TLS still verifies the VIP's name.
+type APIStandIns interface {
+	// APIStandIns returns the addresses that serve c's API in addr's
+	// place; nil when addr is not such an address.
+	APIStandIns(c *Cluster, addr netip.Addr) []netip.Addr
 }
 
 // DialPolicy returns prov's policy for c's addresses when prov is a

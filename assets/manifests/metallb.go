@@ -24,6 +24,15 @@ const (
 	metalLBTemplate     = "cluster/18-metallb.yaml"
 )
 
+// The Service whose address is the API VIP that kiln keeps
+// (18-metallb.yaml), and the namespace where MetalLB records which node
+// announces an address (its ServiceL2Status objects): kiln scale moves
+// the VIP off a master it removes, the tests find who holds it.
+const (
+	APIVIPNamespace, APIVIPService = "kube-system", "kiln-api"
+	MetalLBNamespace               = "metallb-system"
+)
+
 // metalLBMemberlistPath is the Secret of the speakers' memberlist key,
 // applied after the namespace it lives in.
 const metalLBMemberlistPath = ManifestsDir + "/19-metallb-memberlist.yaml"

@@ -122,3 +122,68 @@ func TestMetalLB(t *testing.T) {
 		}
 	}
 }
+
+// TestMetalLBAPIVIP: an ssh cluster whose apiVIP kiln keeps gets MetalLB
+// without a pool for Services (no loadBalancerIPs), a pool of the VIP
+// alone that no Service gets unless it asks, and the Service
+// kube-system/kiln-api: the masters' API servers, announced only from a
+// node where one is ready. With apiVIP a master's address, or the user's
+// load balancer (apiVIPManaged: false), there is no MetalLB at all.
+func TestMetalLBAPIVIP(t *testing.T) {
+	const objs = "manifests/18-metallb.yaml"
+	files := renderAll(t, sshConfig+"    apiVIP: 192.0.2.5\n")
+	byKey := map[string]any{}
+	for _, o := range decodeAll(t, objs, files[objs]) {
+		byKey[key(t, o)] = o.Object
+	}
+	if _, ok := byKey["IPAddressPool/metallb-system/kiln"]; ok {
+		t.Errorf("%s has the Services' pool kiln without loadBalancerIPs", objs)
+	}
+	pool, _ := byKey["IPAddressPool/metallb-system/kiln-api"].(*unstructured.Unstructured)
+	if pool == nil {
+		t.Fatalf("%s: no IPAddressPool kiln-api: %v", objs, byKey)
+	}
+	addrs, _, _ := unstructured.NestedStringSlice(pool.Object, "spec", "addresses")
+	auto, found, _ := unstructured.NestedBool(pool.Object, "spec", "autoAssign")
+	if !slices.Equal(addrs, []string{"192.0.2.5/32"}) || !found || auto {
+		t.Errorf("pool kiln-api: addresses %q, autoAssign %v (set %v); want the VIP alone, never assigned unasked", addrs, auto, found)
+	}
+	l2, _ := byKey["L2Advertisement/metallb-system/kiln"].(*unstructured.Unstructured)
+	if p, _, _ := unstructured.NestedStringSlice(l2.Object, "spec", "ipAddressPools"); !slices.Equal(p, []string{"kiln-api"}) {
+		t.Errorf("the L2Advertisement announces pools %q, want [kiln-api]", p)
+	}
+	svc, _ := byKey["Service/"+APIVIPNamespace+"/"+APIVIPService].(*corev1.Service)
+	if svc == nil {
+		t.Fatalf("%s: no Service kube-system/kiln-api", objs)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal ||
+		svc.Annotations["metallb.io/loadBalancerIPs"] != "192.0.2.5" || svc.Annotations["metallb.io/address-pool"] != "kiln-api" {
+		t.Errorf("Service kiln-api: type %s, traffic policy %s, annotations %v", svc.Spec.Type, svc.Spec.ExternalTrafficPolicy, svc.Annotations)
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 6443 || svc.Spec.Ports[0].TargetPort.IntValue() != 6443 {
+		t.Errorf("Service kiln-api ports %+v, want 6443 to the API servers' 6443", svc.Spec.Ports)
+	}
+	// The selector matches the API server's static pod, as kubelet on a
+	// master runs it.
+	const apiserver = "static-pods/master/kube-apiserver.yaml"
+	pod, ok := decodeAll(t, apiserver, files[apiserver])[0].Object.(*corev1.Pod)
+	if !ok {
+		t.Fatalf("%s is not a Pod", apiserver)
+	}
+	for k, v := range svc.Spec.Selector {
+		if pod.Labels[k] != v {
+			t.Errorf("Service kiln-api selects %s=%s; the API server's pod has labels %v", k, v, pod.Labels)
+		}
+	}
+	if len(svc.Spec.Selector) == 0 {
+		t.Error("Service kiln-api selects every pod")
+	}
+
+	for _, cfg := range []string{"    apiVIP: 192.0.2.11\n", "    apiVIP: 192.0.2.5\n    apiVIPManaged: false\n"} {
+		for p := range renderAll(t, sshConfig+cfg) {
+			if strings.Contains(p, "metallb") {
+				t.Errorf("%q: kiln keeps no VIP, yet %s", cfg, p)
+			}
+		}
+	}
+}

@@ -218,11 +218,28 @@ type Dialer struct {
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 	// Resolve looks up a host name; net.DefaultResolver's when nil.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Fallback, when set, returns the addresses that serve what addr
+	// serves (nil when none do), dialed in turn, each past Policy too,
+	// when addr does not connect within FallbackAfter: kiln's clients of
+	// an API VIP that the cluster announces itself reach a master while
+	// the VIP is not announced (during an install, a restore, a failover).
+	// The connection's TLS still verifies the name the caller dialed.
+	Fallback func(addr netip.Addr) []netip.Addr
+	// FallbackAfter is how long the first address gets before Fallback's
+	// (default DefaultFallbackAfter).
+	FallbackAfter time.Duration
 }
+
+// DefaultFallbackAfter is how long Dialer waits for an address that has a
+// Fallback before it dials the others: an address on the local segment
+// that nobody announces fails ARP only after about 3 s.
+const DefaultFallbackAfter = 2 * time.Second
 
 // DialContext checks address (host:port; a host name is resolved first,
 // and the first address the policy allows is dialed) and dials it, or
 // returns the policy's error without sending a packet to the cluster.
+// When that address has a Fallback and does not connect in time, the
+// fallback addresses are dialed in turn; the error names every attempt.
 func (d Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
@@ -237,7 +254,40 @@ func (d Dialer) DialContext(ctx context.Context, network, address string) (net.C
 		var nd net.Dialer
 		dial = nd.DialContext
 	}
-	return dial(ctx, network, net.JoinHostPort(a.String(), port))
+	var alternates []netip.Addr
+	if d.Fallback != nil {
+		alternates = d.Fallback(a)
+	}
+	if len(alternates) == 0 {
+		return dial(ctx, network, net.JoinHostPort(a.String(), port))
+	}
+	after := d.FallbackAfter
+	if after <= 0 {
+		after = DefaultFallbackAfter
+	}
+	first, cancel := context.WithTimeout(ctx, after)
+	conn, err := dial(first, network, net.JoinHostPort(a.String(), port))
+	cancel()
+	if err == nil || ctx.Err() != nil {
+		return conn, err
+	}
+	errs := []error{err}
+	policy := d.Policy
+	if policy == nil {
+		policy = Anywhere{}
+	}
+	for _, alt := range alternates {
+		if err := policy.Check(alt); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		conn, err := dial(ctx, network, net.JoinHostPort(alt.String(), port))
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("%s did not connect, nor did what stands in for it: %w", a, errors.Join(errs...))
 }
 
 // CheckHost checks host (an address or a name, which is resolved) against

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakeRoutes answers route lookups from a table: destination -> interface.
@@ -149,5 +151,66 @@ func TestDialerNameWithoutAddress(t *testing.T) {
 	}
 	if c, err := d.DialContext(context.Background(), "tcp", "api.example:6443"); c != nil || err == nil {
 		t.Fatalf("DialContext = %v, %v; want an error", c, err)
+	}
+}
+
+// An address with a Fallback that does not connect in time hands over to
+// the fallback addresses in turn, each past the policy; one that connects
+// is used alone; with no fallback addresses the first error stands.
+func TestDialerFallback(t *testing.T) {
+	vip, m0, m1, m2 := netip.MustParseAddr("192.0.2.5"), netip.MustParseAddr("192.0.2.11"), netip.MustParseAddr("192.0.2.12"), netip.MustParseAddr("192.0.2.13")
+	var dialed []string
+	up := map[string]bool{}
+	d := Dialer{
+		Policy: Only{Addrs: []netip.Addr{vip, m1, m2}}, // m0 is not the cluster's
+		Dial: func(ctx context.Context, _, address string) (net.Conn, error) {
+			dialed = append(dialed, address)
+			if up[address] {
+				c, _ := net.Pipe()
+				return c, nil
+			}
+			if address == "192.0.2.5:6443" {
+				<-ctx.Done() // unannounced: no ARP answer
+				return nil, ctx.Err()
+			}
+			return nil, errors.New("refused")
+		},
+		Fallback: func(a netip.Addr) []netip.Addr {
+			if a == vip {
+				return []netip.Addr{m0, m1, m2}
+			}
+			return nil
+		},
+		FallbackAfter: 50 * time.Millisecond,
+	}
+	up["192.0.2.13:6443"] = true
+	c, err := d.DialContext(context.Background(), "tcp", "192.0.2.5:6443")
+	if err != nil || c == nil {
+		t.Fatalf("VIP down, a master up: %v", err)
+	}
+	c.Close()
+	if want := []string{"192.0.2.5:6443", "192.0.2.12:6443", "192.0.2.13:6443"}; !slices.Equal(dialed, want) {
+		t.Errorf("dialed %v, want %v (m0 is refused by the policy, never dialed)", dialed, want)
+	}
+
+	dialed, up = nil, map[string]bool{"192.0.2.5:6443": true, "192.0.2.12:6443": true}
+	if c, err := d.DialContext(context.Background(), "tcp", "192.0.2.5:6443"); err != nil {
+		t.Fatal(err)
+	} else {
+		c.Close()
+	}
+	if !slices.Equal(dialed, []string{"192.0.2.5:6443"}) {
+		t.Errorf("VIP up: dialed %v, want the VIP alone", dialed)
+	}
+
+	dialed, up = nil, map[string]bool{}
+	_, err = d.DialContext(context.Background(), "tcp", "192.0.2.5:6443")
+	var ue *UnreachableError
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &ue) || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("all down: %v; want every attempt named", err)
+	}
+	dialed = nil
+	if _, err := d.DialContext(context.Background(), "tcp", "192.0.2.12:6443"); err == nil || err.Error() != "refused" || len(dialed) != 1 {
+		t.Errorf("an address without fallback: %v, dialed %v", err, dialed)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
@@ -52,7 +53,7 @@ import (
 // processes, interfaces, rules, routes and mounts equal a snapshot taken
 // before the install.
 func TestSSHCluster(t *testing.T) {
-	testSSHCluster(t, sshClusterOptions{name: "e2essh", third: 12, masters: 3, dayTwo: true, loadBalancer: true})
+	testSSHCluster(t, sshClusterOptions{name: "e2essh", third: 12, masters: 3, dayTwo: true, loadBalancer: true, managedVIP: true})
 }
 
 // TestSSHClusterVXLAN installs a cluster on two hosts, a master and the
@@ -134,6 +135,11 @@ type sshClusterOptions struct {
 	// checks a LoadBalancer Service and its failover
 	// (assertSSHLoadBalancer).
 	loadBalancer bool
+	// managedVIP gives apiVIP a free address (sshVIP), which kiln keeps:
+	// the master stopped is the one that announces it, and the API must
+	// answer there again within seconds (else apiVIP is the first
+	// master's address).
+	managedVIP bool
 }
 
 // sshLBPool is the last octets of the addresses of the hosts' subnet a
@@ -226,6 +232,10 @@ func testSSHCluster(t *testing.T, o sshClusterOptions) {
 		}
 		fmt.Fprintf(&hosts, "    - {name: %s, address: %s, role: %s}\n", h.Name, h.Address, role)
 	}
+	apiVIP := masters[0].Address
+	if o.managedVIP {
+		apiVIP = fmt.Sprint(subnet, sshVIP)
+	}
 	networkType := ""
 	if o.networkType != "" {
 		networkType = "  networkType: " + o.networkType + "\n"
@@ -251,7 +261,7 @@ networking:
     knownHostsFile: %s
     apiVIP: %s
     hosts:
-%s`, o.name, o.masters, map[bool]string{true: "Slower", false: "Standard"}[o.masters > 1], subnet, networkType, f.KeyFile, f.KnownHosts, masters[0].Address, hosts.String())
+%s`, o.name, o.masters, map[bool]string{true: "Slower", false: "Standard"}[o.masters > 1], subnet, networkType, f.KeyFile, f.KnownHosts, apiVIP, hosts.String())
 	if o.loadBalancer {
 		cfg = strings.Replace(cfg, "    hosts:\n", fmt.Sprintf("    loadBalancerIPs: [%s%d-%s%d]\n    hosts:\n", subnet, sshLBPool[0], subnet, sshLBPool[1]), 1)
 	}
@@ -315,7 +325,19 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 		map[bool]string{true: " joining as the worker"}[o.bootWorker], o.masters, map[bool]string{false: ", 1 worker"}[o.bootWorker],
 		map[bool]string{true: ", " + o.networkType}[o.networkType != ""], time.Since(start).Round(time.Second))
 	assertOutput(t, "create cluster", out, "Checking "+fmt.Sprint(len(installed))+" hosts over SSH", "Install complete!", "Time elapsed:")
-	client := adminClient(t, dir)
+	client, dyn := adminClient(t, dir), adminDynamic(t, dir)
+	var vip *vipWatch
+	if o.managedVIP {
+		// The API answers at the VIP once create is done; the test's own
+		// client goes to the first master, past whatever this test does
+		// to the VIP.
+		vip = newVIPWatch(t, dir, apiVIP)
+		if err := vip.readyz(); err != nil {
+			t.Errorf("the API at its VIP %s after create: %v", apiVIP, err)
+		}
+		rc := adminConfigVia(t, dir, masters[0].Address)
+		client, dyn = kubernetes.NewForConfigOrDie(rc), dynamic.NewForConfigOrDie(rc)
+	}
 	// The hosts' names, the bootstrap host's only as the worker it joined as.
 	assertNodes(ctx, t, client, nodes, "after create")
 	if o.bootWorker {
@@ -388,7 +410,7 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	}
 	if o.loadBalancer {
 		pool := [2]netip.Addr{netip.MustParseAddr(fmt.Sprint(subnet, sshLBPool[0])), netip.MustParseAddr(fmt.Sprint(subnet, sshLBPool[1]))}
-		assertSSHLoadBalancer(ctx, t, f, client, adminDynamic(t, dir), pool, masters[0].Name)
+		assertSSHLoadBalancer(ctx, t, f, client, dyn, pool, masters[0].Name)
 	}
 	if o.upgradeFrom != "" {
 		// A worker host added after the upgrade boots straight into the
@@ -413,9 +435,14 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 
 	if o.masters > 1 {
 		// A master's host stops: the API serves on, to the hosts through
-		// their proxies and to the user at the API VIP (the first master).
+		// their proxies and to the user at the API VIP (the first master,
+		// or with managedVIP the VIP, which moves off the stopped master:
+		// stopVIPMaster).
 		stopped := masters[1]
-		if err := f.m.Stop(ctx, stopped.Name); err != nil {
+		var vipBack func()
+		if o.managedVIP {
+			stopped, vipBack = stopVIPMaster(ctx, t, f, client, dyn, vip, kilnKubectl(kiln, dir), masters)
+		} else if err := f.m.Stop(ctx, stopped.Name); err != nil {
 			t.Fatalf("stopping %s: %v", stopped.Name, err)
 		}
 		for _, h := range []sshHost{worker, masters[0]} {
@@ -434,6 +461,9 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 		// Back before the next master goes: etcd needs two of three.
 		waitNodeReadySince(ctx, t, client, stopped.Name, started, "after its host started again")
 		t.Logf("MEASURE %s's host started again: Node Ready after %s", stopped.Name, time.Since(started).Round(time.Second))
+		if vipBack != nil {
+			vipBack()
+		}
 	}
 
 	// The first master's host reboots: systemd-sysext merges the payload
@@ -456,7 +486,7 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	if o.restart {
 		// A MachineConfig replaces a file of the worker's host and adds
 		// one: the destroy's reset must give the host back as it was.
-		assertHostMachineConfig(ctx, t, adminDynamic(t, dir), f.m.Exec, []string{worker.Name})
+		assertHostMachineConfig(ctx, t, dyn, f.m.Exec, []string{worker.Name})
 	}
 
 	infraID := readInfraID(t, dir)

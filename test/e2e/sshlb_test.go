@@ -35,15 +35,7 @@ var serviceL2Statuses = schema.GroupVersionResource{Group: "metallb.io", Version
 func assertSSHLoadBalancer(ctx context.Context, t *testing.T, f *sshFleet, client kubernetes.Interface, dyn dynamic.Interface, pool [2]netip.Addr, keep string) {
 	t.Helper()
 	const ns, name, body = "default", "probe-ssh-lb", "hello from behind MetalLB"
-	exclude := "node.kubernetes.io/exclude-from-external-load-balancers"
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:""}}}`, exclude)
-	if _, err := client.CoreV1().Nodes().Patch(ctx, keep, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, exclude)
-		client.CoreV1().Nodes().Patch(context.Background(), keep, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
-	}()
+	defer excludeFromAnnouncers(ctx, t, client, keep)()
 	createProbeService(ctx, t, client, name, body, corev1.ServiceTypeLoadBalancer, keep)
 	// Gone when this check ends, not at the end of the cluster's test.
 	defer client.AppsV1().Deployments(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
@@ -57,29 +49,11 @@ func assertSSHLoadBalancer(ctx context.Context, t *testing.T, f *sshFleet, clien
 		got, err := httpGet(url)
 		return got == body, fmt.Sprintf("%q %v", got, err)
 	})
-	// announcers lists the nodes MetalLB's status records name for the
-	// Service: a record of a node that went away may stay behind.
-	announcers := func() ([]string, string) {
-		list, err := dyn.Resource(serviceL2Statuses).Namespace("metallb-system").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, err.Error()
-		}
-		var nodes, seen []string
-		for _, it := range list.Items {
-			l := it.GetLabels()
-			node, _, _ := unstructured.NestedString(it.Object, "status", "node")
-			seen = append(seen, fmt.Sprintf("%s/%s on %s", l["metallb.io/service-namespace"], l["metallb.io/service-name"], node))
-			if l["metallb.io/service-name"] == name && l["metallb.io/service-namespace"] == ns && node != "" {
-				nodes = append(nodes, node)
-			}
-		}
-		return nodes, fmt.Sprint(seen)
-	}
 	// MetalLB's record and the host that answers (the test host's ARP
 	// entry after a GET) agree on one node.
 	var first string
 	waitFor(t, ctx, time.Minute, "one node announcing "+ip+", as MetalLB's record and the test host's ARP entry say", func() (bool, string) {
-		nodes, why := announcers()
+		nodes, why := l2Announcers(ctx, dyn, ns, name)
 		if len(nodes) != 1 {
 			return false, why
 		}
@@ -89,7 +63,7 @@ func assertSSHLoadBalancer(ctx context.Context, t *testing.T, f *sshFleet, clien
 		return got == body && owner == first, fmt.Sprintf("MetalLB says %s; the ARP entry is %s's (%v); GET %q %v", first, owner, oerr, got, err)
 	})
 	if first == keep {
-		t.Fatalf("%s is announced from %s, whose node is labelled %s", ip, keep, exclude)
+		t.Fatalf("%s is announced from %s, whose node is labelled %s", ip, keep, excludeLabel)
 	}
 	t.Logf("GET %s from the test host answers %q; announced from %s", url, body, first)
 
@@ -135,7 +109,7 @@ func assertSSHLoadBalancer(ctx context.Context, t *testing.T, f *sshFleet, clien
 		t.Errorf("%s answers from %s, whose link is down", ip, first)
 	}
 	if next == keep {
-		t.Errorf("%s moved to %s, whose node is labelled %s", ip, next, exclude)
+		t.Errorf("%s moved to %s, whose node is labelled %s", ip, next, excludeLabel)
 	}
 	t.Logf("MEASURE LoadBalancer failover: %s's link cut, %s answered again after %s (%d failed GETs), from %s",
 		first, url, took.Round(100*time.Millisecond), failed, next)
@@ -155,6 +129,27 @@ func assertSSHLoadBalancer(ctx context.Context, t *testing.T, f *sshFleet, clien
 		t.Fatalf("GET %s 30 s after %s's link came back: %q %v", url, first, got, err)
 	}
 	t.Logf("MEASURE LoadBalancer after %s's link came back: %d of 30 GETs failed", first, failed)
+}
+
+// l2Announcers lists the nodes that MetalLB's status records name as
+// announcing the address of Service ns/name: a record of a node that went
+// away may stay behind. The second result lists every record, for a
+// message.
+func l2Announcers(ctx context.Context, dyn dynamic.Interface, ns, name string) ([]string, string) {
+	list, err := dyn.Resource(serviceL2Statuses).Namespace("metallb-system").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err.Error()
+	}
+	var nodes, seen []string
+	for _, it := range list.Items {
+		l := it.GetLabels()
+		node, _, _ := unstructured.NestedString(it.Object, "status", "node")
+		seen = append(seen, fmt.Sprintf("%s/%s on %s", l["metallb.io/service-namespace"], l["metallb.io/service-name"], node))
+		if l["metallb.io/service-name"] == name && l["metallb.io/service-namespace"] == ns && node != "" {
+			nodes = append(nodes, node)
+		}
+	}
+	return nodes, fmt.Sprint(seen)
 }
 
 // arpOwner returns the test host whose interface has the MAC address the

@@ -98,13 +98,17 @@ type Addons struct {
 	// ranges, "first-last" or CIDRs; empty where the platform serves
 	// LoadBalancer Services from outside the cluster (local) or not at all.
 	LoadBalancerIPs []string
+	// APIVIP is the API's virtual IP that MetalLB announces from a master
+	// whose API server is ready (ssh's apiVIP when kiln manages it); ""
+	// where the platform or the user keeps the API's address.
+	APIVIP string
 	// Registry is the image registry on the host.
 	Registry bool
 }
 
 // MetalLB reports whether MetalLB runs in the cluster: the platform gave
-// it addresses (LoadBalancerIPs).
-func (a Addons) MetalLB() bool { return len(a.LoadBalancerIPs) > 0 }
+// it addresses (LoadBalancerIPs) or an API VIP to announce.
+func (a Addons) MetalLB() bool { return len(a.LoadBalancerIPs) > 0 || a.APIVIP != "" }
 
 // AddonOn reports whether an add-on switch of install-config is on: every
 // add-on is installed unless its switch is set to false.

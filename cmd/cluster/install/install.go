@@ -16,8 +16,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -202,7 +205,33 @@ func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress, prov 
 		}
 	}
 	w.Expired = c.expired()
+	if vip := w.Addons.APIVIP; vip != "" {
+		if w.VIP, err = c.vipProbe(rc, dial, vip); err != nil {
+			return API{}, err
+		}
+	}
 	return API{Waits: w, Server: rc.Host, Client: client}, nil
+}
+
+// vipProbe returns install-complete's check of the API VIP that the
+// cluster announces itself: /readyz at vip with the admin's credentials,
+// dialed through the cluster's policy and never through the stand-ins that
+// dial falls back to.
+func (c *Cluster) vipProbe(rc *rest.Config, dial netroute.Dialer, vip string) (func(context.Context) string, error) {
+	at := rest.CopyConfig(rc)
+	at.Host = "https://" + net.JoinHostPort(vip, strconv.Itoa(kubeconfig.APIPort))
+	dial.Fallback = nil
+	at.Dial = dial.DialContext
+	client, err := kubernetes.NewForConfig(at)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) string {
+		if err := client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
+			return err.Error()
+		}
+		return ""
+	}, nil
 }
 
 // expired returns the waits' check of --dir's certificates (see
@@ -228,13 +257,20 @@ func (c *Cluster) expired() func(time.Time) string {
 // policy (platforms.DialPolicy; prov may be nil) decides, before a packet
 // is sent, whether a route of the cluster's own leads there. A local
 // cluster's API before its bridge exists is "not reachable yet", not a
-// connection through the host's default route.
+// connection through the host's default route. Where the platform names
+// stand-ins for an API address the cluster announces itself
+// (platforms.APIStandIns), a dial of it that does not connect in time
+// goes to them.
 func (c *Cluster) Dialer(prov platforms.Provisioner) (netroute.Dialer, error) {
 	policy, err := platforms.DialPolicy(prov, &c.Cluster)
 	if err != nil {
 		return netroute.Dialer{}, exitcode.With(exitcode.Input, err)
 	}
-	return netroute.Dialer{Policy: policy}, nil
+	d := netroute.Dialer{Policy: policy}
+	if s, ok := prov.(platforms.APIStandIns); ok {
+		d.Fallback = func(a netip.Addr) []netip.Addr { return s.APIStandIns(&c.Cluster, a) }
+	}
+	return d, nil
 }
 
 // RestConfig returns the admin kubeconfig's client configuration, every

@@ -129,8 +129,9 @@ func (r *Runner) joinStep(ctx context.Context, etcd Etcd, name, ip string) (bool
 	return false, "", fmt.Errorf("etcd member %s: unknown join step %d", name, p.Step)
 }
 
-// removeMaster takes a master out: out of the load balancer first (no
-// request goes to an API server about to lose its etcd member), then its
+// removeMaster takes a master out: out of the load balancer and the API
+// VIP's announcers first (no request goes to an API server about to lose
+// its etcd member), then its
 // etcd member (refused when the members left would lose quorum, unless
 // --force), its Node, and only then its machine. The removal is recorded
 // first so that a re-run finishes it.
@@ -140,6 +141,9 @@ func (r *Runner) removeMaster(ctx context.Context, name string) error {
 	}
 	masters := without(r.Cluster.Shape.Masters, name)
 	if err := r.Machines.SetAPIBackends(ctx, r.Cluster, masters); err != nil {
+		return err
+	}
+	if err := r.moveVIPOff(ctx, name, masters); err != nil {
 		return err
 	}
 	etcd, err := r.dialEtcd(ctx, name)

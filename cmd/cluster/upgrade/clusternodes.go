@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types/configs"
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/cmd/cluster/apivip"
 	"github.com/kiln-project/kiln/cmd/cluster/etcdmembers"
 	"github.com/kiln-project/kiln/cmd/cluster/handover"
 	"github.com/kiln-project/kiln/cmd/cluster/noderelease"
@@ -290,7 +292,9 @@ func (n *ClusterNodes) Uncordon(ctx context.Context, node string) error {
 }
 
 // APIBackend takes master out of the API load balancer or puts it back;
-// it never leaves the load balancer without a master.
+// it never leaves the load balancer without a master. Where kiln keeps an
+// API VIP, master leaves and rejoins the VIP's announcers the same way
+// (apivip.Mover), out of the load balancer first and back into it last.
 func (n *ClusterNodes) APIBackend(ctx context.Context, master string, serve bool) error {
 	cur, err := n.Backends.APIBackends(ctx, n.Cluster)
 	if err != nil {
@@ -301,14 +305,22 @@ func (n *ClusterNodes) APIBackend(ctx context.Context, master string, serve bool
 		want = append(want, master)
 	}
 	slices.Sort(want)
-	sorted := slices.Sorted(slices.Values(cur))
-	if slices.Equal(want, sorted) {
-		return nil
-	}
 	if len(want) == 0 {
 		// A single master's API server restarts behind the load
 		// balancer: there is no other to send its clients to.
 		return nil
 	}
-	return n.Backends.SetAPIBackends(ctx, n.Cluster, want)
+	if !slices.Equal(want, slices.Sorted(slices.Values(cur))) {
+		if err := n.Backends.SetAPIBackends(ctx, n.Cluster, want); err != nil {
+			return err
+		}
+	}
+	if configs.Addons(n.Cluster.Config).APIVIP == "" {
+		return nil
+	}
+	vip := apivip.Mover{Kube: n.Kube}
+	if serve {
+		return vip.On(ctx, master)
+	}
+	return vip.Off(ctx, master, want)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -16,8 +18,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 
+	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/cmd/cluster/apivip"
 	"github.com/kiln-project/kiln/ignition/machineconfig"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -90,7 +98,7 @@ func newClusterNodes(l *live) (*ClusterNodes, *fakeUpgrader, *fakeBackends) {
 	for _, h := range l.etcd {
 		members = append(members, h.Member)
 	}
-	n := &ClusterNodes{Cluster: &platforms.Cluster{InfraID: "demo"}, Upgrader: up, Backends: lb, Kube: l.client(),
+	n := &ClusterNodes{Cluster: &platforms.Cluster{InfraID: "demo", Config: &types.Config{}}, Upgrader: up, Backends: lb, Kube: l.client(),
 		Etcd: caughtUp{members}, Drainer: func(context.Context, string) error { return nil }}
 	return n, up, lb
 }
@@ -231,7 +239,38 @@ func TestClusterNodesAPIBackend(t *testing.T) {
 	if err := n.APIBackend(ctx, "master-0", false); err != nil || !slices.Equal(lb.masters, []string{"master-0"}) {
 		t.Errorf("a single master stays: %v, %v", lb.masters, err)
 	}
+
+	// With an API VIP that kiln keeps, the master leaves its announcers
+	// too, once another announces it, and rejoins them.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `{"items":[{"status":{"node":"master-0"}}]}`)
+	}))
+	defer srv.Close()
+	kube := n.Kube.(*fake.Clientset)
+	n.Kube = withDiscovery{kube, discovery.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: srv.URL, QPS: -1})}
+	n.Cluster.Config = &types.Config{Platform: types.Platform{SSH: &ssh.Platform{APIVIP: "10.0.0.5"}}}
+	lb.masters = []string{"master-0", "master-1", "master-2"}
+	labelled := func() bool {
+		nd, err := kube.CoreV1().Nodes().Get(ctx, "master-1", metav1.GetOptions{})
+		_, ok := nd.Labels[apivip.ExcludeLabel]
+		return err == nil && ok
+	}
+	if err := n.APIBackend(ctx, "master-1", false); err != nil || !labelled() {
+		t.Errorf("out with a VIP: labelled %v, %v", labelled(), err)
+	}
+	if err := n.APIBackend(ctx, "master-1", true); err != nil || labelled() || !slices.Equal(lb.masters, []string{"master-0", "master-1", "master-2"}) {
+		t.Errorf("back with a VIP: labelled %v, backends %v, %v", labelled(), lb.masters, err)
+	}
 }
+
+// withDiscovery is a fake clientset whose discovery REST client reaches a
+// test server (for MetalLB's records, which the fake cannot serve).
+type withDiscovery struct {
+	*fake.Clientset
+	d discovery.DiscoveryInterface
+}
+
+func (c withDiscovery) Discovery() discovery.DiscoveryInterface { return c.d }
 
 // TestClusterNodesCheckWaitsForLeaders: a master's new kubelet may have
 // restarted the leading controller manager; its gate passes only once

@@ -65,6 +65,10 @@ type Waiter struct {
 	// serves no client ("" when nothing is known to be wrong): the waits
 	// name it before any other problem.
 	Endpoint func(ctx context.Context) string
+	// VIP, when set, says why the API VIP that the cluster announces
+	// itself (Addons.APIVIP) does not answer /readyz ("" when it does):
+	// install-complete waits for it.
+	VIP func(ctx context.Context) string
 	// Now is the clock the waits judge ages by: a node's lease, a pod
 	// stuck in creation (nil is time.Now).
 	Now func() time.Time
@@ -206,7 +210,8 @@ const (
 // metrics-server turns ready only once it has scraped the kubelets (over
 // verified TLS); the metrics API is available once the API server reaches
 // it through its Service. MetalLB is available once its controller is and
-// a speaker runs on each of the nodes nodes.
+// a speaker runs on each of the nodes nodes. The API VIP is available once
+// it answers /readyz itself (VIP), never through a stand-in.
 func (w *Waiter) addonsPending(ctx context.Context, nodes int) string {
 	if w.Addons.Storage {
 		dep, err := w.Client.AppsV1().Deployments(storageNamespace).Get(ctx, storageDeployment, metav1.GetOptions{})
@@ -233,6 +238,11 @@ func (w *Waiter) addonsPending(ctx context.Context, nodes int) string {
 			return "MetalLB's speaker (LoadBalancer announcements) not running on every node"
 		}
 	}
+	if w.Addons.APIVIP != "" && w.VIP != nil {
+		if why := w.VIP(ctx); why != "" {
+			return "the API at its VIP " + w.Addons.APIVIP + " (MetalLB announces it for the Service kube-system/kiln-api) does not answer: " + why
+		}
+	}
 	return ""
 }
 
@@ -247,6 +257,9 @@ func (w *Waiter) addonsDone() string {
 	}
 	if w.Addons.MetalLB() {
 		names = append(names, "MetalLB")
+	}
+	if w.Addons.APIVIP != "" && w.VIP != nil {
+		names = append(names, "the API at its VIP "+w.Addons.APIVIP)
 	}
 	switch len(names) {
 	case 0:

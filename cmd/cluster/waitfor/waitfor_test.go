@@ -110,9 +110,15 @@ func TestInstallComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A Ready node whose kubelet stopped renewing its lease is not up.
-	renewLease(t, client, "w-0", time.Now().Add(-LeaseFresh-5*time.Second))
+	// A Ready node whose kubelet stopped renewing its lease is not up
+	// (the waits' clock stands still, so that the age is exact on a
+	// loaded machine).
+	now := time.Now()
+	w.Now = func() time.Time { return now }
+	renewLease(t, client, "m-0", now)
+	renewLease(t, client, "w-0", now.Add(-LeaseFresh-5*time.Second))
 	err = w.InstallComplete(ctx, 2, timesOut)
+	w.Now = nil
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not up: w-0 (kubelet lease renewed 25s ago)") {
 		t.Fatalf("stale lease: err = %v", err)
 	}
@@ -242,7 +248,14 @@ func TestInstallCompleteAddons(t *testing.T) {
 		t.Fatalf("add-ons off: %v", err)
 	}
 
-	w.Addons = types.Addons{Storage: true, Metrics: true, LoadBalancer: true, LoadBalancerIPs: []string{"192.0.2.200-192.0.2.210"}}
+	w.Addons = types.Addons{Storage: true, Metrics: true, LoadBalancer: true, LoadBalancerIPs: []string{"192.0.2.200-192.0.2.210"}, APIVIP: "192.0.2.5"}
+	var vipUp atomic.Bool
+	w.VIP = func(context.Context) string {
+		if vipUp.Load() {
+			return ""
+		}
+		return "dial tcp 192.0.2.5:6443: connect: no route to host"
+	}
 	speaker := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "speaker", Namespace: "metallb-system"},
 		Status: appsv1.DaemonSetStatus{NumberReady: 0, DesiredNumberScheduled: 1}}
 	steps := []struct {
@@ -260,6 +273,9 @@ func TestInstallCompleteAddons(t *testing.T) {
 			speaker.Status.NumberReady = 1
 			client.AppsV1().DaemonSets("metallb-system").UpdateStatus(ctx, speaker, metav1.UpdateOptions{})
 		}},
+		{"the API at its VIP 192.0.2.5 (MetalLB announces it for the Service kube-system/kiln-api) does not answer: dial tcp 192.0.2.5:6443: connect: no route to host", func() {
+			vipUp.Store(true)
+		}},
 	}
 	for _, s := range steps {
 		// Long enough for a first check on a loaded machine: the wait must
@@ -273,7 +289,7 @@ func TestInstallCompleteAddons(t *testing.T) {
 	if err := w.InstallComplete(ctx, 1, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(logs.String(), "the default StorageClass, metrics-server and MetalLB available") {
+	if !strings.Contains(logs.String(), "the default StorageClass, metrics-server, MetalLB and the API at its VIP 192.0.2.5 available") {
 		t.Errorf("log does not name the add-ons:\n%s", logs)
 	}
 }

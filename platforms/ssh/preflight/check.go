@@ -26,9 +26,9 @@ type Host struct {
 	Address string
 	// Role is what it becomes.
 	Role Role
-	// Speaker says that its node runs MetalLB's speaker (the
-	// LoadBalancer add-on, platform.ssh.loadBalancerIPs), whose ports it
-	// must have free too (SpeakerPorts).
+	// Speaker says that its node runs MetalLB's speaker (for
+	// platform.ssh.loadBalancerIPs or the API VIP that kiln keeps), whose
+	// ports it must have free too (SpeakerPorts).
 	Speaker bool
 }
 

@@ -5,11 +5,16 @@ import (
 	"net/netip"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
+	"github.com/kiln-project/kiln/assets/installconfig/types/ssh/sshconfig"
 	"github.com/kiln-project/kiln/platforms"
 	"github.com/kiln-project/kiln/platforms/netroute"
 )
 
-var _ platforms.Router = (*Provisioner)(nil)
+var (
+	_ platforms.Router      = (*Provisioner)(nil)
+	_ platforms.APIStandIns = (*Provisioner)(nil)
+)
 
 // DialPolicy implements platforms.Router: the cluster's addresses are the
 // user's hosts, reached through the user's own routes, so kiln dials what
@@ -54,4 +59,23 @@ func declared(cfg *types.Config) (netroute.Only, error) {
 		only.Names = append(only.Names, cfg.APIName())
 	}
 	return only, nil
+}
+
+// APIStandIns implements platforms.APIStandIns: for the API VIP that kiln
+// keeps (sshconfig.ManagedAPIVIP), the masters' addresses as install-config
+// declares them at the call (a master that a scale replaced is gone from
+// them); nil for any other address.
+func (p *Provisioner) APIStandIns(c *platforms.Cluster, addr netip.Addr) []netip.Addr {
+	s := c.Config.Platform.SSH
+	vip, ok := sshconfig.ManagedAPIVIP(s)
+	if !ok || vip != addr {
+		return nil
+	}
+	var masters []netip.Addr
+	for _, h := range s.Hosts {
+		if a, err := netip.ParseAddr(h.Address); err == nil && h.Role == ssh.RoleMaster {
+			masters = append(masters, a)
+		}
+	}
+	return masters
 }

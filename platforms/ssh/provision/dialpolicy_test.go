@@ -3,6 +3,7 @@ package provision
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
@@ -37,5 +38,37 @@ func TestDialPolicyDeclaredHosts(t *testing.T) {
 	s.Hosts[0].Address = "not an address"
 	if _, err := (&Provisioner{}).DialPolicy(c); err == nil {
 		t.Error("a host address that does not parse: no error")
+	}
+}
+
+// The API VIP kiln keeps has the masters for stand-ins, as declared at the
+// call; an address that is not that VIP, a VIP that is a master's own
+// address or the user's load balancer has none.
+func TestAPIStandIns(t *testing.T) {
+	c := exampleCluster(t)
+	s := c.Config.Platform.SSH
+	s.APIVIP = "10.20.0.250"
+	vip := netip.MustParseAddr(s.APIVIP)
+	var want []netip.Addr
+	for _, h := range s.Hosts {
+		if h.Role == ssh.RoleMaster {
+			want = append(want, netip.MustParseAddr(h.Address))
+		}
+	}
+	p := &Provisioner{}
+	if got := p.APIStandIns(c, vip); len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("stand-ins of the VIP: %v, want the masters %v", got, want)
+	}
+	if got := p.APIStandIns(c, want[0]); got != nil {
+		t.Errorf("stand-ins of a master's address: %v", got)
+	}
+	s.Hosts = slices.DeleteFunc(s.Hosts, func(h ssh.Host) bool { return h.Address == want[0].String() })
+	if got := p.APIStandIns(c, vip); slices.Contains(got, want[0]) {
+		t.Errorf("a master no longer declared stands in: %v", got)
+	}
+	no := false
+	s.APIVIPManaged = &no
+	if got := p.APIStandIns(c, vip); got != nil {
+		t.Errorf("the user's own load balancer has stand-ins: %v", got)
 	}
 }

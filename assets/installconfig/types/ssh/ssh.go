@@ -54,13 +54,20 @@ type Platform struct {
 	// Bastion is host[:port] of a jump host kiln dials the hosts through, with the same user
 	// and key; unset, kiln dials them directly.
 	Bastion string `json:"bastion,omitempty"`
-	// APIVIP is the address users reach the API at from outside the hosts: a virtual IP or
-	// load balancer of theirs in front of port 6443 of the masters, or one master's address.
-	// It is in the API server's certificate and the admin kubeconfig. Unset, the admin
-	// kubeconfig names api.<metadata.name>.<baseDomain>, which the user's DNS resolves to the
-	// masters. The hosts themselves never use it: each reaches the API through its own proxy
-	// on 127.0.0.1:6444.
+	// APIVIP is the address users reach the API at from outside the hosts. A free IPv4
+	// address in networking.machineNetwork is a virtual IP that kiln keeps: MetalLB (built
+	// from source) announces it by ARP from one master whose API server is ready, and from
+	// another within seconds when that master or its API server stops. Otherwise it is one
+	// master's address, or (with apiVIPManaged: false) your own load balancer or VIP in front
+	// of port 6443 of the masters. It is in the API server's certificate and the admin
+	// kubeconfig. Unset, the admin kubeconfig names api.<metadata.name>.<baseDomain>, which
+	// the user's DNS resolves to the masters. The hosts themselves never use it: each reaches
+	// the API through its own proxy on 127.0.0.1:6444.
 	APIVIP string `json:"apiVIP,omitempty"`
+	// APIVIPManaged says whether kiln announces apiVIP (default true when apiVIP is an IPv4
+	// address that no host has). Set it to false when apiVIP belongs to a load balancer or
+	// VIP of yours; true with apiVIP unset, a DNS name or a host's address is refused.
+	APIVIPManaged *bool `json:"apiVIPManaged,omitempty"`
 	// LoadBalancerIPs are the addresses LoadBalancer Services (without a loadBalancerClass)
 	// get, each a range "first-last" or a CIDR, on the hosts' segment: in
 	// networking.machineNetwork, and no host's address or apiVIP among them. MetalLB (built

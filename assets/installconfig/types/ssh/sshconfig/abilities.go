@@ -24,12 +24,7 @@ func (Config) APIVIPIsMachine(c *types.Config) bool {
 	if c.Platform.SSH == nil || c.Platform.SSH.APIVIP == "" {
 		return false
 	}
-	for _, h := range c.Platform.SSH.Hosts {
-		if h.Address == c.Platform.SSH.APIVIP || h.Name == c.Platform.SSH.APIVIP {
-			return true
-		}
-	}
-	return false
+	return hostAddress(c.Platform.SSH, c.Platform.SSH.APIVIP)
 }
 
 // NodeProxy implements configs.NodeProxier: every host runs a proxy to the
@@ -55,7 +50,8 @@ func (Config) BootstrapJoinsAsWorker(c *types.Config) bool {
 
 // Addons implements configs.AddonProvider: storage and metrics-server,
 // each unless platform.ssh.addons switches it off, and MetalLB when
-// platform.ssh.loadBalancerIPs has addresses; none without a section.
+// platform.ssh.loadBalancerIPs has addresses (LoadBalancer Services) or
+// kiln manages apiVIP (ManagedAPIVIP); none without a section.
 func (Config) Addons(c *types.Config) types.Addons {
 	if c.Platform.SSH == nil {
 		return types.Addons{}
@@ -65,7 +61,10 @@ func (Config) Addons(c *types.Config) types.Addons {
 		a = &ssh.Addons{}
 	}
 	add := types.Addons{Storage: types.AddonOn(a.Storage), Metrics: types.AddonOn(a.Metrics), LoadBalancerIPs: slices.Clone(c.Platform.SSH.LoadBalancerIPs)}
-	add.LoadBalancer = add.MetalLB()
+	add.LoadBalancer = len(add.LoadBalancerIPs) > 0
+	if vip, ok := ManagedAPIVIP(c.Platform.SSH); ok {
+		add.APIVIP = vip.String()
+	}
 	return add
 }
 

@@ -67,6 +67,7 @@ func (Config) Validate(c *types.Config, fp *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(fp.Child("apiVIP"), s.APIVIP, "must be an IPv4 address or a DNS name"))
 	}
 	errs = append(errs, validateHosts(c, fp.Child("hosts"))...)
+	errs = append(errs, validateAPIVIP(c, fp)...)
 	errs = append(errs, validateLoadBalancerIPs(c, fp.Child("loadBalancerIPs"))...)
 	if c.SSHKey != "" {
 		errs = append(errs, field.Forbidden(field.NewPath("sshKey"),

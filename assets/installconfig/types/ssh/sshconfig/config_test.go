@@ -190,3 +190,65 @@ func TestLoadBalancerIPs(t *testing.T) {
 		t.Errorf("ParseAddrRange(10.0.0.0/8) = %v, %v", r, err)
 	}
 }
+
+// TestManagedAPIVIP: a free address on the hosts' segment is kiln's to
+// announce (and MetalLB runs for it alone); a master's address, a name or
+// apiVIPManaged: false is the user's; a VIP kiln cannot announce is
+// refused naming the field, every problem at once.
+func TestManagedAPIVIP(t *testing.T) {
+	no := false
+	yes := true
+	for _, tc := range []struct {
+		vip     string
+		managed *bool
+		want    string // "" when the user keeps it
+	}{
+		{vip: "192.0.2.100", want: "192.0.2.100"},
+		{vip: "192.0.2.100", managed: &yes, want: "192.0.2.100"},
+		{vip: "192.0.2.100", managed: &no},
+		{vip: "192.0.2.11"},
+		{vip: "m0"},
+		{vip: "api.example.com"},
+		{},
+	} {
+		c := config()
+		c.Platform.SSH.APIVIP, c.Platform.SSH.APIVIPManaged = tc.vip, tc.managed
+		if errs := (Config{}).Validate(c, field.NewPath("platform", "ssh")); len(errs) > 0 {
+			t.Errorf("%q managed %v: %v", tc.vip, tc.managed, errs)
+		}
+		add := Config{}.Addons(c)
+		if add.APIVIP != tc.want || add.MetalLB() != (tc.want != "") || add.LoadBalancer {
+			t.Errorf("%q managed %v: Addons APIVIP %q, MetalLB %v, LoadBalancer %v; want VIP %q", tc.vip, tc.managed, add.APIVIP, add.MetalLB(), add.LoadBalancer, tc.want)
+		}
+	}
+
+	for _, tc := range []struct {
+		vip     string
+		managed *bool
+		want    []string
+	}{
+		{vip: "198.51.100.7", want: []string{`platform.ssh.apiVIP: Invalid value: "198.51.100.7": must be inside one of networking.machineNetwork (192.0.2.0/24)`, "apiVIPManaged: false"}},
+		{vip: "192.0.2.255", want: []string{`platform.ssh.apiVIP: Invalid value: "192.0.2.255": is 192.0.2.0/24's network or broadcast address`}},
+		{vip: "192.0.2.11", managed: &yes, want: []string{"platform.ssh.apiVIPManaged: Invalid value: true: needs apiVIP to be a free IPv4 address"}},
+		{managed: &yes, want: []string{"platform.ssh.apiVIPManaged: Invalid value: true"}},
+	} {
+		c := config()
+		c.Platform.SSH.APIVIP, c.Platform.SSH.APIVIPManaged = tc.vip, tc.managed
+		got := (Config{}).Validate(c, field.NewPath("platform", "ssh")).ToAggregate()
+		if got == nil {
+			t.Errorf("%q managed %v: accepted", tc.vip, tc.managed)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(got.Error(), w) {
+				t.Errorf("%q managed %v: errors lack %q:\n%s", tc.vip, tc.managed, w, got)
+			}
+		}
+	}
+	// With your own load balancer outside the hosts' segment: yours.
+	c := config()
+	c.Platform.SSH.APIVIP, c.Platform.SSH.APIVIPManaged = "198.51.100.7", &no
+	if errs := (Config{}).Validate(c, field.NewPath("platform", "ssh")); len(errs) > 0 {
+		t.Errorf("your own load balancer off the segment: %v", errs)
+	}
+}

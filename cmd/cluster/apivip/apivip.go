@@ -1,0 +1,126 @@
+// Package apivip moves the API VIP that kiln keeps (an ssh cluster's
+// apiVIP, announced by MetalLB as the address of the Service
+// kube-system/kiln-api) off a master before that master's API server
+// loses its etcd member, and lets it back: the VIP's counterpart of
+// taking a master out of the API proxies. A master is kept out by
+// Kubernetes' well-known label, which MetalLB's speakers honour.
+package apivip
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kiln-project/kiln/assets/manifests"
+)
+
+// ExcludeLabel keeps a node from announcing MetalLB's addresses, the API
+// VIP among them.
+const ExcludeLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
+
+// Defaults of Mover: the speakers choose again within seconds of a label
+// change.
+const (
+	DefaultPoll    = time.Second
+	DefaultTimeout = time.Minute
+)
+
+// Mover moves the API VIP through the admin client Kube.
+type Mover struct {
+	Kube kubernetes.Interface
+	// Poll and Timeout pace Off's wait (DefaultPoll, DefaultTimeout when
+	// zero).
+	Poll, Timeout time.Duration
+}
+
+// Off labels master out of the VIP's announcers and waits until MetalLB
+// records one of others announcing it. A master without a Node has
+// nothing to hand over; with no others there is no one to hand it to.
+func (m Mover) Off(ctx context.Context, master string, others []string) error {
+	others = slices.DeleteFunc(slices.Clone(others), func(n string) bool { return n == master })
+	if len(others) == 0 {
+		return nil
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:""}}}`, ExcludeLabel)
+	_, err := m.Kube.CoreV1().Nodes().Patch(ctx, master, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("labelling Node %s out of the API VIP's announcers: %w", master, err)
+	}
+	poll, timeout := m.Poll, m.Timeout
+	if poll == 0 {
+		poll = DefaultPoll
+	}
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	last := "nothing read yet"
+	err = wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
+		nodes, err := Announcers(ctx, m.Kube)
+		if err != nil {
+			last = "MetalLB's records: " + err.Error()
+			return false, nil
+		}
+		last = fmt.Sprintf("MetalLB records it announced from %v", nodes)
+		return slices.ContainsFunc(nodes, func(n string) bool { return slices.Contains(others, n) }), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the API VIP did not move off %s to one of %v within %s: %s", master, others, timeout, last)
+	}
+	return nil
+}
+
+// On lets master announce the VIP again (a master without a Node has no
+// label to take off).
+func (m Mover) On(ctx context.Context, master string) error {
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, ExcludeLabel)
+	_, err := m.Kube.CoreV1().Nodes().Patch(ctx, master, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("letting Node %s announce the API VIP again: %w", master, err)
+	}
+	return nil
+}
+
+// serviceL2Statuses is the part of MetalLB's ServiceL2Status list that
+// kiln reads: the node that announces a Service's address.
+type serviceL2Statuses struct {
+	Items []struct {
+		Status struct {
+			Node string `json:"node"`
+		} `json:"status"`
+	} `json:"items"`
+}
+
+// Announcers returns the nodes that MetalLB's records name as announcing
+// the API VIP (a record of a node that went away may linger beside the
+// new one).
+func Announcers(ctx context.Context, kube kubernetes.Interface) ([]string, error) {
+	data, err := kube.Discovery().RESTClient().Get().
+		AbsPath("/apis/metallb.io/v1beta1/namespaces", manifests.MetalLBNamespace, "servicel2statuses").
+		Param("labelSelector", "metallb.io/service-namespace="+manifests.APIVIPNamespace+",metallb.io/service-name="+manifests.APIVIPService).
+		DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var list serviceL2Statuses
+	if err := json.Unmarshal(data, &list); err != nil {
+		return nil, err
+	}
+	var nodes []string
+	for _, it := range list.Items {
+		if it.Status.Node != "" {
+			nodes = append(nodes, it.Status.Node)
+		}
+	}
+	return nodes, nil
+}

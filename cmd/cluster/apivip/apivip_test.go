@@ -1,0 +1,81 @@
+package apivip
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+)
+
+// withDiscovery is a fake clientset whose discovery REST client reaches a
+// test server (for MetalLB's records, which the fake cannot serve).
+type withDiscovery struct {
+	*fake.Clientset
+	d discovery.DiscoveryInterface
+}
+
+func (c withDiscovery) Discovery() discovery.DiscoveryInterface { return c.d }
+
+// Off waits for another master than the one leaving, and names what
+// MetalLB records when the VIP does not move; On takes the label off; a
+// master without a Node, or without another master, is left alone.
+func TestOffOn(t *testing.T) {
+	announcer := "m-0"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Query().Get("labelSelector") != "metallb.io/service-namespace=kube-system,metallb.io/service-name=kiln-api" {
+			http.NotFound(w, req)
+			return
+		}
+		fmt.Fprintf(w, `{"items":[{"status":{"node":%q}}]}`, announcer)
+	}))
+	defer srv.Close()
+	kube := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "m-0"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "m-1"}})
+	m := Mover{Kube: withDiscovery{kube, discovery.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: srv.URL, QPS: -1})}, Poll: time.Millisecond, Timeout: 100 * time.Millisecond}
+	ctx := context.Background()
+	label := func() (string, bool) {
+		n, _ := kube.CoreV1().Nodes().Get(ctx, "m-0", metav1.GetOptions{})
+		v, ok := n.Labels[ExcludeLabel]
+		return v, ok
+	}
+
+	err := m.Off(ctx, "m-0", []string{"m-0", "m-1"})
+	if err == nil || !strings.Contains(err.Error(), "did not move off m-0 to one of [m-1]") || !strings.Contains(err.Error(), "MetalLB records it announced from [m-0]") {
+		t.Errorf("the VIP stays: %v", err)
+	}
+	if _, ok := label(); !ok {
+		t.Error("m-0 not labelled out")
+	}
+	announcer = "m-1"
+	if err := m.Off(ctx, "m-0", []string{"m-1"}); err != nil {
+		t.Errorf("the VIP moved: %v", err)
+	}
+	if err := m.On(ctx, "m-0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := label(); ok {
+		t.Error("m-0 still labelled out after On")
+	}
+	for _, c := range []struct {
+		master string
+		others []string
+	}{{"gone", []string{"m-1"}}, {"m-0", []string{"m-0"}}} {
+		if err := m.Off(ctx, c.master, c.others); err != nil {
+			t.Errorf("Off(%s, %v): %v", c.master, c.others, err)
+		}
+	}
+	if _, ok := label(); ok {
+		t.Error("the last master was labelled out")
+	}
+	if err := m.On(ctx, "gone"); err != nil {
+		t.Errorf("On of a master without a Node: %v", err)
+	}
+}
