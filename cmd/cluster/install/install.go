@@ -206,7 +206,7 @@ func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress, prov 
 	}
 	w.Expired = c.expired()
 	if vip := w.Addons.APIVIP; vip != "" {
-		if w.VIP, err = c.vipProbe(rc, dial, vip); err != nil {
+		if w.VIP, err = vipProbe(rc, dial, vip); err != nil {
 			return API{}, err
 		}
 	}
@@ -217,7 +217,7 @@ func (c *Cluster) API(log logrus.FieldLogger, progress platforms.Progress, prov 
 // cluster announces itself: /readyz at vip with the admin's credentials,
 // dialed through the cluster's policy and never through the stand-ins that
 // dial falls back to.
-func (c *Cluster) vipProbe(rc *rest.Config, dial netroute.Dialer, vip string) (func(context.Context) string, error) {
+func vipProbe(rc *rest.Config, dial netroute.Dialer, vip string) (func(context.Context) string, error) {
 	at := rest.CopyConfig(rc)
 	at.Host = "https://" + net.JoinHostPort(vip, strconv.Itoa(kubeconfig.APIPort))
 	dial.Fallback = nil
