@@ -331,7 +331,7 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 		// The API answers at the VIP once create is done; the test's own
 		// client goes to the first master, past whatever this test does
 		// to the VIP.
-		vip = newVIPWatch(t, dir, apiVIP)
+		vip = newVIPWatch(t, dir, apiVIP, masters)
 		if err := vip.readyz(); err != nil {
 			t.Errorf("the API at its VIP %s after create: %v", apiVIP, err)
 		}

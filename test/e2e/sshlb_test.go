@@ -71,15 +71,7 @@ func assertSSHLoadBalancer(ctx context.Context, t *testing.T, f *sshFleet, clien
 	// its power or its cable looks to the others: its speaker cannot say
 	// goodbye, the others' memberlist must find it dead, and one of them
 	// takes the address over with a gratuitous ARP.
-	info, err := f.m.Inspect(ctx, first)
-	if err != nil || info.Veth == "" {
-		t.Fatalf("%s's link: %+v %v", first, info, err)
-	}
-	link := func(state string) {
-		if out, err := exec.Command("ip", "link", "set", "dev", info.Veth, state).CombinedOutput(); err != nil {
-			t.Fatalf("ip link set dev %s %s: %v %s", info.Veth, state, err, out)
-		}
-	}
+	link := hostLink(ctx, t, f, first)
 	// Each try gives up after 500 ms (an answer takes milliseconds), so
 	// the time is measured to about half a second.
 	cut := time.Now()
@@ -129,6 +121,22 @@ func assertSSHLoadBalancer(ctx context.Context, t *testing.T, f *sshFleet, clien
 		t.Fatalf("GET %s 30 s after %s's link came back: %q %v", url, first, got, err)
 	}
 	t.Logf("MEASURE LoadBalancer after %s's link came back: %d of 30 GETs failed", first, failed)
+}
+
+// hostLink returns what sets the link of test host name on the bridge
+// (its veth on the machine's side) "up" or "down": down, the host drops
+// off the network as it would when it loses its power or its cable.
+func hostLink(ctx context.Context, t *testing.T, f *sshFleet, name string) func(state string) {
+	t.Helper()
+	info, err := f.m.Inspect(ctx, name)
+	if err != nil || info.Veth == "" {
+		t.Fatalf("%s's link: %+v %v", name, info, err)
+	}
+	return func(state string) {
+		if out, err := exec.Command("ip", "link", "set", "dev", info.Veth, state).CombinedOutput(); err != nil {
+			t.Fatalf("ip link set dev %s %s: %v %s", info.Veth, state, err, out)
+		}
+	}
 }
 
 // l2Announcers lists the nodes that MetalLB's status records name as

@@ -11,19 +11,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/rest"
+
+	"github.com/kiln-project/kiln/cmd/internal/kubetest"
 )
-
-// withDiscovery is a fake clientset whose discovery REST client reaches a
-// test server (for MetalLB's records, which the fake cannot serve).
-type withDiscovery struct {
-	*fake.Clientset
-	d discovery.DiscoveryInterface
-}
-
-func (c withDiscovery) Discovery() discovery.DiscoveryInterface { return c.d }
 
 // Off waits for another master than the one leaving, and names what
 // MetalLB records when the VIP does not move; On takes the label off; a
@@ -39,7 +30,7 @@ func TestOffOn(t *testing.T) {
 	}))
 	defer srv.Close()
 	kube := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "m-0"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "m-1"}})
-	m := Mover{Kube: withDiscovery{kube, discovery.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: srv.URL, QPS: -1})}, Poll: time.Millisecond, Timeout: 100 * time.Millisecond}
+	m := Mover{Kube: kubetest.Serve(kube, srv.URL), Poll: time.Millisecond, Timeout: 100 * time.Millisecond}
 	ctx := context.Background()
 	label := func() (string, bool) {
 		n, _ := kube.CoreV1().Nodes().Get(ctx, "m-0", metav1.GetOptions{})

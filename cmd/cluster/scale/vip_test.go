@@ -10,23 +10,13 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/rest"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/cmd/cluster/apivip"
+	"github.com/kiln-project/kiln/cmd/internal/kubetest"
 )
-
-// withDiscovery is a fake clientset whose discovery REST client reaches a
-// test server (for MetalLB's records, which the fake cannot serve).
-type withDiscovery struct {
-	*fake.Clientset
-	d discovery.DiscoveryInterface
-}
-
-func (c withDiscovery) Discovery() discovery.DiscoveryInterface { return c.d }
 
 // TestMoveVIPOff: a master that leaves is labelled out of the API VIP's
 // announcers, and the removal goes on only once MetalLB records another
@@ -50,7 +40,7 @@ func TestMoveVIPOff(t *testing.T) {
 	}))
 	defer srv.Close()
 	kube := r.Kube.(*fake.Clientset)
-	r.Kube = withDiscovery{kube, discovery.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: srv.URL, QPS: -1})}
+	r.Kube = kubetest.Serve(kube, srv.URL)
 
 	// No VIP kiln keeps: nothing asked, no label.
 	if err := r.moveVIPOff(context.Background(), leaving, others); err != nil || asked.Load() != 0 {

@@ -18,14 +18,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/rest"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/cmd/cluster/apivip"
+	"github.com/kiln-project/kiln/cmd/internal/kubetest"
 	"github.com/kiln-project/kiln/ignition/machineconfig"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -247,7 +246,7 @@ func TestClusterNodesAPIBackend(t *testing.T) {
 	}))
 	defer srv.Close()
 	kube := n.Kube.(*fake.Clientset)
-	n.Kube = withDiscovery{kube, discovery.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: srv.URL, QPS: -1})}
+	n.Kube = kubetest.Serve(kube, srv.URL)
 	n.Cluster.Config = &types.Config{Platform: types.Platform{SSH: &ssh.Platform{APIVIP: "10.0.0.5"}}}
 	lb.masters = []string{"master-0", "master-1", "master-2"}
 	labelled := func() bool {
@@ -262,15 +261,6 @@ func TestClusterNodesAPIBackend(t *testing.T) {
 		t.Errorf("back with a VIP: labelled %v, backends %v, %v", labelled(), lb.masters, err)
 	}
 }
-
-// withDiscovery is a fake clientset whose discovery REST client reaches a
-// test server (for MetalLB's records, which the fake cannot serve).
-type withDiscovery struct {
-	*fake.Clientset
-	d discovery.DiscoveryInterface
-}
-
-func (c withDiscovery) Discovery() discovery.DiscoveryInterface { return c.d }
 
 // TestClusterNodesCheckWaitsForLeaders: a master's new kubelet may have
 // restarted the leading controller manager; its gate passes only once

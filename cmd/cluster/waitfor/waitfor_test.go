@@ -17,12 +17,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/rest"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/cmd/cluster/etcdmembers"
+	"github.com/kiln-project/kiln/cmd/internal/kubetest"
 	"github.com/kiln-project/kiln/platforms"
 )
 
@@ -200,15 +199,6 @@ func renewLease(t *testing.T, client *fake.Clientset, node string, at time.Time)
 	}
 }
 
-// withDiscovery is a fake clientset whose discovery (and raw REST) client
-// talks to a test server: the fake has no REST client for APIServices.
-type withDiscovery struct {
-	*fake.Clientset
-	d discovery.DiscoveryInterface
-}
-
-func (c withDiscovery) Discovery() discovery.DiscoveryInterface { return c.d }
-
 // TestInstallCompleteAddons: with the storage and metrics add-ons on,
 // install-complete also waits for local-path-provisioner, metrics-server and
 // the metrics APIService's Available condition, saying which one it waits
@@ -228,7 +218,7 @@ func TestInstallCompleteAddons(t *testing.T) {
 	}))
 	defer srv.Close()
 	w, client, logs := waiter()
-	w.Client = withDiscovery{client, discovery.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: srv.URL, QPS: -1})}
+	w.Client = kubetest.Serve(client, srv.URL)
 	ctx := context.Background()
 	client.CoreV1().Nodes().Create(ctx, readyNode("m-0", true), metav1.CreateOptions{})
 	renewLease(t, client, "m-0", time.Now())
