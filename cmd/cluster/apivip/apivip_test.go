@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/kiln-project/kiln/cmd/internal/kubetest"
+	"github.com/kiln-project/kiln/cmd/cluster/internal/kubetest"
 )
 
 // Off waits for another master than the one leaving, and names what

@@ -15,7 +15,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/cmd/cluster/apivip"
-	"github.com/kiln-project/kiln/cmd/internal/kubetest"
+	"github.com/kiln-project/kiln/cmd/cluster/internal/kubetest"
 )
 
 // TestMoveVIPOff: a master that leaves is labelled out of the API VIP's

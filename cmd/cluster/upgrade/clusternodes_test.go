@@ -24,7 +24,7 @@ import (
 	"github.com/kiln-project/kiln/assets/installconfig/types/ssh"
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/cmd/cluster/apivip"
-	"github.com/kiln-project/kiln/cmd/internal/kubetest"
+	"github.com/kiln-project/kiln/cmd/cluster/internal/kubetest"
 	"github.com/kiln-project/kiln/ignition/machineconfig"
 	"github.com/kiln-project/kiln/platforms"
 )

@@ -21,7 +21,7 @@ import (
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
 	"github.com/kiln-project/kiln/cmd/cluster/etcdmembers"
-	"github.com/kiln-project/kiln/cmd/internal/kubetest"
+	"github.com/kiln-project/kiln/cmd/cluster/internal/kubetest"
 	"github.com/kiln-project/kiln/platforms"
 )
 
