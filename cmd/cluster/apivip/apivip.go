@@ -3,7 +3,8 @@
 // kube-system/kiln-api) off a master before that master's API server
 // loses its etcd member, and lets it back: the VIP's counterpart of
 // taking a master out of the API proxies. A master is kept out by
-// Kubernetes' well-known label, which MetalLB's speakers honour.
+// Kubernetes' well-known label, which MetalLB's speakers honour, and an
+// annotation of kiln's says the label is kiln's to take off.
 package apivip
 
 import (
@@ -25,6 +26,10 @@ import (
 // ExcludeLabel keeps a node from announcing MetalLB's addresses, the API
 // VIP among them.
 const ExcludeLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
+
+// ExcludedAnnotation marks a Node whose ExcludeLabel kiln set, so that On
+// takes off kiln's label and never one the user set.
+const ExcludedAnnotation = "kiln.dev/api-vip-excluded"
 
 // Defaults of Mover: the speakers choose again within seconds of a label
 // change.
@@ -49,13 +54,18 @@ func (m Mover) Off(ctx context.Context, master string, others []string) error {
 	if len(others) == 0 {
 		return nil
 	}
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:""}}}`, ExcludeLabel)
-	_, err := m.Kube.CoreV1().Nodes().Patch(ctx, master, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	node, err := m.Kube.CoreV1().Nodes().Get(ctx, master, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("labelling Node %s out of the API VIP's announcers: %w", master, err)
+		return fmt.Errorf("reading Node %s: %w", master, err)
+	}
+	if _, set := node.Labels[ExcludeLabel]; !set {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:""},"annotations":{%q:"true"}}}`, ExcludeLabel, ExcludedAnnotation)
+		if _, err := m.Kube.CoreV1().Nodes().Patch(ctx, master, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("labelling Node %s out of the API VIP's announcers: %w", master, err)
+		}
 	}
 	poll, timeout := m.Poll, m.Timeout
 	if poll == 0 {
@@ -80,12 +90,21 @@ func (m Mover) Off(ctx context.Context, master string, others []string) error {
 	return nil
 }
 
-// On lets master announce the VIP again (a master without a Node has no
-// label to take off).
+// On lets master announce the VIP again when Off kept it out: a label
+// the user set stays, and a master without a Node has none to take off.
 func (m Mover) On(ctx context.Context, master string) error {
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, ExcludeLabel)
-	_, err := m.Kube.CoreV1().Nodes().Patch(ctx, master, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	node, err := m.Kube.CoreV1().Nodes().Get(ctx, master, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading Node %s: %w", master, err)
+	}
+	if _, ours := node.Annotations[ExcludedAnnotation]; !ours {
+		return nil
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null},"annotations":{%q:null}}}`, ExcludeLabel, ExcludedAnnotation)
+	if _, err := m.Kube.CoreV1().Nodes().Patch(ctx, master, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("letting Node %s announce the API VIP again: %w", master, err)
 	}
 	return nil

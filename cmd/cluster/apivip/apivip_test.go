@@ -69,4 +69,18 @@ func TestOffOn(t *testing.T) {
 	if err := m.On(ctx, "gone"); err != nil {
 		t.Errorf("On of a master without a Node: %v", err)
 	}
+	// A label the user set is theirs: Off leaves it, On keeps it.
+	patch := `{"metadata":{"labels":{"` + ExcludeLabel + `":""}}}`
+	if _, err := kube.CoreV1().Nodes().Patch(ctx, "m-0", "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Off(ctx, "m-0", []string{"m-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.On(ctx, "m-0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := label(); !ok {
+		t.Error("On took off the user's own label")
+	}
 }
