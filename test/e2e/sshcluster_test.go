@@ -64,7 +64,8 @@ func TestSSHCluster(t *testing.T) {
 // Service answers across hosts through the tunnel on each host; `kiln
 // stop cluster` stops both nodes, the master's host reboots with its node
 // stopped, and `kiln start cluster` brings the cluster back
-// (restartSSHCluster), and `kiln certs renew` gives the master new
+// (restartSSHCluster) and its API VIP, which kiln keeps (announced from
+// the one master), and `kiln certs renew` gives the master new
 // certificates over SSH (assertRenew); the master's host reboots, and `kiln destroy
 // cluster`, through the router, leaves every host as it was (the tunnel
 // device gone, the bootstrap host reset twice), the firewall rules its
@@ -76,7 +77,7 @@ func TestSSHCluster(t *testing.T) {
 // the destroy's reset takes it away with the rest, and so does it with the
 // files a MachineConfig put on the worker's host (assertHostMachineConfig).
 func TestSSHClusterVXLAN(t *testing.T) {
-	testSSHCluster(t, sshClusterOptions{name: "e2esshvx", third: 13, masters: 1, networkType: "KilnVXLAN", bootWorker: true, restart: true, lan: true, ownerFirewall: true})
+	testSSHCluster(t, sshClusterOptions{name: "e2esshvx", third: 13, masters: 1, networkType: "KilnVXLAN", bootWorker: true, restart: true, lan: true, ownerFirewall: true, managedVIP: true})
 }
 
 // TestSSHClusterUpgrade installs a cluster of the older release kiln pins
@@ -425,6 +426,12 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 	}
 	if o.restart {
 		restartSSHCluster(ctx, t, kiln, dir, f, client, nodes, masters[0], worker.Name, masters[len(masters)-1].Name)
+		if vip != nil {
+			// start cluster waited through the masters, and for the VIP.
+			if err := vip.readyz(); err != nil {
+				t.Errorf("the API at its VIP %s after start cluster: %v", apiVIP, err)
+			}
+		}
 		// kiln certs renew over SSH, as on local.
 		var addrs []string
 		for _, m := range masters {
