@@ -272,12 +272,8 @@ func (d Dialer) DialContext(ctx context.Context, network, address string) (net.C
 		return conn, err
 	}
 	errs := []error{err}
-	policy := d.Policy
-	if policy == nil {
-		policy = Anywhere{}
-	}
 	for _, alt := range alternates {
-		if err := policy.Check(alt); err != nil {
+		if err := d.policy().Check(alt); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -298,6 +294,14 @@ func (d Dialer) CheckHost(ctx context.Context, host string) error {
 	return err
 }
 
+// policy returns d's Policy, Anywhere when it has none.
+func (d Dialer) policy() Policy {
+	if d.Policy == nil {
+		return Anywhere{}
+	}
+	return d.Policy
+}
+
 // allowed returns the first address of host that the policy allows, else
 // the policy's error for the first address.
 func (d Dialer) allowed(ctx context.Context, host string) (netip.Addr, error) {
@@ -305,13 +309,9 @@ func (d Dialer) allowed(ctx context.Context, host string) (netip.Addr, error) {
 	if err != nil {
 		return netip.Addr{}, err
 	}
-	policy := d.Policy
-	if policy == nil {
-		policy = Anywhere{}
-	}
 	var refused error
 	for _, a := range addrs {
-		err := policy.Check(a)
+		err := d.policy().Check(a)
 		if err == nil {
 			return a, nil
 		}

@@ -17,6 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kiln-project/kiln/assets/manifests"
+	"github.com/kiln-project/kiln/cmd/cluster/apivip"
 )
 
 // servicel2statuses are MetalLB's records of which node announces a
@@ -63,7 +66,7 @@ func assertSSHLoadBalancer(ctx context.Context, t *testing.T, f *sshFleet, clien
 		return got == body && owner == first, fmt.Sprintf("MetalLB says %s; the ARP entry is %s's (%v); GET %q %v", first, owner, oerr, got, err)
 	})
 	if first == keep {
-		t.Fatalf("%s is announced from %s, whose node is labelled %s", ip, keep, excludeLabel)
+		t.Fatalf("%s is announced from %s, whose node is labelled %s", ip, keep, apivip.ExcludeLabel)
 	}
 	t.Logf("GET %s from the test host answers %q; announced from %s", url, body, first)
 
@@ -101,7 +104,7 @@ func assertSSHLoadBalancer(ctx context.Context, t *testing.T, f *sshFleet, clien
 		t.Errorf("%s answers from %s, whose link is down", ip, first)
 	}
 	if next == keep {
-		t.Errorf("%s moved to %s, whose node is labelled %s", ip, next, excludeLabel)
+		t.Errorf("%s moved to %s, whose node is labelled %s", ip, next, apivip.ExcludeLabel)
 	}
 	t.Logf("MEASURE LoadBalancer failover: %s's link cut, %s answered again after %s (%d failed GETs), from %s",
 		first, url, took.Round(100*time.Millisecond), failed, next)
@@ -144,7 +147,7 @@ func hostLink(ctx context.Context, t *testing.T, f *sshFleet, name string) func(
 // away may stay behind. The second result lists every record, for a
 // message.
 func l2Announcers(ctx context.Context, dyn dynamic.Interface, ns, name string) ([]string, string) {
-	list, err := dyn.Resource(serviceL2Statuses).Namespace("metallb-system").List(ctx, metav1.ListOptions{})
+	list, err := dyn.Resource(serviceL2Statuses).Namespace(manifests.MetalLBNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err.Error()
 	}

@@ -18,6 +18,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/kiln-project/kiln/assets/manifests"
+	"github.com/kiln-project/kiln/cmd/cluster/apivip"
 )
 
 // sshVIP is the last octet of the address of the hosts' subnet that a
@@ -26,19 +29,16 @@ import (
 // ready).
 const sshVIP = 190
 
-// excludeLabel keeps a node out of the nodes MetalLB announces from.
-const excludeLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
-
 // excludeFromAnnouncers labels node out of MetalLB's announcers and
 // returns what takes the label off again.
 func excludeFromAnnouncers(ctx context.Context, t *testing.T, client kubernetes.Interface, node string) func() {
 	t.Helper()
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:""}}}`, excludeLabel)
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:""}}}`, apivip.ExcludeLabel)
 	if _, err := client.CoreV1().Nodes().Patch(ctx, node, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return func() {
-		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, excludeLabel)
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, apivip.ExcludeLabel)
 		client.CoreV1().Nodes().Patch(context.Background(), node, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
 	}
 }
@@ -68,7 +68,7 @@ func vipHolder(ctx context.Context, t *testing.T, f *sshFleet, dyn dynamic.Inter
 	t.Helper()
 	var holder string
 	waitFor(t, ctx, 2*time.Minute, "one master announcing the API VIP "+probe.vip+", as MetalLB's record and the test host's ARP entry say", func() (bool, string) {
-		nodes, why := l2Announcers(ctx, dyn, "kube-system", "kiln-api")
+		nodes, why := l2Announcers(ctx, dyn, manifests.APIVIPNamespace, manifests.APIVIPService)
 		if len(nodes) != 1 {
 			return false, why
 		}

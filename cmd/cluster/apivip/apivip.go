@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,12 +55,9 @@ func (m Mover) Off(ctx context.Context, master string, others []string) error {
 	if len(others) == 0 {
 		return nil
 	}
-	node, err := m.Kube.CoreV1().Nodes().Get(ctx, master, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading Node %s: %w", master, err)
+	node, err := m.node(ctx, master)
+	if node == nil || err != nil {
+		return err
 	}
 	if _, set := node.Labels[ExcludeLabel]; !set {
 		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:""},"annotations":{%q:"true"}}}`, ExcludeLabel, ExcludedAnnotation)
@@ -93,12 +91,9 @@ func (m Mover) Off(ctx context.Context, master string, others []string) error {
 // On lets master announce the VIP again when Off kept it out: a label
 // the user set stays, and a master without a Node has none to take off.
 func (m Mover) On(ctx context.Context, master string) error {
-	node, err := m.Kube.CoreV1().Nodes().Get(ctx, master, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading Node %s: %w", master, err)
+	node, err := m.node(ctx, master)
+	if node == nil || err != nil {
+		return err
 	}
 	if _, ours := node.Annotations[ExcludedAnnotation]; !ours {
 		return nil
@@ -108,6 +103,19 @@ func (m Mover) On(ctx context.Context, master string) error {
 		return fmt.Errorf("letting Node %s announce the API VIP again: %w", master, err)
 	}
 	return nil
+}
+
+// node returns the Node name; nil without an error when there is none
+// (a master whose machine went, or whose Node was deleted).
+func (m Mover) node(ctx context.Context, name string) (*corev1.Node, error) {
+	node, err := m.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading Node %s: %w", name, err)
+	}
+	return node, nil
 }
 
 // serviceL2Statuses is the part of MetalLB's ServiceL2Status list that

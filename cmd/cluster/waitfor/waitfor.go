@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kiln-project/kiln/assets/installconfig/types"
+	"github.com/kiln-project/kiln/assets/manifests"
 	"github.com/kiln-project/kiln/cmd/cluster/handover"
 	"github.com/kiln-project/kiln/platforms"
 )
@@ -240,7 +241,7 @@ func (w *Waiter) addonsPending(ctx context.Context, nodes int) string {
 	}
 	if w.Addons.APIVIP != "" && w.VIP != nil {
 		if why := w.VIP(ctx); why != "" {
-			return "the API at its VIP " + w.Addons.APIVIP + " (MetalLB announces it for the Service kube-system/kiln-api) does not answer: " + why
+			return "the API at its VIP " + w.Addons.APIVIP + " (MetalLB announces it for the Service " + manifests.APIVIPNamespace + "/" + manifests.APIVIPService + ") does not answer: " + why
 		}
 	}
 	return ""
