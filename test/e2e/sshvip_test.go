@@ -358,9 +358,19 @@ func vipCuts() int {
 // probe a second, 500 ms to answer), then declares it dead after its
 // suspicion timeout, 4 s when the other speakers confirm the suspicion
 // and up to 24 s when they do not (Lifeguard, memberlist's LAN defaults,
-// which MetalLB does not expose); measured 6-7 s mostly, 27 s once
-// (docs/benchmarks.md).
-const cutOutageBound = 30 * time.Second
+// which MetalLB does not expose); measured 6-7 s mostly, 27 s once on an
+// idle machine (docs/benchmarks.md). CI runs it beside the conformance
+// suite's build, where every timer of the speakers runs late: the bound
+// tells a VIP that moves (measured and logged) from one that does not,
+// not a target.
+const cutOutageBound = 60 * time.Second
+
+// cutSettleBound is how long the VIP may take to answer steadily again
+// once the cut master is back on the network: it may take the VIP back
+// before its API server, cut off from etcd meanwhile, is ready again,
+// and lose it again when its endpoint turns unready (what failed is
+// measured and logged).
+const cutSettleBound = 2 * time.Minute
 
 // cutVIPMaster cuts the link of the master that announces the API VIP
 // (other than keep), as a master that loses its power or its cable looks
@@ -403,12 +413,12 @@ func cutVIPMaster(ctx context.Context, t *testing.T, f *sshFleet, dyn dynamic.In
 	// API server, cut off from etcd meanwhile, is ready again: its Node
 	// and endpoint still read Ready (no one could write otherwise while it
 	// was away), so MetalLB's record is stale for a few seconds
-	// (docs/platform-ssh.md, "The API VIP"). The VIP answers again within
-	// the bound, every master's API server is ready, and what failed is
-	// measured.
+	// (docs/platform-ssh.md, "The API VIP"). The VIP answers steadily again
+	// within cutSettleBound, every master's API server is ready, and what
+	// failed is measured.
 	upAt := time.Now()
 	time.Sleep(5 * time.Second)
-	w.waitBack(ctx, t, upAt, cutOutageBound)
+	w.waitBack(ctx, t, upAt, cutSettleBound)
 	probes, kubes := w.failedAfter(upAt)
 	owner, err := arpOwner(ctx, f, w.vip)
 	t.Logf("MEASURE API VIP after %s came back on the network: %d probes and %d kubectl calls failed%s%s; announced from %s (%v)",
