@@ -14,6 +14,9 @@ type SSHVars struct {
 	SSHPort *int `json:"ssh_port"`
 	// SSHBastion is host[:port] of a jump host; none when nil.
 	SSHBastion *string `json:"ssh_bastion"`
+	// NTPServers are the time servers every host's NTP client is given
+	// at its install (platform.ssh.ntpServers); none when nil.
+	NTPServers []string `json:"ntp_servers"`
 	// Payload is the node payload's directory on the machine running kiln.
 	Payload string `json:"payload"`
 	// APIProxy is the configuration of each host's proxy to the API and

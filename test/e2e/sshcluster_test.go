@@ -277,6 +277,14 @@ networking:
 		lanAddr = startLAN(t, f, subnet)
 		kiln = closedLANKiln(ctx, t, f, kiln)
 		cfg = strings.Replace(cfg, "  egress: None\n", "  egress: NAT\n", 1)
+		// The LAN's server is the hosts' time server too, which their
+		// chrony, run by their owner, is given.
+		cfg = strings.Replace(cfg, "    hosts:\n", "    ntpServers: ["+lanAddr+"]\n    hosts:\n", 1)
+		for _, h := range f.Hosts {
+			if out, err := f.Client.RunScript(ctx, h.Address, ownerChronyScript); err != nil {
+				t.Fatalf("the owner's chrony on %s: %v\n%s", h.Name, err, out)
+			}
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "install-config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -380,6 +388,8 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 		upgradeSSHCluster(ctx, t, kiln, dir, f, client, installed[1:], o.upgradeFrom)
 	}
 	if o.lan {
+		// Installed only once synchronised with the LAN's time server.
+		assertTimeSynced(ctx, t, f, nodes, lanAddr)
 		assertLAN(ctx, t, client, []sshHost{masters[0], worker}, lanAddr)
 	}
 	// The add-ons, on by default as on local: a claim without a class
@@ -516,6 +526,9 @@ for u in kiln-api-proxy kiln-ignition kubelet bootkube kiln-etcd-member; do echo
 		}
 	}
 	assertHostsAsBefore(t, f, before, "the hosts after destroy differ from before the install")
+	if o.lan {
+		assertTimeGivenBack(ctx, t, f, f.Hosts, lanAddr)
+	}
 }
 
 // scaleSSHCluster is TestSSHCluster's day 2: the host joiner joins as a

@@ -20,10 +20,12 @@ import (
 
 // sshHostPackages make a test host: a plain Debian 12 server with systemd
 // and OpenSSH, nothing of Kubernetes and nothing of kiln's node image,
-// plus what docs/platform-ssh.md asks a host to have (iptables). The
+// plus what docs/platform-ssh.md asks a host to have (iptables), and an
+// NTP client kiln can give time servers (chrony; it starts on a test host
+// only where its owner lets it: ownerChronyScript). The
 // machine tests boot the same tree (they ping: iputils-ping), so a cold
 // run debootstraps once, not twice.
-var sshHostPackages = []string{"systemd", "systemd-sysv", "dbus", "openssh-server", "sudo", "iproute2", "iputils-ping", "procps", "kmod", "nftables", "iptables"}
+var sshHostPackages = []string{"systemd", "systemd-sysv", "dbus", "openssh-server", "sudo", "iproute2", "iputils-ping", "procps", "kmod", "nftables", "iptables", "chrony"}
 
 // sshHostRootfs is the cached tree of the test hosts. The keys openssh's
 // package made are removed: each host gets its own (sshFleet), as

@@ -18,11 +18,12 @@ import (
 // The ssh hosts' LAN: a connected ssh cluster (networking.egress NAT) on
 // test hosts that have no default route, beside a server of their LAN in
 // a network namespace of its own, attached to their bridge, with no
-// default route either: a web server and the resolver the hosts'
-// resolv.conf names. Nothing on that LAN routes anywhere else, so no
-// packet of the cluster can leave it: the cluster is connected to its LAN
-// and sealed from the rest by construction, which closedLANKiln checks
-// before it lets kiln create it.
+// default route either: a web server, the resolver the hosts'
+// resolv.conf names, and their time server (platform.ssh.ntpServers).
+// Nothing on that LAN routes anywhere else, so no packet of the cluster
+// can leave it: the cluster is connected to its LAN and sealed from the
+// rest by construction, which closedLANKiln checks before it lets kiln
+// create it.
 const (
 	// lanNS is the LAN server's network namespace; lanVeth is its link's
 	// end on the hosts' bridge.
@@ -45,7 +46,7 @@ func lanResolvConf(subnet string) map[string]string {
 }
 
 // startLAN attaches the LAN server to the hosts' bridge at subnet+lanHost
-// and serves the web page and lanName's DNS there until the test ends;
+// and serves the web page, lanName's DNS and NTP there until the test ends;
 // it returns the server's address.
 func startLAN(t *testing.T, f *sshFleet, subnet string) string {
 	t.Helper()
@@ -62,7 +63,7 @@ func startLAN(t *testing.T, f *sshFleet, subnet string) string {
 	hostRun(t, "ip", "link", "set", lanVeth, "master", f.bridge, "up")
 	hostRun(t, "ip", "-n", lanNS, "addr", "add", addr+"/24", "dev", "lan0")
 	hostRun(t, "ip", "-n", lanNS, "link", "set", "lan0", "up")
-	serveIn(t, lanNS, worldServers{HTTP: addr + ":80", DNS: addr, Names: lanName + ".=" + addr})
+	serveIn(t, lanNS, worldServers{HTTP: addr + ":80", DNS: addr, Names: lanName + ".=" + addr, NTP: addr})
 	waitAnswers(t, lanNS, addr, "80", worldGreeting)
 	return addr
 }

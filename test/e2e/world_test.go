@@ -74,17 +74,19 @@ type worldServers struct {
 	DNS, Names string
 	// Registry is the registry and the proxy (worldRegistryEnv).
 	Registry string
+	// NTP is the time server's address (worldNTPEnv).
+	NTP string
 }
 
 // worldServersFromEnv reads the servers to run from the environment;
 // none when the binary runs tests.
 func worldServersFromEnv() worldServers {
-	return worldServers{HTTP: os.Getenv(worldHTTPEnv), DNS: os.Getenv(worldDNSEnv), Names: os.Getenv(worldNamesEnv), Registry: os.Getenv(worldRegistryEnv)}
+	return worldServers{HTTP: os.Getenv(worldHTTPEnv), DNS: os.Getenv(worldDNSEnv), Names: os.Getenv(worldNamesEnv), Registry: os.Getenv(worldRegistryEnv), NTP: os.Getenv(worldNTPEnv)}
 }
 
 // env is s as the environment of a test binary that serves it.
 func (s worldServers) env() []string {
-	return []string{worldHTTPEnv + "=" + s.HTTP, worldDNSEnv + "=" + s.DNS, worldNamesEnv + "=" + s.Names, worldRegistryEnv + "=" + s.Registry}
+	return []string{worldHTTPEnv + "=" + s.HTTP, worldDNSEnv + "=" + s.DNS, worldNamesEnv + "=" + s.Names, worldRegistryEnv + "=" + s.Registry, worldNTPEnv + "=" + s.NTP}
 }
 
 // dnsNames is what the DNS answers: Names, or worldNames by worldAddr.
@@ -140,6 +142,14 @@ func serveWorld(s worldServers) {
 			os.Exit(1)
 		}
 		go func() { errs <- serveWorldDNS(pc, names) }()
+	}
+	if s.NTP != "" {
+		pc, err := net.ListenPacket("udp", net.JoinHostPort(s.NTP, "123"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "world NTP:", err)
+			os.Exit(1)
+		}
+		go func() { errs <- serveWorldNTP(pc) }()
 	}
 	fmt.Fprintln(os.Stderr, "world server:", <-errs)
 	os.Exit(1)

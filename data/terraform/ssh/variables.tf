@@ -28,6 +28,12 @@ variable "ssh_bastion" {
   description = "host[:port] of a jump host; none when null."
 }
 
+variable "ntp_servers" {
+  type        = list(string)
+  default     = null
+  description = "The time servers every host's NTP client is given at its install; the hosts' time configuration is left alone when null."
+}
+
 variable "payload" {
   type        = string
   description = "The node payload's directory on the machine running kiln."

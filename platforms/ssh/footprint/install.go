@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kiln-project/kiln/assets/release"
 	"github.com/kiln-project/kiln/ignition/nodelayout"
@@ -26,6 +27,8 @@ var (
 	resetScript string
 	//go:embed iptables-undo.awk
 	iptablesUndo string
+	//go:embed time.sh
+	timeScript string
 	// firewallFns defines record_firewall and reset_firewall, which
 	// record.sh and reset.sh call.
 	//go:embed firewall.sh
@@ -61,15 +64,42 @@ type Machine struct {
 	// host's proxy to the API and the machine-config servers
 	// (APIProxyUnit), or nil for none.
 	APIProxy []byte
+	// NTPServers are the time servers the host's NTP client is given
+	// before anything else is installed (platform.ssh.ntpServers); its
+	// time configuration is left alone when empty.
+	NTPServers []string
 	// Sent reports the payload's bytes sent so far, when not nil.
 	Sent func(int64)
+	// Note, when not nil, is told what the install did that its log
+	// should show: the NTP client that took NTPServers, and how long the
+	// clock took to synchronise.
+	Note func(string)
 }
 
-// Install records what the host at m.Address has, pushes the node payload,
-// merges it, writes the Ignition config and node environment, and starts
-// kiln-ignition.service, which applies the config and starts its units; it
-// does not wait for them. A host installed before keeps its first record,
-// so Install resumes after an interruption.
+// The files kiln gives a host's NTP client its time servers in: a source
+// file of chrony's (in the sourcedir preflight found in chrony.conf), or
+// a drop-in of systemd-timesyncd's.
+const (
+	ChronySourcesFile = preflight.ChronySourcesDir + "/kiln.sources"
+	TimesyncdDropIn   = "/etc/systemd/timesyncd.conf.d/kiln.conf"
+)
+
+// TimesyncdFlag is the file systemd-timesyncd writes each time it accepts
+// a server's answer.
+const TimesyncdFlag = "/run/systemd/timesync/synchronized"
+
+// TimeSyncWait is how long the install waits for a host's clock to be
+// synchronised with the time servers it was given: chrony and timesyncd
+// answer within seconds of a reachable server.
+const TimeSyncWait = 2 * time.Minute
+
+// Install records what the host at m.Address has, gives its NTP client
+// m.NTPServers and waits until its clock is synchronised (when there are
+// any), pushes the node payload, merges it, writes the Ignition config and
+// node environment, and starts kiln-ignition.service, which applies the
+// config and starts its units; it does not wait for them. A host
+// installed before keeps its first record, so Install resumes after an
+// interruption.
 func Install(ctx context.Context, h Host, m Machine) error {
 	fp, err := FromIgnition(m.Ignition)
 	if err != nil {
@@ -80,8 +110,20 @@ func Install(ctx context.Context, h Host, m Machine) error {
 		return err
 	}
 	extension := path.Join(ExtensionsDir, path.Base(m.Payload))
+	if len(m.NTPServers) > 0 {
+		fp.Paths = append(fp.Paths, ChronySourcesFile, TimesyncdDropIn)
+	}
 	if out, err := h.RunScript(ctx, m.Address, RecordScript(fp, extension)); err != nil {
 		return fmt.Errorf("recording the host before the install: %w%s", err, quoted(out))
+	}
+	if len(m.NTPServers) > 0 {
+		out, err := h.RunScript(ctx, m.Address, TimeScript(m.NTPServers))
+		if err != nil {
+			return fmt.Errorf("synchronising the host's clock with platform.ssh.ntpServers: %w%s", err, quoted(out))
+		}
+		if m.Note != nil {
+			m.Note(strings.TrimSpace(string(out)))
+		}
 	}
 	if err := h.PushDir(ctx, m.Address, m.Payload, extension, m.Sent); err != nil {
 		return fmt.Errorf("pushing the node payload: %w", err)
@@ -145,6 +187,20 @@ func ApplyScript(config []byte, env string, proxy []byte) string {
 		"modules":         strings.Join(preflight.ModuleNames(), " "),
 		"modules_file":    ModulesLoadFile,
 	}) + putFileFn + applyScript
+}
+
+// TimeScript is the script that gives the host's NTP client the time
+// servers servers and waits until its clock is synchronised with them.
+func TimeScript(servers []string) string {
+	return assign(map[string]string{
+		"rec":            RecordDir,
+		"servers":        strings.Join(servers, " "),
+		"chrony_file":    ChronySourcesFile,
+		"timesyncd_file": TimesyncdDropIn,
+		"timesyncd_flag": TimesyncdFlag,
+		"time_clients":   strings.Join(preflight.TimeClients(), " "),
+		"wait":           fmt.Sprint(int(TimeSyncWait.Seconds())),
+	}) + putFileFn + timeScript
 }
 
 // ResetScript is the script that resets a host by its record.

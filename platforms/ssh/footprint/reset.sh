@@ -1,7 +1,8 @@
 # Takes away everything kiln put on the host, by the record record.sh
 # made: stops kiln's units and every pod, unmounts what they mounted,
 # unmerges the payload, removes the paths that were absent, restores the
-# ones that were present, deletes the interfaces and routes the cluster
+# ones that were present, restarts or stops the NTP client kiln
+# configured as it was, deletes the interfaces and routes the cluster
 # made, gives the firewall back as it was (reset_firewall), puts the
 # sysctls back and stops the targets that were not active. The record goes
 # last: a reset cut short runs again. A host whose node kiln stopped is
@@ -143,6 +144,16 @@ while IFS= read -r p; do
 		cp -a "$rec/backup$p" "$p"
 	fi
 done <"$rec/present"
+# The NTP client kiln gave the time servers (time.sh) reads the host's
+# own configuration again, running or stopped as it was.
+if [ -s "$rec/time-client" ]; then
+	client=$(cat "$rec/time-client")
+	if [ "$(cat "$rec/time-active" 2>/dev/null)" = active ]; then
+		systemctl restart "$client.service" || echo "footprint: restarting $client.service failed" >&2
+	else
+		systemctl stop "$client.service" 2>/dev/null
+	fi
+fi
 ip -o -d link show | awk -F': ' '{ sub(/@.*/, "", $2); if ($0 ~ / (veth|bridge|vxlan|dummy) /) print $2 }' |
 	sort | comm -13 "$rec/links" - | while IFS= read -r l; do
 	ip link delete "$l" 2>/dev/null

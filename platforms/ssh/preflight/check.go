@@ -30,7 +30,21 @@ type Host struct {
 	// platform.ssh.loadBalancerIPs or the API VIP that kiln keeps), whose
 	// ports it must have free too (SpeakerPorts).
 	Speaker bool
+	// TimeServers says that kiln gives the host's NTP client the time
+	// servers of platform.ssh.ntpServers, which one of TimeClients must
+	// take.
+	TimeServers bool
 }
+
+// TimeClients are the NTP clients (their units' names) kiln can give
+// platform.ssh.ntpServers, the first a host has installed taking them:
+// chrony (chronyd on some distributions) through a file in
+// ChronySourcesDir, systemd-timesyncd through a drop-in.
+func TimeClients() []string { return []string{"chrony", "chronyd", "systemd-timesyncd"} }
+
+// ChronySourcesDir is the sourcedir of chrony's that kiln puts the time
+// servers in; Debian's chrony.conf reads it.
+const ChronySourcesDir = "/etc/chrony/sources.d"
 
 // String names the host in messages.
 func (h Host) String() string { return h.Name + " (" + h.Address + ")" }
@@ -267,7 +281,8 @@ func checkHost(h Host, o Observation, problem func(check, format string, args ..
 		problem("port", "something listens on TCP port %d, kept for %s", port, ports[port])
 	}
 	checkClock(o, problem)
-	if len(f.NTP) == 0 {
+	checkTime(h, f, problem)
+	if len(f.NTP) == 0 && !h.TimeServers {
 		warn("no NTP client runs (systemd-timesyncd, chrony, ntpsec or openntpd): its clock is in step now, but will drift from the others' (apt-get install systemd-timesyncd)")
 	}
 	if f.Swap > 0 {
@@ -299,6 +314,20 @@ func checkKernel(f Facts, problem func(check, format string, args ...any)) {
 		if f.Modules[m.name] == "missing" {
 			problem("kernel", "the kernel %s has no %s module (%s)", f.Kernel, m.name, m.why)
 		}
+	}
+}
+
+// checkTime checks that a host given time servers has an NTP client kiln
+// can give them to.
+func checkTime(h Host, f Facts, problem func(check, format string, args ...any)) {
+	if !h.TimeServers {
+		return
+	}
+	switch {
+	case len(f.TimeClients) == 0:
+		problem("ntp", "platform.ssh.ntpServers is set, but none of %s is installed: kiln gives the time servers to one of them (apt-get install chrony)", strings.Join(TimeClients(), ", "))
+	case f.TimeClients[0] != "systemd-timesyncd" && !slices.Contains(f.ChronySourceDirs, ChronySourcesDir):
+		problem("ntp", "platform.ssh.ntpServers is set, but %s reads no %s, where kiln puts the time servers: add \"sourcedir %s\" to its chrony.conf", f.TimeClients[0], ChronySourcesDir, ChronySourcesDir)
 	}
 }
 

@@ -50,6 +50,12 @@ type Facts struct {
 	Hostname, MachineID string
 	// NTP are the NTP clients that run (systemd-timesyncd, chrony, ...).
 	NTP []string
+	// TimeClients are the NTP clients of TimeClients the host has
+	// installed, running or not, in that order.
+	TimeClients []string
+	// ChronySourceDirs are the sourcedir directives of chrony's
+	// configuration.
+	ChronySourceDirs []string
 	// Tools are the programs kiln needs from the host's packages that it
 	// has (requiredTools).
 	Tools map[string]bool
@@ -116,6 +122,10 @@ func ParseFacts(out []byte) (Facts, error) {
 			f.MachineID = val
 		case key == "ntp":
 			f.NTP = strings.Fields(val)
+		case key == "timeclients":
+			f.TimeClients = strings.Fields(val)
+		case key == "chronysourcedirs":
+			f.ChronySourceDirs = strings.Fields(val)
 		case strings.HasPrefix(key, "tool."):
 			f.Tools[strings.TrimPrefix(key, "tool.")] = val == "yes"
 		case key == "clash":

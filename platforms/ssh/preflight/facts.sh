@@ -33,6 +33,13 @@ kv machineid "$(cat /etc/machine-id 2>/dev/null)"
 kv ntp "$(for u in systemd-timesyncd chrony chronyd ntpsec ntp openntpd; do
 	systemctl is-active --quiet "$u.service" 2>/dev/null && printf '%s ' "$u"
 done)"
+# The NTP clients kiln can give platform.ssh.ntpServers (TimeClients),
+# installed whether they run or not, and the source directories chrony's
+# configuration names.
+kv timeclients "$(for u in chrony chronyd systemd-timesyncd; do
+	systemctl cat "$u.service" >/dev/null 2>&1 && printf '%s ' "$u"
+done)"
+kv chronysourcedirs "$(cat /etc/chrony/chrony.conf /etc/chrony.conf 2>/dev/null | awk '$1 == "sourcedir" { printf "%s ", $2 }')"
 # What the host must have from its own packages, and what would clash
 # with the payload kiln brings (docs/platform-ssh.md).
 for t in iptables; do command -v "$t" >/dev/null 2>&1 && kv "tool.$t" yes; done

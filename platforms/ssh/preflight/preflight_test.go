@@ -303,3 +303,46 @@ func TestSpeakerPorts(t *testing.T) {
 		t.Errorf("problems %v, want worker-3's ports 7472 and 7946 alone", err)
 	}
 }
+
+// TestTimeServers: with platform.ssh.ntpServers, a host needs chrony that
+// reads kiln's sources directory, or systemd-timesyncd, installed (kiln
+// starts it, so none running is no warning then); without them, nothing
+// is asked of its NTP client.
+func TestTimeServers(t *testing.T) {
+	hs := hosts()
+	for i := range hs {
+		hs[i].TimeServers = true
+	}
+	obs := observed(map[int]func(*Observation){
+		0: func(o *Observation) { o.Facts.NTP, o.Facts.TimeClients = nil, nil },
+		1: func(o *Observation) {
+			o.Facts.TimeClients, o.Facts.ChronySourceDirs = []string{"chronyd"}, []string{"/run/chrony-dhcp"}
+		},
+		2: func(o *Observation) {
+			o.Facts.NTP, o.Facts.TimeClients, o.Facts.ChronySourceDirs = nil, []string{"chrony", "systemd-timesyncd"}, []string{"/run/chrony-dhcp", ChronySourcesDir}
+		},
+		3: func(o *Observation) { o.Facts.TimeClients = []string{"systemd-timesyncd"} },
+	})
+	warnings, err := Check(hs, obs, nil)
+	var e *Error
+	if !errors.As(err, &e) || len(e.Problems) != 2 ||
+		e.Problems[0].Host.Name != "boot-0" || !strings.Contains(e.Problems[0].Message, "none of chrony, chronyd, systemd-timesyncd is installed") ||
+		e.Problems[1].Host.Name != "master-1" || !strings.Contains(e.Problems[1].Message, `chronyd reads no /etc/chrony/sources.d`) {
+		t.Errorf("problems %v; want boot-0 without a client and master-1's chronyd without the directory", err)
+	}
+	for _, w := range warnings {
+		if strings.Contains(w, "no NTP client runs") {
+			t.Errorf("warned of a client kiln starts: %s", w)
+		}
+	}
+	for i := range hs {
+		hs[i].TimeServers = false
+	}
+	if _, err := Check(hs, obs, nil); err != nil {
+		t.Errorf("without ntpServers: %v", err)
+	}
+	// The script asks for the clients kiln gives servers to, in order.
+	if loop := "for u in " + strings.Join(TimeClients(), " ") + "; do"; !strings.Contains(Script, loop) {
+		t.Errorf("the script lacks %q", loop)
+	}
+}

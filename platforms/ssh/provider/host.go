@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -37,6 +38,7 @@ type hostModel struct {
 	Env      types.Map    `tfsdk:"env"`
 	Payload  types.String `tfsdk:"payload"`
 	APIProxy types.String `tfsdk:"api_proxy"`
+	NTP      types.List   `tfsdk:"ntp_servers"`
 	State    types.String `tfsdk:"state"`
 }
 
@@ -67,6 +69,9 @@ func (r *hostResource) Schema(_ context.Context, _ resource.SchemaRequest, resp 
 				Description:   "Written to /etc/kiln/node.env."},
 			"api_proxy": schema.StringAttribute{Optional: true, PlanModifiers: str,
 				Description: "The configuration of the host's proxy to the API and machine-config servers (kiln lb's JSON), which every component of the node reaches them through; no proxy when unset."},
+			"ntp_servers": schema.ListAttribute{Optional: true, ElementType: types.StringType,
+				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
+				Description:   "The time servers the host's NTP client (chrony or systemd-timesyncd) is given before the install, which waits until the host's clock is synchronised; the host's time configuration is left alone when unset."},
 			"payload": schema.StringAttribute{Required: true, PlanModifiers: str,
 				Description: "The node payload's directory on the machine running kiln (nodeimage.Image.WriteSysext); its name is the extension's on the host."},
 			"state": tfstate.Attribute("node on the host"),
@@ -98,11 +103,19 @@ func (r *hostResource) Create(ctx context.Context, req resource.CreateRequest, r
 			return
 		}
 	}
+	var ntp []string
+	if !m.NTP.IsNull() {
+		resp.Diagnostics.Append(m.NTP.ElementsAs(ctx, &ntp, false)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
 	name, address := m.Name.ValueString(), m.Address.ValueString()
 	var reported int64
 	err := footprint.Install(ctx, r.h, footprint.Machine{
 		Address: address, Ignition: []byte(m.Ignition.ValueString()), Env: env, Payload: m.Payload.ValueString(),
-		APIProxy: []byte(m.APIProxy.ValueString()),
+		APIProxy: []byte(m.APIProxy.ValueString()), NTPServers: ntp,
+		Note: func(msg string) { tflog.Info(ctx, fmt.Sprintf("host %s: %s", name, msg)) },
 		Sent: func(n int64) {
 			if n-reported >= 100<<20 {
 				reported = n

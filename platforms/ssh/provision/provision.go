@@ -83,13 +83,14 @@ func (p *Provisioner) notInstalled(ctx context.Context, h footprint.Host, hosts 
 func clusterHosts(c *platforms.Cluster) []preflight.Host {
 	shape := c.Machines()
 	speaker := configs.Addons(c.Config).MetalLB()
+	timeServers := len(c.Config.Platform.SSH.NTPServers) > 0
 	var out []preflight.Host
 	for _, h := range c.Config.Platform.SSH.Hosts {
 		switch {
 		case h.Role == ssh.RoleBootstrap && !c.BootstrapDone:
-			out = append(out, preflight.Host{Name: h.Name, Address: h.Address, Role: preflight.Role(h.Role)})
+			out = append(out, preflight.Host{Name: h.Name, Address: h.Address, Role: preflight.Role(h.Role), TimeServers: timeServers})
 		case slices.Contains(shape.All(), h.Name):
-			out = append(out, preflight.Host{Name: h.Name, Address: h.Address, Role: preflight.Role(nodeRole(h)), Speaker: speaker})
+			out = append(out, preflight.Host{Name: h.Name, Address: h.Address, Role: preflight.Role(nodeRole(h)), Speaker: speaker, TimeServers: timeServers})
 		}
 	}
 	return out
@@ -347,6 +348,9 @@ func Vars(c *platforms.Cluster, payload string) (tfdata.SSHVars, error) {
 	}
 	if s.Bastion != "" {
 		v.SSHBastion = &s.Bastion
+	}
+	if len(s.NTPServers) > 0 {
+		v.NTPServers = s.NTPServers
 	}
 	shape := c.Machines()
 	for _, h := range s.Hosts {

@@ -69,6 +69,20 @@ func TestVars(t *testing.T) {
 	if v.Bootstrap != nil || len(v.Masters) != 3 || len(v.Workers) != 0 {
 		t.Errorf("masters only, bootstrap done: %+v", v)
 	}
+	// The time servers reach every host (null without them), and the
+	// preflight asks each host for a client to give them to.
+	if v.NTPServers != nil {
+		t.Errorf("ntp_servers %q without platform.ssh.ntpServers", v.NTPServers)
+	}
+	c.Config.Platform.SSH.NTPServers = []string{"192.168.10.1"}
+	if v, err = Vars(c, "/cache/kiln-v1"); err != nil || !slices.Equal(v.NTPServers, []string{"192.168.10.1"}) {
+		t.Errorf("ntp_servers %q, %v", v.NTPServers, err)
+	}
+	for _, h := range clusterHosts(c) {
+		if !h.TimeServers {
+			t.Errorf("the preflight gives %s no time servers", h)
+		}
+	}
 }
 
 // TestBootstrapHostJoinsAsWorker: the bootstrap host with joinAsWorker is

@@ -75,6 +75,13 @@ type Platform struct {
 	// node within seconds when that node goes. Unset, no LoadBalancer add-on runs and such
 	// Services stay pending.
 	LoadBalancerIPs []string `json:"loadBalancerIPs,omitempty"`
+	// NTPServers are the time servers (IPv4 addresses or DNS names) every host keeps its
+	// clock in step with. Unset, the hosts' own time configuration is left alone. Set, kiln
+	// configures the NTP client each host has installed (chrony, through
+	// /etc/chrony/sources.d, or else systemd-timesyncd, through a drop-in), enables and
+	// restarts it, and installs a host only once its clock is synchronised; the host's reset
+	// gives its time configuration back as it was.
+	NTPServers []string `json:"ntpServers,omitempty"`
 	// Hosts are the cluster's machines: one bootstrap host, the masters (as many as
 	// controlPlane.replicas) and the workers (as many as the compute pools' replicas, the
 	// bootstrap host among them when it joins as a worker).

@@ -9,15 +9,16 @@ resource "kilnssh_host" "master" {
   address   = each.value.address
   ignition  = var.master_ignition
   payload   = coalesce(each.value.payload, var.payload)
-  api_proxy = var.api_proxy
-  state     = each.value.state
+  api_proxy   = var.api_proxy
+  ntp_servers = var.ntp_servers
+  state       = each.value.state
   env = {
     KILN_ROLE    = "master"
     KILN_NODE_IP = each.value.ip
   }
 
   lifecycle {
-    ignore_changes = [ignition, api_proxy]
+    ignore_changes = [ignition, api_proxy, ntp_servers]
   }
 }
 
@@ -27,14 +28,15 @@ resource "kilnssh_host" "worker" {
   address   = each.value.address
   ignition  = var.worker_ignition
   payload   = coalesce(each.value.payload, var.payload)
-  api_proxy = var.api_proxy
-  state     = each.value.state
+  api_proxy   = var.api_proxy
+  ntp_servers = var.ntp_servers
+  state       = each.value.state
   env = {
     KILN_ROLE    = "worker"
     KILN_NODE_IP = each.value.ip
   }
 
   lifecycle {
-    ignore_changes = [ignition, api_proxy]
+    ignore_changes = [ignition, api_proxy, ntp_servers]
   }
 }

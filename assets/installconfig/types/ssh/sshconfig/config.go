@@ -69,6 +69,7 @@ func (Config) Validate(c *types.Config, fp *field.Path) field.ErrorList {
 	errs = append(errs, validateHosts(c, fp.Child("hosts"))...)
 	errs = append(errs, validateAPIVIP(c, fp)...)
 	errs = append(errs, validateLoadBalancerIPs(c, fp.Child("loadBalancerIPs"))...)
+	errs = append(errs, validateNTPServers(c, fp.Child("ntpServers"))...)
 	if c.SSHKey != "" {
 		errs = append(errs, field.Forbidden(field.NewPath("sshKey"),
 			"must be unset on the ssh platform: the hosts are yours, with your own logins; kiln adds no user to them (a user it added would outlive the cluster)"))

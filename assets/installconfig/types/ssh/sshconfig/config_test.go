@@ -1,6 +1,7 @@
 package sshconfig
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -250,5 +251,34 @@ func TestManagedAPIVIP(t *testing.T) {
 	c.Platform.SSH.APIVIP, c.Platform.SSH.APIVIPManaged = "198.51.100.7", &no
 	if errs := (Config{}).Validate(c, field.NewPath("platform", "ssh")); len(errs) > 0 {
 		t.Errorf("your own load balancer off the segment: %v", errs)
+	}
+}
+
+// TestNTPServers: addresses and names are accepted; every bad entry is
+// named with why, at once.
+func TestNTPServers(t *testing.T) {
+	c := config()
+	c.Platform.SSH.NTPServers = []string{"192.0.2.1", "ntp.example.com", "2001:db8::123"}
+	if errs := (Config{}).Validate(c, field.NewPath("platform", "ssh")); len(errs) > 0 {
+		t.Errorf("valid servers: %v", errs)
+	}
+	c.Platform.SSH.NTPServers = []string{"127.0.0.1", "ntp.example.com", "not a name", "ntp.example.com", "0.0.0.0"}
+	got := (Config{}).Validate(c, field.NewPath("platform", "ssh")).ToAggregate().Error()
+	for _, want := range []string{
+		`ntpServers[0]: Invalid value: "127.0.0.1": must be a time server every host reaches`,
+		`ntpServers[2]: Invalid value: "not a name": must be an IP address or a DNS name`,
+		`ntpServers[3]: Duplicate value: "ntp.example.com (also ntpServers[1])"`,
+		`ntpServers[4]: Invalid value: "0.0.0.0"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("errors lack %q:\n%s", want, got)
+		}
+	}
+	c.Platform.SSH.NTPServers = nil
+	for i := range MaxNTPServers + 1 {
+		c.Platform.SSH.NTPServers = append(c.Platform.SSH.NTPServers, fmt.Sprintf("192.0.2.%d", 100+i))
+	}
+	if got := (Config{}).Validate(c, field.NewPath("platform", "ssh")).ToAggregate(); got == nil || !strings.Contains(got.Error(), "ntpServers: Too many") {
+		t.Errorf("%d servers: %v; want too many", MaxNTPServers+1, got)
 	}
 }
