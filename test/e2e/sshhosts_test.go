@@ -209,7 +209,9 @@ func (f *sshFleet) stop(t *testing.T) {
 
 // snapshotScript prints what installing onto a host changes: the files
 // under /etc, /usr, /var/lib and /opt with their sizes (but systemd's own
-// timestamps and seeds), the systemd units' states, the processes (but the
+// timestamps and seeds, and chrony's measurements of the clock, which the
+// host's own chrony keeps whenever it synchronises, kiln or not), the
+// systemd units' states, the processes (but the
 // snapshot's own: sshd's session, the shell, its pipeline's commands, also
 // when ps sees one exiting with its name in brackets; sshd's count of logins under
 // way; root's login session and user manager, where pam_systemd makes
@@ -217,7 +219,7 @@ func (f *sshFleet) stop(t *testing.T) {
 // a test host's restart changes), the nftables ruleset, the routes and the
 // mounts.
 const snapshotScript = `echo '# files'
-find /etc /usr /var/lib /opt \( -type f -o -type l \) -printf '%p %s\n' | grep -v '^/var/lib/systemd/\(timers\|catalog\|random-seed\)' | sort
+find /etc /usr /var/lib /opt \( -type f -o -type l \) -printf '%p %s\n' | grep -v -e '^/var/lib/systemd/\(timers\|catalog\|random-seed\)' -e '^/var/lib/chrony/' | sort
 echo '# units'
 systemctl list-units --all --no-legend --plain | awk '{print $1, $3, $4}' | grep -v -e '^session-[0-9]*\.scope ' -e '^user' | sort
 echo '# processes'

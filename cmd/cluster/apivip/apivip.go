@@ -8,6 +8,7 @@
 package apivip
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,11 +33,16 @@ const ExcludeLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
 // takes off kiln's label and never one the user set.
 const ExcludedAnnotation = "kiln.dev/api-vip-excluded"
 
+// NudgeAnnotation is the annotation of the VIP's Service whose value
+// Nudge changes.
+const NudgeAnnotation = "kiln.dev/announcer-checked"
+
 // Defaults of Mover: the speakers choose again within seconds of a label
-// change.
+// change, and write their record within a second of announcing.
 const (
-	DefaultPoll    = time.Second
-	DefaultTimeout = time.Minute
+	DefaultPoll       = time.Second
+	DefaultTimeout    = time.Minute
+	DefaultNudgeAfter = 5 * time.Second
 )
 
 // Mover moves the API VIP through the admin client Kube.
@@ -45,6 +51,10 @@ type Mover struct {
 	// Poll and Timeout pace Off's wait (DefaultPoll, DefaultTimeout when
 	// zero).
 	Poll, Timeout time.Duration
+	// NudgeAfter is how long Off waits for MetalLB's record before it
+	// nudges the speakers (Nudge), and again between nudges
+	// (DefaultNudgeAfter when zero).
+	NudgeAfter time.Duration
 }
 
 // Off labels master out of the VIP's announcers and waits until MetalLB
@@ -65,22 +75,28 @@ func (m Mover) Off(ctx context.Context, master string, others []string) error {
 			return fmt.Errorf("labelling Node %s out of the API VIP's announcers: %w", master, err)
 		}
 	}
-	poll, timeout := m.Poll, m.Timeout
-	if poll == 0 {
-		poll = DefaultPoll
-	}
-	if timeout == 0 {
-		timeout = DefaultTimeout
-	}
+	poll, timeout, nudgeAfter := cmp.Or(m.Poll, DefaultPoll), cmp.Or(m.Timeout, DefaultTimeout), cmp.Or(m.NudgeAfter, DefaultNudgeAfter)
 	last := "nothing read yet"
+	nudged := time.Now()
 	err = wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
 		nodes, err := Announcers(ctx, m.Kube)
 		if err != nil {
-			last = "MetalLB's records: " + err.Error()
+			if ctx.Err() == nil { // not the wait's own end cutting a read short
+				last = "MetalLB's records: " + err.Error()
+			}
 			return false, nil
 		}
 		last = fmt.Sprintf("MetalLB records it announced from %v", nodes)
-		return slices.ContainsFunc(nodes, func(n string) bool { return slices.Contains(others, n) }), nil
+		if slices.ContainsFunc(nodes, func(n string) bool { return slices.Contains(others, n) }) {
+			return true, nil
+		}
+		if time.Since(nudged) >= nudgeAfter {
+			nudged = time.Now()
+			if err := Nudge(ctx, m.Kube); err != nil {
+				last += "; " + err.Error()
+			}
+		}
+		return false, nil
 	})
 	if err != nil {
 		return fmt.Errorf("the API VIP did not move off %s to one of %v within %s: %s", master, others, timeout, last)
@@ -101,6 +117,24 @@ func (m Mover) On(ctx context.Context, master string) error {
 	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null},"annotations":{%q:null}}}`, ExcludeLabel, ExcludedAnnotation)
 	if _, err := m.Kube.CoreV1().Nodes().Patch(ctx, master, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("letting Node %s announce the API VIP again: %w", master, err)
+	}
+	return nil
+}
+
+// Nudge makes MetalLB's speakers sync the VIP's Service again, by a new
+// value of NudgeAnnotation, so that the speaker that announces it writes
+// its record (ServiceL2Status) anew. MetalLB v0.15.2 can lose that
+// record: after a master was cut off the network and came back
+// (TestSSHCluster), the VIP was announced and no record named anyone for
+// minutes. A speaker writes its record when its announcement changes or
+// a record of its own does; one taking over patches its predecessor's
+// record into its own, which the predecessor, back and no longer
+// announcing, may delete by name from a cache that still shows it as
+// its own. A sync of the Service writes it again.
+func Nudge(ctx context.Context, kube kubernetes.Interface) error {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, NudgeAnnotation, time.Now().UTC().Format(time.RFC3339Nano))
+	if _, err := kube.CoreV1().Services(manifests.APIVIPNamespace).Patch(ctx, manifests.APIVIPService, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("nudging MetalLB's speakers to record the API VIP's announcer again: %w", err)
 	}
 	return nil
 }

@@ -84,3 +84,29 @@ func TestOffOn(t *testing.T) {
 		t.Error("On took off the user's own label")
 	}
 }
+
+// TestOffNudges: when MetalLB has no record of who announces the VIP,
+// Off nudges the speakers (the Service's annotation changes), and returns
+// once the announcer's record is written again.
+func TestOffNudges(t *testing.T) {
+	ctx := context.Background()
+	kube := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "m-0"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "m-1"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kiln-api"}})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		svc, err := kube.CoreV1().Services("kube-system").Get(ctx, "kiln-api", metav1.GetOptions{})
+		if err == nil && svc.Annotations[NudgeAnnotation] != "" {
+			fmt.Fprint(w, `{"items":[{"status":{"node":"m-1"}}]}`)
+			return
+		}
+		fmt.Fprint(w, `{"items":[]}`)
+	}))
+	defer srv.Close()
+	m := Mover{Kube: kubetest.Serve(kube, srv.URL), Poll: time.Millisecond, Timeout: 200 * time.Millisecond, NudgeAfter: 20 * time.Millisecond}
+	if err := m.Off(ctx, "m-0", []string{"m-1"}); err != nil {
+		t.Errorf("Off with the record lost: %v", err)
+	}
+	svc, _ := kube.CoreV1().Services("kube-system").Get(ctx, "kiln-api", metav1.GetOptions{})
+	if _, err := time.Parse(time.RFC3339Nano, svc.Annotations[NudgeAnnotation]); err != nil {
+		t.Errorf("the Service's %s = %q: %v", NudgeAnnotation, svc.Annotations[NudgeAnnotation], err)
+	}
+}
