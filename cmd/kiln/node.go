@@ -37,6 +37,7 @@ import (
 	"github.com/kiln-project/kiln/cmd/node/etcdmember"
 	"github.com/kiln-project/kiln/cmd/node/mcs"
 	"github.com/kiln-project/kiln/cmd/node/netd"
+	"github.com/kiln-project/kiln/cmd/node/apiready"
 	"github.com/kiln-project/kiln/cmd/node/permission"
 	"github.com/kiln-project/kiln/cmd/node/probe"
 	"github.com/kiln-project/kiln/cmd/node/resolvconf"
@@ -58,7 +59,7 @@ func newNodeCmd(o *rootOptions) *cobra.Command {
 	}
 	cmd.AddCommand(newNodeMCSCmd(o), newNodeBootkubeCmd(o), newNodeNetdCmd(o), newNodeEtcdCertsCmd(o), newNodeEtcdInstallCmd(o), newNodeEtcdRestoreCmd(o), newNodeEtcdBackupCmd(o), newNodeCertsInstallCmd(o), newNodeCertsRenewCmd(o), newNodeProbeCmd(o),
 		newNodeCSRApproverCmd(o), newNodeAwaitPermissionCmd(o), newNodeResolvConfCmd(o), newNodeCARotateCmd(o), newNodeSupportsCmd(),
-		newNodeMachineConfigControllerCmd(o), newNodeMachineConfigAgentCmd(o))
+		newNodeMachineConfigControllerCmd(o), newNodeMachineConfigAgentCmd(o), newNodeWaitAPIReadyCmd(o))
 	return cmd
 }
 
@@ -633,6 +634,22 @@ func newNodeAwaitPermissionCmd(o *rootOptions) *cobra.Command {
 	cmd.Flags().DurationVar(&every, "every", time.Second, "pause between questions")
 	// On a slow host (a VM under emulation) the API answers in more than 5 s.
 	cmd.Flags().DurationVar(&perTry, "request-timeout", 30*time.Second, "longest wait for one answer")
+	return cmd
+}
+
+func newNodeWaitAPIReadyCmd(o *rootOptions) *cobra.Command {
+	w := apiready.Waiter{Log: func(s string) { o.log.Info(s) }}
+	cmd := &cobra.Command{
+		Use:   "wait-api-ready",
+		Short: "Wait until the API server of this host is ready, on a host that runs one (the init container of MetalLB's speaker)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return w.Wait(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&w.URL, "url", "https://127.0.0.1:6443/readyz", "the API server's readiness endpoint on this host")
+	cmd.Flags().StringVar(&w.Manifest, "manifest", path.Join(nodelayout.StaticPodDir, "kube-apiserver.yaml"), "the API server's static pod manifest: a host without it has none to wait for")
+	cmd.Flags().DurationVar(&w.Every, "every", time.Second, "pause between questions")
 	return cmd
 }
 

@@ -35,6 +35,11 @@ func assertTimeSynced(ctx context.Context, t *testing.T, f *sshFleet, hosts []ss
 		if err != nil || !strings.Contains(string(out), "server "+server+" iburst prefer\n") || !selected(string(out), server) {
 			t.Errorf("%s does not keep time with %s, the LAN's time server (%v):\n%s", h.Name, server, err, out)
 		}
+		// From chronyd's last start (kiln's restart) to its choice of
+		// the server, by its journal.
+		took, _ := f.Client.RunScript(ctx, h.Address, `journalctl -u chrony.service -o short-unix --no-pager |
+	awk '/chronyd version/ { s = $1; e = "" } /Selected source `+server+`/ && e == "" { e = $1 } END { if (s != "" && e != "") printf "%.1f s", e - s }'`)
+		t.Logf("MEASURE %s's chrony chose the LAN's time server %s after it was restarted: %s", h.Name, server, took)
 	}
 }
 
