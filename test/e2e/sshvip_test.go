@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -256,28 +257,27 @@ func describe(as []attempt, since time.Time) string {
 	return b.String()
 }
 
-// stopVIPMaster cuts the link of the master that announces the API VIP
-// (cutVIPMaster, vipCuts times), then stops the one that announces it
-// then, while w asks the VIP from the test host: never masters[0],
-// labelled out of the announcers for the while, as the test's own client
-// goes through it. The API must answer at the VIP again, from another master, with at most 10 s
-// between the first request that failed and the first that answered again
-// (the times are measured), and kubectl with auth/kubeconfig fails only
-// within that window. It returns the stopped host and what to call once
-// its host is back and its Node Ready: the VIP answered throughout the
-// return (it stays or moves without a second outage: no kubectl call
-// failed, no two probes in a row).
+// stopVIPMaster stops the master that announces the API VIP (the one
+// MetalLB prefers) while w asks the VIP from the test host: never
+// masters[0], labelled out of the announcers for the while, as the test's
+// own client goes through it. The API must answer at the VIP again, from
+// another master, with at most 10 s between the first request that failed
+// and the first that answered again (the times are measured), and kubectl
+// with auth/kubeconfig fails only within that window. It returns the
+// stopped host and what to call once its host is back and its Node Ready:
+// the VIP answered throughout the return (it moves back to the preferred
+// master without a second outage: no kubectl call failed, no two probes
+// in a row); then the link of the master that announces the VIP is cut
+// (cutVIPMaster, vipCuts times).
 func stopVIPMaster(ctx context.Context, t *testing.T, f *sshFleet, client kubernetes.Interface, dyn dynamic.Interface, w *vipWatch, kubectl kubectlRunner, masters []sshHost) (sshHost, func()) {
 	t.Helper()
 	keep := masters[0].Name
 	include := excludeFromAnnouncers(ctx, t, client, keep)
 	w.start(ctx, kubectl)
-	// First the hard way, as a master that loses its power or its cable
-	// looks to the others: its speaker cannot say goodbye.
 	waitMastersReady(ctx, t, w.dir, w.masters)
-	for i := range vipCuts() {
-		cutVIPMaster(ctx, t, f, dyn, w, keep, i)
-	}
+	// The master that announces the VIP now is the one MetalLB prefers
+	// (nothing has moved it): back, it takes the VIP again, and that move
+	// must cost no second outage.
 	holder := vipHolder(ctx, t, f, dyn, w, keep)
 	var stopped sshHost
 	for _, m := range masters {
@@ -320,11 +320,22 @@ func stopVIPMaster(ctx context.Context, t *testing.T, f *sshFleet, client kubern
 	}
 	return stopped, func() {
 		t.Helper()
-		// Long enough for the returned master's API server to turn ready
-		// and MetalLB to choose again.
-		time.Sleep(20 * time.Second)
-		w.stop()
-		include()
+		// The returned master's speaker starts once its API server is
+		// ready (kiln node wait-api-ready); then MetalLB chooses again.
+		waitFor(t, ctx, 3*time.Minute, "MetalLB's speaker on "+stopped.Name+" ready again", func() (bool, string) {
+			pods, err := client.CoreV1().Pods(manifests.MetalLBNamespace).List(ctx, metav1.ListOptions{
+				LabelSelector: "component=speaker", FieldSelector: "spec.nodeName=" + stopped.Name})
+			if err != nil || len(pods.Items) != 1 {
+				return false, fmt.Sprint(len(pods.Items), " speaker pods, ", err)
+			}
+			for _, c := range pods.Items[0].Status.Conditions {
+				if c.Type == corev1.PodReady {
+					return c.Status == corev1.ConditionTrue, string(c.Status) + " " + c.Message
+				}
+			}
+			return false, string(pods.Items[0].Status.Phase)
+		})
+		time.Sleep(15 * time.Second)
 		// A second outage is two probes in a row failing (half a second
 		// without an answer) or any kubectl call failing. A single probe
 		// may be lost when the VIP moves back to the returned master: its
@@ -342,6 +353,14 @@ func stopVIPMaster(ctx context.Context, t *testing.T, f *sshFleet, client kubern
 		owner, err := arpOwner(ctx, f, w.vip)
 		t.Logf("MEASURE API VIP while %s came back: %d of %d probes and %d of %d kubectl calls failed since the failover%s; announced from %s (%v)",
 			stopped.Name, len(probes), len(all), len(kubes), len(allKubes), describe(probes, stopAt), owner, err)
+		// Then the hard way, as a master that loses its power or its
+		// cable looks to the others: its speaker cannot say goodbye.
+		waitMastersReady(ctx, t, w.dir, w.masters)
+		for i := range vipCuts() {
+			cutVIPMaster(ctx, t, f, dyn, w, keep, i)
+		}
+		w.stop()
+		include()
 	}
 }
 
