@@ -123,7 +123,7 @@ func (m Mover) On(ctx context.Context, master string) error {
 
 // Nudge makes MetalLB's speakers sync the VIP's Service again, by a new
 // value of NudgeAnnotation, so that the speaker that announces it writes
-// its record (ServiceL2Status) anew. MetalLB v0.15.2 can lose that
+// its record, a ServiceL2Status, anew. MetalLB v0.15.2 can lose that
 // record: after a master was cut off the network and came back
 // (TestSSHCluster), the VIP was announced and no record named anyone for
 // minutes. A speaker writes its record when its announcement changes or
