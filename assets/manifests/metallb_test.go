@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kiln-project/kiln/assets/release"
+	"github.com/kiln-project/kiln/ignition/nodelayout"
 )
 
 // sshConfig is an ssh cluster of a bootstrap host, one master and one
@@ -77,6 +78,26 @@ func TestMetalLB(t *testing.T) {
 	wantFlags(t, "controller", dep.Spec.Template.Spec.Containers[0].Command, "--webhook-mode=disabled", "--disable-cert-rotation")
 	if !ds.Spec.Template.Spec.HostNetwork || ds.Spec.Template.Spec.Containers[0].Command[0] != release.BinDir+"/metallb-speaker" {
 		t.Errorf("the speaker runs %q, host network %v", ds.Spec.Template.Spec.Containers[0].Command, ds.Spec.Template.Spec.HostNetwork)
+	}
+	// On a master the speaker waits for the master's API server: its init
+	// container is kiln's wait, which finds the API server's manifest in
+	// the static pod directory mounted where kiln looks for it.
+	pod := ds.Spec.Template.Spec
+	if len(pod.InitContainers) != 1 || !slices.Equal(pod.InitContainers[0].Command, []string{nodelayout.KilnBinary, "node", "wait-api-ready"}) {
+		t.Errorf("the speaker's init containers %+v, want kiln node wait-api-ready", pod.InitContainers)
+	} else {
+		mounts := map[string]string{}
+		for _, m := range pod.InitContainers[0].VolumeMounts {
+			mounts[m.Name] = m.MountPath
+		}
+		for _, v := range pod.Volumes {
+			if v.HostPath != nil && mounts[v.Name] != "" && mounts[v.Name] != v.HostPath.Path {
+				t.Errorf("volume %s: host path %s mounted at %s", v.Name, v.HostPath.Path, mounts[v.Name])
+			}
+		}
+		if mounts["static-pods"] != nodelayout.StaticPodDir || mounts["kiln"] != nodelayout.KilnBinary {
+			t.Errorf("the wait's mounts %v, want %s and %s", mounts, nodelayout.StaticPodDir, nodelayout.KilnBinary)
+		}
 	}
 	for _, e := range ds.Spec.Template.Spec.Containers[0].Env {
 		if e.Name == "METALLB_HOST" && e.Value != "127.0.0.1" {
