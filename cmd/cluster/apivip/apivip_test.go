@@ -42,6 +42,15 @@ func TestOffOn(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "did not move off m-0 to one of [m-1]") || !strings.Contains(err.Error(), "MetalLB records it announced from [m-0]") {
 		t.Errorf("the VIP stays: %v", err)
 	}
+	// No record at all when the wait ends: MetalLB lost it; the master is
+	// labelled out, so Off goes on, and says so.
+	announcer = ""
+	var warned string
+	lenient := m
+	lenient.Warn = func(s string) { warned = s }
+	if err := lenient.Off(ctx, "m-0", []string{"m-1"}); err != nil || !strings.Contains(warned, "MetalLB records no master announcing the API VIP") || !strings.Contains(warned, "m-0 is labelled out") {
+		t.Errorf("no record: %v; warned %q", err, warned)
+	}
 	if _, ok := label(); !ok {
 		t.Error("m-0 not labelled out")
 	}

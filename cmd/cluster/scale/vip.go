@@ -15,6 +15,6 @@ func (r *Runner) moveVIPOff(ctx context.Context, name string, others []string) e
 	if configs.Addons(r.Cluster.Config).APIVIP == "" || len(others) == 0 {
 		return nil
 	}
-	m := apivip.Mover{Kube: r.Kube, Poll: r.Poll}
+	m := apivip.Mover{Kube: r.Kube, Poll: r.Poll, Warn: func(s string) { r.Log.Warn(s) }}
 	return r.step("Moving the API VIP off "+name, func() error { return m.Off(ctx, name, others) })
 }
