@@ -61,8 +61,11 @@ type Mover struct {
 }
 
 // Off labels master out of the VIP's announcers and waits until MetalLB
-// records one of others announcing it. A master without a Node has
-// nothing to hand over; with no others there is no one to hand it to.
+// records one of others announcing it, nudging the speakers (Nudge) when
+// no record does; if at the end of the wait no record names anyone, it
+// warns and returns nil, as the label alone keeps master from
+// announcing. A master without a Node has nothing to hand over; with no
+// others there is no one to hand it to.
 func (m Mover) Off(ctx context.Context, master string, others []string) error {
 	others = slices.DeleteFunc(slices.Clone(others), func(n string) bool { return n == master })
 	if len(others) == 0 {
