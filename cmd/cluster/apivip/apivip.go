@@ -84,6 +84,7 @@ func (m Mover) Off(ctx context.Context, master string, others []string) error {
 	poll, timeout, nudgeAfter := cmp.Or(m.Poll, DefaultPoll), cmp.Or(m.Timeout, DefaultTimeout), cmp.Or(m.NudgeAfter, DefaultNudgeAfter)
 	last, readErr := "nothing read yet", ""
 	var recorded []string
+	read := false
 	nudged := time.Now()
 	err = wait.PollUntilContextTimeout(ctx, poll, timeout, true, func(ctx context.Context) (bool, error) {
 		nodes, err := Announcers(ctx, m.Kube)
@@ -93,7 +94,7 @@ func (m Mover) Off(ctx context.Context, master string, others []string) error {
 			}
 			return false, nil
 		}
-		recorded, readErr = nodes, ""
+		recorded, readErr, read = nodes, "", true
 		last = fmt.Sprintf("MetalLB records it announced from %v", nodes)
 		if slices.ContainsFunc(nodes, func(n string) bool { return slices.Contains(others, n) }) {
 			return true, nil
@@ -109,7 +110,7 @@ func (m Mover) Off(ctx context.Context, master string, others []string) error {
 	switch {
 	case err == nil:
 		return nil
-	case ctx.Err() == nil && last != "nothing read yet" && !slices.Contains(recorded, master):
+	case ctx.Err() == nil && read && !slices.Contains(recorded, master):
 		// MetalLB records no announcer at all (it can lose its record
 		// even when nudged): the master is labelled out, which every
 		// speaker honours within seconds, and no record says it still

@@ -67,9 +67,10 @@ func (w Waiter) Wait(ctx context.Context) error {
 			w.Log("not ready: " + why)
 			last = why
 		}
+		// When ctx ends meanwhile, the next question fails at once and
+		// the check above returns.
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the API server at %s: %w (last: %s)", w.URL, ctx.Err(), last)
 		case <-time.After(w.Every):
 		}
 	}
